@@ -1,0 +1,356 @@
+/*
+ * Allocator.c -- allocators written in Python, and ember.memory's C half.
+ *
+ * A Python allocator is any object with malloc(nbytes) -> int address and
+ * free(address).  set_allocator(obj) wraps it in a THAllocator whose
+ * context is the object (one strong reference, dropped by
+ * release_context when the last storage it backs is gone: see Note
+ * [Allocator lifetime] in THAllocator.h).  Every call into it takes the
+ * GIL, since a kernel may free memory with the GIL released.
+ *
+ * The built-in C allocators are shown to Python as ember.memory.CAllocator
+ * objects, whose raw_malloc/raw_free let a Python allocator delegate to
+ * them (raw: the asking allocator already keeps the statistics).
+ */
+#include "THP.h"
+
+/* ---- the bridge: THAllocator functions that call Python --------------------- */
+
+static void *
+python_malloc(void *context, size_t nbytes)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    void *ptr = NULL;
+    PyObject *result = PyObject_CallMethod(context, "malloc", "n",
+                                           (Py_ssize_t)nbytes);
+    if (result != NULL) {
+        ptr = PyLong_AsVoidPtr(result);
+        Py_DECREF(result);
+        if (ptr == NULL && !PyErr_Occurred()) {
+            PyErr_Format(PyExc_MemoryError,
+                         "the Python allocator returned address 0 for %zu "
+                         "bytes",
+                         nbytes);
+        }
+    }
+    if (ptr == NULL) {
+        /* The Python exception stays set; the core error only points at
+         * it (see THPUtils_setErrorFromTH). */
+        THError_set(TH_ERR_EXTERNAL, "Python allocator failed");
+    }
+    PyGILState_Release(gil);
+    return ptr;
+}
+
+static void
+python_free(void *context, void *ptr, size_t nbytes)
+{
+    (void)nbytes;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    /* free() runs from deallocators, where no exception may escape: save
+     * any pending one, and report a failing free as unraisable. */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *result = PyObject_CallMethod(context, "free", "N",
+                                           PyLong_FromVoidPtr(ptr));
+    if (result == NULL) {
+        PyErr_WriteUnraisable(context);
+    }
+    Py_XDECREF(result);
+    PyErr_Restore(type, value, traceback);
+    PyGILState_Release(gil);
+}
+
+static void
+python_release_context(void *context)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF((PyObject *)context); /* the reference taken in set_allocator */
+    PyGILState_Release(gil);
+}
+
+/* ---- ember.memory.CAllocator: a C allocator seen from Python ------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    THAllocator *allocator; /* owned reference */
+} THPCAllocator;
+
+static void
+THPCAllocator_dealloc(PyObject *self)
+{
+    THAllocator_release(((THPCAllocator *)self)->allocator);
+    PyObject_Free(self);
+}
+
+static PyObject *
+THPCAllocator_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("<ember.memory.CAllocator '%s'>",
+                                ((THPCAllocator *)self)->allocator->name);
+}
+
+static PyObject *
+THPCAllocator_raw_malloc(PyObject *self, PyObject *arg)
+{
+    THAllocator *allocator = ((THPCAllocator *)self)->allocator;
+    Py_ssize_t nbytes = PyLong_AsSsize_t(arg);
+    if (nbytes == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (nbytes <= 0 || nbytes > TH_MAX_NBYTES) {
+        PyErr_Format(PyExc_ValueError,
+                     "raw_malloc: nbytes must be in [1, %lld], got %zd",
+                     (long long)TH_MAX_NBYTES, nbytes);
+        return NULL;
+    }
+    void *ptr = allocator->malloc(allocator->context, (size_t)nbytes);
+    if (ptr == NULL) {
+        return THPUtils_setErrorFromTH();
+    }
+    return PyLong_FromVoidPtr(ptr);
+}
+
+static PyObject *
+THPCAllocator_raw_free(PyObject *self, PyObject *const *args,
+                       Py_ssize_t nargs)
+{
+    THAllocator *allocator = ((THPCAllocator *)self)->allocator;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "raw_free(address, nbytes=0) takes 1 or 2 arguments");
+        return NULL;
+    }
+    void *ptr = PyLong_AsVoidPtr(args[0]);
+    if (ptr == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t nbytes = nargs == 2 ? PyLong_AsSsize_t(args[1]) : 0;
+    if (nbytes == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    allocator->free(allocator->context, ptr, (size_t)nbytes);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+stats_to_dict(THAllocatorStats stats)
+{
+    return Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:L}", "allocated_bytes",
+        (long long)stats.allocated_bytes, "peak_allocated_bytes",
+        (long long)stats.peak_allocated_bytes, "live_blocks",
+        (long long)stats.live_blocks, "num_allocs",
+        (long long)stats.num_allocs, "num_frees", (long long)stats.num_frees);
+}
+
+static PyObject *
+THPCAllocator_stats(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return stats_to_dict(THAllocator_stats(((THPCAllocator *)self)->allocator));
+}
+
+static PyObject *
+THPCAllocator_name(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(((THPCAllocator *)self)->allocator->name);
+}
+
+static PyMethodDef THPCAllocator_methods[] = {
+    {"raw_malloc", THPCAllocator_raw_malloc, METH_O,
+     "raw_malloc(nbytes) -> address, not counted in statistics"},
+    {"raw_free", (PyCFunction)(void (*)(void))THPCAllocator_raw_free,
+     METH_FASTCALL, "raw_free(address, nbytes=0)"},
+    {"stats", THPCAllocator_stats, METH_NOARGS,
+     "This allocator's own statistics."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef THPCAllocator_getset[] = {
+    {"name", THPCAllocator_name, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject THPCAllocatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember.memory.CAllocator",
+    .tp_basicsize = sizeof(THPCAllocator),
+    .tp_dealloc = THPCAllocator_dealloc,
+    .tp_repr = THPCAllocator_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An allocator implemented in C (e.g. the default CPU one).",
+    .tp_methods = THPCAllocator_methods,
+    .tp_getset = THPCAllocator_getset,
+};
+
+/* The Python object standing for a THAllocator: the Python allocator
+ * object itself, or a CAllocator wrapper.  New reference. */
+static PyObject *
+allocator_to_python(THAllocator *allocator)
+{
+    if (allocator == NULL) {
+        Py_RETURN_NONE;
+    }
+    if (allocator->malloc == python_malloc) {
+        Py_INCREF((PyObject *)allocator->context); /* returned */
+        return allocator->context;
+    }
+    THPCAllocator *wrapper = PyObject_New(THPCAllocator, &THPCAllocatorType);
+    if (wrapper == NULL) {
+        return NULL;
+    }
+    THAllocator_retain(allocator);
+    wrapper->allocator = allocator;
+    return (PyObject *)wrapper;
+}
+
+/* The THAllocator for a Python object: a new reference.  A CAllocator
+ * gives its own; anything else must have malloc and free. */
+static THAllocator *
+allocator_from_python(PyObject *obj, THDeviceType device)
+{
+    if (Py_IS_TYPE(obj, &THPCAllocatorType)) {
+        THAllocator *allocator = ((THPCAllocator *)obj)->allocator;
+        if (allocator->device != device) {
+            PyErr_SetString(PyExc_ValueError,
+                            "this allocator belongs to another device");
+            return NULL;
+        }
+        THAllocator_retain(allocator);
+        return allocator;
+    }
+    for (int i = 0; i < 2; i++) {
+        const char *method = i == 0 ? "malloc" : "free";
+        PyObject *attr = PyObject_GetAttrString(obj, method);
+        if (attr == NULL || !PyCallable_Check(attr)) {
+            Py_XDECREF(attr);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "an allocator needs callable malloc(nbytes) and "
+                         "free(address) methods; %s has no callable %s",
+                         Py_TYPE(obj)->tp_name, method);
+            return NULL;
+        }
+        Py_DECREF(attr);
+    }
+    PyObject *name = PyObject_Repr(obj);
+    if (name == NULL) {
+        return NULL;
+    }
+    const char *name_utf8 = PyUnicode_AsUTF8(name);
+    if (name_utf8 == NULL) {
+        Py_DECREF(name);
+        return NULL;
+    }
+    THAllocator *allocator =
+        THAllocator_new(python_malloc, python_free, python_release_context,
+                        obj, name_utf8, device);
+    Py_DECREF(name);
+    if (allocator == NULL) {
+        THPUtils_setErrorFromTH();
+        return NULL;
+    }
+    Py_INCREF(obj); /* the allocator's context; dropped by release_context */
+    return allocator;
+}
+
+/* ---- module functions --------------------------------------------------------- */
+
+static int
+parse_device_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t index,
+                 THDeviceType *device)
+{
+    return THPDevice_Parse(nargs > index ? args[index] : NULL, device);
+}
+
+static PyObject *
+THPModule_memory_stats(PyObject *module, PyObject *const *args,
+                       Py_ssize_t nargs)
+{
+    (void)module;
+    THDeviceType device;
+    if (parse_device_arg(args, nargs, 0, &device) < 0) {
+        return NULL;
+    }
+    return stats_to_dict(THAllocator_deviceStats(device));
+}
+
+static PyObject *
+THPModule_reset_peak_memory_stats(PyObject *module, PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    (void)module;
+    THDeviceType device;
+    if (parse_device_arg(args, nargs, 0, &device) < 0) {
+        return NULL;
+    }
+    THAllocator_resetPeak(device);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+THPModule_get_allocator(PyObject *module, PyObject *const *args,
+                        Py_ssize_t nargs)
+{
+    (void)module;
+    THDeviceType device;
+    if (parse_device_arg(args, nargs, 0, &device) < 0) {
+        return NULL;
+    }
+    return allocator_to_python(THAllocator_get(device));
+}
+
+/* _set_allocator(obj, device=None) -> the previous allocator */
+static PyObject *
+THPModule_set_allocator(PyObject *module, PyObject *const *args,
+                        Py_ssize_t nargs)
+{
+    (void)module;
+    THDeviceType device;
+    if (nargs < 1 || parse_device_arg(args, nargs, 1, &device) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError,
+                            "set_allocator(allocator, device='cpu')");
+        }
+        return NULL;
+    }
+    THAllocator *allocator = allocator_from_python(args[0], device);
+    if (allocator == NULL) {
+        return NULL;
+    }
+    /* Build the result before the swap so that nothing can fail after it. */
+    PyObject *previous_obj = allocator_to_python(THAllocator_get(device));
+    if (previous_obj == NULL) {
+        THAllocator_release(allocator);
+        return NULL;
+    }
+    THAllocator *previous = THAllocator_exchange(allocator);
+    THAllocator_release(allocator); /* the registry holds its own now */
+    THAllocator_release(previous);  /* the registry's old reference */
+    return previous_obj;
+}
+
+PyMethodDef THPAllocator_methods[] = {
+    {"_memory_stats", (PyCFunction)(void (*)(void))THPModule_memory_stats,
+     METH_FASTCALL, NULL},
+    {"_reset_peak_memory_stats",
+     (PyCFunction)(void (*)(void))THPModule_reset_peak_memory_stats,
+     METH_FASTCALL, NULL},
+    {"_get_allocator", (PyCFunction)(void (*)(void))THPModule_get_allocator,
+     METH_FASTCALL, NULL},
+    {"_set_allocator", (PyCFunction)(void (*)(void))THPModule_set_allocator,
+     METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+THPAllocator_InitModule(PyObject *module)
+{
+    if (PyType_Ready(&THPCAllocatorType) < 0) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "CAllocator",
+                                 (PyObject *)&THPCAllocatorType);
+}

@@ -1,0 +1,659 @@
+/*
+ * Numpy.c -- zero-copy exchange with NumPy and anything else that speaks
+ * the buffer protocol (PEP 3118) or DLPack.
+ *
+ * Note [Zero-copy lifetime]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Importing (ember.from_numpy(a), ember.from_dlpack(x)): the tensor's
+ * THStorage points straight at the exporter's memory and its deleter
+ * releases the exporter's hold (PyBuffer_Release on our Py_buffer, or the
+ * DLPack deleter).  The Py_buffer holds a reference to the exporter, so the
+ * exporter lives exactly as long as the storage: not one tensor longer,
+ * not one tensor shorter.  With t = ember.from_numpy(a):
+ *     a += 1        writes the shared memory: t sees it;
+ *     a = a + 1     makes a new array and rebinds the name: t still views
+ *                   the old one, which it keeps alive.
+ * Exporting (t.numpy()): the ndarray points at the tensor's memory and its
+ * base is the tensor itself (PyArray_SetBaseObject), so the tensor, and
+ * through it the storage, outlives the array.  DLPack export retains the
+ * THTensor in the capsule's context; the consumer's deleter releases it.
+ */
+#include "THP.h"
+
+#include "DLPack.h"
+
+#include <numpy/arrayobject.h>
+
+/* ---- buffer protocol import --------------------------------------------------- */
+
+/* Storage deleter for memory lent through the buffer protocol; the context
+ * is the heap-allocated Py_buffer.  May run without the GIL (a kernel may
+ * drop the last reference), so it takes the GIL itself. */
+static void
+release_buffer(void *context, void *data)
+{
+    (void)data;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_buffer *view = context;
+    PyBuffer_Release(view); /* drops view->obj, the exporter */
+    PyMem_Free(view);
+    PyGILState_Release(gil);
+}
+
+/* Validates a Py_buffer's layout and computes what the tensor needs. */
+static int
+check_buffer_layout(const Py_buffer *view, THDtype *dtype, int64_t *sizes,
+                    int64_t *strides, int64_t *nbytes)
+{
+    if (THDtype_fromBufferFormat(view->format, (int)view->itemsize, dtype)
+        < 0) {
+        THPUtils_setErrorFromTH();
+        return -1;
+    }
+    if (view->ndim > TH_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "can't share a buffer of %d dimensions: ember tensors "
+                     "have at most %d",
+                     view->ndim, TH_MAX_DIMS);
+        return -1;
+    }
+    if (view->suboffsets != NULL) {
+        PyErr_SetString(PyExc_ValueError,
+                        "can't share a buffer with suboffsets (PIL-style "
+                        "indirect arrays); copy it into a contiguous array "
+                        "first");
+        return -1;
+    }
+    int64_t last = 0, numel = 1;
+    for (int d = 0; d < view->ndim; d++) {
+        Py_ssize_t stride = view->strides != NULL ? view->strides[d] : 0;
+        sizes[d] = view->shape[d];
+        numel *= sizes[d];
+        if (stride < 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "At least one stride in the given numpy array "
+                            "is negative, and tensors with negative strides "
+                            "are not currently supported. (You can probably "
+                            "work around this by making a copy of your array "
+                            " with array.copy().)");
+            return -1;
+        }
+        if (stride % view->itemsize != 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "given numpy array strides not a multiple of the "
+                            "element byte size. Copy the numpy array to "
+                            "reallocate the memory.");
+            return -1;
+        }
+        strides[d] = stride / view->itemsize;
+        last += (sizes[d] - 1) * strides[d];
+    }
+    if (view->strides == NULL) {
+        THTensor_contiguousStrides(view->ndim, sizes, strides);
+        last = numel - 1;
+    }
+    *nbytes = numel == 0 ? 0 : (last + 1) * view->itemsize;
+    return 0;
+}
+
+THTensor *
+THPNumpy_tensorFromBuffer(PyObject *obj)
+{
+    THDtype dtype;
+    int64_t sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS], nbytes;
+    Py_buffer *view = PyMem_Malloc(sizeof(Py_buffer));
+    if (view == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    /* Strides and format, writable or not: a read-only buffer becomes a
+     * read-only tensor. */
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) {
+        PyMem_Free(view);
+        return NULL;
+    }
+    if (check_buffer_layout(view, &dtype, sizes, strides, &nbytes) < 0) {
+        PyBuffer_Release(view);
+        PyMem_Free(view);
+        return NULL;
+    }
+    THStorage *storage = THStorage_newExternal(
+        view->buf, nbytes, TH_DEVICE_CPU, view->readonly != 0,
+        release_buffer, view);
+    if (storage == NULL) {
+        PyBuffer_Release(view); /* the deleter was not taken over */
+        PyMem_Free(view);
+        THPUtils_setErrorFromTH();
+        return NULL;
+    }
+    /* From here the storage owns `view` and releases it at its end. */
+    THTensor *tensor = THTensor_newWithStorage(storage, 0, view->ndim, sizes,
+                                               strides, dtype);
+    THStorage_release(storage); /* the tensor holds its own reference */
+    if (tensor == NULL) {
+        THPUtils_setErrorFromTH();
+    }
+    return tensor;
+}
+
+static PyObject *
+THPModule_from_numpy(PyObject *module, PyObject *obj)
+{
+    (void)module;
+    if (!PyObject_CheckBuffer(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "expected np.ndarray or another object supporting the "
+                     "buffer protocol (got %s)",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    THTensor *tensor = THPNumpy_tensorFromBuffer(obj);
+    return tensor == NULL ? NULL : THPVariable_Wrap(tensor);
+}
+
+/* ---- NumPy export ----------------------------------------------------------------- */
+
+static const int numpy_typenums[TH_NUM_DTYPES] = {
+    [TH_Bool] = NPY_BOOL,   [TH_UInt8] = NPY_UINT8,
+    [TH_Int8] = NPY_INT8,   [TH_Int16] = NPY_INT16,
+    [TH_Int32] = NPY_INT32, [TH_Int64] = NPY_INT64,
+    [TH_Float32] = NPY_FLOAT32, [TH_Float64] = NPY_FLOAT64,
+};
+
+static char empty_data[64];
+
+/* An ndarray on the tensor's memory whose base is the tensor. */
+static PyObject *
+tensor_to_numpy(PyObject *self)
+{
+    THTensor *t = THPVariable_Unpack(self);
+    npy_intp dims[TH_MAX_DIMS], byte_strides[TH_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        dims[d] = (npy_intp)t->sizes[d];
+        byte_strides[d] = (npy_intp)(t->strides[d] * THTensor_itemsize(t));
+    }
+    /* An empty storage has no pointer, but NumPy would allocate for NULL. */
+    void *data = t->storage->data != NULL ? THTensor_data(t) : empty_data;
+    int flags = t->storage->read_only ? 0 : NPY_ARRAY_WRITEABLE;
+    PyObject *array = PyArray_New(&PyArray_Type, t->ndim, dims,
+                                  numpy_typenums[t->dtype], byte_strides,
+                                  data, 0, flags, NULL);
+    if (array == NULL) {
+        return NULL;
+    }
+    Py_INCREF(self); /* stolen by SetBaseObject: the array keeps us alive */
+    if (PyArray_SetBaseObject((PyArrayObject *)array, self) < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+static PyObject *
+THPVariable_numpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    static const char *const names[] = {"force"};
+    PyObject *force_obj;
+    if (THPUtils_parseArgs("numpy", args, nargs, kwnames, names, 1, 0,
+                           &force_obj)
+        < 0) {
+        return NULL;
+    }
+    int force = force_obj != NULL ? PyObject_IsTrue(force_obj) : 0;
+    if (force < 0) {
+        return NULL;
+    }
+    if (force) {
+        /* force=True: detach and copy, whatever the tensor is. */
+        PyObject *copy = THPVariable_Wrap(
+            THTensor_newClone(THPVariable_Unpack(self)));
+        if (copy == NULL) {
+            return NULL;
+        }
+        PyObject *array = tensor_to_numpy(copy);
+        Py_DECREF(copy);
+        return array;
+    }
+    if (((THPVariable *)self)->requires_grad) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Can't call numpy() on Tensor that requires grad. "
+                        "Use tensor.detach().numpy() instead.");
+        return NULL;
+    }
+    return tensor_to_numpy(self);
+}
+
+/* __array__(dtype=None, copy=None): what np.asarray(t) calls. */
+static PyObject *
+THPVariable_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    static const char *const names[] = {"dtype", "copy"};
+    PyObject *objs[2];
+    if (THPUtils_parseArgs("__array__", args, nargs, kwnames, names, 2, 2,
+                           objs)
+        < 0) {
+        return NULL;
+    }
+    PyObject *array = THPVariable_numpy(self, NULL, 0, NULL);
+    if (array == NULL) {
+        return NULL;
+    }
+    int copy = objs[1] != NULL && objs[1] != Py_None
+                   ? PyObject_IsTrue(objs[1])
+                   : 0;
+    if (copy < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    if ((objs[0] != NULL && objs[0] != Py_None) || copy) {
+        PyObject *dtype = objs[0] != NULL ? objs[0] : Py_None;
+        PyObject *converted = PyObject_CallMethod(
+            array, "astype", "OO", dtype == Py_None
+                                       ? (PyObject *)PyArray_DESCR(
+                                             (PyArrayObject *)array)
+                                       : dtype,
+            copy ? Py_True : Py_False);
+        Py_DECREF(array);
+        return converted;
+    }
+    return array;
+}
+
+/* ---- DLPack export -------------------------------------------------------------- */
+
+/* Everything one exported capsule owns, freed by the consumer's call to
+ * the deleter.  Either `legacy` or `versioned` is the public part. */
+typedef struct {
+    DLManagedTensor legacy;
+    DLManagedTensorVersioned versioned;
+    THTensor *tensor; /* retained for the capsule's lifetime */
+    int64_t shape[TH_MAX_DIMS];
+    int64_t strides[TH_MAX_DIMS];
+} DLPackExport;
+
+/* Pure C: safe without the GIL (the THTensor release is atomic, and a
+ * storage deleter that needs Python takes the GIL itself). */
+static void
+dlpack_export_free(DLPackExport *ctx)
+{
+    THTensor_release(ctx->tensor);
+    free(ctx);
+}
+
+static void
+dlpack_legacy_deleter(DLManagedTensor *managed)
+{
+    dlpack_export_free(managed->manager_ctx);
+}
+
+static void
+dlpack_versioned_deleter(DLManagedTensorVersioned *managed)
+{
+    dlpack_export_free(managed->manager_ctx);
+}
+
+static const DLDataType dlpack_dtypes[TH_NUM_DTYPES] = {
+    [TH_Bool] = {kDLBool, 8, 1},     [TH_UInt8] = {kDLUInt, 8, 1},
+    [TH_Int8] = {kDLInt, 8, 1},      [TH_Int16] = {kDLInt, 16, 1},
+    [TH_Int32] = {kDLInt, 32, 1},    [TH_Int64] = {kDLInt, 64, 1},
+    [TH_Float32] = {kDLFloat, 32, 1}, [TH_Float64] = {kDLFloat, 64, 1},
+};
+
+/* Capsule destructors: a capsule that was never consumed still owns the
+ * managed tensor and must free it. */
+static void
+dlpack_legacy_capsule_destructor(PyObject *capsule)
+{
+    if (PyCapsule_IsValid(capsule, "dltensor")) {
+        DLManagedTensor *managed = PyCapsule_GetPointer(capsule, "dltensor");
+        managed->deleter(managed);
+    }
+}
+
+static void
+dlpack_versioned_capsule_destructor(PyObject *capsule)
+{
+    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+        DLManagedTensorVersioned *managed =
+            PyCapsule_GetPointer(capsule, "dltensor_versioned");
+        managed->deleter(managed);
+    }
+}
+
+static PyObject *
+THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
+{
+    static const char *const names[] = {"stream", "max_version",
+                                        "dl_device", "copy"};
+    PyObject *objs[4];
+    THTensor *t = THPVariable_Unpack(self);
+    if (THPUtils_parseArgs("__dlpack__", args, nargs, kwnames, names, 4, 1,
+                           objs)
+        < 0) {
+        return NULL;
+    }
+    if (((THPVariable *)self)->requires_grad) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Can't export tensors that require gradient, use "
+                        "tensor.detach()");
+        return NULL;
+    }
+    if (objs[3] == Py_True) {
+        PyErr_SetString(PyExc_BufferError,
+                        "__dlpack__(copy=True) is not supported; clone() "
+                        "the tensor first");
+        return NULL;
+    }
+    long major = 0;
+    if (objs[1] != NULL && objs[1] != Py_None) {
+        PyObject *first = PySequence_GetItem(objs[1], 0);
+        if (first == NULL) {
+            return NULL;
+        }
+        major = PyLong_AsLong(first);
+        Py_DECREF(first);
+        if (major == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    int versioned = major >= DLPACK_MAJOR_VERSION;
+    if (!versioned && t->storage->read_only) {
+        PyErr_SetString(PyExc_BufferError,
+                        "a read-only tensor can only be exported through "
+                        "versioned DLPack (max_version >= (1, 0)), which "
+                        "can mark it read-only");
+        return NULL;
+    }
+    DLPackExport *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return PyErr_NoMemory();
+    }
+    THTensor_retain(t);
+    ctx->tensor = t;
+    memcpy(ctx->shape, t->sizes, sizeof(int64_t) * t->ndim);
+    memcpy(ctx->strides, t->strides, sizeof(int64_t) * t->ndim);
+    DLTensor dl = {
+        .data = t->storage->data != NULL ? THTensor_data(t) : empty_data,
+        .device = {kDLCPU, 0},
+        .ndim = t->ndim,
+        .dtype = dlpack_dtypes[t->dtype],
+        .shape = ctx->shape,
+        .strides = ctx->strides,
+        .byte_offset = 0,
+    };
+    PyObject *capsule;
+    if (versioned) {
+        ctx->versioned.version.major = DLPACK_MAJOR_VERSION;
+        ctx->versioned.version.minor = DLPACK_MINOR_VERSION;
+        ctx->versioned.manager_ctx = ctx;
+        ctx->versioned.deleter = dlpack_versioned_deleter;
+        ctx->versioned.flags =
+            t->storage->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+        ctx->versioned.dl_tensor = dl;
+        capsule = PyCapsule_New(&ctx->versioned, "dltensor_versioned",
+                                dlpack_versioned_capsule_destructor);
+    }
+    else {
+        ctx->legacy.manager_ctx = ctx;
+        ctx->legacy.deleter = dlpack_legacy_deleter;
+        ctx->legacy.dl_tensor = dl;
+        capsule = PyCapsule_New(&ctx->legacy, "dltensor",
+                                dlpack_legacy_capsule_destructor);
+    }
+    if (capsule == NULL) {
+        dlpack_export_free(ctx);
+    }
+    return capsule;
+}
+
+static PyObject *
+THPVariable_dlpack_device(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(ii)", kDLCPU, 0);
+}
+
+PyMethodDef THPVariable_numpy_methods[] = {
+    {"numpy", (PyCFunction)(void (*)(void))THPVariable_numpy,
+     METH_FASTCALL | METH_KEYWORDS,
+     "numpy(force=False): an ndarray sharing this tensor's memory"},
+    {"__array__", (PyCFunction)(void (*)(void))THPVariable_array,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"__dlpack__", (PyCFunction)(void (*)(void))THPVariable_dlpack,
+     METH_FASTCALL | METH_KEYWORDS,
+     "Exports the tensor as a DLPack capsule (zero-copy)."},
+    {"__dlpack_device__", THPVariable_dlpack_device, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- DLPack import ---------------------------------------------------------------- */
+
+/* The storage deleter's context for imported DLPack memory. */
+typedef struct {
+    void *managed;
+    int versioned;
+} DLPackImport;
+
+static void
+dlpack_import_release(void *context, void *data)
+{
+    (void)data;
+    DLPackImport *import = context;
+    if (import->versioned) {
+        DLManagedTensorVersioned *managed = import->managed;
+        if (managed->deleter != NULL) {
+            managed->deleter(managed);
+        }
+    }
+    else {
+        DLManagedTensor *managed = import->managed;
+        if (managed->deleter != NULL) {
+            managed->deleter(managed);
+        }
+    }
+    free(import);
+}
+
+static int
+dtype_from_dlpack(DLDataType dl, THDtype *out)
+{
+    for (int i = 0; i < TH_NUM_DTYPES; i++) {
+        if (dlpack_dtypes[i].code == dl.code
+            && dlpack_dtypes[i].bits == dl.bits && dl.lanes == 1) {
+            *out = (THDtype)i;
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "unsupported DLPack dtype (code %d, bits %d, lanes %d): "
+                 "ember supports bool, uint8, int8, int16, int32, int64, "
+                 "float32 and float64",
+                 dl.code, dl.bits, dl.lanes);
+    return -1;
+}
+
+/* Builds a tensor over a DLTensor.  On success the storage owns `import`
+ * (and through it the managed tensor); on failure the caller keeps it. */
+static THTensor *
+tensor_from_dltensor(const DLTensor *dl, int read_only,
+                     DLPackImport *import)
+{
+    THDtype dtype;
+    int64_t strides[TH_MAX_DIMS], last = 0, numel = 1;
+    if (dl->device.device_type != kDLCPU
+        && dl->device.device_type != kDLCUDAHost) {
+        PyErr_Format(PyExc_BufferError,
+                     "from_dlpack: device type %d is not supported (ember "
+                     "reads CPU memory)",
+                     dl->device.device_type);
+        return NULL;
+    }
+    if (dl->ndim < 0 || dl->ndim > TH_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "from_dlpack: %d dimensions is out of range (at most "
+                     "%d)",
+                     dl->ndim, TH_MAX_DIMS);
+        return NULL;
+    }
+    if (dtype_from_dlpack(dl->dtype, &dtype) < 0) {
+        return NULL;
+    }
+    if (dl->strides == NULL) {
+        THTensor_contiguousStrides(dl->ndim, dl->shape, strides);
+    }
+    else {
+        memcpy(strides, dl->strides, sizeof(int64_t) * dl->ndim);
+    }
+    for (int d = 0; d < dl->ndim; d++) {
+        if (dl->shape[d] < 0 || strides[d] < 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "from_dlpack: negative sizes or strides are "
+                            "not supported; copy the array first");
+            return NULL;
+        }
+        numel *= dl->shape[d];
+        last += (dl->shape[d] - 1) * strides[d];
+    }
+    int64_t nbytes = numel == 0 ? 0 : (last + 1) * THDtype_itemsize(dtype);
+    char *data = (char *)dl->data + dl->byte_offset;
+    THStorage *storage = THStorage_newExternal(
+        data, nbytes, TH_DEVICE_CPU, read_only != 0, dlpack_import_release,
+        import);
+    if (storage == NULL) {
+        THPUtils_setErrorFromTH();
+        return NULL;
+    }
+    THTensor *tensor = THTensor_newWithStorage(storage, 0, dl->ndim,
+                                               dl->shape, strides, dtype);
+    if (tensor == NULL) {
+        /* Give the obligation back to the caller before the storage goes */
+        storage->deleter = NULL;
+        THStorage_release(storage);
+        THPUtils_setErrorFromTH();
+        return NULL;
+    }
+    THStorage_release(storage); /* the tensor holds its own reference */
+    return tensor;
+}
+
+/* Takes the managed tensor out of a capsule, marking it consumed. */
+static PyObject *
+tensor_from_capsule(PyObject *capsule)
+{
+    DLPackImport *import = calloc(1, sizeof(*import));
+    if (import == NULL) {
+        return PyErr_NoMemory();
+    }
+    const DLTensor *dl;
+    int read_only = 0;
+    const char *used_name;
+    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+        DLManagedTensorVersioned *managed =
+            PyCapsule_GetPointer(capsule, "dltensor_versioned");
+        if (managed->version.major > DLPACK_MAJOR_VERSION) {
+            free(import);
+            PyErr_Format(PyExc_BufferError,
+                         "from_dlpack: DLPack version %u.%u is newer than "
+                         "ember supports (%d.x)",
+                         managed->version.major, managed->version.minor,
+                         DLPACK_MAJOR_VERSION);
+            return NULL;
+        }
+        import->managed = managed;
+        import->versioned = 1;
+        dl = &managed->dl_tensor;
+        read_only = (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+        used_name = "used_dltensor_versioned";
+    }
+    else if (PyCapsule_IsValid(capsule, "dltensor")) {
+        DLManagedTensor *managed = PyCapsule_GetPointer(capsule, "dltensor");
+        import->managed = managed;
+        dl = &managed->dl_tensor;
+        used_name = "used_dltensor";
+    }
+    else {
+        free(import);
+        PyErr_SetString(PyExc_ValueError,
+                        "from_dlpack: expected a DLPack capsule that was not "
+                        "consumed yet (named 'dltensor' or "
+                        "'dltensor_versioned')");
+        return NULL;
+    }
+    THTensor *tensor = tensor_from_dltensor(dl, read_only, import);
+    if (tensor == NULL) {
+        free(import); /* the capsule still owns the managed tensor */
+        return NULL;
+    }
+    /* Consumed: from now on the storage calls the deleter, not the
+     * capsule's destructor. */
+    if (PyCapsule_SetName(capsule, used_name) < 0) {
+        THTensor_release(tensor);
+        return NULL;
+    }
+    return THPVariable_Wrap(tensor);
+}
+
+/* from_dlpack(x): x is an object with __dlpack__, or a capsule. */
+static PyObject *
+THPModule_from_dlpack(PyObject *module, PyObject *obj)
+{
+    (void)module;
+    if (PyCapsule_CheckExact(obj)) {
+        return tensor_from_capsule(obj);
+    }
+    PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+    if (method == NULL) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack: expected an object with __dlpack__ or a "
+                     "DLPack capsule, got %s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    /* Ask for the versioned protocol; producers that predate it raise
+     * TypeError on the keyword, and then get the legacy call. */
+    PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version",
+                                     DLPACK_MAJOR_VERSION,
+                                     DLPACK_MINOR_VERSION);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *capsule = NULL;
+    if (kwargs != NULL && empty != NULL) {
+        capsule = PyObject_Call(method, empty, kwargs);
+        if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            capsule = PyObject_CallNoArgs(method);
+        }
+    }
+    Py_XDECREF(kwargs);
+    Py_XDECREF(empty);
+    Py_DECREF(method);
+    if (capsule == NULL) {
+        return NULL;
+    }
+    PyObject *result = tensor_from_capsule(capsule);
+    Py_DECREF(capsule);
+    return result;
+}
+
+PyMethodDef THPNumpy_methods[] = {
+    {"from_numpy", THPModule_from_numpy, METH_O,
+     "from_numpy(a): a tensor sharing a's memory (any PEP 3118 buffer)"},
+    {"from_dlpack", THPModule_from_dlpack, METH_O,
+     "from_dlpack(x): a tensor sharing x's memory through DLPack"},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+THPNumpy_InitModule(PyObject *module)
+{
+    (void)module;
+    /* import_array() is a macro that returns NULL on failure; wrap it. */
+    if (_import_array() < 0) {
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,162 @@
+/*
+ * THP.h -- the Python layer's shared declarations (the `ember._C` module).
+ *
+ * Layering: c/python/ turns Python objects into TH core calls and TH
+ * errors into Python exceptions.  It owns every Py_INCREF/Py_DECREF; each
+ * one that is not obvious says which reference it is.  See DESIGN.md.
+ *
+ * Conventions (CPython's): a function returning PyObject * returns a new
+ * reference or NULL with an exception set; one returning int returns 0 or
+ * -1 with an exception set.  The first comment line of each says so when it
+ * is not a new reference.
+ */
+#ifndef THP_H
+#define THP_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "TH.h"
+
+/* ---- THPVariable: the tensor object --------------------------------------
+ *
+ * Note [THPVariable layout]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~
+ * PyObject_HEAD (refcount + type) followed by one owned THTensor and the
+ * Python-side autograd state.  The C type is `ember._C._TensorBase`; the
+ * public `ember.Tensor` is a Python subclass of it, registered at import
+ * (ember._C._set_tensor_class), and every tensor C creates is an instance
+ * of that subclass.  The Python fields can form reference cycles (tensor ->
+ * grad_fn -> saved tensors -> tensor), so the type takes part in the cyclic
+ * GC: tp_traverse visits each field below and tp_clear drops each.
+ */
+typedef struct {
+    PyObject_HEAD
+    THTensor *cdata;        /* owned; never NULL once initialised */
+    PyObject *grad;         /* owned or NULL: the accumulated gradient */
+    PyObject *grad_fn;      /* owned or NULL: the node that made this */
+    PyObject *backward_hooks; /* owned or NULL: hooks from register_hook */
+    PyObject *autograd_meta;  /* owned or NULL: free slot for autograd */
+    char requires_grad;
+    char retains_grad;
+} THPVariable;
+
+extern PyTypeObject THPVariableType;
+/* The registered Python subclass (ember.Tensor); a strong reference. */
+extern PyTypeObject *THPVariableClass;
+
+static inline int
+THPVariable_Check(PyObject *obj)
+{
+    return PyObject_TypeCheck(obj, &THPVariableType);
+}
+
+/* Wraps a tensor in a new ember.Tensor.  Steals the reference to `tensor`
+ * (released on failure too).  NULL tensor (a failed core call) gives NULL
+ * with the core's error translated. */
+PyObject *THPVariable_Wrap(THTensor *tensor);
+
+/* ---- THPStorage ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    THStorage *cdata;         /* owned */
+    Py_ssize_t buffer_exports; /* live Py_buffer views of this storage */
+    Py_ssize_t buffer_shape[1];
+} THPStorage;
+
+extern PyTypeObject THPStorageType;
+/* Wraps a storage (retained, not stolen). */
+PyObject *THPStorage_New(THStorage *storage);
+
+/* ---- dtypes, sizes, devices ------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    THDtype dtype;
+} THPDtype;
+
+extern PyTypeObject THPDtypeType;
+/* Borrowed reference to the singleton dtype object. */
+PyObject *THPDtype_Get(THDtype dtype);
+/* Parses a dtype argument: an ember dtype or Python's bool/int/float.
+ * Returns 0, or -1 with TypeError. */
+int THPDtype_Parse(PyObject *obj, THDtype *out);
+THDtype THPDtype_defaultFloat(void);
+int THPDtype_InitModule(PyObject *module);
+
+extern PyTypeObject THPSizeType;
+/* A new ember.Size (a tuple subclass) of the given sizes. */
+PyObject *THPSize_New(int ndim, const int64_t *sizes);
+int THPSize_InitModule(PyObject *module);
+
+/* Borrowed reference to the ember.device('cpu') singleton registered by
+ * the Python package. */
+extern PyObject *THPDevice_cpu;
+/* Accepts None, "cpu", or an ember.device of type cpu. */
+int THPDevice_Parse(PyObject *obj, THDeviceType *out);
+
+/* ---- errors and argument parsing (Utils.c) --------------------------------- */
+
+/* Sets the Python exception matching the core's last error and returns
+ * NULL.  A Python exception raised by a plugged-in Python component (a
+ * Python allocator) takes precedence. */
+PyObject *THPUtils_setErrorFromTH(void);
+/* The same for int-returning functions: returns -1. */
+int THPUtils_setErrorFromTH_int(void);
+
+/* Fills `out[i]` with borrowed references to the arguments named
+ * names[i] (NULL when absent) from a vectorcall argument list.  At most
+ * `max_positional` may come by position.  Returns 0 or -1 (TypeError). */
+int THPUtils_parseArgs(const char *fname, PyObject *const *args,
+                       Py_ssize_t nargs, PyObject *kwnames,
+                       const char *const *names, int nnames,
+                       int max_positional, PyObject **out);
+/* Reads an int64 that must be a Python int (or have __index__). */
+int THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
+                        int64_t *out);
+/* Reads a list of sizes given either as separate int arguments or as one
+ * sequence: view(2, 3) and view((2, 3)).  Returns ndim or -1. */
+int THPUtils_parseSizes(const char *fname, PyObject *const *args,
+                        Py_ssize_t nargs, int64_t *sizes);
+/* The same for one object that must be a sequence of ints. */
+int THPUtils_parseSizeSequence(const char *fname, PyObject *seq,
+                               int64_t *sizes);
+/* Parses a Python bool/int/float (or 0-d/1-element ember tensor, or NumPy
+ * scalar) into a THScalar.  Returns 0 or -1 (TypeError). */
+int THPUtils_parseScalar(PyObject *obj, THScalar *out);
+/* Converts one element at `data` to a Python bool/int/float. */
+PyObject *THPUtils_scalarToPython(const char *data, THDtype dtype);
+
+/* ---- module pieces ---------------------------------------------------------- */
+
+int THPVariable_InitModule(PyObject *module);
+int THPStorage_InitModule(PyObject *module);
+int THPAllocator_InitModule(PyObject *module);
+int THPNumpy_InitModule(PyObject *module);
+
+/* Method tables each file contributes to the module. */
+extern PyMethodDef THPCreation_methods[];
+extern PyMethodDef THPNumpy_methods[];
+extern PyMethodDef THPAllocator_methods[];
+
+/* Tensor methods implemented outside Variable.c (NULL-terminated). */
+extern PyMethodDef THPVariable_view_methods[];
+extern PyMethodDef THPVariable_numpy_methods[];
+extern PyMappingMethods THPVariable_as_mapping;
+
+/* Helpers shared by the tensor files. */
+static inline THTensor *
+THPVariable_Unpack(PyObject *obj)
+{
+    return ((THPVariable *)obj)->cdata;
+}
+
+/* New tensor from Python data (nested sequences, buffers, scalars); the
+ * engine of ember.tensor.  dtype < 0 means infer. */
+PyObject *THPVariable_FromData(PyObject *data, int dtype,
+                               int requires_grad);
+/* A THTensor over a PEP 3118 buffer, sharing its memory; new reference. */
+THTensor *THPNumpy_tensorFromBuffer(PyObject *obj);
+
+#endif /* THP_H */

@@ -1,0 +1,330 @@
+/*
+ * Utils.c -- the one place core errors become Python exceptions, and the
+ * small argument parsers every wrapper uses.
+ */
+#include "THP.h"
+
+PyObject *
+THPUtils_setErrorFromTH(void)
+{
+    THErrorKind kind = THError_kind();
+    if (kind == TH_ERR_EXTERNAL && PyErr_Occurred()) {
+        THError_clear(); /* the Python exception already says it all */
+        return NULL;
+    }
+    PyObject *type;
+    switch (kind) {
+    case TH_ERR_VALUE: type = PyExc_ValueError; break;
+    case TH_ERR_TYPE: type = PyExc_TypeError; break;
+    case TH_ERR_INDEX: type = PyExc_IndexError; break;
+    case TH_ERR_MEMORY: type = PyExc_MemoryError; break;
+    default: type = PyExc_RuntimeError; break;
+    }
+    if (kind == TH_ERR_NONE) {
+        PyErr_SetString(PyExc_SystemError,
+                        "ember core failed without an error message");
+    }
+    else {
+        PyErr_SetString(type, THError_message());
+    }
+    THError_clear();
+    return NULL;
+}
+
+int
+THPUtils_setErrorFromTH_int(void)
+{
+    THPUtils_setErrorFromTH();
+    return -1;
+}
+
+int
+THPUtils_parseArgs(const char *fname, PyObject *const *args,
+                   Py_ssize_t nargs, PyObject *kwnames,
+                   const char *const *names, int nnames, int max_positional,
+                   PyObject **out)
+{
+    for (int i = 0; i < nnames; i++) {
+        out[i] = NULL;
+    }
+    if (nargs > max_positional) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() takes at most %d positional argument%s (%zd "
+                     "given)",
+                     fname, max_positional, max_positional == 1 ? "" : "s",
+                     nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        out[i] = args[i];
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k); /* borrowed */
+        int slot = -1;
+        for (int i = 0; i < nnames; i++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0) {
+                slot = i;
+                break;
+            }
+        }
+        if (slot < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument '%U'",
+                         fname, key);
+            return -1;
+        }
+        if (out[slot] != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got multiple values for argument '%s'", fname,
+                         names[slot]);
+            return -1;
+        }
+        out[slot] = args[nargs + k];
+    }
+    return 0;
+}
+
+int
+THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
+                    int64_t *out)
+{
+    /* bool is an int subclass, but PyTorch refuses it where sizes go:
+     * accept it like Python does for indices. */
+    if (!PyLong_Check(obj) && !PyIndex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be int, not %s", fname, what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (THPVariable_Check(obj)) {
+        THTensor *t = THPVariable_Unpack(obj);
+        if (t->numel != 1 || !THDtype_isIntegral(t->dtype, false)) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): argument '%s' must be int, not a tensor of "
+                         "%lld elements of dtype %s",
+                         fname, what, (long long)t->numel,
+                         THDtype_name(t->dtype));
+            return -1;
+        }
+    }
+    int overflow = 0;
+    PyObject *index = PyNumber_Index(obj);
+    if (index == NULL) {
+        return -1;
+    }
+    long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (overflow) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): Overflow when unpacking long for argument '%s'",
+                     fname, what);
+        return -1;
+    }
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+int
+THPUtils_parseSizeSequence(const char *fname, PyObject *seq, int64_t *sizes)
+{
+    if (!PyTuple_Check(seq) && !PyList_Check(seq)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'size' must be tuple of ints, not %s",
+                     fname, Py_TYPE(seq)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TH_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): ember tensors have at most %d dimensions, got "
+                     "%zd",
+                     fname, TH_MAX_DIMS, n);
+        return -1;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(seq); /* borrowed */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = items[i];
+        if (PyLong_CheckExact(item)) {
+            int overflow;
+            sizes[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
+            if (!overflow) {
+                continue;
+            }
+        }
+        if (PyFloat_Check(item) || PyBool_Check(item)) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): argument 'size' must be tuple of ints, but "
+                         "found element of type %s at pos %zd",
+                         fname, Py_TYPE(item)->tp_name, i);
+            return -1;
+        }
+        if (THPUtils_unpackLong(item, fname, "size", &sizes[i]) < 0) {
+            return -1;
+        }
+    }
+    return (int)n;
+}
+
+int
+THPUtils_parseSizes(const char *fname, PyObject *const *args,
+                    Py_ssize_t nargs, int64_t *sizes)
+{
+    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        return THPUtils_parseSizeSequence(fname, args[0], sizes);
+    }
+    if (nargs > TH_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): ember tensors have at most %d dimensions, got "
+                     "%zd",
+                     fname, TH_MAX_DIMS, nargs);
+        return -1;
+    }
+    /* Separate arguments: view(2, 3).  Reuse the sequence parser on a
+     * tuple-like view of args without building a tuple. */
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *item = args[i];
+        if (PyFloat_Check(item) || PyBool_Check(item)) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): argument 'size' must be tuple of ints, but "
+                         "found element of type %s at pos %zd",
+                         fname, Py_TYPE(item)->tp_name, i);
+            return -1;
+        }
+        if (THPUtils_unpackLong(item, fname, "size", &sizes[i]) < 0) {
+            return -1;
+        }
+    }
+    return (int)nargs;
+}
+
+int
+THPUtils_parseScalar(PyObject *obj, THScalar *out)
+{
+    if (PyBool_Check(obj)) {
+        *out = THScalar_fromBool(obj == Py_True);
+        return 0;
+    }
+    if (PyLong_Check(obj)) {
+        int overflow;
+        long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "Overflow when unpacking long");
+            return -1;
+        }
+        *out = THScalar_fromInt(value);
+        return 0;
+    }
+    if (PyFloat_Check(obj)) {
+        *out = THScalar_fromDouble(PyFloat_AS_DOUBLE(obj));
+        return 0;
+    }
+    if (THPVariable_Check(obj)) {
+        THTensor *t = THPVariable_Unpack(obj);
+        if (t->numel != 1) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "a Tensor with %lld elements cannot be converted "
+                         "to Scalar",
+                         (long long)t->numel);
+            return -1;
+        }
+        PyObject *item = THPUtils_scalarToPython(THTensor_data(t), t->dtype);
+        if (item == NULL) {
+            return -1;
+        }
+        int status = THPUtils_parseScalar(item, out);
+        Py_DECREF(item);
+        return status;
+    }
+    /* NumPy scalars and other numbers: integers by __index__, the rest by
+     * __float__. */
+    if (PyIndex_Check(obj)) {
+        PyObject *index = PyNumber_Index(obj);
+        if (index == NULL) {
+            return -1;
+        }
+        int status = THPUtils_parseScalar(index, out);
+        Py_DECREF(index);
+        return status;
+    }
+    if (PyNumber_Check(obj) && Py_TYPE(obj)->tp_as_number->nb_float) {
+        double value = PyFloat_AsDouble(obj);
+        if (value == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        *out = THScalar_fromDouble(value);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "expected a number (bool, int or float), got %s",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+#define THP_SCALAR_TO_PYTHON(Name, ctype, py)                              \
+    case TH_##Name: {                                                      \
+        ctype value;                                                       \
+        memcpy(&value, data, sizeof(value));                               \
+        if (dtype == TH_Bool) {                                            \
+            return PyBool_FromLong(value != 0);                            \
+        }                                                                  \
+        if (THDtype_isFloating(dtype)) {                                   \
+            return PyFloat_FromDouble((double)value);                      \
+        }                                                                  \
+        return PyLong_FromLongLong((long long)value);                      \
+    }
+
+PyObject *
+THPUtils_scalarToPython(const char *data, THDtype dtype)
+{
+    switch (dtype) {
+        TH_FORALL_DTYPES(THP_SCALAR_TO_PYTHON)
+    default:
+        break;
+    }
+    PyErr_SetString(PyExc_SystemError, "invalid dtype");
+    return NULL;
+}
+#undef THP_SCALAR_TO_PYTHON
+
+int
+THPDevice_Parse(PyObject *obj, THDeviceType *out)
+{
+    if (obj == NULL || obj == Py_None) {
+        *out = TH_DEVICE_CPU;
+        return 0;
+    }
+    PyObject *type_name = NULL;
+    if (PyUnicode_Check(obj)) {
+        Py_INCREF(obj); /* type_name: released below */
+        type_name = obj;
+    }
+    else {
+        type_name = PyObject_GetAttrString(obj, "type");
+        if (type_name == NULL || !PyUnicode_Check(type_name)) {
+            Py_XDECREF(type_name);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "expected a device (e.g. 'cpu'), got %s",
+                         Py_TYPE(obj)->tp_name);
+            return -1;
+        }
+    }
+    int status = 0;
+    if (PyUnicode_CompareWithASCIIString(type_name, "cpu") == 0) {
+        *out = TH_DEVICE_CPU;
+    }
+    else {
+        PyErr_Format(PyExc_RuntimeError,
+                     "device %R is not available: this ember build runs "
+                     "tensors on the CPU only",
+                     obj);
+        status = -1;
+    }
+    Py_DECREF(type_name);
+    return status;
+}

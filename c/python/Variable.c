@@ -1,0 +1,813 @@
+/*
+ * Variable.c -- ember._C._TensorBase, the C half of ember.Tensor.
+ *
+ * See Note [THPVariable layout] in THP.h.  Ownership chain:
+ *     THPVariable --1 ref--> THTensor --1 ref--> THStorage --> bytes
+ * This file has the type object and its slots: lifetime (tp_dealloc), the
+ * cyclic GC (tp_traverse/tp_clear), attributes (tp_getset), conversions to
+ * Python numbers, len/iter, and the methods that read a tensor.  Views and
+ * copies are in VariableViews.c, indexing in Indexing.c, NumPy and DLPack
+ * in Numpy.c.
+ */
+#include "THP.h"
+
+PyTypeObject *THPVariableClass = NULL;
+PyObject *THPDevice_cpu = NULL;
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+PyObject *
+THPVariable_Wrap(THTensor *tensor)
+{
+    if (tensor == NULL) {
+        return THPUtils_setErrorFromTH();
+    }
+    PyTypeObject *type = THPVariableClass != NULL ? THPVariableClass
+                                                  : &THPVariableType;
+    /* tp_alloc zero-fills and, for a GC type, tracks the object. */
+    THPVariable *self = (THPVariable *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        THTensor_release(tensor);
+        return NULL;
+    }
+    self->cdata = tensor; /* the reference we were given */
+    return (PyObject *)self;
+}
+
+static int
+THPVariable_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    THPVariable *var = (THPVariable *)self;
+    Py_VISIT(var->grad);
+    Py_VISIT(var->grad_fn);
+    Py_VISIT(var->backward_hooks);
+    Py_VISIT(var->autograd_meta);
+    return 0;
+}
+
+static int
+THPVariable_clear(PyObject *self)
+{
+    THPVariable *var = (THPVariable *)self;
+    Py_CLEAR(var->grad);
+    Py_CLEAR(var->grad_fn);
+    Py_CLEAR(var->backward_hooks);
+    Py_CLEAR(var->autograd_meta);
+    return 0;
+}
+
+/* For the base type and, through CPython's subtype_dealloc, for
+ * ember.Tensor: subtype_dealloc clears the instance __dict__, then calls
+ * this, then drops its reference to the heap type. */
+static void
+THPVariable_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    THPVariable_clear(self);
+    THTensor_release(((THPVariable *)self)->cdata);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *
+THPVariable_pynew(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    /* ember.Tensor(data) and ember.Tensor(*sizes), like the legacy
+     * torch.Tensor constructor: always the default float dtype. */
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Tensor() takes no keyword arguments; use "
+                        "ember.tensor(data, dtype=...) instead");
+        return NULL;
+    }
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (nargs == 1 && !PyLong_Check(PyTuple_GET_ITEM(args, 0))) {
+        PyObject *result = THPVariable_FromData(PyTuple_GET_ITEM(args, 0),
+                                                THPDtype_defaultFloat(), 0);
+        (void)type;
+        return result;
+    }
+    int64_t sizes[TH_MAX_DIMS];
+    int ndim = THPUtils_parseSizes("Tensor", &PyTuple_GET_ITEM(args, 0),
+                                   nargs, sizes);
+    if (ndim < 0) {
+        return NULL;
+    }
+    if (nargs == 0) {
+        sizes[0] = 0;
+        ndim = 1;
+    }
+    return THPVariable_Wrap(THTensor_newEmpty(ndim, sizes,
+                                              THPDtype_defaultFloat(),
+                                              TH_DEVICE_CPU));
+}
+
+static Py_hash_t
+THPVariable_hash(PyObject *self)
+{
+    /* Tensors hash by identity, as in PyTorch: == is elementwise. */
+    Py_hash_t hash = (Py_hash_t)((uintptr_t)self >> 4);
+    return hash == -1 ? -2 : hash;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+#define SELF_TENSOR (((THPVariable *)self)->cdata)
+
+static PyObject *
+THPVariable_get_shape(PyObject *self, void *closure)
+{
+    (void)closure;
+    return THPSize_New(SELF_TENSOR->ndim, SELF_TENSOR->sizes);
+}
+
+static PyObject *
+THPVariable_get_dtype(PyObject *self, void *closure)
+{
+    (void)closure;
+    PyObject *dtype = THPDtype_Get(SELF_TENSOR->dtype);
+    Py_INCREF(dtype); /* returned: a new reference to the singleton */
+    return dtype;
+}
+
+static PyObject *
+THPVariable_get_device(PyObject *self, void *closure)
+{
+    (void)self;
+    (void)closure;
+    if (THPDevice_cpu == NULL) {
+        return PyUnicode_FromString("cpu");
+    }
+    Py_INCREF(THPDevice_cpu); /* returned: a new reference */
+    return THPDevice_cpu;
+}
+
+static PyObject *
+THPVariable_get_ndim(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(SELF_TENSOR->ndim);
+}
+
+static PyObject *
+THPVariable_get_nbytes(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLongLong(SELF_TENSOR->numel
+                               * THTensor_itemsize(SELF_TENSOR));
+}
+
+static PyObject *
+THPVariable_get_itemsize(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLongLong(THTensor_itemsize(SELF_TENSOR));
+}
+
+static PyObject *
+THPVariable_get_version(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLongLong(SELF_TENSOR->version_counter->version);
+}
+
+static PyObject *
+THPVariable_get_is_cuda(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(SELF_TENSOR->storage->device == TH_DEVICE_CUDA);
+}
+
+static PyObject *
+THPVariable_get_T(PyObject *self, void *closure)
+{
+    (void)closure;
+    int64_t dims[TH_MAX_DIMS];
+    int ndim = SELF_TENSOR->ndim;
+    for (int d = 0; d < ndim; d++) {
+        dims[d] = ndim - 1 - d;
+    }
+    return THPVariable_Wrap(THTensor_newPermute(SELF_TENSOR, ndim, dims));
+}
+
+static PyObject *
+THPVariable_get_requires_grad(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(((THPVariable *)self)->requires_grad);
+}
+
+static int
+THPVariable_set_requires_grad(PyObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    THPVariable *var = (THPVariable *)self;
+    if (value == NULL || !PyBool_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
+        return -1;
+    }
+    int requires = value == Py_True;
+    if (var->grad_fn != NULL && var->grad_fn != Py_None) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "you can only change requires_grad flags of leaf "
+                        "variables. If you want to use a computed variable "
+                        "in a subgraph that doesn't require differentiation "
+                        "use var_no_grad = var.detach().");
+        return -1;
+    }
+    if (requires && !THDtype_isFloating(var->cdata->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "only Tensors of floating point dtype can require "
+                        "gradients");
+        return -1;
+    }
+    var->requires_grad = (char)requires;
+    return 0;
+}
+
+static PyObject *
+THPVariable_get_is_leaf(PyObject *self, void *closure)
+{
+    (void)closure;
+    PyObject *grad_fn = ((THPVariable *)self)->grad_fn;
+    return PyBool_FromLong(grad_fn == NULL || grad_fn == Py_None);
+}
+
+/* Getter and setter of a plain PyObject * field that reads None when
+ * NULL; `offset` is the field's offset in THPVariable. */
+static PyObject *
+get_object_field(PyObject *self, void *offset)
+{
+    PyObject *value = *(PyObject **)((char *)self + (size_t)offset);
+    if (value == NULL) {
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(value); /* returned: a new reference */
+    return value;
+}
+
+static int
+set_object_field(PyObject *self, PyObject *value, void *offset)
+{
+    PyObject **slot = (PyObject **)((char *)self + (size_t)offset);
+    if (value == Py_None) {
+        value = NULL;
+    }
+    Py_XINCREF(value); /* the field's reference */
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+static int
+THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
+{
+    THTensor *tensor = SELF_TENSOR;
+    if (value != NULL && value != Py_None) {
+        if (!THPVariable_Check(value)) {
+            PyErr_Format(PyExc_TypeError,
+                         "assigned grad expected to be a Tensor or None but "
+                         "got grad of type %s",
+                         Py_TYPE(value)->tp_name);
+            return -1;
+        }
+        THTensor *grad = THPVariable_Unpack(value);
+        if (grad->dtype != tensor->dtype) {
+            PyErr_SetString(PyExc_TypeError,
+                            "assigned grad has data of a different type");
+            return -1;
+        }
+        if (grad->ndim != tensor->ndim
+            || memcmp(grad->sizes, tensor->sizes,
+                      sizeof(int64_t) * tensor->ndim)
+                   != 0) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "assigned grad has data of a different size");
+            return -1;
+        }
+    }
+    return set_object_field(self, value == NULL ? Py_None : value, closure);
+}
+
+static PyObject *
+THPVariable_get_data(PyObject *self, void *closure)
+{
+    (void)closure;
+    /* .data: same memory, no autograd history, and its own version counter
+     * so writes through it are invisible to autograd (PyTorch's rule). */
+    THTensor *t = SELF_TENSOR;
+    return THPVariable_Wrap(THTensor_newWithStorage(
+        t->storage, t->storage_offset, t->ndim, t->sizes, t->strides,
+        t->dtype));
+}
+
+static int
+THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    if (value == NULL || !THPVariable_Check(value)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Variable data has to be a tensor");
+        return -1;
+    }
+    THTensor *replacement = THPVariable_Unpack(value);
+    THTensor_retain(replacement);
+    THTensor_release(SELF_TENSOR);
+    SELF_TENSOR = replacement;
+    return 0;
+}
+
+#define FIELD_OFFSET(name) ((void *)offsetof(THPVariable, name))
+
+static PyGetSetDef THPVariable_getset[] = {
+    {"shape", THPVariable_get_shape, NULL, "The sizes, as an ember.Size.",
+     NULL},
+    {"dtype", THPVariable_get_dtype, NULL, "The element type.", NULL},
+    {"device", THPVariable_get_device, NULL, "Where the data lives.", NULL},
+    {"ndim", THPVariable_get_ndim, NULL, "Number of dimensions.", NULL},
+    {"nbytes", THPVariable_get_nbytes, NULL,
+     "Bytes of the elements (numel * itemsize).", NULL},
+    {"itemsize", THPVariable_get_itemsize, NULL, "Bytes per element.", NULL},
+    {"_version", THPVariable_get_version, NULL,
+     "The version counter (see Note [Version counter]).", NULL},
+    {"is_cuda", THPVariable_get_is_cuda, NULL, NULL, NULL},
+    {"T", THPVariable_get_T, NULL, "The dims in reverse order.", NULL},
+    {"requires_grad", THPVariable_get_requires_grad,
+     THPVariable_set_requires_grad, "Whether autograd records ops on it.",
+     NULL},
+    {"is_leaf", THPVariable_get_is_leaf, NULL,
+     "True unless made by an op autograd recorded.", NULL},
+    {"grad", get_object_field, THPVariable_set_grad,
+     "The accumulated gradient, or None.", FIELD_OFFSET(grad)},
+    {"grad_fn", get_object_field, set_object_field,
+     "The autograd node that made this tensor, or None.",
+     FIELD_OFFSET(grad_fn)},
+    {"_backward_hooks", get_object_field, set_object_field, NULL,
+     FIELD_OFFSET(backward_hooks)},
+    {"_autograd_meta", get_object_field, set_object_field, NULL,
+     FIELD_OFFSET(autograd_meta)},
+    {"data", THPVariable_get_data, THPVariable_set_data,
+     "The same memory, detached from autograd.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- reading methods ------------------------------------------------------- */
+
+static const char *const dim_arg[] = {"dim"};
+
+/* size(dim=None) and stride(dim=None) share their parsing. */
+static PyObject *
+sizes_or_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+             PyObject *kwnames, const char *fname, const int64_t *values)
+{
+    PyObject *dim_obj;
+    THTensor *t = SELF_TENSOR;
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, dim_arg, 1, 1,
+                           &dim_obj)
+        < 0) {
+        return NULL;
+    }
+    if (dim_obj == NULL || dim_obj == Py_None) {
+        if (values == t->sizes) {
+            return THPSize_New(t->ndim, values);
+        }
+        PyObject *tuple = PyTuple_New(t->ndim);
+        for (int d = 0; tuple != NULL && d < t->ndim; d++) {
+            PyObject *v = PyLong_FromLongLong(values[d]);
+            if (v == NULL) {
+                Py_CLEAR(tuple);
+                break;
+            }
+            PyTuple_SET_ITEM(tuple, d, v); /* steals `v` */
+        }
+        return tuple;
+    }
+    int64_t dim, wrapped;
+    if (THPUtils_unpackLong(dim_obj, fname, "dim", &dim) < 0) {
+        return NULL;
+    }
+    if (t->ndim == 0) {
+        PyErr_Format(PyExc_IndexError,
+                     "Dimension specified as %lld but tensor has no "
+                     "dimensions",
+                     (long long)dim);
+        return NULL;
+    }
+    if (THTensor_wrapDim(dim, t->ndim, &wrapped) < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return PyLong_FromLongLong(values[wrapped]);
+}
+
+static PyObject *
+THPVariable_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    return sizes_or_one(self, args, nargs, kwnames, "size",
+                        SELF_TENSOR->sizes);
+}
+
+static PyObject *
+THPVariable_stride(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
+{
+    return sizes_or_one(self, args, nargs, kwnames, "stride",
+                        SELF_TENSOR->strides);
+}
+
+static PyObject *
+THPVariable_storage_offset(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong(SELF_TENSOR->storage_offset);
+}
+
+static PyObject *
+THPVariable_dim(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLong(SELF_TENSOR->ndim);
+}
+
+static PyObject *
+THPVariable_numel(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong(SELF_TENSOR->numel);
+}
+
+static PyObject *
+THPVariable_is_contiguous(PyObject *self, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"memory_format"};
+    PyObject *memory_format;
+    if (THPUtils_parseArgs("is_contiguous", args, nargs, kwnames, names, 1,
+                           1, &memory_format)
+        < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(SELF_TENSOR->is_contiguous);
+}
+
+static PyObject *
+THPVariable_is_floating_point(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(THDtype_isFloating(SELF_TENSOR->dtype));
+}
+
+static PyObject *
+THPVariable_data_ptr(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromVoidPtr(SELF_TENSOR->storage->data == NULL
+                                  ? NULL
+                                  : THTensor_data(SELF_TENSOR));
+}
+
+static PyObject *
+THPVariable_untyped_storage(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return THPStorage_New(SELF_TENSOR->storage);
+}
+
+static PyObject *
+THPVariable_element_size(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong(THTensor_itemsize(SELF_TENSOR));
+}
+
+static PyObject *
+THPVariable_item(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    THTensor *t = SELF_TENSOR;
+    if (t->numel != 1) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "a Tensor with %lld elements cannot be converted to "
+                     "Scalar",
+                     (long long)t->numel);
+        return NULL;
+    }
+    return THPUtils_scalarToPython(THTensor_data(t), t->dtype);
+}
+
+/* Nested lists of Python scalars for dims [dim, ndim), starting at `data`. */
+static PyObject *
+tolist_recursive(const THTensor *t, int dim, const char *data)
+{
+    if (dim == t->ndim) {
+        return THPUtils_scalarToPython(data, t->dtype);
+    }
+    Py_ssize_t size = (Py_ssize_t)t->sizes[dim];
+    int64_t step = t->strides[dim] * THTensor_itemsize(t);
+    PyObject *list = PyList_New(size);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *item = tolist_recursive(t, dim + 1, data + i * step);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item); /* steals `item` */
+    }
+    return list;
+}
+
+static PyObject *
+THPVariable_tolist(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    THTensor *t = SELF_TENSOR;
+    if (t->numel == 0 && t->storage->data == NULL) {
+        /* Empty storages have no pointer; nothing is read anyway. */
+        return tolist_recursive(t, 0, (const char *)"");
+    }
+    return tolist_recursive(t, 0, THTensor_data(t));
+}
+
+static PyObject *
+THPVariable_requires_grad_(PyObject *self, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"requires_grad"};
+    PyObject *flag;
+    if (THPUtils_parseArgs("requires_grad_", args, nargs, kwnames, names, 1,
+                           1, &flag)
+        < 0) {
+        return NULL;
+    }
+    if (THPVariable_set_requires_grad(self, flag == NULL ? Py_True : flag,
+                                      NULL)
+        < 0) {
+        return NULL;
+    }
+    Py_INCREF(self); /* returned: a new reference to self */
+    return self;
+}
+
+static PyMethodDef THPVariable_methods[] = {
+    {"size", (PyCFunction)(void (*)(void))THPVariable_size,
+     METH_FASTCALL | METH_KEYWORDS, "size(dim=None)"},
+    {"stride", (PyCFunction)(void (*)(void))THPVariable_stride,
+     METH_FASTCALL | METH_KEYWORDS, "stride(dim=None), in elements"},
+    {"storage_offset", THPVariable_storage_offset, METH_NOARGS,
+     "Offset of element 0 in the storage, in elements."},
+    {"dim", THPVariable_dim, METH_NOARGS, "Number of dimensions."},
+    {"ndimension", THPVariable_dim, METH_NOARGS, "Alias of dim()."},
+    {"numel", THPVariable_numel, METH_NOARGS, "Number of elements."},
+    {"nelement", THPVariable_numel, METH_NOARGS, "Alias of numel()."},
+    {"is_contiguous", (PyCFunction)(void (*)(void))THPVariable_is_contiguous,
+     METH_FASTCALL | METH_KEYWORDS, "Row-major and dense?"},
+    {"is_floating_point", THPVariable_is_floating_point, METH_NOARGS, NULL},
+    {"data_ptr", THPVariable_data_ptr, METH_NOARGS,
+     "Address of element 0."},
+    {"untyped_storage", THPVariable_untyped_storage, METH_NOARGS,
+     "The storage this tensor views."},
+    {"element_size", THPVariable_element_size, METH_NOARGS,
+     "Bytes per element."},
+    {"item", THPVariable_item, METH_NOARGS,
+     "The value of a one-element tensor as a Python number."},
+    {"tolist", THPVariable_tolist, METH_NOARGS,
+     "The values as nested Python lists."},
+    {"requires_grad_", (PyCFunction)(void (*)(void))THPVariable_requires_grad_,
+     METH_FASTCALL | METH_KEYWORDS, "Sets requires_grad in place."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- Python number protocol, len and iteration ----------------------------- */
+
+/* The single element of a one-element tensor as a Python scalar. */
+static PyObject *
+single_element(PyObject *self)
+{
+    THTensor *t = SELF_TENSOR;
+    if (t->numel != 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "only one element tensors can be converted to "
+                        "Python scalars");
+        return NULL;
+    }
+    return THPUtils_scalarToPython(THTensor_data(t), t->dtype);
+}
+
+static PyObject *
+THPVariable_float(PyObject *self)
+{
+    PyObject *item = single_element(self);
+    if (item == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyNumber_Float(item);
+    Py_DECREF(item);
+    return result;
+}
+
+static PyObject *
+THPVariable_int(PyObject *self)
+{
+    PyObject *item = single_element(self);
+    if (item == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyNumber_Long(item);
+    Py_DECREF(item);
+    return result;
+}
+
+static PyObject *
+THPVariable_index(PyObject *self)
+{
+    THTensor *t = SELF_TENSOR;
+    if (t->numel != 1 || !THDtype_isIntegral(t->dtype, true)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "only integer tensors of a single element can be "
+                        "converted to an index");
+        return NULL;
+    }
+    return THPVariable_int(self);
+}
+
+static int
+THPVariable_bool(PyObject *self)
+{
+    THTensor *t = SELF_TENSOR;
+    if (t->numel != 1) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Boolean value of Tensor with %s values is ambiguous",
+                     t->numel == 0 ? "no" : "more than one");
+        return -1;
+    }
+    PyObject *item = THPUtils_scalarToPython(THTensor_data(t), t->dtype);
+    if (item == NULL) {
+        return -1;
+    }
+    int truth = PyObject_IsTrue(item);
+    Py_DECREF(item);
+    return truth;
+}
+
+static PyNumberMethods THPVariable_as_number = {
+    .nb_bool = THPVariable_bool,
+    .nb_int = THPVariable_int,
+    .nb_float = THPVariable_float,
+    .nb_index = THPVariable_index,
+};
+
+static Py_ssize_t
+THPVariable_length(PyObject *self)
+{
+    if (SELF_TENSOR->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)SELF_TENSOR->sizes[0];
+}
+
+/* Iteration yields t[0], t[1], ...: views along dim 0. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *tensor; /* owned */
+    int64_t next;
+} THPVariableIterator;
+
+static void
+THPVariableIterator_dealloc(PyObject *self)
+{
+    Py_XDECREF(((THPVariableIterator *)self)->tensor);
+    PyObject_Free(self);
+}
+
+static PyObject *
+THPVariableIterator_next(PyObject *self)
+{
+    THPVariableIterator *it = (THPVariableIterator *)self;
+    THTensor *t = THPVariable_Unpack(it->tensor);
+    if (it->next >= t->sizes[0]) {
+        return NULL; /* StopIteration */
+    }
+    return THPVariable_Wrap(THTensor_newSelect(t, 0, it->next++));
+}
+
+static PyTypeObject THPVariableIteratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._C._TensorIterator",
+    .tp_basicsize = sizeof(THPVariableIterator),
+    .tp_dealloc = THPVariableIterator_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = THPVariableIterator_next,
+};
+
+static PyObject *
+THPVariable_iter(PyObject *self)
+{
+    if (SELF_TENSOR->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    THPVariableIterator *it =
+        PyObject_New(THPVariableIterator, &THPVariableIteratorType);
+    if (it == NULL) {
+        return NULL;
+    }
+    Py_INCREF(self); /* it->tensor */
+    it->tensor = self;
+    it->next = 0;
+    return (PyObject *)it;
+}
+
+static PySequenceMethods THPVariable_as_sequence = {
+    .sq_length = THPVariable_length,
+};
+
+/* ---- the type ---------------------------------------------------------------- */
+
+PyTypeObject THPVariableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._C._TensorBase",
+    .tp_basicsize = sizeof(THPVariable),
+    .tp_dealloc = THPVariable_dealloc,
+    .tp_as_number = &THPVariable_as_number,
+    .tp_as_sequence = &THPVariable_as_sequence,
+    .tp_as_mapping = &THPVariable_as_mapping,
+    .tp_hash = THPVariable_hash,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The C base of ember.Tensor.",
+    .tp_traverse = THPVariable_traverse,
+    .tp_clear = THPVariable_clear,
+    .tp_iter = THPVariable_iter,
+    .tp_getset = THPVariable_getset,
+    .tp_new = THPVariable_pynew,
+};
+
+/* Concatenates NULL-terminated method tables into one (static storage). */
+static PyMethodDef all_methods[128];
+
+static int
+collect_methods(void)
+{
+    PyMethodDef *tables[] = {THPVariable_methods, THPVariable_view_methods,
+                             THPVariable_numpy_methods};
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        for (PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
+            if (n + 1 >= sizeof(all_methods) / sizeof(all_methods[0])) {
+                PyErr_SetString(PyExc_SystemError,
+                                "too many tensor methods for all_methods");
+                return -1;
+            }
+            all_methods[n++] = *m;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+THPVariable_set_python_types(PyObject *module, PyObject *const *args,
+                             Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyType_Check(args[0])
+        || !PyType_IsSubtype((PyTypeObject *)args[0], &THPVariableType)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_set_python_types(tensor_class, cpu_device): "
+                        "tensor_class must subclass _TensorBase");
+        return NULL;
+    }
+    /* Module-lifetime strong references to the registered objects. */
+    Py_INCREF(args[0]);
+    Py_XSETREF(THPVariableClass, (PyTypeObject *)args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(THPDevice_cpu, args[1]);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef THPVariable_module_methods[] = {
+    {"_set_python_types",
+     (PyCFunction)(void (*)(void))THPVariable_set_python_types,
+     METH_FASTCALL, "Registers ember.Tensor and ember.device('cpu')."},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+THPVariable_InitModule(PyObject *module)
+{
+    if (collect_methods() < 0) {
+        return -1;
+    }
+    THPVariableType.tp_methods = all_methods;
+    if (PyType_Ready(&THPVariableType) < 0
+        || PyType_Ready(&THPVariableIteratorType) < 0) {
+        return -1;
+    }
+    if (PyModule_AddObjectRef(module, "_TensorBase",
+                              (PyObject *)&THPVariableType)
+        < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, THPVariable_module_methods);
+}

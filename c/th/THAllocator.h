@@ -1,0 +1,95 @@
+/*
+ * THAllocator.h -- where tensor memory comes from.
+ *
+ * An allocator is a struct of two function pointers plus an opaque context,
+ * a device tag and running statistics.  The core never calls malloc() for
+ * tensor data directly: it asks the allocator registered for the device, and
+ * every storage remembers (and retains) the allocator it came from, so its
+ * memory goes back to the same allocator even after another one has been
+ * installed (Note [Allocator lifetime]).
+ *
+ * Built in: the default CPU allocator, 64-byte aligned (a cache line, and the
+ * widest AVX-512 vector).  Anything else plugs in through
+ * THAllocator_new(): the Python layer uses it for allocators written in
+ * Python, whose context is the Python object.
+ *
+ * Note [Allocator lifetime]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Allocators are refcounted.  The registry holds one reference to each
+ * installed allocator and every live storage holds one to its own.  The
+ * context is released (release_context) only when the last reference goes,
+ * i.e. when the allocator is neither installed nor backing any memory.
+ * The built-in CPU allocator is static and never freed.
+ */
+#ifndef TH_ALLOCATOR_H
+#define TH_ALLOCATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    TH_DEVICE_CPU = 0,
+    TH_DEVICE_CUDA = 1,
+    TH_NUM_DEVICE_TYPES
+} THDeviceType;
+
+/* Running totals; updated atomically because kernels may allocate with the
+ * GIL released. */
+typedef struct {
+    int64_t allocated_bytes;      /* bytes currently handed out */
+    int64_t peak_allocated_bytes; /* high-water mark of the above */
+    int64_t live_blocks;          /* blocks currently handed out */
+    int64_t num_allocs;           /* successful allocations, ever */
+    int64_t num_frees;            /* frees, ever */
+} THAllocatorStats;
+
+typedef struct THAllocator THAllocator;
+
+struct THAllocator {
+    /* Returns nbytes of memory (nbytes > 0), or NULL with a TH error set. */
+    void *(*malloc)(void *context, size_t nbytes);
+    /* Gives back a block; nbytes is what was asked for.  Cannot fail. */
+    void (*free)(void *context, void *ptr, size_t nbytes);
+    /* Called once when the allocator's last reference goes; may be NULL. */
+    void (*release_context)(void *context);
+    void *context;
+    const char *name;
+    THDeviceType device;
+    int refcount; /* atomic; ignored for static allocators */
+    int is_static;
+    THAllocatorStats stats;
+};
+
+/* The built-in 64-byte aligned allocator.  Returns a borrowed pointer. */
+THAllocator *THAllocator_cpu(void);
+
+/* A new allocator around user functions, with one reference owned by the
+ * caller.  name is copied.  Returns NULL with a TH error on failure. */
+THAllocator *THAllocator_new(void *(*malloc_fn)(void *, size_t),
+                             void (*free_fn)(void *, void *, size_t),
+                             void (*release_context)(void *), void *context,
+                             const char *name, THDeviceType device);
+void THAllocator_retain(THAllocator *allocator);
+void THAllocator_release(THAllocator *allocator);
+
+/* Allocates through `allocator` and keeps its statistics (and the device's).
+ * nbytes == 0 returns NULL without error and counts nothing. */
+void *THAllocator_alloc(THAllocator *allocator, size_t nbytes);
+void THAllocator_free(THAllocator *allocator, void *ptr, size_t nbytes);
+
+/* The allocator installed for a device: a borrowed pointer (retain it to
+ * keep it).  Never NULL for the CPU. */
+THAllocator *THAllocator_get(THDeviceType device);
+/* Installs `allocator` for its device and returns the previous one, whose
+ * registry reference passes to the caller (it may be NULL for a device that
+ * had none).  The registry takes a new reference to `allocator`. */
+THAllocator *THAllocator_exchange(THAllocator *allocator);
+
+/* Statistics of all memory on a device, whichever allocator it came from. */
+THAllocatorStats THAllocator_deviceStats(THDeviceType device);
+/* Statistics of one allocator. */
+THAllocatorStats THAllocator_stats(const THAllocator *allocator);
+/* Resets the peaks of a device's totals to the current use. */
+void THAllocator_resetPeak(THDeviceType device);
+
+#endif /* TH_ALLOCATOR_H */

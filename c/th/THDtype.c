@@ -1,0 +1,162 @@
+/*
+ * THDtype.c -- tables about dtypes, generated from TH_FORALL_DTYPES.
+ * See Note [Dtype X-macro] in THDtype.h.
+ */
+#include "THDtype.h"
+
+#include "THGeneral.h"
+
+#include <string.h>
+
+static const int itemsizes[TH_NUM_DTYPES] = {
+#define TH_DTYPE_SIZE(Name, ctype, pyname) sizeof(ctype),
+    TH_FORALL_DTYPES(TH_DTYPE_SIZE)
+#undef TH_DTYPE_SIZE
+};
+
+static const char *const names[TH_NUM_DTYPES] = {
+#define TH_DTYPE_NAME(Name, ctype, pyname) pyname,
+    TH_FORALL_DTYPES(TH_DTYPE_NAME)
+#undef TH_DTYPE_NAME
+};
+
+/* Native byte order, standard sizes: the formats NumPy exports.  int64 may
+ * come as 'l' or 'q' depending on the platform's C long; both are accepted
+ * below by size. */
+static const char *const buffer_formats[TH_NUM_DTYPES] = {
+    "?", "B", "b", "h", "i", "q", "f", "d",
+};
+
+bool
+THDtype_isValid(int dtype)
+{
+    return dtype >= 0 && dtype < TH_NUM_DTYPES;
+}
+
+int
+THDtype_itemsize(THDtype dtype)
+{
+    return THDtype_isValid(dtype) ? itemsizes[dtype] : 0;
+}
+
+const char *
+THDtype_name(THDtype dtype)
+{
+    return THDtype_isValid(dtype) ? names[dtype] : "invalid";
+}
+
+bool
+THDtype_isFloating(THDtype dtype)
+{
+    return dtype == TH_Float32 || dtype == TH_Float64;
+}
+
+bool
+THDtype_isIntegral(THDtype dtype, bool include_bool)
+{
+    if (dtype == TH_Bool) {
+        return include_bool;
+    }
+    return THDtype_isValid(dtype) && !THDtype_isFloating(dtype);
+}
+
+const char *
+THDtype_bufferFormat(THDtype dtype)
+{
+    return THDtype_isValid(dtype) ? buffer_formats[dtype] : NULL;
+}
+
+/* Maps one struct-module type character plus the exporter's itemsize to a
+ * dtype.  Integer characters are matched by signedness and size, because C's
+ * 'l' is 8 bytes on Linux but 4 on Windows. */
+static int
+dtype_from_code(char code, int itemsize, THDtype *out)
+{
+    const char *signed_codes = "bhilq";
+    const char *unsigned_codes = "BHILQ";
+    if (code == '?') {
+        *out = TH_Bool;
+        return 0;
+    }
+    if (code == 'f' && itemsize == 4) {
+        *out = TH_Float32;
+        return 0;
+    }
+    if (code == 'd' && itemsize == 8) {
+        *out = TH_Float64;
+        return 0;
+    }
+    if (code != '\0' && strchr(signed_codes, code) != NULL) {
+        switch (itemsize) {
+        case 1: *out = TH_Int8; return 0;
+        case 2: *out = TH_Int16; return 0;
+        case 4: *out = TH_Int32; return 0;
+        case 8: *out = TH_Int64; return 0;
+        default: break;
+        }
+    }
+    if (code != '\0' && strchr(unsigned_codes, code) != NULL
+        && itemsize == 1) {
+        *out = TH_UInt8;
+        return 0;
+    }
+    return -1;
+}
+
+int
+THDtype_fromBufferFormat(const char *format, int itemsize, THDtype *out)
+{
+    if (format == NULL) {
+        format = "B"; /* PEP 3118: a NULL format means unsigned bytes */
+    }
+    /* '@' and '=' are native order; '<' is native on the little-endian
+     * machines we build for.  '>' and '!' are big-endian: refused. */
+    char order = format[0];
+    if (order == '@' || order == '=' || order == '<') {
+        format++;
+    }
+    else if (order == '>' || order == '!') {
+        return THError_set(TH_ERR_TYPE,
+                           "buffer has non-native byte order (format '%s'); "
+                           "convert it first, e.g. a.astype(a.dtype."
+                           "newbyteorder('='))",
+                           format);
+    }
+    if (format[0] != '\0' && format[1] == '\0'
+        && dtype_from_code(format[0], itemsize, out) == 0) {
+        return 0;
+    }
+    return THError_set(TH_ERR_TYPE,
+                       "can't convert a buffer of format '%s' (itemsize %d): "
+                       "the only supported types are: bool, uint8, int8, "
+                       "int16, int32, int64, float32 and float64",
+                       format, itemsize);
+}
+
+THDtype
+THDtype_promote(THDtype a, THDtype b)
+{
+    if (a == b) {
+        return a;
+    }
+    bool a_float = THDtype_isFloating(a);
+    bool b_float = THDtype_isFloating(b);
+    if (a_float || b_float) {
+        if (a_float && b_float) {
+            return a > b ? a : b;
+        }
+        return a_float ? a : b;
+    }
+    if (a == TH_Bool) {
+        return b;
+    }
+    if (b == TH_Bool) {
+        return a;
+    }
+    /* uint8 with a signed type: the smallest signed type holding both. */
+    if (a == TH_UInt8 || b == TH_UInt8) {
+        THDtype other = a == TH_UInt8 ? b : a;
+        return other == TH_Int8 ? TH_Int16 : other;
+    }
+    return a > b ? a : b;
+}

@@ -1,0 +1,76 @@
+/*
+ * THDtype.h -- the element types a tensor can hold.
+ *
+ * Note [Dtype X-macro]
+ * ~~~~~~~~~~~~~~~~~~~~
+ * Every piece of dtype-generic code is generated from the one list below
+ * instead of being written once per type.  TH_FORALL_DTYPES(_) calls
+ * _(Name, ctype, python_name) for each dtype, in the order of the enum
+ * (which is also the type-promotion order within a category).  To add a
+ * dtype, add one line here; every table built from the macro follows.
+ * The rejected alternative, a `generic/` file included once per type as old
+ * TH did, hides the expansion behind the preprocessor's include machinery;
+ * an X-macro keeps each generated family visible at its point of use.
+ */
+#ifndef TH_DTYPE_H
+#define TH_DTYPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TH_FORALL_DTYPES(_)            \
+    _(Bool, bool, "bool")              \
+    _(UInt8, uint8_t, "uint8")         \
+    _(Int8, int8_t, "int8")            \
+    _(Int16, int16_t, "int16")         \
+    _(Int32, int32_t, "int32")         \
+    _(Int64, int64_t, "int64")         \
+    _(Float32, float, "float32")       \
+    _(Float64, double, "float64")
+
+/* The same list again, for the inner loop of a nested expansion (casts from
+ * every dtype to every dtype): the preprocessor never expands a macro inside
+ * its own expansion, so a table of pairs needs a second name for the list.
+ * This one also passes `extra` (the outer element, parenthesised) through to
+ * each call: _(extra, Name, ctype, python_name).  The unit tests check that
+ * the two lists agree (test_dtype in c/tests/test_core.c). */
+#define TH_FORALL_DTYPES_INNER(_, extra)      \
+    _(extra, Bool, bool, "bool")              \
+    _(extra, UInt8, uint8_t, "uint8")         \
+    _(extra, Int8, int8_t, "int8")            \
+    _(extra, Int16, int16_t, "int16")         \
+    _(extra, Int32, int32_t, "int32")         \
+    _(extra, Int64, int64_t, "int64")         \
+    _(extra, Float32, float, "float32")       \
+    _(extra, Float64, double, "float64")
+
+/* Helpers for nested expansions: TH_APPLY(m, TH_UNPAREN extra, ...) calls
+ * m with the parenthesised `extra` spread into separate arguments. */
+#define TH_UNPAREN(...) __VA_ARGS__
+#define TH_APPLY(m, ...) m(__VA_ARGS__)
+
+typedef enum {
+#define TH_DTYPE_ENUM(Name, ctype, pyname) TH_##Name,
+    TH_FORALL_DTYPES(TH_DTYPE_ENUM)
+#undef TH_DTYPE_ENUM
+    TH_NUM_DTYPES
+} THDtype;
+
+/* Bytes per element; 0 for an invalid dtype. */
+int THDtype_itemsize(THDtype dtype);
+/* "float32", ...; "invalid" for an out-of-range value. */
+const char *THDtype_name(THDtype dtype);
+bool THDtype_isValid(int dtype);
+bool THDtype_isFloating(THDtype dtype);
+bool THDtype_isIntegral(THDtype dtype, bool include_bool);
+/* The struct-module format character of the buffer protocol ("?", "b", ...),
+ * and the dtype for one; returns -1 (with a TH error) for an unsupported
+ * format. */
+const char *THDtype_bufferFormat(THDtype dtype);
+int THDtype_fromBufferFormat(const char *format, int itemsize,
+                             THDtype *out);
+/* The dtype both operands are converted to when combined (the promotion
+ * lattice: bool < integers < floating; within integers, by range). */
+THDtype THDtype_promote(THDtype a, THDtype b);
+
+#endif /* TH_DTYPE_H */

@@ -1,0 +1,55 @@
+/*
+ * THIter.h -- the one strided-iteration helper of the core.
+ *
+ * Shape: N operands (operand 0 is the one written), all viewed at one
+ * common shape; each operand broadcasts to it (missing leading dims and
+ * dims of size 1 get stride 0).  The helper then
+ *   1. converts strides to bytes,
+ *   2. puts the dims in the order operand 0 is laid out in memory (its
+ *      smallest stride innermost), so writes are sequential,
+ *   3. coalesces neighbouring dims that every operand walks as one
+ *      (stride[d+1] == size[d] * stride[d] for all operands),
+ * and calls an inner loop on the innermost dimension, once per position of
+ * the outer ones.  Inner loops have the NumPy ufunc signature:
+ *
+ *     loop(char **data, const int64_t *strides, int64_t n, void *ctx)
+ *
+ * data[k] points at operand k's first element of the run, strides[k] is its
+ * byte stride along the run, and n is the run's length.
+ *
+ * Expected locals in loops: `data`, `strides`, `n`; see THLoops.h.
+ */
+#ifndef TH_ITER_H
+#define TH_ITER_H
+
+#include "THTensor.h"
+
+#define TH_ITER_MAX_OPERANDS 8
+
+typedef void (*THLoop)(char **data, const int64_t *strides, int64_t n,
+                       void *ctx);
+
+typedef struct {
+    int noperands;
+    int ndim;                /* after coalescing; dim 0 is innermost */
+    int64_t numel;
+    int64_t shape[TH_MAX_DIMS];
+    int64_t strides[TH_MAX_DIMS][TH_ITER_MAX_OPERANDS]; /* in bytes */
+    char *data[TH_ITER_MAX_OPERANDS];
+} THIter;
+
+/* Computes the broadcast shape of two shapes, with PyTorch's message on a
+ * mismatch.  out_sizes must have room for TH_MAX_DIMS. */
+int THIter_broadcastShape(int ndim_a, const int64_t *sizes_a, int ndim_b,
+                          const int64_t *sizes_b, int *out_ndim,
+                          int64_t *out_sizes);
+
+/* Prepares iteration of `operands` over operand 0's shape (the others
+ * broadcast to it).  Returns 0, or -1 with a TH error when an operand
+ * cannot broadcast. */
+int THIter_init(THIter *iter, int noperands, THTensor *const *operands);
+
+/* Runs `loop` over every element. */
+void THIter_run(const THIter *iter, THLoop loop, void *ctx);
+
+#endif /* TH_ITER_H */

@@ -1,0 +1,112 @@
+/*
+ * THStorage.c -- creation and reference counting of storages.
+ * See THStorage.h for the two ways a storage owns its bytes.
+ */
+#include "THStorage.h"
+
+#include "THGeneral.h"
+
+#include <stdlib.h>
+
+static THStorage *
+storage_alloc_header(void)
+{
+    THStorage *storage = calloc(1, sizeof(*storage));
+    if (storage == NULL) {
+        THError_set(TH_ERR_MEMORY, "out of memory allocating a storage");
+        return NULL;
+    }
+    storage->refcount = 1;
+    return storage;
+}
+
+THStorage *
+THStorage_newWithAllocator(int64_t nbytes, THAllocator *allocator)
+{
+    if (nbytes < 0) {
+        THError_set(TH_ERR_VALUE, "storage size must be non-negative, "
+                    "got %lld", (long long)nbytes);
+        return NULL;
+    }
+    if (nbytes > TH_MAX_NBYTES) {
+        THError_set(TH_ERR_MEMORY, "can't allocate a storage of %lld bytes",
+                    (long long)nbytes);
+        return NULL;
+    }
+    THStorage *storage = storage_alloc_header();
+    if (storage == NULL) {
+        return NULL;
+    }
+    storage->data = THAllocator_alloc(allocator, (size_t)nbytes);
+    if (storage->data == NULL && nbytes > 0) {
+        free(storage);
+        return NULL;
+    }
+    THAllocator_retain(allocator);
+    storage->allocator = allocator;
+    storage->nbytes = nbytes;
+    storage->device = allocator->device;
+    return storage;
+}
+
+THStorage *
+THStorage_new(int64_t nbytes, THDeviceType device)
+{
+    THAllocator *allocator = THAllocator_get(device);
+    if (allocator == NULL) {
+        THError_set(TH_ERR_RUNTIME,
+                    "no allocator is installed for device type %d",
+                    (int)device);
+        return NULL;
+    }
+    return THStorage_newWithAllocator(nbytes, allocator);
+}
+
+THStorage *
+THStorage_newExternal(void *data, int64_t nbytes, THDeviceType device,
+                      bool read_only, THStorageDeleter deleter,
+                      void *context)
+{
+    if (nbytes < 0 || (data == NULL && nbytes > 0)) {
+        THError_set(TH_ERR_VALUE, "invalid external memory (%lld bytes at "
+                    "%p)", (long long)nbytes, data);
+        return NULL;
+    }
+    THStorage *storage = storage_alloc_header();
+    if (storage == NULL) {
+        return NULL;
+    }
+    storage->data = data;
+    storage->nbytes = nbytes;
+    storage->device = device;
+    storage->read_only = read_only;
+    storage->deleter = deleter;
+    storage->deleter_context = context;
+    return storage;
+}
+
+void
+THStorage_retain(THStorage *storage)
+{
+    __atomic_add_fetch(&storage->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void
+THStorage_release(THStorage *storage)
+{
+    if (storage == NULL) {
+        return;
+    }
+    if (__atomic_sub_fetch(&storage->refcount, 1, __ATOMIC_ACQ_REL) != 0) {
+        return;
+    }
+    if (storage->allocator != NULL) {
+        THAllocator_free(storage->allocator, storage->data,
+                         (size_t)storage->nbytes);
+        THAllocator_release(storage->allocator);
+    }
+    else if (storage->deleter != NULL) {
+        storage->deleter(storage->deleter_context, storage->data);
+    }
+    free(storage);
+}

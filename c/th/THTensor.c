@@ -1,0 +1,897 @@
+/*
+ * THTensor.c -- creation, lifetime, geometry and views of tensors.
+ * The invariants are listed in THTensor.h; copies live in THCopy.c.
+ */
+#include "THTensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- scalars -------------------------------------------------------------- */
+
+THScalar
+THScalar_fromBool(bool b)
+{
+    THScalar s = {.dtype = TH_Bool, .value.b = b};
+    return s;
+}
+
+THScalar
+THScalar_fromInt(int64_t i)
+{
+    THScalar s = {.dtype = TH_Int64, .value.i = i};
+    return s;
+}
+
+THScalar
+THScalar_fromDouble(double d)
+{
+    THScalar s = {.dtype = TH_Float64, .value.d = d};
+    return s;
+}
+
+/* ---- version counters ------------------------------------------------------ */
+
+static THVersionCounter *
+version_counter_new(void)
+{
+    THVersionCounter *counter = calloc(1, sizeof(*counter));
+    if (counter == NULL) {
+        THError_set(TH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    counter->refcount = 1;
+    return counter;
+}
+
+static void
+version_counter_release(THVersionCounter *counter)
+{
+    if (counter != NULL
+        && __atomic_sub_fetch(&counter->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(counter);
+    }
+}
+
+void
+THTensor_bumpVersion(THTensor *tensor)
+{
+    __atomic_add_fetch(&tensor->version_counter->version, 1,
+                       __ATOMIC_RELAXED);
+}
+
+/* ---- geometry helpers ------------------------------------------------------ */
+
+/* Writes "[2, 3, 4]" into buf (truncating politely) for error messages. */
+static const char *
+format_sizes(char *buf, size_t buflen, int ndim, const int64_t *sizes)
+{
+    size_t used = (size_t)snprintf(buf, buflen, "[");
+    for (int d = 0; d < ndim && used < buflen; d++) {
+        used += (size_t)snprintf(buf + used, buflen - used, "%s%lld",
+                                 d ? ", " : "", (long long)sizes[d]);
+    }
+    if (used < buflen) {
+        snprintf(buf + used, buflen - used, "]");
+    }
+    return buf;
+}
+
+int
+THTensor_wrapDim(int64_t dim, int ndim, int64_t *out)
+{
+    int64_t range = ndim > 0 ? ndim : 1;
+    *out = 0;
+    if (dim < -range || dim >= range) {
+        THError_set(TH_ERR_INDEX,
+                    "Dimension out of range (expected to be in range of "
+                    "[%lld, %lld], but got %lld)",
+                    (long long)-range, (long long)(range - 1),
+                    (long long)dim);
+        return -1;
+    }
+    *out = dim < 0 ? dim + range : dim;
+    return 0;
+}
+
+static int
+check_ndim(int ndim)
+{
+    if (ndim < 0 || ndim > TH_MAX_DIMS) {
+        return THError_set(TH_ERR_VALUE,
+                           "ember tensors have at most %d dimensions, got %d",
+                           TH_MAX_DIMS, ndim);
+    }
+    return 0;
+}
+
+int
+THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel)
+{
+    char buf[256];
+    int64_t n = 1;
+    if (check_ndim(ndim) < 0) {
+        return -1;
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] < 0) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "Trying to create tensor with negative "
+                               "dimension %lld: %s",
+                               (long long)sizes[d],
+                               format_sizes(buf, sizeof(buf), ndim, sizes));
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (TH_mul_overflows(n, sizes[d], &n)) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "Storage size calculation overflowed with "
+                               "sizes=%s",
+                               format_sizes(buf, sizeof(buf), ndim, sizes));
+        }
+    }
+    *numel = n;
+    return 0;
+}
+
+void
+THTensor_contiguousStrides(int ndim, const int64_t *sizes, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= sizes[d] > 1 ? sizes[d] : 1;
+    }
+}
+
+static bool
+compute_is_contiguous(int ndim, const int64_t *sizes, const int64_t *strides)
+{
+    int64_t expected = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (sizes[d] == 0) {
+            return true;
+        }
+        if (sizes[d] != 1) {
+            if (strides[d] != expected) {
+                return false;
+            }
+            expected *= sizes[d];
+        }
+    }
+    return true;
+}
+
+void
+THTensor_refreshGeometry(THTensor *tensor)
+{
+    int64_t numel = 1;
+    for (int d = 0; d < tensor->ndim; d++) {
+        numel *= tensor->sizes[d];
+    }
+    tensor->numel = numel;
+    tensor->is_contiguous = compute_is_contiguous(tensor->ndim, tensor->sizes,
+                                                  tensor->strides);
+}
+
+/* Checks that (offset, sizes, strides) stays inside `nbytes` of storage
+ * with no overflow on the way.  Strides must be non-negative. */
+static int
+check_in_bounds(int64_t nbytes, int64_t offset, int ndim,
+                const int64_t *sizes, const int64_t *strides,
+                int64_t itemsize)
+{
+    char sizes_buf[200], strides_buf[200];
+    int64_t numel;
+    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
+        return -1;
+    }
+    if (offset < 0) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "Tensor: invalid storage offset %lld",
+                           (long long)offset);
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (strides[d] < 0) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "as_strided: Negative strides are not "
+                               "supported at the moment, got strides: %s",
+                               format_sizes(strides_buf, sizeof(strides_buf),
+                                            ndim, strides));
+        }
+    }
+    if (numel == 0) {
+        return 0;
+    }
+    /* last = offset + sum (size-1)*stride; needed = (last + 1) * itemsize */
+    int64_t last = offset, step, needed;
+    bool overflow = false;
+    for (int d = 0; d < ndim && !overflow; d++) {
+        overflow = TH_mul_overflows(sizes[d] - 1, strides[d], &step)
+                   || TH_add_overflows(last, step, &last);
+    }
+    overflow = overflow || TH_add_overflows(last, 1, &needed)
+               || TH_mul_overflows(needed, itemsize, &needed);
+    if (overflow || needed > nbytes) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "setStorage: sizes %s, strides %s, storage offset "
+                           "%lld, and itemsize %lld requiring a storage size "
+                           "of %lld are out of bounds for storage of size "
+                           "%lld",
+                           format_sizes(sizes_buf, sizeof(sizes_buf), ndim,
+                                        sizes),
+                           format_sizes(strides_buf, sizeof(strides_buf),
+                                        ndim, strides),
+                           (long long)offset, (long long)itemsize,
+                           overflow ? (long long)-1 : (long long)needed,
+                           (long long)nbytes);
+    }
+    return 0;
+}
+
+int
+THTensor_checkInvariants(const THTensor *tensor)
+{
+    int64_t numel;
+    if (tensor->refcount < 1 || tensor->storage == NULL
+        || tensor->version_counter == NULL
+        || !THDtype_isValid(tensor->dtype)) {
+        return THError_set(TH_ERR_RUNTIME, "tensor header is corrupt");
+    }
+    if (check_in_bounds(tensor->storage->nbytes, tensor->storage_offset,
+                        tensor->ndim, tensor->sizes, tensor->strides,
+                        THTensor_itemsize(tensor))
+        < 0) {
+        return -1;
+    }
+    THTensor_checkedNumel(tensor->ndim, tensor->sizes, &numel);
+    if (numel != tensor->numel) {
+        return THError_set(TH_ERR_RUNTIME, "cached numel %lld != %lld",
+                           (long long)tensor->numel, (long long)numel);
+    }
+    if (tensor->is_contiguous
+        != compute_is_contiguous(tensor->ndim, tensor->sizes,
+                                 tensor->strides)) {
+        return THError_set(TH_ERR_RUNTIME, "cached is_contiguous is stale");
+    }
+    return 0;
+}
+
+bool
+THTensor_isSameView(const THTensor *a, const THTensor *b)
+{
+    return a->storage == b->storage && a->dtype == b->dtype
+           && a->storage_offset == b->storage_offset && a->ndim == b->ndim
+           && memcmp(a->sizes, b->sizes, sizeof(int64_t) * a->ndim) == 0
+           && memcmp(a->strides, b->strides, sizeof(int64_t) * a->ndim) == 0;
+}
+
+int
+THTensor_inferSize(int ndim, int64_t *sizes, int64_t numel)
+{
+    char buf[256];
+    int infer_dim = -1;
+    int64_t known = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] == -1) {
+            if (infer_dim >= 0) {
+                return THError_set(TH_ERR_RUNTIME,
+                                   "only one dimension can be inferred");
+            }
+            infer_dim = d;
+        }
+        else if (sizes[d] < 0) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "invalid shape dimension %lld",
+                               (long long)sizes[d]);
+        }
+        else if (TH_mul_overflows(known, sizes[d], &known)) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "shape %s is too large",
+                               format_sizes(buf, sizeof(buf), ndim, sizes));
+        }
+    }
+    if (infer_dim >= 0 && known != 0 && numel % known == 0) {
+        sizes[infer_dim] = numel / known;
+        return 0;
+    }
+    if (infer_dim < 0 && known == numel) {
+        return 0;
+    }
+    if (infer_dim >= 0 && known == 0 && numel == 0) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "cannot reshape tensor of 0 elements into shape "
+                           "%s because the unspecified dimension size -1 "
+                           "can be any value and is ambiguous",
+                           format_sizes(buf, sizeof(buf), ndim, sizes));
+    }
+    return THError_set(TH_ERR_RUNTIME,
+                       "shape '%s' is invalid for input of size %lld",
+                       format_sizes(buf, sizeof(buf), ndim, sizes),
+                       (long long)numel);
+}
+
+/* ---- creation and lifetime ------------------------------------------------- */
+
+static THTensor *
+tensor_alloc_header(void)
+{
+    THTensor *tensor = malloc(sizeof(*tensor));
+    if (tensor == NULL) {
+        THError_set(TH_ERR_MEMORY, "out of memory allocating a tensor");
+        return NULL;
+    }
+    tensor->refcount = 1;
+    return tensor;
+}
+
+THTensor *
+THTensor_newWithStorage(THStorage *storage, int64_t offset, int ndim,
+                        const int64_t *sizes, const int64_t *strides,
+                        THDtype dtype)
+{
+    int64_t contiguous[TH_MAX_DIMS];
+    if (!THDtype_isValid(dtype)) {
+        THError_set(TH_ERR_TYPE, "invalid dtype %d", (int)dtype);
+        return NULL;
+    }
+    if (check_ndim(ndim) < 0) {
+        return NULL;
+    }
+    if (strides == NULL) {
+        THTensor_contiguousStrides(ndim, sizes, contiguous);
+        strides = contiguous;
+    }
+    if (check_in_bounds(storage->nbytes, offset, ndim, sizes, strides,
+                        THDtype_itemsize(dtype))
+        < 0) {
+        return NULL;
+    }
+    THTensor *tensor = tensor_alloc_header();
+    THVersionCounter *counter = version_counter_new();
+    if (tensor == NULL || counter == NULL) {
+        free(tensor);
+        version_counter_release(counter);
+        return NULL;
+    }
+    THStorage_retain(storage);
+    tensor->storage = storage;
+    tensor->version_counter = counter;
+    tensor->storage_offset = offset;
+    tensor->dtype = dtype;
+    tensor->ndim = ndim;
+    memcpy(tensor->sizes, sizes, sizeof(int64_t) * ndim);
+    memcpy(tensor->strides, strides, sizeof(int64_t) * ndim);
+    THTensor_refreshGeometry(tensor);
+    return tensor;
+}
+
+THTensor *
+THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
+                  THDeviceType device)
+{
+    int64_t numel, nbytes;
+    if (!THDtype_isValid(dtype)) {
+        THError_set(TH_ERR_TYPE, "invalid dtype %d", (int)dtype);
+        return NULL;
+    }
+    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
+        return NULL;
+    }
+    if (TH_mul_overflows(numel, THDtype_itemsize(dtype), &nbytes)) {
+        THError_set(TH_ERR_RUNTIME, "Storage size calculation overflowed "
+                    "for %lld elements", (long long)numel);
+        return NULL;
+    }
+    THStorage *storage = THStorage_new(nbytes, device);
+    if (storage == NULL) {
+        return NULL;
+    }
+    THTensor *tensor = THTensor_newWithStorage(storage, 0, ndim, sizes, NULL,
+                                               dtype);
+    THStorage_release(storage); /* the tensor holds its own reference now */
+    return tensor;
+}
+
+void
+THTensor_retain(THTensor *tensor)
+{
+    __atomic_add_fetch(&tensor->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void
+THTensor_release(THTensor *tensor)
+{
+    if (tensor == NULL) {
+        return;
+    }
+    if (__atomic_sub_fetch(&tensor->refcount, 1, __ATOMIC_ACQ_REL) != 0) {
+        return;
+    }
+    THStorage_release(tensor->storage);
+    version_counter_release(tensor->version_counter);
+    free(tensor);
+}
+
+/* ---- views ----------------------------------------------------------------- */
+
+/* A new tensor header on base's storage and version counter with the given
+ * geometry.  The caller guarantees the geometry is in bounds (derived from
+ * base's own); as_strided checks it before calling. */
+static THTensor *
+make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
+          const int64_t *strides)
+{
+    if (check_ndim(ndim) < 0) {
+        return NULL;
+    }
+    THTensor *view = tensor_alloc_header();
+    if (view == NULL) {
+        return NULL;
+    }
+    THStorage_retain(base->storage);
+    __atomic_add_fetch(&base->version_counter->refcount, 1,
+                       __ATOMIC_RELAXED);
+    view->storage = base->storage;
+    view->version_counter = base->version_counter;
+    view->storage_offset = offset;
+    view->dtype = base->dtype;
+    view->ndim = ndim;
+    memcpy(view->sizes, sizes, sizeof(int64_t) * ndim);
+    memcpy(view->strides, strides, sizeof(int64_t) * ndim);
+    THTensor_refreshGeometry(view);
+    return view;
+}
+
+THTensor *
+THTensor_newAlias(THTensor *tensor)
+{
+    return make_view(tensor, tensor->storage_offset, tensor->ndim,
+                     tensor->sizes, tensor->strides);
+}
+
+/* Strides that let `new_sizes` view memory laid out as (sizes, strides), or
+ * false when no such strides exist (PyTorch's computeStride): the old dims
+ * are split into chunks that are contiguous among themselves, and each
+ * chunk must be covered exactly by a run of new dims. */
+static bool
+compute_view_strides(int ndim, const int64_t *sizes, const int64_t *strides,
+                     int64_t numel, int new_ndim, const int64_t *new_sizes,
+                     int64_t *new_strides)
+{
+    if (numel == 0 || ndim == 0) {
+        THTensor_contiguousStrides(new_ndim, new_sizes, new_strides);
+        return true;
+    }
+    int view_d = new_ndim - 1;
+    int64_t chunk_base_stride = strides[ndim - 1];
+    int64_t tensor_numel = 1, view_numel = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        tensor_numel *= sizes[d];
+        bool chunk_ends = d == 0
+                          || (sizes[d - 1] != 1
+                              && strides[d - 1]
+                                     != tensor_numel * chunk_base_stride);
+        if (!chunk_ends) {
+            continue;
+        }
+        while (view_d >= 0
+               && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+            new_strides[view_d] = view_numel * chunk_base_stride;
+            view_numel *= new_sizes[view_d];
+            view_d--;
+        }
+        if (view_numel != tensor_numel) {
+            return false;
+        }
+        if (d > 0) {
+            chunk_base_stride = strides[d - 1];
+            tensor_numel = 1;
+            view_numel = 1;
+        }
+    }
+    return view_d == -1;
+}
+
+/* Copies sizes into `out` and resolves a -1 against the tensor's numel. */
+static int
+resolve_shape(const THTensor *tensor, int ndim, const int64_t *sizes,
+              int64_t *out)
+{
+    if (check_ndim(ndim) < 0) {
+        return -1;
+    }
+    memcpy(out, sizes, sizeof(int64_t) * ndim);
+    return THTensor_inferSize(ndim, out, tensor->numel);
+}
+
+THTensor *
+THTensor_newView(THTensor *tensor, int ndim, const int64_t *sizes)
+{
+    int64_t shape[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    if (resolve_shape(tensor, ndim, sizes, shape) < 0) {
+        return NULL;
+    }
+    if (!compute_view_strides(tensor->ndim, tensor->sizes, tensor->strides,
+                              tensor->numel, ndim, shape, strides)) {
+        THError_set(TH_ERR_RUNTIME,
+                    "view size is not compatible with input tensor's size "
+                    "and stride (at least one dimension spans across two "
+                    "contiguous subspaces). Use .reshape(...) instead.");
+        return NULL;
+    }
+    return make_view(tensor, tensor->storage_offset, ndim, shape, strides);
+}
+
+THTensor *
+THTensor_newReshape(THTensor *tensor, int ndim, const int64_t *sizes)
+{
+    int64_t shape[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    if (resolve_shape(tensor, ndim, sizes, shape) < 0) {
+        return NULL;
+    }
+    if (compute_view_strides(tensor->ndim, tensor->sizes, tensor->strides,
+                             tensor->numel, ndim, shape, strides)) {
+        return make_view(tensor, tensor->storage_offset, ndim, shape,
+                         strides);
+    }
+    /* No view exists: copy once into a contiguous tensor and view that. */
+    THTensor *copy = THTensor_newClone(tensor);
+    if (copy == NULL) {
+        return NULL;
+    }
+    THTensor_contiguousStrides(ndim, shape, strides);
+    THTensor *result = make_view(copy, 0, ndim, shape, strides);
+    THTensor_release(copy);
+    return result;
+}
+
+THTensor *
+THTensor_newFlatten(THTensor *tensor, int64_t start_dim, int64_t end_dim)
+{
+    int64_t start, end, shape[TH_MAX_DIMS];
+    if (THTensor_wrapDim(start_dim, tensor->ndim, &start) < 0
+        || THTensor_wrapDim(end_dim, tensor->ndim, &end) < 0) {
+        return NULL;
+    }
+    if (start > end) {
+        THError_set(TH_ERR_RUNTIME,
+                    "flatten() has invalid args: start_dim cannot come "
+                    "after end_dim");
+        return NULL;
+    }
+    if (tensor->ndim == 0) {
+        shape[0] = 1;
+        return THTensor_newReshape(tensor, 1, shape);
+    }
+    int ndim = 0;
+    for (int64_t d = 0; d < start; d++) {
+        shape[ndim++] = tensor->sizes[d];
+    }
+    int64_t folded = 1;
+    for (int64_t d = start; d <= end; d++) {
+        folded *= tensor->sizes[d];
+    }
+    shape[ndim++] = folded;
+    for (int64_t d = end + 1; d < tensor->ndim; d++) {
+        shape[ndim++] = tensor->sizes[d];
+    }
+    return THTensor_newReshape(tensor, ndim, shape);
+}
+
+THTensor *
+THTensor_newTranspose(THTensor *tensor, int64_t dim0, int64_t dim1)
+{
+    int64_t a, b;
+    if (THTensor_wrapDim(dim0, tensor->ndim, &a) < 0
+        || THTensor_wrapDim(dim1, tensor->ndim, &b) < 0) {
+        return NULL;
+    }
+    THTensor *view = THTensor_newAlias(tensor);
+    if (view == NULL || tensor->ndim == 0) {
+        return view;
+    }
+    view->sizes[a] = tensor->sizes[b];
+    view->sizes[b] = tensor->sizes[a];
+    view->strides[a] = tensor->strides[b];
+    view->strides[b] = tensor->strides[a];
+    THTensor_refreshGeometry(view);
+    return view;
+}
+
+THTensor *
+THTensor_newPermute(THTensor *tensor, int ndims, const int64_t *dims)
+{
+    int64_t sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS], d;
+    bool seen[TH_MAX_DIMS] = {false};
+    if (ndims != tensor->ndim) {
+        THError_set(TH_ERR_RUNTIME,
+                    "permute(sparse_coo): number of dimensions in the tensor "
+                    "input does not match the length of the desired ordering "
+                    "of dimensions i.e. input.dim() = %d is not equal to "
+                    "len(dims) = %d",
+                    tensor->ndim, ndims);
+        return NULL;
+    }
+    for (int i = 0; i < ndims; i++) {
+        if (THTensor_wrapDim(dims[i], tensor->ndim, &d) < 0) {
+            return NULL;
+        }
+        if (seen[d]) {
+            THError_set(TH_ERR_RUNTIME,
+                        "permute(): duplicate dims are not allowed.");
+            return NULL;
+        }
+        seen[d] = true;
+        sizes[i] = tensor->sizes[d];
+        strides[i] = tensor->strides[d];
+    }
+    return make_view(tensor, tensor->storage_offset, ndims, sizes, strides);
+}
+
+THTensor *
+THTensor_newSqueeze(THTensor *tensor, int ndims, const int64_t *dims)
+{
+    int64_t sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS], d;
+    bool drop[TH_MAX_DIMS] = {false};
+    for (int i = 0; i < ndims; i++) {
+        if (THTensor_wrapDim(dims[i], tensor->ndim, &d) < 0) {
+            return NULL;
+        }
+        drop[d] = tensor->ndim > 0 && tensor->sizes[d] == 1;
+    }
+    int ndim = 0;
+    for (int i = 0; i < tensor->ndim; i++) {
+        bool squeezable = ndims == 0 ? tensor->sizes[i] == 1 : drop[i];
+        if (!squeezable) {
+            sizes[ndim] = tensor->sizes[i];
+            strides[ndim] = tensor->strides[i];
+            ndim++;
+        }
+    }
+    return make_view(tensor, tensor->storage_offset, ndim, sizes, strides);
+}
+
+THTensor *
+THTensor_newUnsqueeze(THTensor *tensor, int64_t dim)
+{
+    int64_t sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS], d;
+    if (THTensor_wrapDim(dim, tensor->ndim + 1, &d) < 0) {
+        return NULL;
+    }
+    if (check_ndim(tensor->ndim + 1) < 0) {
+        return NULL;
+    }
+    for (int i = 0, j = 0; i <= tensor->ndim; i++) {
+        if (i == d) {
+            sizes[i] = 1;
+            strides[i] = d >= tensor->ndim
+                             ? 1
+                             : tensor->sizes[d] * tensor->strides[d];
+        }
+        else {
+            sizes[i] = tensor->sizes[j];
+            strides[i] = tensor->strides[j];
+            j++;
+        }
+    }
+    return make_view(tensor, tensor->storage_offset, tensor->ndim + 1, sizes,
+                     strides);
+}
+
+THTensor *
+THTensor_newExpand(THTensor *tensor, int ndim, const int64_t *sizes)
+{
+    int64_t new_sizes[TH_MAX_DIMS], new_strides[TH_MAX_DIMS];
+    char target[256], actual[256];
+    if (check_ndim(ndim) < 0) {
+        return NULL;
+    }
+    if (ndim < tensor->ndim) {
+        THError_set(TH_ERR_RUNTIME,
+                    "expand(ember.Tensor{%s}, size=%s): the number of "
+                    "sizes provided (%d) must be greater or equal to the "
+                    "number of dimensions in the tensor (%d)",
+                    format_sizes(actual, sizeof(actual), tensor->ndim,
+                                 tensor->sizes),
+                    format_sizes(target, sizeof(target), ndim, sizes), ndim,
+                    tensor->ndim);
+        return NULL;
+    }
+    for (int d = ndim - 1; d >= 0; d--) {
+        int od = d - (ndim - tensor->ndim);
+        int64_t want = sizes[d];
+        if (od < 0) {
+            if (want < 0) {
+                THError_set(TH_ERR_RUNTIME,
+                            "The expanded size of the tensor (%lld) isn't "
+                            "allowed in a leading, non-existing dimension %d",
+                            (long long)want, d);
+                return NULL;
+            }
+            new_sizes[d] = want;
+            new_strides[d] = 0;
+            continue;
+        }
+        int64_t have = tensor->sizes[od];
+        if (want == -1) {
+            want = have;
+        }
+        if (want < 0) {
+            THError_set(TH_ERR_RUNTIME,
+                        "Trying to create tensor with negative dimension "
+                        "%lld: %s",
+                        (long long)want,
+                        format_sizes(target, sizeof(target), ndim, sizes));
+            return NULL;
+        }
+        if (have == want) {
+            new_sizes[d] = have;
+            new_strides[d] = tensor->strides[od];
+        }
+        else if (have == 1) {
+            new_sizes[d] = want;
+            new_strides[d] = 0;
+        }
+        else {
+            THError_set(TH_ERR_RUNTIME,
+                        "The expanded size of the tensor (%lld) must match "
+                        "the existing size (%lld) at non-singleton dimension "
+                        "%d.  Target sizes: %s.  Tensor sizes: %s",
+                        (long long)want, (long long)have, d,
+                        format_sizes(target, sizeof(target), ndim, sizes),
+                        format_sizes(actual, sizeof(actual), tensor->ndim,
+                                     tensor->sizes));
+            return NULL;
+        }
+    }
+    return make_view(tensor, tensor->storage_offset, ndim, new_sizes,
+                     new_strides);
+}
+
+THTensor *
+THTensor_newNarrow(THTensor *tensor, int64_t dim, int64_t start,
+                   int64_t length)
+{
+    int64_t d;
+    if (tensor->ndim == 0) {
+        THError_set(TH_ERR_RUNTIME,
+                    "narrow() cannot be applied to a 0-dim tensor.");
+        return NULL;
+    }
+    if (THTensor_wrapDim(dim, tensor->ndim, &d) < 0) {
+        return NULL;
+    }
+    int64_t size = tensor->sizes[d];
+    if (start < -size || start > size) {
+        THError_set(TH_ERR_INDEX,
+                    "start out of range (expected to be in range of [%lld, "
+                    "%lld], but got %lld)",
+                    (long long)-size, (long long)size, (long long)start);
+        return NULL;
+    }
+    if (start < 0) {
+        start += size;
+    }
+    if (length < 0 || start > size - length) {
+        THError_set(TH_ERR_RUNTIME,
+                    "start (%lld) + length (%lld) exceeds dimension size "
+                    "(%lld).",
+                    (long long)start, (long long)length, (long long)size);
+        return NULL;
+    }
+    return THTensor_newSlice(tensor, d, start, start + length, 1);
+}
+
+THTensor *
+THTensor_newSelect(THTensor *tensor, int64_t dim, int64_t index)
+{
+    int64_t d, sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    if (tensor->ndim == 0) {
+        THError_set(TH_ERR_INDEX,
+                    "select() cannot be applied to a 0-dim tensor.");
+        return NULL;
+    }
+    if (THTensor_wrapDim(dim, tensor->ndim, &d) < 0) {
+        return NULL;
+    }
+    int64_t size = tensor->sizes[d];
+    if (index < -size || index >= size) {
+        THError_set(TH_ERR_INDEX,
+                    "index %lld is out of bounds for dimension %lld with "
+                    "size %lld",
+                    (long long)index, (long long)d, (long long)size);
+        return NULL;
+    }
+    if (index < 0) {
+        index += size;
+    }
+    int ndim = 0;
+    for (int i = 0; i < tensor->ndim; i++) {
+        if (i != d) {
+            sizes[ndim] = tensor->sizes[i];
+            strides[ndim] = tensor->strides[i];
+            ndim++;
+        }
+    }
+    return make_view(tensor,
+                     tensor->storage_offset + index * tensor->strides[d],
+                     ndim, sizes, strides);
+}
+
+THTensor *
+THTensor_newSlice(THTensor *tensor, int64_t dim, int64_t start, int64_t stop,
+                  int64_t step)
+{
+    int64_t d;
+    if (THTensor_wrapDim(dim, tensor->ndim, &d) < 0) {
+        return NULL;
+    }
+    if (step <= 0) {
+        THError_set(TH_ERR_VALUE, "slice step must be positive");
+        return NULL;
+    }
+    int64_t size = tensor->sizes[d];
+    start = start < 0 ? 0 : (start > size ? size : start);
+    stop = stop < start ? start : (stop > size ? size : stop);
+    THTensor *view = THTensor_newAlias(tensor);
+    if (view == NULL) {
+        return NULL;
+    }
+    /* An empty slice keeps the offset in bounds by not moving it. */
+    if (stop > start) {
+        view->storage_offset += start * tensor->strides[d];
+    }
+    view->sizes[d] = (stop - start + step - 1) / step;
+    view->strides[d] = tensor->strides[d] * step;
+    THTensor_refreshGeometry(view);
+    return view;
+}
+
+THTensor *
+THTensor_newAsStrided(THTensor *tensor, int ndim, const int64_t *sizes,
+                      const int64_t *strides, int64_t offset)
+{
+    if (check_ndim(ndim) < 0
+        || check_in_bounds(tensor->storage->nbytes, offset, ndim, sizes,
+                           strides, THTensor_itemsize(tensor))
+               < 0) {
+        return NULL;
+    }
+    return make_view(tensor, offset, ndim, sizes, strides);
+}
+
+THTensor *
+THTensor_newUnfold(THTensor *tensor, int64_t dim, int64_t size, int64_t step)
+{
+    int64_t d, sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    if (THTensor_wrapDim(dim, tensor->ndim, &d) < 0
+        || check_ndim(tensor->ndim + 1) < 0) {
+        return NULL;
+    }
+    int64_t dim_size = tensor->ndim == 0 ? 1 : tensor->sizes[d];
+    if (size < 0 || size > dim_size) {
+        THError_set(TH_ERR_RUNTIME,
+                    "maximum size for tensor at dimension %lld is %lld but "
+                    "size is %lld",
+                    (long long)d, (long long)dim_size, (long long)size);
+        return NULL;
+    }
+    if (step <= 0) {
+        THError_set(TH_ERR_RUNTIME, "step is %lld but must be > 0",
+                    (long long)step);
+        return NULL;
+    }
+    memcpy(sizes, tensor->sizes, sizeof(int64_t) * tensor->ndim);
+    memcpy(strides, tensor->strides, sizeof(int64_t) * tensor->ndim);
+    int ndim = tensor->ndim;
+    if (ndim > 0) {
+        sizes[d] = (dim_size - size) / step + 1;
+        strides[d] = tensor->strides[d] * step;
+    }
+    sizes[ndim] = size;
+    strides[ndim] = ndim > 0 ? tensor->strides[d] : 1;
+    return make_view(tensor, tensor->storage_offset, ndim + 1, sizes,
+                     strides);
+}

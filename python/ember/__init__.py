@@ -1,0 +1,70 @@
+"""ember: a small PyTorch-like tensor library with a hand-written C core.
+
+The layers (see DESIGN.md):
+    python/ember/   this package: the public API, printing, memory, the tour
+    ember._C        the CPython extension: THPVariable, THPStorage, ...
+    c/th            the pure-C core: THTensor, THStorage, THAllocator
+"""
+
+from . import _C
+from ._device import device
+from ._tensor import Tensor
+from ._tensor_str import set_printoptions
+from . import memory
+
+from ._C import (  # noqa: F401  (re-exported)
+    Size,
+    UntypedStorage,
+    dtype,
+    bool,
+    uint8,
+    int8,
+    int16,
+    int32,
+    int64,
+    float32,
+    float64,
+    get_default_dtype,
+    set_default_dtype,
+    tensor,
+    empty,
+    zeros,
+    ones,
+    full,
+    arange,
+    linspace,
+    eye,
+    empty_like,
+    zeros_like,
+    ones_like,
+    full_like,
+    rand,
+    randn,
+    rand_like,
+    randn_like,
+    randint,
+    manual_seed,
+    initial_seed,
+    from_numpy,
+    from_dlpack,
+)
+
+# PyTorch's aliases for the dtypes.
+float = float32
+double = float64
+long = int64
+int = int32
+short = int16
+
+_C._set_python_types(Tensor, device("cpu"))
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    """True for ember tensors (and subclasses)."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()

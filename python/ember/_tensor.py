@@ -1,0 +1,81 @@
+"""ember.Tensor: the public tensor class.
+
+The data and every hot method live in C (ember._C._TensorBase, see
+c/python/Variable.c); this subclass adds what is better written in Python,
+such as printing.  C creates instances of this class directly (it is
+registered with ember._C._set_python_types), so `type(t) is ember.Tensor`
+for every tensor, including views.
+"""
+
+import numpy as np
+
+from . import _C
+from ._tensor_str import tensor_repr
+
+
+class Tensor(_C._TensorBase):
+    # NumPy defers to our reflected operators rather than converting us.
+    __array_priority__ = 1000
+
+    def __repr__(self, *, tensor_contents=None):
+        values = np.asarray(self.detach())
+        grad_fn = self.grad_fn
+        grad_fn_name = None if grad_fn is None else type(grad_fn).__name__
+        return tensor_repr(
+            values,
+            str(self.dtype).removeprefix("ember."),
+            requires_grad=self.requires_grad,
+            grad_fn_name=grad_fn_name,
+            default_float=str(_C.get_default_dtype()).removeprefix("ember."),
+        )
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = self.clone()
+        result.requires_grad = self.requires_grad
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol):
+        # Pickle by value (a NumPy copy), never by address.
+        return (_rebuild_tensor, (self.detach().numpy().copy(), self.requires_grad))
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return "ember." + {
+                "bool": "BoolTensor", "uint8": "ByteTensor",
+                "int8": "CharTensor", "int16": "ShortTensor",
+                "int32": "IntTensor", "int64": "LongTensor",
+                "float32": "FloatTensor", "float64": "DoubleTensor",
+            }[str(self.dtype).removeprefix("ember.")]
+        return self.to(dtype)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None):
+        return _C.empty(*size, dtype=dtype or self.dtype)
+
+    def new_zeros(self, *size, dtype=None):
+        return _C.zeros(*size, dtype=dtype or self.dtype)
+
+    def new_ones(self, *size, dtype=None):
+        return _C.ones(*size, dtype=dtype or self.dtype)
+
+    def new_full(self, size, fill_value, dtype=None):
+        return _C.full(size, fill_value, dtype=dtype or self.dtype)
+
+    def cpu(self):
+        return self
+
+
+def _rebuild_tensor(array, requires_grad):
+    return _C.tensor(array, requires_grad=requires_grad)

@@ -1,0 +1,125 @@
+"""ember.memory: allocator statistics and pluggable allocators.
+
+Every tensor's bytes come from the allocator installed for its device
+(c/th/THAllocator.h).  From Python you can read the statistics, and install
+an allocator of your own: any object with
+
+    malloc(nbytes) -> int address     (non-zero; raise to fail)
+    free(address)
+
+A tensor allocated under an allocator is freed through that same allocator,
+even after another one has been installed.
+
+Two allocators written in Python come with ember, both wrapping another
+allocator (by default the built-in C one):
+
+    CountingAllocator   counts calls and bytes, e.g. for leak tests;
+    PoisoningAllocator  fills fresh memory with 0xAA and freed memory with
+                        0xDD, so reads of uninitialised or freed memory
+                        show up as garbage instead of plausible values.
+"""
+
+import contextlib
+import ctypes
+
+from . import _C
+
+CAllocator = _C.CAllocator
+
+
+def stats(device="cpu"):
+    """Statistics of all memory ember allocated on `device`.
+
+    A dict with allocated_bytes (in use now), peak_allocated_bytes,
+    live_blocks (allocations not yet freed), num_allocs and num_frees (ever).
+    Memory lent by NumPy or DLPack is not counted: ember did not allocate it.
+    """
+    return _C._memory_stats(device)
+
+
+def reset_peak_stats(device="cpu"):
+    """Sets peak_allocated_bytes to the bytes in use now."""
+    _C._reset_peak_memory_stats(device)
+
+
+def get_allocator(device="cpu"):
+    """The allocator installed for `device` (a CAllocator or your object)."""
+    return _C._get_allocator(device)
+
+
+def set_allocator(allocator, device="cpu"):
+    """Installs `allocator` for `device` and returns the previous one."""
+    return _C._set_allocator(allocator, device)
+
+
+@contextlib.contextmanager
+def use_allocator(allocator, device="cpu"):
+    """Installs `allocator` for the duration of a with-block."""
+    previous = set_allocator(allocator, device)
+    try:
+        yield allocator
+    finally:
+        set_allocator(previous, device)
+
+
+class CountingAllocator:
+    """Counts allocations made through it; delegates the memory itself."""
+
+    def __init__(self, base=None):
+        self.base = base if base is not None else get_allocator("cpu")
+        self.sizes = {}  # address -> nbytes of each live block
+        self.num_allocs = 0
+        self.num_frees = 0
+
+    def malloc(self, nbytes):
+        address = _raw_malloc(self.base, nbytes)
+        self.sizes[address] = nbytes
+        self.num_allocs += 1
+        return address
+
+    def free(self, address):
+        nbytes = self.sizes.pop(address)
+        self.num_frees += 1
+        _raw_free(self.base, address, nbytes)
+
+    @property
+    def live_blocks(self):
+        return len(self.sizes)
+
+    @property
+    def allocated_bytes(self):
+        return sum(self.sizes.values())
+
+    def __repr__(self):
+        return (f"CountingAllocator(live_blocks={self.live_blocks}, "
+                f"allocated_bytes={self.allocated_bytes}, "
+                f"num_allocs={self.num_allocs})")
+
+
+class PoisoningAllocator(CountingAllocator):
+    """Fills new blocks with 0xAA and freed blocks with 0xDD."""
+
+    FRESH = 0xAA
+    FREED = 0xDD
+
+    def malloc(self, nbytes):
+        address = super().malloc(nbytes)
+        ctypes.memset(address, self.FRESH, nbytes)
+        return address
+
+    def free(self, address):
+        ctypes.memset(address, self.FREED, self.sizes[address])
+        super().free(address)
+
+
+def _raw_malloc(base, nbytes):
+    if isinstance(base, CAllocator):
+        return base.raw_malloc(nbytes)
+    return base.malloc(nbytes)
+
+
+def _raw_free(base, address, nbytes):
+    if isinstance(base, CAllocator):
+        base.raw_free(address, nbytes)
+    else:
+        base.free(address)

@@ -1,0 +1,129 @@
+"""Build the ember._C extension.  All metadata lives in pyproject.toml.
+
+Build modes (environment variables, read at build time):
+
+  default              -O3                                  (release)
+  EMBER_DEBUG=1        -O0 -g                               (gdb-friendly)
+  EMBER_SANITIZE=address
+                       -O1 -g -fsanitize=address -fno-omit-frame-pointer
+                       (compile and link; load with LD_PRELOAD=libasan.so,
+                       see `make leak-asan`)
+
+-Wall -Wextra -Werror are on in every mode.
+
+build_ext here is incremental per object file: a .c file is recompiled only
+when it, any header under c/th or c/python, or the compile flags changed, and
+the files that need it are compiled in parallel.  So `make build` after
+touching one .c file recompiles one file and relinks.
+"""
+
+import glob
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TH_DIR = "c/th"
+THP_DIR = "c/python"
+
+WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+
+
+def _mode_flags():
+    sanitize = os.environ.get("EMBER_SANITIZE", "")
+    if sanitize:
+        if sanitize != "address":
+            raise SystemExit(f"EMBER_SANITIZE={sanitize!r}: only 'address' is supported")
+        flags = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+        return flags, ["-fsanitize=address"]
+    if os.environ.get("EMBER_DEBUG", "") not in ("", "0"):
+        return ["-O0", "-g"], []
+    return ["-O3"], []
+
+
+def _sources():
+    # Paths relative to setup.py (setuptools wants relative source paths).
+    found = sorted(glob.glob(f"{TH_DIR}/*.c", root_dir=HERE)
+                   + glob.glob(f"{THP_DIR}/*.c", root_dir=HERE))
+    return found
+
+
+def _headers():
+    return sorted(glob.glob(f"{TH_DIR}/*.h", root_dir=HERE)
+                  + glob.glob(f"{THP_DIR}/*.h", root_dir=HERE))
+
+
+mode_cflags, mode_ldflags = _mode_flags()
+
+ext = Extension(
+    "ember._C",
+    sources=_sources(),
+    depends=_headers(),
+    include_dirs=[TH_DIR, THP_DIR, numpy.get_include()],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    extra_compile_args=mode_cflags + WARNINGS + ["-std=gnu11", "-pthread"],
+    extra_link_args=mode_ldflags + ["-pthread"],
+    libraries=["m"],
+)
+
+
+class IncrementalBuildExt(build_ext):
+    """build_ext that skips up-to-date objects and compiles the rest in parallel."""
+
+    def build_extension(self, ext):
+        compiler = self.compiler
+        # Everything besides the sources that changes the objects or the .so.
+        key = repr((ext.extra_compile_args, ext.extra_link_args, ext.define_macros,
+                    ext.include_dirs, ext.libraries, compiler.compiler_so,
+                    compiler.linker_so, self.debug)).encode()
+        fingerprint = hashlib.sha256(key).hexdigest()
+        stamp = os.path.join(self.build_temp, "ember-flags.stamp")
+        try:
+            with open(stamp) as f:
+                flags_same = f.read() == fingerprint
+        except OSError:
+            flags_same = False
+        saved_force, original_compile = self.force, compiler.compile
+        if not flags_same:
+            self.force = True   # relink too, even if the .so looks newer
+
+        def compile(sources, output_dir=None, macros=None, include_dirs=None,
+                    debug=0, extra_preargs=None, extra_postargs=None, depends=None):
+            objects = compiler.object_filenames(sources, strip_dir=0, output_dir=output_dir)
+            newest_dep = max((os.path.getmtime(d) for d in (depends or [])), default=0)
+
+            def stale(src, obj):
+                if self.force or not os.path.exists(obj):
+                    return True
+                t = os.path.getmtime(obj)
+                return os.path.getmtime(src) > t or newest_dep > t
+
+            def one(src):
+                original_compile([src], output_dir=output_dir, macros=macros,
+                                 include_dirs=include_dirs, debug=debug,
+                                 extra_preargs=extra_preargs,
+                                 extra_postargs=extra_postargs, depends=depends)
+
+            todo = [src for src, obj in zip(sources, objects) if stale(src, obj)]
+            with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+                list(pool.map(one, todo))   # re-raises the first CompileError
+            return objects
+
+        compiler.compile = compile
+        try:
+            super().build_extension(ext)
+            os.makedirs(self.build_temp, exist_ok=True)
+            with open(stamp, "w") as f:
+                f.write(fingerprint)
+        finally:
+            compiler.compile, self.force = original_compile, saved_force
+
+
+setup(
+    ext_modules=[ext],
+    cmdclass={"build_ext": IncrementalBuildExt},
+)

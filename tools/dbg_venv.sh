@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Debug-CPython environment for `make leak-refs`.
+#
+#   tools/dbg_venv.sh wheel MAIN_PY            build the debug NumPy wheel (cached)
+#   tools/dbg_venv.sh venv  MAIN_PY DBG_VENV   make DBG_VENV, ready for pytest -R
+#
+# NumPy's release wheel was compiled without Py_REF_DEBUG, so under the debug
+# interpreter its inline INCREF/DECREFs miss sys.gettotalrefcount() and the
+# totals drift (false leaks).  We build NumPy from source with the debug
+# interpreter once, for the exact version MAIN_PY's venv uses, and keep the wheel
+# in $EMBER_CACHE/wheels (~6.5 min on 2 cores; then reused).  The build holds a
+# lock, so a background build started early (.ci/run) and `make leak-refs` share it.
+set -euo pipefail
+
+mode=$1 main_py=$2
+PYDBG=${PYDBG:-/usr/bin/python3.11d}
+cache=${EMBER_CACHE:-$HOME/.cache/ember}
+wheels=$cache/wheels
+mkdir -p "$wheels"
+
+ensure_pydbg() {
+    [ -x "$PYDBG" ] && return 0
+    echo "dbg_venv: $PYDBG missing, installing Debian's debug CPython" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q \
+        python3.11-dbg libpython3.11-dbg python3.11-dev python3.11-venv
+}
+
+numpy_version=$("$main_py" -c 'import numpy; print(numpy.__version__)')
+pattern="numpy-${numpy_version}-cp311-cp311d-*.whl"
+
+have_wheel() { compgen -G "$wheels/$pattern" > /dev/null; }
+
+build_wheel() {
+    ensure_pydbg
+    exec 9> "$cache/numpy-wheel.lock"
+    flock 9                 # a concurrent build finishes first, then we reuse it
+    if have_wheel; then return 0; fi
+    echo "dbg_venv: building debug NumPy $numpy_version wheel into $wheels (several minutes)" >&2
+    local tmp
+    tmp=$(mktemp -d)
+    "$PYDBG" -m venv "$tmp/venv"
+    "$tmp/venv/bin/python" -m pip install -q --upgrade pip wheel
+    local start=$SECONDS
+    "$tmp/venv/bin/python" -m pip wheel --no-deps --no-binary numpy \
+        "numpy==$numpy_version" -w "$tmp/out"
+    mv "$tmp"/out/$pattern "$wheels/"
+    rm -rf "$tmp"
+    echo "dbg_venv: debug NumPy wheel built in $((SECONDS - start))s" >&2
+    have_wheel
+}
+
+case $mode in
+wheel)
+    build_wheel
+    ;;
+venv)
+    venv=$3
+    build_wheel
+    stamp="$venv/.ember-dbg-ready"
+    want="numpy=$numpy_version pydbg=$PYDBG"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
+        exit 0
+    fi
+    rm -rf "$venv"
+    "$PYDBG" -m venv "$venv"
+    py=$venv/bin/python
+    "$py" -m pip install -q --upgrade pip setuptools wheel
+    "$py" -m pip install -q --no-index --find-links "$wheels" "numpy==$numpy_version"
+    "$py" -m pip install -q pytest hypothesis pytest-leaks
+    "$py" -c 'import sys, numpy; assert hasattr(sys, "gettotalrefcount"); print("dbg_venv: ready,", sys.version.split()[0], "numpy", numpy.__version__, numpy.__file__)'
+    echo "$want" > "$stamp"
+    ;;
+*)
+    echo "usage: $0 wheel MAIN_PY | venv MAIN_PY DBG_VENV" >&2
+    exit 2
+    ;;
+esac
