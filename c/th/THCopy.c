@@ -280,6 +280,14 @@ scalar_as_double(THScalar s)
     }
 }
 
+/* The exact integer value of a bool or int scalar (a bool scalar only
+ * initialises the first byte of the union, so value.i would read garbage). */
+static int64_t
+scalar_as_int(THScalar s)
+{
+    return s.dtype == TH_Bool ? (int64_t)s.value.b : s.value.i;
+}
+
 static int
 check_fresh(const THTensor *tensor)
 {
@@ -298,9 +306,15 @@ THTensor_arange(THTensor *tensor, THScalar start, THScalar step)
     }
     bool exact_ints = start.dtype != TH_Float64 && step.dtype != TH_Float64
                       && THDtype_isIntegral(tensor->dtype, false);
+    int64_t start_i = exact_ints ? scalar_as_int(start) : 0;
+    int64_t step_i = exact_ints ? scalar_as_int(step) : 0;
     for (int64_t i = 0; i < tensor->numel; i++) {
         if (exact_ints) {
-            store_int(tensor, i, start.value.i + i * step.value.i);
+            /* in uint64: wraps like int64 tensor arithmetic instead of
+             * overflowing (undefined behaviour) on absurd inputs */
+            store_int(tensor, i,
+                      (int64_t)((uint64_t)start_i
+                                + (uint64_t)i * (uint64_t)step_i));
         }
         else {
             store_double(tensor, i,
@@ -308,7 +322,6 @@ THTensor_arange(THTensor *tensor, THScalar start, THScalar step)
                              + (double)i * scalar_as_double(step));
         }
     }
-    THTensor_bumpVersion(tensor);
     return 0;
 }
 
@@ -333,7 +346,6 @@ THTensor_linspace(THTensor *tensor, double start, double end)
             store_double(tensor, i, v);
         }
     }
-    THTensor_bumpVersion(tensor);
     return 0;
 }
 
@@ -346,9 +358,11 @@ THTensor_eye(THTensor *tensor)
     if (tensor->ndim != 2) {
         return THError_set(TH_ERR_RUNTIME, "eye needs a 2-d tensor");
     }
-    if (THTensor_fill(tensor, THScalar_fromInt(0)) < 0) {
-        return -1;
+    if (tensor->numel == 0) {
+        return 0; /* data may be NULL: memset(NULL, 0, 0) is undefined */
     }
+    memset(THTensor_data(tensor), 0,
+           (size_t)(tensor->numel * THTensor_itemsize(tensor)));
     int64_t rows = tensor->sizes[0], cols = tensor->sizes[1];
     int64_t diag = rows < cols ? rows : cols;
     for (int64_t i = 0; i < diag; i++) {

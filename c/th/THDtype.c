@@ -74,7 +74,7 @@ dtype_from_code(char code, int itemsize, THDtype *out)
 {
     const char *signed_codes = "bhilq";
     const char *unsigned_codes = "BHILQ";
-    if (code == '?') {
+    if (code == '?' && itemsize == 1) {
         *out = TH_Bool;
         return 0;
     }

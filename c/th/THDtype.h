@@ -33,7 +33,8 @@
  * its own expansion, so a table of pairs needs a second name for the list.
  * This one also passes `extra` (the outer element, parenthesised) through to
  * each call: _(extra, Name, ctype, python_name).  The unit tests check that
- * the two lists agree (test_dtype in c/tests/test_core.c). */
+ * the two lists agree (test_dtype_xmacro_lists_agree in
+ * c/tests/test_dtype.c). */
 #define TH_FORALL_DTYPES_INNER(_, extra)      \
     _(extra, Bool, bool, "bool")              \
     _(extra, UInt8, uint8_t, "uint8")         \

@@ -17,7 +17,8 @@
  * data[k] points at operand k's first element of the run, strides[k] is its
  * byte stride along the run, and n is the run's length.
  *
- * Expected locals in loops: `data`, `strides`, `n`; see THLoops.h.
+ * Inner loops name their arguments `data`, `strides` and `n`, as above;
+ * THCopy.c has the first family of them (the dtype casts).
  */
 #ifndef TH_ITER_H
 #define TH_ITER_H

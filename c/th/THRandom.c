@@ -97,18 +97,21 @@ THTensor_uniform(THTensor *tensor, THGenerator *gen, double low, double high)
     char *data = THTensor_data(tensor);
     if (tensor->dtype == TH_Float32) {
         float *out = (float *)data;
-        float lo = (float)low, range = (float)(high - low);
+        float lo = (float)low, hi = (float)high, range = (float)(high - low);
         for (int64_t i = 0; i < tensor->numel; i++) {
-            out[i] = lo + uniform01_float(gen) * range;
+            float v = lo + uniform01_float(gen) * range;
+            /* rounding can carry lo + u * range up to high itself (u = 1 -
+             * 2^-24 in uniform(1, 2)); keep the range half-open */
+            out[i] = lo < hi && !(v < hi) ? nextafterf(hi, lo) : v;
         }
     }
     else {
         double *out = (double *)data;
         for (int64_t i = 0; i < tensor->numel; i++) {
-            out[i] = low + THGenerator_uniform01(gen) * (high - low);
+            double v = low + THGenerator_uniform01(gen) * (high - low);
+            out[i] = low < high && !(v < high) ? nextafter(high, low) : v;
         }
     }
-    THTensor_bumpVersion(tensor);
     return 0;
 }
 
@@ -142,7 +145,6 @@ THTensor_normal(THTensor *tensor, THGenerator *gen, double mean, double std)
             }
         }
     }
-    THTensor_bumpVersion(tensor);
     return 0;
 }
 
@@ -191,7 +193,6 @@ THTensor_randint(THTensor *tensor, THGenerator *gen, int64_t low,
     default:
         break;
     }
-    THTensor_bumpVersion(tensor);
     return 0;
 }
 #undef TH_RANDINT_CASE

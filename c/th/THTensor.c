@@ -63,6 +63,17 @@ THTensor_bumpVersion(THTensor *tensor)
 
 /* ---- geometry helpers ------------------------------------------------------ */
 
+/* a * b for non-negative a and b, saturating at INT64_MAX instead of
+ * overflowing.  Used only for strides that nothing is ever read through (a
+ * dim of a zero-element tensor, or of size <= 1), where any non-negative
+ * value is right but a wrapped, negative one would break the invariants. */
+static int64_t
+mul_saturating(int64_t a, int64_t b)
+{
+    int64_t out;
+    return TH_mul_overflows(a, b, &out) ? INT64_MAX : out;
+}
+
 /* Writes "[2, 3, 4]" into buf (truncating politely) for error messages. */
 static const char *
 format_sizes(char *buf, size_t buflen, int ndim, const int64_t *sizes)
@@ -141,7 +152,7 @@ THTensor_contiguousStrides(int ndim, const int64_t *sizes, int64_t *strides)
     int64_t stride = 1;
     for (int d = ndim - 1; d >= 0; d--) {
         strides[d] = stride;
-        stride *= sizes[d] > 1 ? sizes[d] : 1;
+        stride = mul_saturating(stride, sizes[d] > 1 ? sizes[d] : 1);
     }
 }
 
@@ -149,15 +160,19 @@ static bool
 compute_is_contiguous(int ndim, const int64_t *sizes, const int64_t *strides)
 {
     int64_t expected = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
+    /* An empty tensor is contiguous whatever its strides (PyTorch's
+     * compute_contiguous), so look for a 0 in any dim first. */
+    for (int d = 0; d < ndim; d++) {
         if (sizes[d] == 0) {
             return true;
         }
+    }
+    for (int d = ndim - 1; d >= 0; d--) {
         if (sizes[d] != 1) {
             if (strides[d] != expected) {
                 return false;
             }
-            expected *= sizes[d];
+            expected = mul_saturating(expected, sizes[d]);
         }
     }
     return true;
@@ -361,8 +376,10 @@ THTensor_newWithStorage(THStorage *storage, int64_t offset, int ndim,
     tensor->storage_offset = offset;
     tensor->dtype = dtype;
     tensor->ndim = ndim;
-    memcpy(tensor->sizes, sizes, sizeof(int64_t) * ndim);
-    memcpy(tensor->strides, strides, sizeof(int64_t) * ndim);
+    if (ndim > 0) { /* sizes may be NULL for a 0-dim tensor */
+        memcpy(tensor->sizes, sizes, sizeof(int64_t) * ndim);
+        memcpy(tensor->strides, strides, sizeof(int64_t) * ndim);
+    }
     THTensor_refreshGeometry(tensor);
     return tensor;
 }
@@ -423,7 +440,9 @@ static THTensor *
 make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
           const int64_t *strides)
 {
-    if (check_ndim(ndim) < 0) {
+    int64_t numel;
+    /* Also catches an element count beyond int64 (expand can ask for one). */
+    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
         return NULL;
     }
     THTensor *view = tensor_alloc_header();
@@ -438,8 +457,10 @@ make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
     view->storage_offset = offset;
     view->dtype = base->dtype;
     view->ndim = ndim;
-    memcpy(view->sizes, sizes, sizeof(int64_t) * ndim);
-    memcpy(view->strides, strides, sizeof(int64_t) * ndim);
+    if (ndim > 0) { /* sizes may be NULL for a 0-dim view */
+        memcpy(view->sizes, sizes, sizeof(int64_t) * ndim);
+        memcpy(view->strides, strides, sizeof(int64_t) * ndim);
+    }
     THTensor_refreshGeometry(view);
     return view;
 }
@@ -460,6 +481,13 @@ compute_view_strides(int ndim, const int64_t *sizes, const int64_t *strides,
                      int64_t numel, int new_ndim, const int64_t *new_sizes,
                      int64_t *new_strides)
 {
+    if (numel == 0 && new_ndim == ndim
+        && memcmp(sizes, new_sizes, sizeof(int64_t) * ndim) == 0) {
+        /* An empty tensor viewed as its own shape keeps its strides, as
+         * in PyTorch (an expanded zeros(1).expand(0) keeps stride 0). */
+        memcpy(new_strides, strides, sizeof(int64_t) * ndim);
+        return true;
+    }
     if (numel == 0 || ndim == 0) {
         THTensor_contiguousStrides(new_ndim, new_sizes, new_strides);
         return true;
@@ -502,7 +530,9 @@ resolve_shape(const THTensor *tensor, int ndim, const int64_t *sizes,
     if (check_ndim(ndim) < 0) {
         return -1;
     }
-    memcpy(out, sizes, sizeof(int64_t) * ndim);
+    if (ndim > 0) {
+        memcpy(out, sizes, sizeof(int64_t) * ndim);
+    }
     return THTensor_inferSize(ndim, out, tensor->numel);
 }
 
@@ -565,13 +595,25 @@ THTensor_newFlatten(THTensor *tensor, int64_t start_dim, int64_t end_dim)
         shape[0] = 1;
         return THTensor_newReshape(tensor, 1, shape);
     }
+    if (start == end) {
+        /* Nothing to fold: the same geometry, as in PyTorch, rather than
+         * the strides a reshape would recompute for size-1 dims. */
+        return THTensor_newAlias(tensor);
+    }
     int ndim = 0;
     for (int64_t d = 0; d < start; d++) {
         shape[ndim++] = tensor->sizes[d];
     }
     int64_t folded = 1;
     for (int64_t d = start; d <= end; d++) {
-        folded *= tensor->sizes[d];
+        /* only a zero-element tensor can get here with an overflow */
+        if (TH_mul_overflows(folded, tensor->sizes[d], &folded)) {
+            THError_set(TH_ERR_RUNTIME,
+                        "flatten(): the flattened size of dims %lld to %lld "
+                        "overflows int64",
+                        (long long)start, (long long)end);
+            return NULL;
+        }
     }
     shape[ndim++] = folded;
     for (int64_t d = end + 1; d < tensor->ndim; d++) {
@@ -668,7 +710,8 @@ THTensor_newUnsqueeze(THTensor *tensor, int64_t dim)
             sizes[i] = 1;
             strides[i] = d >= tensor->ndim
                              ? 1
-                             : tensor->sizes[d] * tensor->strides[d];
+                             : mul_saturating(tensor->sizes[d],
+                                              tensor->strides[d]);
         }
         else {
             sizes[i] = tensor->sizes[j];
@@ -711,7 +754,12 @@ THTensor_newExpand(THTensor *tensor, int ndim, const int64_t *sizes)
                 return NULL;
             }
             new_sizes[d] = want;
-            new_strides[d] = 0;
+            /* A new leading dim of size 1 is not broadcast: like PyTorch
+             * (inferExpandGeometry), give it the stride a contiguous
+             * outer dim would have; broadcast dims get stride 0. */
+            new_strides[d] = want == 1 && d + 1 < ndim
+                                 ? new_sizes[d + 1] * new_strides[d + 1]
+                                 : 0;
             continue;
         }
         int64_t have = tensor->sizes[od];
@@ -839,12 +887,15 @@ THTensor_newSlice(THTensor *tensor, int64_t dim, int64_t start, int64_t stop,
     if (view == NULL) {
         return NULL;
     }
-    /* An empty slice keeps the offset in bounds by not moving it. */
-    if (stop > start) {
-        view->storage_offset += start * tensor->strides[d];
-    }
-    view->sizes[d] = (stop - start + step - 1) / step;
-    view->strides[d] = tensor->strides[d] * step;
+    /* The offset moves to `start` even for an empty slice, as in PyTorch
+     * (t[5:5].storage_offset() == 5): an empty tensor reads nothing, so
+     * its offset may point at or past the end of its storage. */
+    view->storage_offset += start * tensor->strides[d];
+    /* (stop - start + step - 1) / step would overflow for a huge step
+     * (t[::sys.maxsize]); a stride * step that overflows only happens when
+     * the new size is <= 1, where the stride is never used. */
+    view->sizes[d] = stop > start ? (stop - start - 1) / step + 1 : 0;
+    view->strides[d] = mul_saturating(tensor->strides[d], step);
     THTensor_refreshGeometry(view);
     return view;
 }
@@ -888,7 +939,8 @@ THTensor_newUnfold(THTensor *tensor, int64_t dim, int64_t size, int64_t step)
     int ndim = tensor->ndim;
     if (ndim > 0) {
         sizes[d] = (dim_size - size) / step + 1;
-        strides[d] = tensor->strides[d] * step;
+        /* overflows only when sizes[d] == 1: see mul_saturating */
+        strides[d] = mul_saturating(tensor->strides[d], step);
     }
     sizes[ndim] = size;
     strides[ndim] = ndim > 0 ? tensor->strides[d] : 1;

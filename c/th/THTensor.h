@@ -179,7 +179,10 @@ void THTensor_bumpVersion(THTensor *tensor);
 int THTensor_copy(THTensor *dst, THTensor *src);
 int THTensor_fill(THTensor *tensor, THScalar value);
 
-/* ---- factories that fill a fresh contiguous tensor ---------------------- */
+/* ---- factories that fill a fresh contiguous tensor ----------------------
+ * These do not bump the version counter: filling a tensor nobody has seen
+ * yet is part of constructing it (in PyTorch, torch.arange(3)._version is
+ * 0).  The random fills in THRandom.h follow the same rule. */
 
 /* tensor[i] = start + i * step, computed in int64 when the tensor is
  * integral and both scalars are integers, else in double. */
