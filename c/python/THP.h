@@ -25,7 +25,7 @@
  * PyObject_HEAD (refcount + type) followed by one owned THTensor and the
  * Python-side autograd state.  The C type is `ember._C._TensorBase`; the
  * public `ember.Tensor` is a Python subclass of it, registered at import
- * (ember._C._set_tensor_class), and every tensor C creates is an instance
+ * (ember._C._set_python_types), and every tensor C creates is an instance
  * of that subclass.  The Python fields can form reference cycles (tensor ->
  * grad_fn -> saved tensors -> tensor), so the type takes part in the cyclic
  * GC: tp_traverse visits each field below and tp_clear drops each.

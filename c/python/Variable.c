@@ -16,14 +16,11 @@ PyObject *THPDevice_cpu = NULL;
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-PyObject *
-THPVariable_Wrap(THTensor *tensor)
+/* A new instance of `type` (a subclass of _TensorBase) owning `tensor`.
+ * Steals the reference to `tensor`, on failure too. */
+static PyObject *
+new_with_type(PyTypeObject *type, THTensor *tensor)
 {
-    if (tensor == NULL) {
-        return THPUtils_setErrorFromTH();
-    }
-    PyTypeObject *type = THPVariableClass != NULL ? THPVariableClass
-                                                  : &THPVariableType;
     /* tp_alloc zero-fills and, for a GC type, tracks the object. */
     THPVariable *self = (THPVariable *)type->tp_alloc(type, 0);
     if (self == NULL) {
@@ -32,6 +29,17 @@ THPVariable_Wrap(THTensor *tensor)
     }
     self->cdata = tensor; /* the reference we were given */
     return (PyObject *)self;
+}
+
+PyObject *
+THPVariable_Wrap(THTensor *tensor)
+{
+    if (tensor == NULL) {
+        return THPUtils_setErrorFromTH();
+    }
+    return new_with_type(THPVariableClass != NULL ? THPVariableClass
+                                                  : &THPVariableType,
+                         tensor);
 }
 
 static int
@@ -68,23 +76,23 @@ THPVariable_dealloc(PyObject *self)
     Py_TYPE(self)->tp_free(self);
 }
 
-static PyObject *
-THPVariable_pynew(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+/* The THTensor for ember.Tensor(...): Tensor(data) copies data, and
+ * Tensor(*sizes) is uninitialised, both in the default float dtype (the
+ * legacy torch.Tensor constructor).  New reference or NULL. */
+static THTensor *
+tensor_for_constructor(PyObject *args)
 {
-    /* ember.Tensor(data) and ember.Tensor(*sizes), like the legacy
-     * torch.Tensor constructor: always the default float dtype. */
-    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
-        PyErr_SetString(PyExc_TypeError,
-                        "Tensor() takes no keyword arguments; use "
-                        "ember.tensor(data, dtype=...) instead");
-        return NULL;
-    }
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     if (nargs == 1 && !PyLong_Check(PyTuple_GET_ITEM(args, 0))) {
-        PyObject *result = THPVariable_FromData(PyTuple_GET_ITEM(args, 0),
-                                                THPDtype_defaultFloat(), 0);
-        (void)type;
-        return result;
+        PyObject *copy = THPVariable_FromData(PyTuple_GET_ITEM(args, 0),
+                                              THPDtype_defaultFloat(), 0);
+        if (copy == NULL) {
+            return NULL;
+        }
+        THTensor *tensor = THPVariable_Unpack(copy);
+        THTensor_retain(tensor); /* outlives `copy`, dropped next */
+        Py_DECREF(copy);
+        return tensor;
     }
     int64_t sizes[TH_MAX_DIMS];
     int ndim = THPUtils_parseSizes("Tensor", &PyTuple_GET_ITEM(args, 0),
@@ -96,9 +104,32 @@ THPVariable_pynew(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         sizes[0] = 0;
         ndim = 1;
     }
-    return THPVariable_Wrap(THTensor_newEmpty(ndim, sizes,
-                                              THPDtype_defaultFloat(),
-                                              TH_DEVICE_CPU));
+    THTensor *tensor = THTensor_newEmpty(ndim, sizes,
+                                         THPDtype_defaultFloat(),
+                                         TH_DEVICE_CPU);
+    if (tensor == NULL) {
+        THPUtils_setErrorFromTH();
+    }
+    return tensor;
+}
+
+static PyObject *
+THPVariable_pynew(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (type == &THPVariableType) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Cannot directly construct _TensorBase; subclass it "
+                        "and then construct that");
+        return NULL;
+    }
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Tensor() takes no keyword arguments; use "
+                        "ember.tensor(data, dtype=...) instead");
+        return NULL;
+    }
+    THTensor *tensor = tensor_for_constructor(args);
+    return tensor == NULL ? NULL : new_with_type(type, tensor);
 }
 
 static Py_hash_t
@@ -196,22 +227,22 @@ THPVariable_get_requires_grad(PyObject *self, void *closure)
     return PyBool_FromLong(((THPVariable *)self)->requires_grad);
 }
 
+/* Sets the flag after PyTorch's checks.  `from_method` is requires_grad_(),
+ * which, unlike the attribute, lets a non-leaf keep requires_grad=True. */
 static int
-THPVariable_set_requires_grad(PyObject *self, PyObject *value, void *closure)
+set_requires_grad_flag(THPVariable *var, int requires, int from_method)
 {
-    (void)closure;
-    THPVariable *var = (THPVariable *)self;
-    if (value == NULL || !PyBool_Check(value)) {
-        PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
-        return -1;
-    }
-    int requires = value == Py_True;
-    if (var->grad_fn != NULL && var->grad_fn != Py_None) {
+    if (var->grad_fn != NULL && var->grad_fn != Py_None
+        && !(from_method && requires)) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "you can only change requires_grad flags of leaf "
-                        "variables. If you want to use a computed variable "
-                        "in a subgraph that doesn't require differentiation "
-                        "use var_no_grad = var.detach().");
+                        requires
+                            ? "you can only change requires_grad flags of "
+                              "leaf variables."
+                            : "you can only change requires_grad flags of "
+                              "leaf variables. If you want to use a computed "
+                              "variable in a subgraph that doesn't require "
+                              "differentiation use var_no_grad = "
+                              "var.detach().");
         return -1;
     }
     if (requires && !THDtype_isFloating(var->cdata->dtype)) {
@@ -222,6 +253,18 @@ THPVariable_set_requires_grad(PyObject *self, PyObject *value, void *closure)
     }
     var->requires_grad = (char)requires;
     return 0;
+}
+
+static int
+THPVariable_set_requires_grad(PyObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    /* PyTorch raises RuntimeError here (TypeError from requires_grad_). */
+    if (value == NULL || !PyBool_Check(value)) {
+        PyErr_SetString(PyExc_RuntimeError, "requires_grad must be a bool");
+        return -1;
+    }
+    return set_requires_grad_flag((THPVariable *)self, value == Py_True, 0);
 }
 
 static PyObject *
@@ -257,6 +300,22 @@ set_object_field(PyObject *self, PyObject *value, void *offset)
     return 0;
 }
 
+/* The sizes as a Python list, printed "[3, 1]" in PyTorch's messages. */
+static PyObject *
+sizes_to_list(const THTensor *t)
+{
+    PyObject *list = PyList_New(t->ndim);
+    for (int d = 0; list != NULL && d < t->ndim; d++) {
+        PyObject *size = PyLong_FromLongLong(t->sizes[d]);
+        if (size == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, d, size); /* steals `size` */
+    }
+    return list;
+}
+
 static int
 THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
 {
@@ -271,16 +330,40 @@ THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
         }
         THTensor *grad = THPVariable_Unpack(value);
         if (grad->dtype != tensor->dtype) {
-            PyErr_SetString(PyExc_TypeError,
-                            "assigned grad has data of a different type");
+            /* PyTorch's words: the C++ type name, then the ScalarType's. */
+            static const char *const cpp_names[TH_NUM_DTYPES] = {
+                [TH_Bool] = "bool",         [TH_UInt8] = "unsigned char",
+                [TH_Int8] = "signed char",  [TH_Int16] = "short int",
+                [TH_Int32] = "int",         [TH_Int64] = "long int",
+                [TH_Float32] = "float",     [TH_Float64] = "double"};
+            static const char *const scalar_names[TH_NUM_DTYPES] = {
+                [TH_Bool] = "Bool",   [TH_UInt8] = "Byte",
+                [TH_Int8] = "Char",   [TH_Int16] = "Short",
+                [TH_Int32] = "Int",   [TH_Int64] = "Long",
+                [TH_Float32] = "Float", [TH_Float64] = "Double"};
+            PyErr_Format(PyExc_RuntimeError,
+                         "attempting to assign a gradient with dtype '%s' "
+                         "to a tensor with grad_dtype '%s'. The gradient "
+                         "must match the tensor's grad_dtype (defaults to "
+                         "the tensor's dtype).",
+                         cpp_names[grad->dtype], scalar_names[tensor->dtype]);
             return -1;
         }
         if (grad->ndim != tensor->ndim
             || memcmp(grad->sizes, tensor->sizes,
                       sizeof(int64_t) * tensor->ndim)
                    != 0) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "assigned grad has data of a different size");
+            PyObject *grad_sizes = sizes_to_list(grad);
+            PyObject *sizes = sizes_to_list(tensor);
+            if (grad_sizes != NULL && sizes != NULL) {
+                PyErr_Format(PyExc_RuntimeError,
+                             "attempting to assign a gradient of size '%S' "
+                             "to a tensor of size '%S'. Please ensure that "
+                             "the gradient and the tensor are the same size",
+                             grad_sizes, sizes);
+            }
+            Py_XDECREF(grad_sizes);
+            Py_XDECREF(sizes);
             return -1;
         }
     }
@@ -303,9 +386,16 @@ static int
 THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
 {
     (void)closure;
-    if (value == NULL || !THPVariable_Check(value)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "Variable data has to be a tensor");
+    if (value == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Deleting tensor data is not allowed. Delete tensor "
+                        "instead!");
+        return -1;
+    }
+    if (!THPVariable_Check(value)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Variable data has to be a tensor, but got %s",
+                     Py_TYPE(value)->tp_name);
         return -1;
     }
     THTensor *replacement = THPVariable_Unpack(value);
@@ -540,8 +630,14 @@ THPVariable_requires_grad_(PyObject *self, PyObject *const *args,
         < 0) {
         return NULL;
     }
-    if (THPVariable_set_requires_grad(self, flag == NULL ? Py_True : flag,
-                                      NULL)
+    if (flag != NULL && !PyBool_Check(flag)) {
+        PyErr_Format(PyExc_TypeError,
+                     "requires_grad_(): argument 'requires_grad' (position "
+                     "1) must be bool, not %s",
+                     Py_TYPE(flag)->tp_name);
+        return NULL;
+    }
+    if (set_requires_grad_flag((THPVariable *)self, flag != Py_False, 1)
         < 0) {
         return NULL;
     }
@@ -637,8 +733,8 @@ THPVariable_bool(PyObject *self)
     THTensor *t = SELF_TENSOR;
     if (t->numel != 1) {
         PyErr_Format(PyExc_RuntimeError,
-                     "Boolean value of Tensor with %s values is ambiguous",
-                     t->numel == 0 ? "no" : "more than one");
+                     "Boolean value of Tensor with %s is ambiguous",
+                     t->numel == 0 ? "no values" : "more than one value");
         return -1;
     }
     PyObject *item = THPUtils_scalarToPython(THTensor_data(t), t->dtype);
@@ -674,17 +770,37 @@ typedef struct {
     int64_t next;
 } THPVariableIterator;
 
+/* The iterator holds a tensor, which may hold the iterator back (as an
+ * attribute): a possible cycle, so it takes part in the GC too. */
+static int
+THPVariableIterator_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((THPVariableIterator *)self)->tensor);
+    return 0;
+}
+
+static int
+THPVariableIterator_clear(PyObject *self)
+{
+    Py_CLEAR(((THPVariableIterator *)self)->tensor);
+    return 0;
+}
+
 static void
 THPVariableIterator_dealloc(PyObject *self)
 {
-    Py_XDECREF(((THPVariableIterator *)self)->tensor);
-    PyObject_Free(self);
+    PyObject_GC_UnTrack(self);
+    THPVariableIterator_clear(self);
+    PyObject_GC_Del(self);
 }
 
 static PyObject *
 THPVariableIterator_next(PyObject *self)
 {
     THPVariableIterator *it = (THPVariableIterator *)self;
+    if (it->tensor == NULL) {
+        return NULL; /* cleared by the GC: exhausted */
+    }
     THTensor *t = THPVariable_Unpack(it->tensor);
     if (it->next >= t->sizes[0]) {
         return NULL; /* StopIteration */
@@ -697,7 +813,9 @@ static PyTypeObject THPVariableIteratorType = {
     .tp_name = "ember._C._TensorIterator",
     .tp_basicsize = sizeof(THPVariableIterator),
     .tp_dealloc = THPVariableIterator_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = THPVariableIterator_traverse,
+    .tp_clear = THPVariableIterator_clear,
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = THPVariableIterator_next,
 };
@@ -710,13 +828,14 @@ THPVariable_iter(PyObject *self)
         return NULL;
     }
     THPVariableIterator *it =
-        PyObject_New(THPVariableIterator, &THPVariableIteratorType);
+        PyObject_GC_New(THPVariableIterator, &THPVariableIteratorType);
     if (it == NULL) {
         return NULL;
     }
     Py_INCREF(self); /* it->tensor */
     it->tensor = self;
     it->next = 0;
+    PyObject_GC_Track(it);
     return (PyObject *)it;
 }
 

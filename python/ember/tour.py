@@ -1,0 +1,122 @@
+"""A guided tour of ember's internals: `python -m ember.tour`.
+
+Each chapter prints what it shows.  Later parts of ember (operators,
+autograd, the script compiler) add chapters to CHAPTERS.
+"""
+
+import sys
+import textwrap
+
+import numpy as np
+
+import ember
+
+
+def _say(text):
+    print(textwrap.dedent(text).strip("\n"))
+
+
+def _show(label, value):
+    print(f"  {label:<26} {value}")
+
+
+def chapter_tensor():
+    _say("""
+        == 1. A tensor is a view of a storage ==
+        A tensor is (storage, storage_offset, sizes, strides, dtype).  The
+        storage is a plain block of bytes; sizes and strides (counted in
+        elements) say where element (i, j, ...) lives in it.
+    """)
+    t = ember.arange(12, dtype=ember.float32).view(3, 4)
+    print(t)
+    storage = t.untyped_storage()
+    _show("t.shape", t.shape)
+    _show("t.stride()", t.stride())
+    _show("t.storage_offset()", t.storage_offset())
+    _show("t.dtype", t.dtype)
+    _show("storage", storage)
+    _show("storage.nbytes()", storage.nbytes())
+    _show("t.data_ptr()", hex(t.data_ptr()))
+    print()
+
+
+def chapter_views():
+    _say("""
+        == 2. Views share the storage and never copy ==
+        Transposing swaps two strides; slicing moves the offset and scales a
+        stride.  The bytes stay where they are.
+    """)
+    t = ember.arange(12, dtype=ember.float32).view(3, 4)
+    col = t.t()[1:3]
+    print("t.t()[1:3] =")
+    print(col)
+    _show("view sizes / strides", f"{tuple(col.shape)} / {col.stride()}")
+    _show("view storage_offset()", col.storage_offset())
+    same = col.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+    _show("same storage as t?", same)
+    _show("view is_contiguous()?", col.is_contiguous())
+    col[0, 0] = 100.0
+    _show("t[0, 1] after col[0,0]=100", t[0, 1].item())
+    _show("t._version (shared)", t._version)
+    print()
+
+
+def chapter_numpy():
+    _say("""
+        == 3. Zero-copy NumPy ==
+        ember.from_numpy(a) wraps a's memory through the buffer protocol:
+        the tensor's storage points at a's bytes and holds a's buffer until
+        the storage dies.
+    """)
+    a = np.ones(3)
+    t = ember.from_numpy(a)
+    print(">>> a = np.ones(3); t = ember.from_numpy(a)")
+    a += 1.0
+    print(">>> a += 1.0     # in place: writes the shared memory")
+    _show("t", t)
+    a = a + 1.0
+    print(">>> a = a + 1.0  # a NEW array; the name a moves to it")
+    _show("a", a)
+    _show("t (unchanged)", t)
+    back = t.numpy()
+    _show("t.numpy().base is t", back.base is t)
+    back[0] = -1.0
+    _show("t after back[0] = -1", t)
+    print()
+
+
+def chapter_allocators():
+    _say("""
+        == 4. Allocators and their statistics ==
+        Every byte ember allocates comes from the allocator installed for
+        the device, which keeps statistics.  Allocators can be written in
+        Python: here a counting one is installed for a moment.
+    """)
+    before = ember.memory.stats()
+    big = ember.empty(1000, 1000)
+    during = ember.memory.stats()
+    _show("allocated_bytes before", before["allocated_bytes"])
+    _show("after empty(1000, 1000)", during["allocated_bytes"])
+    del big
+    _show("after del", ember.memory.stats()["allocated_bytes"])
+    _show("peak_allocated_bytes", ember.memory.stats()["peak_allocated_bytes"])
+    counting = ember.memory.CountingAllocator()
+    with ember.memory.use_allocator(counting):
+        x = ember.zeros(256)
+        _show("inside use_allocator", counting)
+    del x
+    _show("after del x", counting)
+    print()
+
+
+CHAPTERS = [chapter_tensor, chapter_views, chapter_numpy, chapter_allocators]
+
+
+def main(argv=None):
+    for chapter in CHAPTERS:
+        chapter()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
