@@ -28,7 +28,35 @@ is_sequence(PyObject *obj)
     return PyList_Check(obj) || PyTuple_Check(obj);
 }
 
-/* A leaf value's kind: TH_Bool, TH_Int64 or the default float dtype; -1
+/* The dtype of a NumPy scalar (np.float64(1.5), np.int8(3), np.bool_(1))
+ * or 0-d array, read from the 0-d buffer it exports, so that this file
+ * needs no NumPy headers.  1 with *kind set when `obj` is one of a dtype
+ * ember has; 0 (no error set) when it is not. */
+static int
+buffer_scalar_kind(PyObject *obj, THDtype *kind)
+{
+    Py_buffer view;
+    if (!PyObject_CheckBuffer(obj) || PyBytes_Check(obj)
+        || PyByteArray_Check(obj)) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear(); /* not a readable buffer: not a NumPy scalar */
+        return 0;
+    }
+    int found = view.ndim == 0
+                && THDtype_fromBufferFormat(view.format, (int)view.itemsize,
+                                            kind)
+                       == 0;
+    if (!found) {
+        THError_clear(); /* e.g. float16: the generic paths below */
+    }
+    PyBuffer_Release(&view);
+    return found;
+}
+
+/* A leaf value's kind: TH_Bool, TH_Int64, the default float dtype, or a
+ * NumPy scalar's or 0-d tensor's own dtype (as torch.tensor infers it); -1
  * (TypeError) for something that is no number. */
 static int
 scalar_kind(PyObject *obj, THDtype *kind)
@@ -39,13 +67,19 @@ scalar_kind(PyObject *obj, THDtype *kind)
     else if (PyLong_Check(obj)) {
         *kind = TH_Int64;
     }
-    else if (PyFloat_Check(obj)) {
+    else if (PyFloat_CheckExact(obj)) {
         *kind = THPDtype_defaultFloat();
     }
     else if (THPVariable_Check(obj)
              && THPVariable_Unpack(obj)->numel == 1
              && THPVariable_Unpack(obj)->ndim == 0) {
         *kind = THPVariable_Unpack(obj)->dtype;
+    }
+    else if (buffer_scalar_kind(obj, kind)) {
+        /* np.float64 (a float subclass) must not reach PyFloat_Check */
+    }
+    else if (PyFloat_Check(obj)) {
+        *kind = THPDtype_defaultFloat();
     }
     else if (PyIndex_Check(obj)) {
         *kind = TH_Int64; /* NumPy integers */
@@ -168,6 +202,10 @@ store_scalar(PyObject *obj, THDtype dtype, char *out)
         scalar = THScalar_fromDouble(PyFloat_AS_DOUBLE(obj)); /* fast path */
     }
     else if (THPUtils_parseScalar(obj, &scalar) < 0) {
+        return -1;
+    }
+    if (THScalar_checkFits(scalar, dtype) < 0) {
+        THPUtils_setErrorFromTH();
         return -1;
     }
     switch (dtype) {
@@ -365,6 +403,9 @@ make_filled(int ndim, const int64_t *sizes, THDtype dtype, FillKind kind,
         THTensor_release(tensor);
         return THPUtils_setErrorFromTH();
     }
+    /* Filling is part of construction, not a modification: a new tensor
+     * starts at version 0, as in PyTorch (torch.zeros(2)._version == 0). */
+    tensor->version_counter->version = 0;
     return set_requires_grad(THPVariable_Wrap(tensor), requires_grad);
 }
 
@@ -587,13 +628,15 @@ THPModule_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (!isfinite(dstart) || !isfinite(dend)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "unsupported range: %g -> %g", dstart, dend);
+        /* PyErr_Format has no %g: format the bounds first. */
+        char range[96];
+        snprintf(range, sizeof(range), "%g -> %g", dstart, dend);
+        PyErr_Format(PyExc_RuntimeError, "unsupported range: %s", range);
         return NULL;
     }
     if ((dstep > 0 && dend < dstart) || (dstep < 0 && dend > dstart)) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "upper bound and larger bound inconsistent with "
+                        "upper bound and lower bound inconsistent with "
                         "step sign");
         return NULL;
     }
@@ -734,8 +777,9 @@ THPModule_randint(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                         "randint(): generator= is not supported yet");
         return NULL;
     }
-    /* Two positionals mean (high, size). */
-    if (nargs == 2) {
+    /* Two positionals mean (high, size), unless size= came by keyword:
+     * randint(-4, -2, size=(3,)) is (low, high). */
+    if (nargs == 2 && objs[2] == NULL) {
         objs[2] = objs[1];
         objs[1] = objs[0];
         objs[0] = NULL;

@@ -32,16 +32,28 @@ is_integer_index(PyObject *item)
     return PyIndex_Check(item) && !PyBool_Check(item);
 }
 
-/* Applies one index item at dim *dim of *current, replacing *current with
- * the new view (the old reference is released).  Returns 0 or -1. */
+/* Applies one index item, the `position`-th of the index tuple, at dim
+ * *dim of *current, replacing *current with the new view (the old
+ * reference is released).  Returns 0 or -1. */
 static int
-apply_index_item(THTensor **current, int *dim, PyObject *item)
+apply_index_item(THTensor **current, int *dim, Py_ssize_t position,
+                 PyObject *item)
 {
     THTensor *t = *current;
     THTensor *next = NULL;
     if (is_integer_index(item)) {
         int64_t index;
         if (THPUtils_unpackLong(item, "__getitem__", "index", &index) < 0) {
+            return -1;
+        }
+        int64_t size = t->sizes[*dim]; /* *dim < ndim: items were counted */
+        if (index < -size || index >= size) {
+            /* PyTorch names the item's position in the index, not the
+             * tensor dim: t[0, 3] on a 2x3 tensor fails at "dimension 1". */
+            PyErr_Format(PyExc_IndexError,
+                         "index %lld is out of bounds for dimension %zd "
+                         "with size %lld",
+                         (long long)index, position, (long long)size);
             return -1;
         }
         next = THTensor_newSelect(t, *dim, index);
@@ -87,53 +99,51 @@ apply_index_item(THTensor **current, int *dim, PyObject *item)
 static THTensor *
 index_view(THTensor *tensor, PyObject *index)
 {
-    PyObject *items;
+    /* A lone item is indexed as a tuple of one, without building one. */
+    PyObject *const *items = &index;
+    Py_ssize_t n = 1;
     if (PyTuple_Check(index)) {
-        Py_INCREF(index); /* items: released at the end */
-        items = index;
+        items = &PyTuple_GET_ITEM(index, 0);
+        n = PyTuple_GET_SIZE(index);
     }
-    else {
-        items = PyTuple_Pack(1, index);
-        if (items == NULL) {
-            return NULL;
-        }
+    else if (tensor->ndim == 0 && is_integer_index(index)) {
+        /* PyTorch's hint for t[0] on a 0-d tensor (t[0,] is "too many
+         * indices" below). */
+        PyErr_SetString(PyExc_IndexError,
+                        "invalid index of a 0-dim tensor. Use "
+                        "`tensor.item()` in Python or `tensor.item<T>()` in "
+                        "C++ to convert a 0-dim tensor to a number");
+        return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
     int specified = 0, ellipses = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyTuple_GET_ITEM(items, i);
-        specified += consumes_dim(item);
-        ellipses += item == Py_Ellipsis;
+        specified += consumes_dim(items[i]);
+        ellipses += items[i] == Py_Ellipsis;
     }
     if (ellipses > 1) {
         PyErr_SetString(PyExc_IndexError,
                         "an index can only have a single ellipsis ('...')");
-        Py_DECREF(items);
         return NULL;
     }
     if (specified > tensor->ndim) {
         PyErr_Format(PyExc_IndexError,
                      "too many indices for tensor of dimension %d",
                      tensor->ndim);
-        Py_DECREF(items);
         return NULL;
     }
     THTensor_retain(tensor); /* `current` owns one reference throughout */
     THTensor *current = tensor;
     int dim = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyTuple_GET_ITEM(items, i);
-        if (item == Py_Ellipsis) {
+        if (items[i] == Py_Ellipsis) {
             dim += tensor->ndim - specified;
             continue;
         }
-        if (apply_index_item(&current, &dim, item) < 0) {
+        if (apply_index_item(&current, &dim, i, items[i]) < 0) {
             THTensor_release(current);
-            Py_DECREF(items);
             return NULL;
         }
     }
-    Py_DECREF(items);
     return current;
 }
 

@@ -224,7 +224,9 @@ THPVariable_numpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return tensor_to_numpy(self);
 }
 
-/* __array__(dtype=None, copy=None): what np.asarray(t) calls. */
+/* __array__(dtype=None, copy=None): what np.asarray(t) calls.  NumPy 2's
+ * copy keyword: None copies only if the dtype needs it, True always,
+ * False never (ValueError when the dtype would need one). */
 static PyObject *
 THPVariable_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames)
@@ -247,14 +249,25 @@ THPVariable_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         Py_DECREF(array);
         return NULL;
     }
+    int never_copy = objs[1] != NULL && objs[1] != Py_None && !copy;
     if ((objs[0] != NULL && objs[0] != Py_None) || copy) {
-        PyObject *dtype = objs[0] != NULL ? objs[0] : Py_None;
-        PyObject *converted = PyObject_CallMethod(
-            array, "astype", "OO", dtype == Py_None
-                                       ? (PyObject *)PyArray_DESCR(
-                                             (PyArrayObject *)array)
-                                       : dtype,
-            copy ? Py_True : Py_False);
+        /* astype(dtype, copy=copy), in C: the descriptor is the asked
+         * dtype or the array's own (None would mean float64 to NumPy). */
+        PyArray_Descr *descr = NULL;
+        if (objs[0] != NULL && objs[0] != Py_None) {
+            if (!PyArray_DescrConverter(objs[0], &descr)) {
+                Py_DECREF(array);
+                return NULL;
+            }
+        }
+        else {
+            descr = PyArray_DESCR((PyArrayObject *)array);
+            Py_INCREF(descr); /* stolen by PyArray_FromArray */
+        }
+        PyObject *converted = PyArray_FromArray(
+            (PyArrayObject *)array, descr,
+            NPY_ARRAY_FORCECAST | (copy ? NPY_ARRAY_ENSURECOPY : 0)
+                | (never_copy ? NPY_ARRAY_ENSURENOCOPY : 0));
         Py_DECREF(array);
         return converted;
     }
@@ -336,7 +349,7 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (((THPVariable *)self)->requires_grad) {
-        PyErr_SetString(PyExc_RuntimeError,
+        PyErr_SetString(PyExc_BufferError,
                         "Can't export tensors that require gradient, use "
                         "tensor.detach()");
         return NULL;
@@ -346,6 +359,23 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         "__dlpack__(copy=True) is not supported; clone() "
                         "the tensor first");
         return NULL;
+    }
+    if (objs[2] != NULL && objs[2] != Py_None) {
+        /* The array API: a device we can't export to is a BufferError. */
+        PyObject *cpu = Py_BuildValue("(ii)", kDLCPU, 0);
+        int same = cpu != NULL ? PyObject_RichCompareBool(objs[2], cpu, Py_EQ)
+                               : -1;
+        Py_XDECREF(cpu);
+        if (same < 0) {
+            return NULL;
+        }
+        if (!same) {
+            PyErr_Format(PyExc_BufferError,
+                         "__dlpack__: can't export a CPU tensor to "
+                         "dl_device=%R; only (%d, 0) (CPU) is supported",
+                         objs[2], kDLCPU);
+            return NULL;
+        }
     }
     long major = 0;
     if (objs[1] != NULL && objs[1] != Py_None) {

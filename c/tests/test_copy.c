@@ -455,7 +455,40 @@ test_copy_clone_contiguous_cast(void)
     THTensor_release(base);
 }
 
+/* fill_ refuses values the dtype cannot hold, with PyTorch's rules. */
+static void
+test_copy_fill_overflow(void)
+{
+    int64_t sizes[1] = {2};
+    THTensor *u8 = THTensor_newEmpty(1, sizes, TH_UInt8, TH_DEVICE_CPU);
+    THTensor *i32 = THTensor_newEmpty(1, sizes, TH_Int32, TH_DEVICE_CPU);
+    THTensor *f32 = THTensor_newEmpty(1, sizes, TH_Float32, TH_DEVICE_CPU);
+    CHECK_OK(THTensor_fill(u8, THScalar_fromInt(7)));
+    CHECK_FAILS(THTensor_fill(u8, THScalar_fromInt(300)), TH_ERR_RUNTIME,
+                "without overflow");
+    CHECK_VALUES(u8, 7, 7); /* a refused fill writes nothing */
+    CHECK_OK(THTensor_fill(u8, THScalar_fromInt(-1))); /* wraps, as torch */
+    CHECK_VALUES(u8, 255, 255);
+    CHECK_FAILS(THTensor_fill(i32, THScalar_fromDouble(NAN)),
+                TH_ERR_RUNTIME, "int32");
+    CHECK_FAILS(THTensor_fill(i32, THScalar_fromDouble(3e9)),
+                TH_ERR_RUNTIME, "overflow");
+    CHECK_OK(THTensor_fill(i32, THScalar_fromDouble(-2.5)));
+    CHECK_VALUES(i32, -2, -2);
+    CHECK_FAILS(THTensor_fill(f32, THScalar_fromDouble(1e300)),
+                TH_ERR_RUNTIME, "float32");
+    CHECK_OK(THTensor_fill(f32, THScalar_fromDouble(INFINITY)));
+    CHECK_OK(THScalar_checkFits(THScalar_fromInt(INT64_MAX), TH_Int64));
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(9223372036854775808.0),
+                                   TH_Int64),
+                TH_ERR_RUNTIME, "int64");
+    THTensor_release(u8);
+    THTensor_release(i32);
+    THTensor_release(f32);
+}
+
 TH_TEST_SUITE(copy) = {
+    TH_TEST(test_copy_fill_overflow),
     TH_TEST(test_copy_all_dtype_pairs),
     TH_TEST(test_copy_conversions),
     TH_TEST(test_copy_broadcasts_src),

@@ -75,6 +75,9 @@ THTensor_checkWritable(const THTensor *tensor)
 static int
 check_no_internal_overlap(const THTensor *tensor)
 {
+    if (tensor->numel == 0) {
+        return 0; /* nothing is written (PyTorch: empty means no overlap) */
+    }
     for (int d = 0; d < tensor->ndim; d++) {
         if (tensor->strides[d] == 0 && tensor->sizes[d] > 1) {
             return THError_set(TH_ERR_RUNTIME,
@@ -228,7 +231,8 @@ THTensor_fill(THTensor *tensor, THScalar value)
     THStorage storage;
     THTensor source;
     if (THTensor_checkWritable(tensor) < 0
-        || check_no_internal_overlap(tensor) < 0) {
+        || check_no_internal_overlap(tensor) < 0
+        || THScalar_checkFits(value, tensor->dtype) < 0) {
         return -1;
     }
     scalar_view(&value, &storage, &source);

@@ -4,6 +4,8 @@
  */
 #include "THTensor.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,62 @@ THScalar_fromDouble(double d)
 {
     THScalar s = {.dtype = TH_Float64, .value.d = d};
     return s;
+}
+
+/* The range of each integral dtype, as doubles (exact: all are < 2^63). */
+#define TH_RANGE_CASE(Name, lo, hi) \
+    case TH_##Name: *min = (lo); *max = (hi); return;
+
+static void
+integral_range(THDtype dtype, double *min, double *max)
+{
+    switch (dtype) {
+        TH_RANGE_CASE(UInt8, -255.0, 255.0)
+        TH_RANGE_CASE(Int8, -128.0, 127.0)
+        TH_RANGE_CASE(Int16, -32768.0, 32767.0)
+        TH_RANGE_CASE(Int32, -2147483648.0, 2147483647.0)
+    default:
+        /* int64: every Int64 scalar fits; doubles must be < 2^63 */
+        *min = -9223372036854775808.0;
+        *max = 9223372036854775807.0;
+        return;
+    }
+}
+#undef TH_RANGE_CASE
+
+int
+THScalar_checkFits(THScalar value, THDtype dtype)
+{
+    bool fits = true;
+    if (value.dtype == TH_Bool || dtype == TH_Bool || dtype == TH_Float64) {
+        return 0;
+    }
+    if (dtype == TH_Float32) {
+        double d = value.dtype == TH_Float64 ? value.value.d : 0.0;
+        fits = !(isfinite(d) && fabs(d) > FLT_MAX);
+    }
+    else if (value.dtype == TH_Int64) {
+        double min, max;
+        integral_range(dtype, &min, &max);
+        fits = dtype == TH_Int64
+               || (value.value.i >= (int64_t)min
+                   && value.value.i <= (int64_t)max);
+    }
+    else {
+        double min, max, d = value.value.d;
+        integral_range(dtype, &min, &max);
+        /* Truncation toward zero decides, so -2.5 fits int32.  The int64
+         * bound 2^63 itself does not fit. */
+        fits = !isnan(d) && d > min - 1.0 && d < max + 1.0
+               && (dtype != TH_Int64 || d < 9223372036854775808.0);
+    }
+    if (!fits) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "value cannot be converted to type %s without "
+                           "overflow",
+                           THDtype_name(dtype));
+    }
+    return 0;
 }
 
 /* ---- version counters ------------------------------------------------------ */

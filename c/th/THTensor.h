@@ -79,6 +79,11 @@ typedef struct {
 THScalar THScalar_fromBool(bool b);
 THScalar THScalar_fromInt(int64_t i);
 THScalar THScalar_fromDouble(double d);
+/* Fails (RuntimeError kind) when converting `value` to dtype would
+ * overflow, as PyTorch's fill_ and full do.  NaN and infinities fit the
+ * floating dtypes only.  Like PyTorch, uint8 also accepts -255..-1, which
+ * wrap around (fill_(-1) gives 255). */
+int THScalar_checkFits(THScalar value, THDtype dtype);
 
 /* ---- creation and lifetime ---------------------------------------------- */
 
