@@ -456,3 +456,35 @@ def test_len_and_iter_of_0d_raise_type_error():
         iter(s)
     with pytest.raises(TypeError):
         list(s)
+
+
+def _layouts(module):
+    """The same five layouts built in ember or torch."""
+    base = module.arange(24.0).view(2, 3, 4)
+    return {
+        "contiguous": base,
+        "transposed": base.transpose(0, 2),
+        "permuted": base.permute(1, 2, 0),
+        "gappy slice": base[:, :, ::2],
+        "expanded": module.zeros(3, 1).expand(3, 4),
+    }
+
+
+@pytest.mark.parametrize("name", list(_layouts(ember)))
+def test_copies_preserve_layout_like_torch(name):
+    # Note [Preserving the layout]: clone, to(dtype) and *_like keep the
+    # memory order (torch.preserve_format); contiguous() is row-major.
+    torch = pytest.importorskip("torch")
+    e, t = _layouts(ember)[name], _layouts(torch)[name]
+    pairs = [
+        (e.clone(), t.clone()),
+        (e.double(), t.double()),
+        (e.to(ember.int32), t.to(torch.int32)),
+        (ember.zeros_like(e), torch.zeros_like(t)),
+        (ember.empty_like(e), torch.empty_like(t)),
+        (ember.rand_like(e), torch.rand_like(t)),
+        (e.contiguous(), t.contiguous()),
+    ]
+    for mine, theirs in pairs:
+        assert mine.stride() == theirs.stride(), name
+    np.testing.assert_array_equal(e.clone().numpy(), t.clone().numpy())

@@ -143,7 +143,14 @@ def test_tensor_from_numpy_arrays_copies_and_keeps_dtype(np_dtype):
         t = ember.tensor(arr)
         assert t.dtype == ember.tensor(np.zeros(0, np_dtype)).dtype
         assert NP_OF[t.dtype] is np_dtype
-        assert t.shape == arr.shape and t.is_contiguous()
+        assert t.shape == arr.shape
+        # a dense copy that keeps the array's memory order, as torch.tensor
+        # does: a.T stays transposed, a gappy slice becomes row-major
+        itemsize = arr.itemsize
+        if arr.flags.c_contiguous or arr.flags.f_contiguous:
+            assert t.stride() == tuple(s // itemsize for s in arr.strides)
+        else:
+            assert t.is_contiguous()
         np.testing.assert_array_equal(np.asarray(t), arr)
         if arr.size:
             before = arr.copy()

@@ -273,6 +273,8 @@ THPVariable_FromData(PyObject *data, int dtype, int requires_grad)
         if (view == NULL) {
             return NULL;
         }
+        /* Like torch.tensor(array), the copy keeps the array's memory
+         * order (Note [Preserving the layout]). */
         PyObject *result = copy_as(view, dtype);
         THTensor_release(view);
         return set_requires_grad(result, requires_grad);
@@ -381,10 +383,21 @@ typedef enum {
 
 /* A fresh tensor of the given shape and options, filled by `kind`. */
 static PyObject *
+fill_new(THTensor *tensor, FillKind kind, THScalar value, int requires_grad);
+
+static PyObject *
 make_filled(int ndim, const int64_t *sizes, THDtype dtype, FillKind kind,
             THScalar value, int requires_grad)
 {
-    THTensor *tensor = THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU);
+    return fill_new(THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU),
+                    kind, value, requires_grad);
+}
+
+/* Fills a fresh tensor (stolen; NULL means its creation failed) and wraps
+ * it. */
+static PyObject *
+fill_new(THTensor *tensor, FillKind kind, THScalar value, int requires_grad)
+{
     if (tensor == NULL) {
         return THPUtils_setErrorFromTH();
     }
@@ -557,8 +570,10 @@ like_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     THTensor *like = THPVariable_Unpack(objs[0]);
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : like->dtype;
-    return make_filled(like->ndim, like->sizes, dtype, kind, value,
-                       options.requires_grad);
+    /* The *_like factories keep the layout of `like` (Note [Preserving
+     * the layout] in THTensor.h). */
+    return fill_new(THTensor_newEmptyLike(like, dtype), kind, value,
+                    options.requires_grad);
 }
 
 #define THP_DEFINE_LIKE_FACTORY(name, kind, value, takes_value)            \

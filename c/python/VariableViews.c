@@ -342,7 +342,7 @@ THPVariable_contiguous(PyObject *self, PyObject *const *args,
         Py_INCREF(self); /* returned: self, as PyTorch does */
         return self;
     }
-    return THPVariable_Wrap(THTensor_newClone(SELF_TENSOR));
+    return THPVariable_Wrap(THTensor_newContiguous(SELF_TENSOR));
 }
 
 static PyObject *

@@ -402,13 +402,14 @@ test_copy_clone_contiguous_cast(void)
         return;
     }
 
+    /* clone keeps the transposed layout (Note [Preserving the layout]) */
     THTensor *c = THTensor_newClone(t);
     CHECK_INVARIANTS(c);
-    CHECK(c && c->storage != base->storage && c->is_contiguous);
+    CHECK(c && c->storage != base->storage && !c->is_contiguous);
     CHECK(c && c->version_counter != base->version_counter);
     CHECK(c && tt_version(c) == 0 && c->dtype == TH_Int16);
     CHECK_SHAPE(c, 3, 2);
-    CHECK_STRIDES(c, 2, 1);
+    CHECK_STRIDES(c, 1, 3);
     CHECK_VALUES(c, 0, 3, 1, 4, 2, 5);
     /* independent memory */
     if (c != NULL) {
@@ -430,6 +431,7 @@ test_copy_clone_contiguous_cast(void)
     CHECK_EQ_INT(base->refcount, 1);
     c = THTensor_newContiguous(t);
     CHECK(c && c != t && c->storage != base->storage && c->is_contiguous);
+    CHECK_STRIDES(c, 2, 1);
     CHECK_VALUES(c, 0, 3, 1, 4, 2, 5);
     THTensor_release(c);
 
@@ -442,8 +444,9 @@ test_copy_clone_contiguous_cast(void)
     CHECK_VALUES(c, 0, 1, 2, 3, 4, 5);
     THTensor_release(c);
     c = THTensor_newCast(t, TH_Float64, false);
-    CHECK(c && c->dtype == TH_Float64 && c->is_contiguous);
+    CHECK(c && c->dtype == TH_Float64 && !c->is_contiguous);
     CHECK_SHAPE(c, 3, 2);
+    CHECK_STRIDES(c, 1, 3);
     CHECK_VALUES(c, 0, 3, 1, 4, 2, 5);
     THTensor_release(c);
     c = THTensor_newCast(t, TH_Bool, false);

@@ -158,11 +158,15 @@ THTensor_copy(THTensor *dst, THTensor *src)
     return status;
 }
 
-THTensor *
-THTensor_newClone(THTensor *tensor)
+/* A new tensor (row-major, or laid out like `tensor`) holding tensor's
+ * values converted to dtype. */
+static THTensor *
+copy_into_new(THTensor *tensor, THDtype dtype, bool row_major)
 {
-    THTensor *copy = THTensor_newEmpty(tensor->ndim, tensor->sizes,
-                                       tensor->dtype, tensor->storage->device);
+    THTensor *copy =
+        row_major ? THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype,
+                                      tensor->storage->device)
+                  : THTensor_newEmptyLike(tensor, dtype);
     if (copy == NULL) {
         return NULL;
     }
@@ -174,13 +178,19 @@ THTensor_newClone(THTensor *tensor)
 }
 
 THTensor *
+THTensor_newClone(THTensor *tensor)
+{
+    return copy_into_new(tensor, tensor->dtype, false);
+}
+
+THTensor *
 THTensor_newContiguous(THTensor *tensor)
 {
     if (tensor->is_contiguous) {
         THTensor_retain(tensor);
         return tensor;
     }
-    return THTensor_newClone(tensor);
+    return copy_into_new(tensor, tensor->dtype, true);
 }
 
 THTensor *
@@ -194,16 +204,7 @@ THTensor_newCast(THTensor *tensor, THDtype dtype, bool copy)
         THTensor_retain(tensor);
         return tensor;
     }
-    THTensor *result = THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype,
-                                         tensor->storage->device);
-    if (result == NULL) {
-        return NULL;
-    }
-    if (copy_disjoint(result, tensor) < 0) {
-        THTensor_release(result);
-        return NULL;
-    }
-    return result;
+    return copy_into_new(tensor, dtype, false);
 }
 
 /* ---- fill ------------------------------------------------------------------ */

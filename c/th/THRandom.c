@@ -81,9 +81,9 @@ check_fresh_floating(const THTensor *tensor, const char *what)
         return THError_set(TH_ERR_TYPE, "\"%s\" not implemented for '%s'",
                            what, THDtype_name(tensor->dtype));
     }
-    if (!tensor->is_contiguous) {
-        return THError_set(TH_ERR_RUNTIME, "%s needs a contiguous tensor",
-                           what);
+    /* The draws fill the block linearly: any dense layout will do. */
+    if (!THTensor_isNonOverlappingAndDense(tensor)) {
+        return THError_set(TH_ERR_RUNTIME, "%s needs a dense tensor", what);
     }
     return THTensor_checkWritable(tensor);
 }
@@ -179,9 +179,8 @@ THTensor_randint(THTensor *tensor, THGenerator *gen, int64_t low,
                            "got from=%lld >= to=%lld",
                            (long long)low, (long long)high);
     }
-    if (!tensor->is_contiguous) {
-        return THError_set(TH_ERR_RUNTIME, "randint needs a contiguous "
-                           "tensor");
+    if (!THTensor_isNonOverlappingAndDense(tensor)) {
+        return THError_set(TH_ERR_RUNTIME, "randint needs a dense tensor");
     }
     if (THTensor_checkWritable(tensor) < 0) {
         return -1;

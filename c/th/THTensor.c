@@ -469,6 +469,73 @@ THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
     return tensor;
 }
 
+/* perm[0..ndim) lists the dims from the largest stride to the smallest
+ * (outermost in memory first); ties keep the dims' own order. */
+static void
+stride_order(const THTensor *tensor, int *perm)
+{
+    for (int i = 0; i < tensor->ndim; i++) {
+        int d = i, j = i - 1;
+        while (j >= 0 && tensor->strides[perm[j]] < tensor->strides[d]) {
+            perm[j + 1] = perm[j];
+            j--;
+        }
+        perm[j + 1] = d;
+    }
+}
+
+/* True when the elements tile one block of memory exactly, in some dim
+ * order: no gaps, no element reached twice. */
+bool
+THTensor_isNonOverlappingAndDense(const THTensor *tensor)
+{
+    int perm[TH_MAX_DIMS];
+    int64_t expected = 1;
+    stride_order(tensor, perm);
+    for (int i = tensor->ndim - 1; i >= 0; i--) {
+        int64_t size = tensor->sizes[perm[i]];
+        if (size == 1) {
+            continue;
+        }
+        if (tensor->strides[perm[i]] != expected) {
+            return false;
+        }
+        expected *= size;
+    }
+    return true;
+}
+
+THTensor *
+THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
+{
+    int64_t strides[TH_MAX_DIMS];
+    if (tensor->numel == 0) {
+        return THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype,
+                                 tensor->storage->device);
+    }
+    if (THTensor_isNonOverlappingAndDense(tensor)) {
+        memcpy(strides, tensor->strides, sizeof(int64_t) * tensor->ndim);
+    }
+    else {
+        int perm[TH_MAX_DIMS];
+        int64_t running = 1;
+        stride_order(tensor, perm);
+        for (int i = tensor->ndim - 1; i >= 0; i--) {
+            strides[perm[i]] = running;
+            running *= tensor->sizes[perm[i]];
+        }
+    }
+    int64_t nbytes = tensor->numel * THDtype_itemsize(dtype);
+    THStorage *storage = THStorage_new(nbytes, tensor->storage->device);
+    if (storage == NULL) {
+        return NULL;
+    }
+    THTensor *result = THTensor_newWithStorage(storage, 0, tensor->ndim,
+                                               tensor->sizes, strides, dtype);
+    THStorage_release(storage); /* the tensor holds its own reference */
+    return result;
+}
+
 void
 THTensor_retain(THTensor *tensor)
 {
@@ -625,7 +692,7 @@ THTensor_newReshape(THTensor *tensor, int ndim, const int64_t *sizes)
                          strides);
     }
     /* No view exists: copy once into a contiguous tensor and view that. */
-    THTensor *copy = THTensor_newClone(tensor);
+    THTensor *copy = THTensor_newContiguous(tensor);
     if (copy == NULL) {
         return NULL;
     }

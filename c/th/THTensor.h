@@ -165,13 +165,30 @@ THTensor *THTensor_newUnfold(THTensor *tensor, int64_t dim, int64_t size,
 
 /* ---- copies ------------------------------------------------------------ */
 
-/* A new contiguous tensor with the same values (and the tensor itself,
+/* Note [Preserving the layout]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * clone(), to(dtype) and the *_like factories keep the memory order of
+ * their input, as PyTorch's memory_format=torch.preserve_format does: a
+ * transposed tensor's clone is transposed too.  When the input is dense
+ * and non-overlapping its strides are kept exactly; otherwise (a slice
+ * with gaps, an expanded tensor) the new strides are dense and follow the
+ * input's stride order.  contiguous() and reshape() always give row-major.
+ */
+
+/* True when the elements tile one block of memory exactly (in some dim
+ * order): no gaps, and no element reached twice. */
+bool THTensor_isNonOverlappingAndDense(const THTensor *tensor);
+/* A fresh uninitialised tensor shaped like `tensor`, in dtype, laid out as
+ * in Note [Preserving the layout]. */
+THTensor *THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype);
+/* A new row-major tensor with the same values (and the tensor itself,
  * retained, when it already is contiguous). */
 THTensor *THTensor_newContiguous(THTensor *tensor);
-/* Always a new storage, same dtype, contiguous layout. */
+/* Always a new storage, same dtype and layout (Note [Preserving the
+ * layout]). */
 THTensor *THTensor_newClone(THTensor *tensor);
-/* A copy converted to dtype (the tensor itself, retained, if same dtype and
- * `copy` is false). */
+/* A copy converted to dtype, same layout (the tensor itself, retained, if
+ * same dtype and `copy` is false). */
 THTensor *THTensor_newCast(THTensor *tensor, THDtype dtype, bool copy);
 
 /* ---- in-place writes: each bumps the version counter ------------------- */
