@@ -671,3 +671,9 @@ def test_size_slicing_and_concatenation_stay_size():
 def test_size_rejects_non_ints():
     with pytest.raises(TypeError):
         ember.Size([2.5])
+
+
+def test_tensor_from_other_sequences():
+    assert ember.tensor(range(4)).tolist() == [0, 1, 2, 3]
+    assert ember.tensor(range(4)).dtype == ember.int64
+    assert ember.tensor(range(0)).shape == (0,)

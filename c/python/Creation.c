@@ -286,6 +286,17 @@ THPVariable_FromData(PyObject *data, int dtype, int requires_grad)
                      Py_TYPE(data)->tp_name);
         return NULL;
     }
+    if (!is_sequence(data) && PySequence_Check(data)) {
+        /* range(...) and other sequences: read them as a list once. */
+        PyObject *as_list = PySequence_List(data);
+        if (as_list == NULL) {
+            return NULL;
+        }
+        PyObject *result = THPVariable_FromData(as_list, dtype,
+                                                requires_grad);
+        Py_DECREF(as_list);
+        return result;
+    }
     DataShape shape = {.saw_any = 0};
     if (infer_shape(data, &shape) < 0
         || check_and_scan(data, 0, &shape) < 0) {
