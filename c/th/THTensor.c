@@ -94,12 +94,13 @@ THScalar_checkFits(THScalar value, THDtype dtype)
 static THVersionCounter *
 version_counter_new(void)
 {
-    THVersionCounter *counter = calloc(1, sizeof(*counter));
+    THVersionCounter *counter = malloc(sizeof(*counter));
     if (counter == NULL) {
         THError_set(TH_ERR_MEMORY, "out of memory");
         return NULL;
     }
     counter->refcount = 1;
+    counter->version = 0;
     return counter;
 }
 
@@ -399,6 +400,35 @@ tensor_alloc_header(void)
     return tensor;
 }
 
+/* The header of a new tensor on `storage` (retained) with a fresh version
+ * counter.  No checks: the caller has validated the geometry, or made it
+ * itself (a fresh allocation is in bounds by construction). */
+static THTensor *
+tensor_on_storage(THStorage *storage, int64_t offset, int ndim,
+                  const int64_t *sizes, const int64_t *strides,
+                  THDtype dtype)
+{
+    THTensor *tensor = tensor_alloc_header();
+    THVersionCounter *counter = version_counter_new();
+    if (tensor == NULL || counter == NULL) {
+        free(tensor);
+        version_counter_release(counter);
+        return NULL;
+    }
+    THStorage_retain(storage);
+    tensor->storage = storage;
+    tensor->version_counter = counter;
+    tensor->storage_offset = offset;
+    tensor->dtype = dtype;
+    tensor->ndim = ndim;
+    if (ndim > 0) { /* sizes may be NULL for a 0-dim tensor */
+        memcpy(tensor->sizes, sizes, sizeof(int64_t) * ndim);
+        memcpy(tensor->strides, strides, sizeof(int64_t) * ndim);
+    }
+    THTensor_refreshGeometry(tensor);
+    return tensor;
+}
+
 THTensor *
 THTensor_newWithStorage(THStorage *storage, int64_t offset, int ndim,
                         const int64_t *sizes, const int64_t *strides,
@@ -421,25 +451,7 @@ THTensor_newWithStorage(THStorage *storage, int64_t offset, int ndim,
         < 0) {
         return NULL;
     }
-    THTensor *tensor = tensor_alloc_header();
-    THVersionCounter *counter = version_counter_new();
-    if (tensor == NULL || counter == NULL) {
-        free(tensor);
-        version_counter_release(counter);
-        return NULL;
-    }
-    THStorage_retain(storage);
-    tensor->storage = storage;
-    tensor->version_counter = counter;
-    tensor->storage_offset = offset;
-    tensor->dtype = dtype;
-    tensor->ndim = ndim;
-    if (ndim > 0) { /* sizes may be NULL for a 0-dim tensor */
-        memcpy(tensor->sizes, sizes, sizeof(int64_t) * ndim);
-        memcpy(tensor->strides, strides, sizeof(int64_t) * ndim);
-    }
-    THTensor_refreshGeometry(tensor);
-    return tensor;
+    return tensor_on_storage(storage, offset, ndim, sizes, strides, dtype);
 }
 
 THTensor *
@@ -463,8 +475,10 @@ THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
     if (storage == NULL) {
         return NULL;
     }
-    THTensor *tensor = THTensor_newWithStorage(storage, 0, ndim, sizes, NULL,
-                                               dtype);
+    int64_t strides[TH_MAX_DIMS];
+    THTensor_contiguousStrides(ndim, sizes, strides);
+    THTensor *tensor = tensor_on_storage(storage, 0, ndim, sizes, strides,
+                                         dtype);
     THStorage_release(storage); /* the tensor holds its own reference now */
     return tensor;
 }
@@ -530,8 +544,8 @@ THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
     if (storage == NULL) {
         return NULL;
     }
-    THTensor *result = THTensor_newWithStorage(storage, 0, tensor->ndim,
-                                               tensor->sizes, strides, dtype);
+    THTensor *result = tensor_on_storage(storage, 0, tensor->ndim,
+                                         tensor->sizes, strides, dtype);
     THStorage_release(storage); /* the tensor holds its own reference */
     return result;
 }
