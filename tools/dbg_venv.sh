@@ -11,6 +11,7 @@
 # in $EMBER_CACHE/wheels (~6.5 min on 2 cores; then reused).  The build holds a
 # lock, so a background build started early (.ci/run) and `make leak-refs` share it.
 set -euo pipefail
+export PYTHONWARNINGS=ignore   # pip under the debug interpreter warns about unclosed files
 
 mode=$1 main_py=$2
 PYDBG=${PYDBG:-/usr/bin/python3.11d}
@@ -60,7 +61,8 @@ venv)
     venv=$3
     build_wheel
     stamp="$venv/.ember-dbg-ready"
-    want="numpy=$numpy_version pydbg=$PYDBG"
+    reqs="pytest hypothesis"
+    want="numpy=$numpy_version pydbg=$PYDBG reqs=$reqs"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
         exit 0
     fi
@@ -69,7 +71,7 @@ venv)
     py=$venv/bin/python
     "$py" -m pip install -q --upgrade pip setuptools wheel
     "$py" -m pip install -q --no-index --find-links "$wheels" "numpy==$numpy_version"
-    "$py" -m pip install -q pytest hypothesis pytest-leaks
+    "$py" -m pip install -q $reqs
     "$py" -c 'import sys, numpy; assert hasattr(sys, "gettotalrefcount"); print("dbg_venv: ready,", sys.version.split()[0], "numpy", numpy.__version__, numpy.__file__)'
     echo "$want" > "$stamp"
     ;;

@@ -5,10 +5,16 @@ usage: python tools/valgrind_ours.py [--root REPO] REPORT.xml...
 Reads valgrind --xml=yes reports of a Python run.  CPython and NumPy leave
 plenty of records behind (module-init allocations, interpreter quirks); rather
 than keep a suppression file for them, a record counts only when one of its
-stacks has a frame in ember's own code: the ember/_C*.so object, or a source
-file under REPO/c/.  Policy per record kind:
+stacks has a frame in ember's own code (the ember/_C*.so object, or a source
+file under REPO/c/) before, reading from the innermost frame out, an import
+boundary (PyInit_*, PyModule_ExecDef, PyImport_*, _imp_*, ...).  The boundary
+matters because _C's PyInit calls import_array(), which imports NumPy: without
+it NumPy's one-time module-init allocations would all carry an ember frame.
+Policy per record kind:
 
-  Leak_DefinitelyLost, Leak_IndirectlyLost  fail if any frame is ours
+  Leak_DefinitelyLost, Leak_IndirectlyLost  fail if ours; allocations made by
+                                            ember's own module init (PyInit__C)
+                                            are one-time, like NumPy's: ignored
   Leak_PossiblyLost                         reported, never fails (interior
                                             pointers, e.g. aligned buffers
                                             still alive at exit)
@@ -16,7 +22,7 @@ file under REPO/c/.  Policy per record kind:
                                             libc/valgrind is ours (CPython 3.11
                                             has known uninitialised-value noise
                                             deeper down)
-  anything else (Invalid read/write/free,   fail if any frame is ours
+  anything else (Invalid read/write/free,   fail if ours (PyInit__C included)
   mismatched free, overlap, ...)
 
 A pure leaked Python object (an extra Py_INCREF) is allocated by CPython and
@@ -31,9 +37,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 LEAK_FAIL = {"Leak_DefinitelyLost", "Leak_IndirectlyLost"}
-LEAK_WARN = {"Leak_PossiblyLost", "Leak_StillReachable"}
 OUR_SO = re.compile(r"(^|/)ember/_C\.[^/]*\.so$")
 SYSTEM_OBJ = re.compile(r"(/vgpreload_|/libc\.so|/libc-|/ld-linux|/valgrind/)")
+IMPORT_BOUNDARY = re.compile(
+    r"^(PyInit_|PyModule_ExecDef$|PyImport_|_imp_|import_find_and_load|builtin___import__)")
 
 
 def parse(path):
@@ -77,20 +84,31 @@ def what(err):
     return err.findtext("what") or err.findtext("xwhat/text") or ""
 
 
+def ours_before_import(stack, src_root, init_counts):
+    """Is there a frame of ours inside the innermost import boundary?"""
+    for fr in stack:
+        ours = is_ours(fr, src_root)
+        if IMPORT_BOUNDARY.match(fr["fn"]):
+            return ours and init_counts
+        if ours:
+            return True
+    return False
+
+
 def classify(err, src_root):
     """Return 'fail', 'warn' or None for one <error> record."""
     kind = err.findtext("kind") or ""
     stacks = [list(frames(s)) for s in err.findall("stack")]
-    any_ours = any(is_ours(fr, src_root) for st in stacks for fr in st)
-    if kind in LEAK_FAIL:
-        return "fail" if any_ours else None
-    if kind in LEAK_WARN:
-        return "warn" if any_ours else None
+    if kind.startswith("Leak_"):
+        ours = any(ours_before_import(st, src_root, False) for st in stacks)
+        if kind in LEAK_FAIL:
+            return "fail" if ours else None
+        return "warn" if ours else None
     if kind.startswith("Uninit"):
         first = next((fr for fr in (stacks[0] if stacks else [])
                       if not SYSTEM_OBJ.search(fr["obj"])), None)
         return "fail" if first is not None and is_ours(first, src_root) else None
-    return "fail" if any_ours else None
+    return "fail" if any(ours_before_import(st, src_root, True) for st in stacks) else None
 
 
 def main():

@@ -1,0 +1,353 @@
+"""A small, fast smoke subset that calls every C entry point of ember._C once
+or twice, success and error paths alike.
+
+`make leak-valgrind` runs this file under valgrind memcheck (about 50x
+slower), so it stays light: no hypothesis, no torch, small tensors, few
+gc.collect() calls.  The thorough tests are in test_numpy_interop.py,
+test_memory.py and test_refcount.py.
+
+NumPy factories always get an explicit dtype here: the debug-ABI NumPy of
+the refcount gate drifts sys.gettotalrefcount() by one per np.zeros/ones/
+empty call without one (NumPy's, not ember's), which reads as a leak.
+"""
+
+import array
+import gc
+import pickle
+import weakref
+
+import numpy as np
+import pytest
+
+import ember
+from ember import memory
+
+
+def test_creation():
+    assert ember.tensor([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert ember.tensor(2.5, dtype=ember.float64).item() == 2.5
+    assert ember.tensor([True, False]).dtype == ember.bool
+    assert ember.tensor(np.arange(3)).tolist() == [0, 1, 2]
+    assert ember.empty(2, 3).shape == (2, 3)
+    assert ember.zeros(3, dtype=ember.int16).tolist() == [0, 0, 0]
+    assert ember.ones((2,)).tolist() == [1.0, 1.0]
+    assert ember.full((2,), 7, dtype=ember.int64).tolist() == [7, 7]
+    assert ember.arange(1, 7, 2).tolist() == [1, 3, 5]
+    assert ember.linspace(0, 1, 3).tolist() == [0.0, 0.5, 1.0]
+    assert ember.eye(2).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    base = ember.ones(2, 2, dtype=ember.int32)
+    for like in (ember.empty_like, ember.zeros_like, ember.ones_like):
+        assert like(base).dtype == ember.int32
+    assert ember.full_like(base, 3).tolist() == [[3, 3], [3, 3]]
+    ember.manual_seed(0)
+    assert ember.initial_seed() == 0
+    r = ember.rand(4)
+    assert 0.0 <= min(r.tolist()) and max(r.tolist()) < 1.0
+    assert ember.randn(3).shape == (3,)
+    assert ember.rand_like(r).shape == ember.randn_like(r).shape == (4,)
+    assert ember.randint(0, 5, (6,)).dtype == ember.int64
+    old = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        assert ember.zeros(1).dtype == ember.float64
+    finally:
+        ember.set_default_dtype(old)
+    assert ember.Tensor(2, 3).shape == (2, 3)
+    assert ember.Tensor([1, 2]).dtype == ember.float32
+
+
+def test_creation_errors():
+    with pytest.raises(TypeError):
+        ember.zeros("x")
+    with pytest.raises((ValueError, RuntimeError)):
+        ember.empty(-1)
+    with pytest.raises((TypeError, ValueError)):
+        ember.tensor([[1, 2], [3]])
+    with pytest.raises(TypeError):
+        ember.tensor(object())
+    with pytest.raises(TypeError):
+        ember.ones(2, dtype="float32x")
+    with pytest.raises(TypeError):
+        ember.Tensor(2, dtype=ember.int32)
+
+
+def test_views_and_copies():
+    t = ember.arange(12.0)
+    assert t.view(3, 4).stride() == (4, 1)
+    assert t.view_as(ember.empty(4, 3)).shape == (4, 3)
+    m = t.reshape(3, 4)
+    assert m.reshape_as(ember.empty(2, 6)).shape == (2, 6)
+    assert m.flatten().shape == (12,)
+    assert m.transpose(0, 1).stride() == (1, 4)
+    assert m.t().shape == m.T.shape == (4, 3)
+    assert m.permute(1, 0).shape == (4, 3)
+    assert m.unsqueeze(0).squeeze().shape == (3, 4)
+    assert m[0:1].squeeze(0).shape == (4,)
+    assert m[:, :1].expand(3, 5).stride() == (4, 0)
+    assert ember.ones(1, 4).expand_as(m).shape == (3, 4)
+    assert m.narrow(1, 1, 2).tolist()[0] == [1.0, 2.0]
+    assert m.select(0, 2).tolist() == [8.0, 9.0, 10.0, 11.0]
+    assert t.unfold(0, 4, 4).shape == (3, 4)
+    assert t.as_strided((2, 2), (1, 2), 1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    c = m.t().contiguous()
+    assert c.is_contiguous() and c.data_ptr() != t.data_ptr()
+    k = m.clone()
+    k.fill_(1.0)
+    assert m[0, 0].item() == 0.0
+    k.zero_()
+    k.copy_(m)
+    assert k.tolist() == m.tolist()
+    d = m.detach()
+    d.detach_()
+    assert d.data_ptr() == t.data_ptr()
+    assert m.to(ember.int32).dtype == ember.int32
+    assert m.to("cpu") is m or m.to("cpu").data_ptr() == m.data_ptr()
+    for cast, dtype in ((t.bool, ember.bool), (t.byte, ember.uint8), (t.char, ember.int8),
+                        (t.short, ember.int16), (t.int, ember.int32), (t.long, ember.int64),
+                        (t.float, ember.float32), (t.double, ember.float64)):
+        assert cast().dtype == dtype
+    assert m.storage_offset() == 0 and m[1].storage_offset() == 4
+    assert (m.dim(), m.ndimension(), m.numel(), m.nelement()) == (2, 2, 12, 12)
+    assert (m.element_size(), m.itemsize, m.nbytes, m.ndim) == (4, 4, 48, 2)
+    assert m.size(1) == 4 and m.size() == (3, 4) and m.stride(-1) == 1
+    assert m.is_floating_point() and not m.is_cuda
+    assert m.device == ember.device("cpu")
+
+
+def test_view_errors():
+    m = ember.zeros(2, 3)
+    with pytest.raises(RuntimeError):
+        m.t().view(6)
+    with pytest.raises(IndexError):
+        m.transpose(0, 5)
+    with pytest.raises(RuntimeError):
+        m.expand(3, 3)
+    with pytest.raises(RuntimeError):
+        m.copy_(ember.zeros(4))
+    with pytest.raises(IndexError):
+        m.size(2)
+    with pytest.raises(TypeError):
+        m.fill_("a")
+
+
+def test_indexing():
+    m = ember.arange(12).view(3, 4)
+    assert m[1].tolist() == [4, 5, 6, 7]
+    assert m[-1, 1::2].tolist() == [9, 11]
+    assert m[..., 0].tolist() == [0, 4, 8]
+    assert m[None, 0].shape == (1, 4)
+    assert m[ember.tensor(2)].tolist() == [8, 9, 10, 11]
+    m[0] = 100
+    m[1, 1:3] = ember.tensor([-1, -2])
+    assert m[0].tolist() == [100] * 4 and m[1].tolist() == [4, -1, -2, 7]
+    with pytest.raises(IndexError):
+        m[3]
+    with pytest.raises(IndexError):
+        m[[0, 1]]
+    with pytest.raises(ValueError):
+        m[::-1]
+    with pytest.raises(IndexError):
+        m[0, 0, 0]
+    with pytest.raises((TypeError, ValueError, RuntimeError)):
+        del m[0]
+
+
+def test_python_protocols():
+    s = ember.tensor(3.0)
+    assert float(s) == 3.0 and int(s) == 3 and bool(s)
+    assert [1, 2, 3, 4][ember.tensor(1)] == 2
+    assert f"{s:.1f}" == "3.0"
+    v = ember.arange(3)
+    assert len(v) == 3 and [x.item() for x in v] == [0, 1, 2]
+    assert hash(v) == hash(v)
+    with pytest.raises(RuntimeError):
+        bool(v)
+    with pytest.raises(TypeError):
+        len(s)
+    with pytest.raises(TypeError):
+        iter(s)
+    with pytest.raises(ValueError):
+        float(v)
+    with pytest.raises(TypeError):
+        [1][ember.tensor(0.0)]
+    assert "tensor(" in repr(v) and "tensor(" in str(s)
+    assert pickle.loads(pickle.dumps(v)).tolist() == [0, 1, 2]
+    assert ember.Size([2, 3]) == (2, 3) and ember.Size([2, 3]).numel() == 6
+    assert str(ember.float32) == "ember.float32"
+    assert ember.dtype is type(ember.int8)
+
+
+def test_attributes():
+    t = ember.ones(2)
+    t.requires_grad = True
+    g = ember.zeros(2)
+    t.grad = g
+    assert t.grad is g and t.is_leaf and t.grad_fn is None
+    with pytest.raises(RuntimeError):
+        t.grad = ember.zeros(3)
+    with pytest.raises(RuntimeError):
+        t.grad = ember.zeros(2, dtype=ember.float64)
+    with pytest.raises(TypeError):
+        t.grad = 1
+    with pytest.raises(RuntimeError):
+        t.numpy()
+    with pytest.raises(BufferError):
+        t.__dlpack__()
+    assert t.numpy(force=True).tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError):
+        ember.zeros(1, dtype=ember.int32).requires_grad = True
+    t._backward_hooks = [t]
+    t._autograd_meta = {"t": t}
+    t.grad_fn = [t]
+    assert not t.is_leaf
+    assert t._version == 0 and t.data.data_ptr() == t.data_ptr()
+    t.data = ember.zeros(3)
+    assert t.shape == (3,)
+    w = weakref.ref(t)
+    del t, g
+    gc.collect()
+    assert w() is None
+
+
+def test_from_numpy_and_numpy():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = ember.from_numpy(a)
+    a += 1.0
+    assert t[0, 0].item() == 1.0
+    assert ember.from_numpy(a.T).stride() == (1, 3)
+    n = t.numpy()
+    assert n.base is t and n.ctypes.data == a.ctypes.data
+    assert np.asarray(t).ctypes.data == a.ctypes.data
+    assert np.array(t).ctypes.data != a.ctypes.data
+    assert t.__array__(np.int64).dtype == np.int64
+    assert ember.from_numpy(array.array("d", [1.0])).tolist() == [1.0]
+    assert ember.from_numpy(memoryview(bytearray(4))[::2]).shape == (2,)
+    ro = ember.from_numpy(b"ab")
+    with pytest.raises(RuntimeError):
+        ro.fill_(0)
+    assert not ro.numpy().flags.writeable
+    for bad in (a[::-1], np.zeros(2, ">f4"), np.zeros(2, np.float16), np.zeros(2, "U2")):
+        with pytest.raises((TypeError, ValueError)):
+            ember.from_numpy(bad)
+    rec = np.zeros(2, dtype=[("a", "i1"), ("b", "f4")])
+    with pytest.raises(ValueError):
+        ember.from_numpy(rec["b"])
+    with pytest.raises(TypeError):
+        ember.from_numpy(1)
+    assert ember.from_numpy(np.array(1.5)).item() == 1.5
+    assert ember.from_numpy(np.zeros((0, 2), dtype=np.float64)).shape == (0, 2)
+
+
+def test_dlpack_both_ways():
+    t = ember.arange(6.0).view(2, 3)
+    assert t.__dlpack_device__() == (1, 0)
+    n = np.from_dlpack(t)
+    assert n.ctypes.data == t.data_ptr()
+    back = ember.from_dlpack(n)
+    assert back.data_ptr() == t.data_ptr()
+    assert ember.from_dlpack(t.t()).stride() == (1, 3)
+    cap = t.__dlpack__()
+    assert ember.from_dlpack(cap).tolist() == t.tolist()
+    with pytest.raises(ValueError):
+        ember.from_dlpack(cap)
+    unused = t.__dlpack__(max_version=(1, 0))
+    del unused
+    unused = t.__dlpack__()
+    del unused
+    ro = ember.from_numpy(b"abcd")
+    with pytest.raises(BufferError):
+        ro.__dlpack__()
+    assert not np.from_dlpack(ro).flags.writeable
+    with pytest.raises(TypeError):
+        ember.from_dlpack(np.zeros(2, np.complex64))
+    with pytest.raises(TypeError):
+        ember.from_dlpack(object())
+    with pytest.raises(BufferError):
+        t.__dlpack__(copy=True)
+
+
+def test_storage_buffer():
+    t = ember.zeros(4, dtype=ember.uint8)
+    s = t.untyped_storage()
+    m = memoryview(s)
+    m[1] = 5
+    assert t.tolist() == [0, 5, 0, 0]
+    assert (len(s), s.nbytes(), s.size(), s[1]) == (4, 4, 4, 5)
+    assert s.tolist() == [0, 5, 0, 0] and s.data_ptr() == t.data_ptr()
+    assert s.device == ember.device("cpu") and not s.is_read_only
+    assert "4 bytes" in repr(s)
+    with pytest.raises(IndexError):
+        s[4]
+    del t, s
+    assert m.tolist() == [0, 5, 0, 0]
+    m.release()
+    ro = ember.from_numpy(b"xy").untyped_storage()
+    assert memoryview(ro).readonly
+    with pytest.raises((BufferError, TypeError)):
+        memoryview(ro).cast("B")[0] = 1
+    with pytest.raises(TypeError):
+        ember.UntypedStorage()
+
+
+def test_python_allocator():
+    before = memory.stats()
+    assert set(before) == {"allocated_bytes", "peak_allocated_bytes", "live_blocks",
+                           "num_allocs", "num_frees"}
+    cpu = memory.get_allocator()
+    assert isinstance(cpu, memory.CAllocator) and cpu.name == "cpu"
+    address = cpu.raw_malloc(8)
+    cpu.raw_free(address, 8)
+    assert set(cpu.stats()) == set(before)
+    counting = memory.CountingAllocator()
+    with memory.use_allocator(counting):
+        assert memory.get_allocator() is counting
+        t = ember.ones(4)
+        with memory.use_allocator(memory.PoisoningAllocator()):
+            p = ember.empty(2, dtype=ember.uint8)
+    assert p.tolist() == [0xAA, 0xAA]
+    assert counting.live_blocks == 2  # the poisoning one delegates to it
+    del t, p
+    assert counting.live_blocks == 0
+    memory.reset_peak_stats()
+    after = memory.stats()
+    assert after["live_blocks"] == before["live_blocks"]
+    assert after["allocated_bytes"] == before["allocated_bytes"]
+
+
+def test_allocator_error_paths():
+    class Raises:
+        def malloc(self, nbytes):
+            raise KeyError("nope")
+
+        def free(self, address):
+            pass
+
+    class Zero(Raises):
+        def malloc(self, nbytes):
+            return 0
+
+    class BadFree(memory.CountingAllocator):
+        def free(self, address):
+            super().free(address)
+            raise ValueError("free failed")
+
+    with memory.use_allocator(Raises()):
+        with pytest.raises(KeyError):
+            ember.ones(3)
+    with memory.use_allocator(Zero()):
+        with pytest.raises(MemoryError):
+            ember.ones(3)
+    with pytest.raises(TypeError):
+        memory.set_allocator(object())
+    seen = []
+    import sys
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(u.exc_type)
+    try:
+        with memory.use_allocator(BadFree()):
+            t = ember.ones(2)
+        del t
+    finally:
+        sys.unraisablehook = old_hook
+    assert seen == [ValueError]
+    assert isinstance(memory.get_allocator(), memory.CAllocator)
