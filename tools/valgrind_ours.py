@@ -14,7 +14,8 @@ Policy per record kind:
 
   Leak_DefinitelyLost, Leak_IndirectlyLost  fail if ours; allocations made by
                                             ember's own module init (PyInit__C)
-                                            are one-time, like NumPy's: ignored
+                                            or by PyType_Ready on its types are
+                                            one-time, like NumPy's: ignored
   Leak_PossiblyLost                         reported, never fails (interior
                                             pointers, e.g. aligned buffers
                                             still alive at exit)
@@ -41,6 +42,9 @@ OUR_SO = re.compile(r"(^|/)ember/_C\.[^/]*\.so$")
 SYSTEM_OBJ = re.compile(r"(/vgpreload_|/libc\.so|/libc-|/ld-linux|/valgrind/)")
 IMPORT_BOUNDARY = re.compile(
     r"^(PyInit_|PyModule_ExecDef$|PyImport_|_imp_|import_find_and_load|builtin___import__)")
+# For leak records only: what PyType_Ready allocates (method and getset
+# descriptors, the type's dict) lives as long as the type, i.e. forever.
+LEAK_BOUNDARY = re.compile(IMPORT_BOUNDARY.pattern + r"|^(PyType_Ready|type_ready)$")
 
 
 def parse(path):
@@ -84,11 +88,11 @@ def what(err):
     return err.findtext("what") or err.findtext("xwhat/text") or ""
 
 
-def ours_before_import(stack, src_root, init_counts):
+def ours_before_import(stack, src_root, init_counts, boundary=IMPORT_BOUNDARY):
     """Is there a frame of ours inside the innermost import boundary?"""
     for fr in stack:
         ours = is_ours(fr, src_root)
-        if IMPORT_BOUNDARY.match(fr["fn"]):
+        if boundary.match(fr["fn"]):
             return ours and init_counts
         if ours:
             return True
@@ -100,7 +104,7 @@ def classify(err, src_root):
     kind = err.findtext("kind") or ""
     stacks = [list(frames(s)) for s in err.findall("stack")]
     if kind.startswith("Leak_"):
-        ours = any(ours_before_import(st, src_root, False) for st in stacks)
+        ours = any(ours_before_import(st, src_root, False, LEAK_BOUNDARY) for st in stacks)
         if kind in LEAK_FAIL:
             return "fail" if ours else None
         return "warn" if ours else None
