@@ -145,6 +145,81 @@ extern PyMethodDef THPVariable_view_methods[];
 extern PyMethodDef THPVariable_numpy_methods[];
 extern PyMappingMethods THPVariable_as_mapping;
 
+/* ---- operators ---------------------------------------------------------------
+ *
+ * Note [Function and method from one implementation]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Each operator is written once, as
+ *
+ *     static PyObject *name_impl(PyObject *input, PyObject *const *args,
+ *                                Py_ssize_t nargs, PyObject *kwnames);
+ *
+ * where args/nargs/kwnames are the vectorcall arguments after `input`.
+ * THP_DEFINE_OP(name) derives the two entry points from it:
+ * THPFunction_name, the module function ember.name(input, ...), and
+ * THPMethod_name, the tensor method input.name(...).  Neither adds a
+ * Python frame: both are METH_FASTCALL | METH_KEYWORDS C functions.  The
+ * function form checks that `input` is a tensor before the impl runs.
+ *
+ * Each operator family lives in its own file and contributes two
+ * NULL-terminated tables, THP<Family>_functions (added to ember._C and
+ * re-exported by ember/__init__.py from _C._public_functions) and
+ * THPVariable_<family>_methods (merged into the tensor type's methods by
+ * Variable.c).
+ */
+PyObject *THPUtils_checkOpInput(const char *fname, PyObject *const *args,
+                                Py_ssize_t nargs);
+
+#define THP_DEFINE_OP(name)                                                  \
+    static PyObject *THPFunction_##name(PyObject *module,                    \
+                                        PyObject *const *args,               \
+                                        Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                        \
+        (void)module;                                                        \
+        if (THPUtils_checkOpInput(#name, args, nargs) == NULL) {             \
+            return NULL;                                                     \
+        }                                                                    \
+        return name##_impl(args[0], args + 1, nargs - 1, kwnames);           \
+    }                                                                        \
+    static PyObject *THPMethod_##name(PyObject *self, PyObject *const *args, \
+                                      Py_ssize_t nargs, PyObject *kwnames)   \
+    {                                                                        \
+        return name##_impl(self, args, nargs, kwnames);                      \
+    }
+
+#define THP_FASTCALL_KW(fn) (PyCFunction)(void (*)(void))(fn)
+/* Table entries for an operator defined with THP_DEFINE_OP; `pyname` is the
+ * Python name (it can differ from `name`: "__and__", "add_", ...). */
+#define THP_FUNCTION_ENTRY(pyname, name, doc)                                \
+    {pyname, THP_FASTCALL_KW(THPFunction_##name),                            \
+     METH_FASTCALL | METH_KEYWORDS, doc}
+#define THP_METHOD_ENTRY(pyname, name, doc)                                  \
+    {pyname, THP_FASTCALL_KW(THPMethod_##name),                              \
+     METH_FASTCALL | METH_KEYWORDS, doc}
+
+/* The operator families (one .c file each). */
+#define THP_FORALL_OP_FAMILIES(_) \
+    _(Pointwise, pointwise)       \
+    _(Unary, unary)               \
+    _(Reduce, reduce)             \
+    _(Linalg, linalg)             \
+    _(IndexOps, index_ops)        \
+    _(Shape, shape)
+
+#define THP_DECLARE_OP_FAMILY(Family, family)                                \
+    extern PyMethodDef THP##Family##_functions[];                            \
+    extern PyMethodDef THPVariable_##family##_methods[];
+THP_FORALL_OP_FAMILIES(THP_DECLARE_OP_FAMILY)
+#undef THP_DECLARE_OP_FAMILY
+
+/* Type slots owned by operator families: Pointwise fills the arithmetic,
+ * bitwise and comparison slots, Linalg the matrix-multiply ones. */
+void THPPointwise_initTypeSlots(PyTypeObject *type, PyNumberMethods *number);
+void THPLinalg_initTypeSlots(PyNumberMethods *number);
+
+/* The threading knobs (ember.set_num_threads and friends), Module.c. */
+extern PyMethodDef THPParallel_methods[];
+
 /* Helpers shared by the tensor files. */
 static inline THTensor *
 THPVariable_Unpack(PyObject *obj)

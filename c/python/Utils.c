@@ -328,3 +328,22 @@ THPDevice_Parse(PyObject *obj, THDeviceType *out)
     Py_DECREF(type_name);
     return status;
 }
+
+PyObject *
+THPUtils_checkOpInput(const char *fname, PyObject *const *args,
+                      Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() missing required argument 'input' (pos 1)", fname);
+        return NULL;
+    }
+    if (!THPVariable_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'input' (position 1) must be Tensor, "
+                     "not %.100s",
+                     fname, Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    return args[0];
+}

@@ -11,6 +11,8 @@
  */
 #include "THP.h"
 
+#include <string.h>
+
 PyTypeObject *THPVariableClass = NULL;
 PyObject *THPDevice_cpu = NULL;
 
@@ -864,13 +866,16 @@ PyTypeObject THPVariableType = {
 };
 
 /* Concatenates NULL-terminated method tables into one (static storage). */
-static PyMethodDef all_methods[128];
+static PyMethodDef all_methods[512];
 
 static int
 collect_methods(void)
 {
+#define THP_OP_FAMILY_METHODS(Family, family) THPVariable_##family##_methods,
     PyMethodDef *tables[] = {THPVariable_methods, THPVariable_view_methods,
-                             THPVariable_numpy_methods};
+                             THPVariable_numpy_methods,
+                             THP_FORALL_OP_FAMILIES(THP_OP_FAMILY_METHODS)};
+#undef THP_OP_FAMILY_METHODS
     size_t n = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
@@ -878,6 +883,13 @@ collect_methods(void)
                 PyErr_SetString(PyExc_SystemError,
                                 "too many tensor methods for all_methods");
                 return -1;
+            }
+            for (size_t seen = 0; seen < n; seen++) {
+                if (strcmp(all_methods[seen].ml_name, m->ml_name) == 0) {
+                    PyErr_Format(PyExc_SystemError,
+                                 "tensor method %s defined twice", m->ml_name);
+                    return -1;
+                }
             }
             all_methods[n++] = *m;
         }
@@ -919,6 +931,8 @@ THPVariable_InitModule(PyObject *module)
         return -1;
     }
     THPVariableType.tp_methods = all_methods;
+    THPPointwise_initTypeSlots(&THPVariableType, &THPVariable_as_number);
+    THPLinalg_initTypeSlots(&THPVariable_as_number);
     if (PyType_Ready(&THPVariableType) < 0
         || PyType_Ready(&THPVariableIteratorType) < 0) {
         return -1;

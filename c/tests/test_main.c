@@ -26,7 +26,8 @@
     _(iter)               \
     _(copy)               \
     _(factories)          \
-    _(random)
+    _(random)             \
+    _(parallel)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];
 TH_TEST_SUITES(TH_DECLARE_SUITE)
@@ -101,6 +102,8 @@ main(int argc, char **argv)
             }
         }
     }
+    /* Join the pool's workers so valgrind sees no thread left running. */
+    THParallel_shutdown();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

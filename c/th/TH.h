@@ -9,6 +9,7 @@
 #include "THDtype.h"
 #include "THGeneral.h"
 #include "THIter.h"
+#include "THParallel.h"
 #include "THRandom.h"
 #include "THStorage.h"
 #include "THTensor.h"

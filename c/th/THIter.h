@@ -45,12 +45,37 @@ int THIter_broadcastShape(int ndim_a, const int64_t *sizes_a, int ndim_b,
                           const int64_t *sizes_b, int *out_ndim,
                           int64_t *out_sizes);
 
+/* One operand as the iterator sees it: a tensor, or any strided block of
+ * memory (a Python scalar converted into a local buffer is an operand with
+ * ndim 0, so scalar ops need no tensor allocation). */
+typedef struct {
+    char *data;
+    int ndim;
+    const int64_t *sizes;
+    const int64_t *strides; /* in elements */
+    int itemsize;
+} THIterOperand;
+
+THIterOperand THIterOperand_fromTensor(const THTensor *tensor);
+
 /* Prepares iteration of `operands` over operand 0's shape (the others
  * broadcast to it).  Returns 0, or -1 with a TH error when an operand
  * cannot broadcast. */
 int THIter_init(THIter *iter, int noperands, THTensor *const *operands);
+/* The same over an explicit shape, which every operand broadcasts to. */
+int THIter_initOperands(THIter *iter, int noperands, const THIterOperand *ops,
+                        int shape_ndim, const int64_t *shape);
 
-/* Runs `loop` over every element. */
+/* Runs `loop` over every element, in operand 0's memory order. */
 void THIter_run(const THIter *iter, THLoop loop, void *ctx);
+/* Runs `loop` over elements [begin, end) of that order. */
+void THIter_runRange(const THIter *iter, THLoop loop, void *ctx,
+                     int64_t begin, int64_t end);
+/* THIter_run split over the worker threads (THParallel.h) in chunks of at
+ * least `grain` elements; `loop` must not touch Python or THError.  Only
+ * for loops whose operand 0 is written once per element (no reductions
+ * into a stride-0 output). */
+void THIter_runParallel(const THIter *iter, THLoop loop, void *ctx,
+                        int64_t grain);
 
 #endif /* TH_ITER_H */

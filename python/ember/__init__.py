@@ -49,6 +49,13 @@ from ._C import (  # noqa: F401  (re-exported)
     from_dlpack,
 )
 
+# The operators (ember.add, ember.sum, ember.matmul, ...) and the threading
+# knobs: every public function of the C operator families, by name (see
+# Note [Function and method from one implementation] in c/python/THP.h).
+for _name in _C._public_functions:
+    globals()[_name] = getattr(_C, _name)
+del _name
+
 # PyTorch's aliases for the dtypes.
 float = float32
 double = float64
