@@ -10,6 +10,7 @@
 #include "THGeneral.h"
 #include "THIter.h"
 #include "THParallel.h"
+#include "THPointwise.h"
 #include "THRandom.h"
 #include "THStorage.h"
 #include "THTensor.h"

@@ -1,0 +1,1104 @@
+/*
+ * THPointwise.c -- elementwise operators: the inner loops (generated from
+ * the dtype X-macros), type promotion, and the prepare/execute/finish
+ * driver described in THPointwise.h.
+ */
+#include "THPointwise.h"
+
+#include "THParallel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- dtype categories ---------------------------------------------------- */
+
+/* TH_KIND_<Name>(b, i, f) picks the argument for the dtype's category:
+ * bool, integer or floating.  Loops use it to pick a formula (integer
+ * division is not float division) and to decide which dtypes an operator
+ * has a loop for.  A new dtype needs a line here: the build fails until it
+ * has one. */
+#define TH_KIND_Bool(b, i, f) b
+#define TH_KIND_UInt8(b, i, f) i
+#define TH_KIND_Int8(b, i, f) i
+#define TH_KIND_Int16(b, i, f) i
+#define TH_KIND_Int32(b, i, f) i
+#define TH_KIND_Int64(b, i, f) i
+#define TH_KIND_Float32(b, i, f) f
+#define TH_KIND_Float64(b, i, f) f
+
+#define TH_CAT(a, b) TH_CAT_(a, b)
+#define TH_CAT_(a, b) a##b
+#define TH_IF_0(...)
+#define TH_IF_1(...) __VA_ARGS__
+/* Expands to the rest of the arguments when flag is 1, to nothing when 0. */
+#define TH_WHEN(flag, ...) TH_CAT(TH_IF_, flag)(__VA_ARGS__)
+
+/* ---- scalar helpers -------------------------------------------------------- */
+
+/* Note [Integer arithmetic wraps]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * PyTorch's integer tensors wrap around on overflow; C's signed overflow is
+ * undefined.  So integer add, sub, mul, neg and pow compute in uint64_t
+ * (defined to wrap) and convert back, which keeps the low bits: the same
+ * result as wrapping in the narrow type.  GCC narrows the arithmetic again
+ * when vectorising.  Division and remainder compute in int64_t (exact for
+ * every integer dtype) with the one overflowing case, INT64_MIN / -1,
+ * handled apart; the divisor is never 0 (checked before running). */
+
+static inline int64_t
+int_neg(int64_t a)
+{
+    return (int64_t)(0 - (uint64_t)a);
+}
+
+static inline int64_t
+int_div_trunc(int64_t a, int64_t b)
+{
+    return b == -1 ? int_neg(a) : a / b;
+}
+
+static inline int64_t
+int_div_floor(int64_t a, int64_t b)
+{
+    if (b == -1) {
+        return int_neg(a);
+    }
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Python's %: the result has the divisor's sign. */
+static inline int64_t
+int_remainder(int64_t a, int64_t b)
+{
+    if (b == -1) {
+        return 0;
+    }
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* C's %: the result has the dividend's sign. */
+static inline int64_t
+int_fmod(int64_t a, int64_t b)
+{
+    return b == -1 ? 0 : a % b;
+}
+
+/* Negative exponents give 0 except for bases 1 and -1, as in PyTorch. */
+static inline int64_t
+int_pow(int64_t base, int64_t exp)
+{
+    if (exp < 0) {
+        if (base == 1) {
+            return 1;
+        }
+        if (base == -1) {
+            return exp % 2 == 0 ? 1 : -1;
+        }
+        return 0;
+    }
+    uint64_t result = 1, b = (uint64_t)base;
+    while (exp != 0) {
+        if (exp & 1) {
+            result *= b;
+        }
+        b *= b;
+        exp >>= 1;
+    }
+    return (int64_t)result;
+}
+
+static inline int64_t
+int_abs(int64_t a)
+{
+    return a < 0 ? int_neg(a) : a;
+}
+
+static inline int64_t
+int_sign(int64_t a)
+{
+    return (a > 0) - (a < 0);
+}
+
+/* PyTorch's shifts: a shift by a negative amount or by the width or more
+ * gives 0 to the left and the sign fill to the right.  `bits` is the
+ * dtype's width; values arrive sign-extended (or zero-extended) to 64 bits,
+ * so one arithmetic right shift by at most 63 serves every dtype. */
+static inline int64_t
+int_lshift(int64_t a, int64_t b, int bits)
+{
+    return (b < 0 || b >= bits) ? 0 : (int64_t)((uint64_t)a << b);
+}
+
+static inline int64_t
+int_rshift(int64_t a, int64_t b)
+{
+    return a >> ((b < 0 || b > 63) ? 63 : b);
+}
+
+/* Floating helpers for float and double (math function suffix f / none). */
+#define TH_DEFINE_FLOAT_HELPERS(ctype, f)                                    \
+    /* Python's //: floor of the exact quotient, as NumPy and PyTorch */     \
+    static inline ctype fp_div_floor_##ctype(ctype a, ctype b)               \
+    {                                                                        \
+        if (b == 0) {                                                        \
+            return a / b;                                                    \
+        }                                                                    \
+        ctype mod = fmod##f(a, b);                                           \
+        ctype div = (a - mod) / b;                                           \
+        if (mod != 0 && (b < 0) != (mod < 0)) {                              \
+            div -= 1;                                                        \
+        }                                                                    \
+        if (div == 0) {                                                      \
+            return copysign##f(0, a / b);                                    \
+        }                                                                    \
+        ctype floordiv = floor##f(div);                                      \
+        return div - floordiv > (ctype)0.5 ? floordiv + 1 : floordiv;        \
+    }                                                                        \
+    static inline ctype fp_remainder_##ctype(ctype a, ctype b)               \
+    {                                                                        \
+        ctype mod = fmod##f(a, b);                                           \
+        return (mod != 0 && (b < 0) != (mod < 0)) ? mod + b : mod;           \
+    }                                                                        \
+    /* NaN-propagating, as torch.maximum / torch.minimum */                  \
+    static inline ctype fp_max_##ctype(ctype a, ctype b)                     \
+    {                                                                        \
+        return (a > b || a != a) ? a : b;                                    \
+    }                                                                        \
+    static inline ctype fp_min_##ctype(ctype a, ctype b)                     \
+    {                                                                        \
+        return (a < b || a != a) ? a : b;                                    \
+    }                                                                        \
+    /* sign(NaN) is 0 in PyTorch */                                          \
+    static inline ctype fp_sign_##ctype(ctype a)                             \
+    {                                                                        \
+        return (ctype)((a > 0) - (a < 0));                                   \
+    }
+TH_DEFINE_FLOAT_HELPERS(float, f)
+TH_DEFINE_FLOAT_HELPERS(double, )
+#undef TH_DEFINE_FLOAT_HELPERS
+
+#define TH_FLOAT_FN(name, ctype) TH_CAT(name, TH_FN_SUFFIX_##ctype)
+#define TH_FN_SUFFIX_float f
+#define TH_FN_SUFFIX_double
+
+/* ---- the formulas ------------------------------------------------------------
+ * EXPR_<OP>(Name, ctype, a, b, P): the value for one element.  a and b are
+ * ctype values, P is the loop's ctype parameter (alpha).  A formula is only
+ * expanded for the categories its operator has loops for (OPS_* below). */
+#define U64(x) ((uint64_t)(x))
+#define EXPR_ADD(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) || (b), (ctype)(U64(a) + U64(b)), (a) + (b))
+#define EXPR_ADD_ALPHA(Name, ctype, a, b, P)                        \
+    TH_KIND_##Name((a) || ((P) && (b)),                             \
+                   (ctype)(U64(a) + U64(P) * U64(b)), (a) + (P) * (b))
+#define EXPR_SUB(Name, ctype, a, b, P) \
+    TH_KIND_##Name(0, (ctype)(U64(a) - U64(b)), (a) - (b))
+#define EXPR_SUB_ALPHA(Name, ctype, a, b, P) \
+    TH_KIND_##Name(0, (ctype)(U64(a) - U64(P) * U64(b)), (a) - (P) * (b))
+#define EXPR_MUL(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) && (b), (ctype)(U64(a) * U64(b)), (a) * (b))
+#define EXPR_DIV(Name, ctype, a, b, P) ((a) / (b))
+#define EXPR_DIV_TRUNC(Name, ctype, a, b, P)                  \
+    TH_KIND_##Name(0, (ctype)int_div_trunc((a), (b)),         \
+                   TH_FLOAT_FN(trunc, ctype)((a) / (b)))
+#define EXPR_DIV_FLOOR(Name, ctype, a, b, P) \
+    TH_KIND_##Name(0, (ctype)int_div_floor((a), (b)), fp_div_floor_##ctype((a), (b)))
+#define EXPR_REMAINDER(Name, ctype, a, b, P) \
+    TH_KIND_##Name(0, (ctype)int_remainder((a), (b)), fp_remainder_##ctype((a), (b)))
+#define EXPR_FMOD(Name, ctype, a, b, P) \
+    TH_KIND_##Name(0, (ctype)int_fmod((a), (b)), TH_FLOAT_FN(fmod, ctype)((a), (b)))
+#define EXPR_POW(Name, ctype, a, b, P) \
+    TH_KIND_##Name(0, (ctype)int_pow((a), (b)), TH_FLOAT_FN(pow, ctype)((a), (b)))
+#define EXPR_MAXIMUM(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) || (b), (a) > (b) ? (a) : (b), fp_max_##ctype((a), (b)))
+#define EXPR_MINIMUM(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) && (b), (a) < (b) ? (a) : (b), fp_min_##ctype((a), (b)))
+#define EXPR_ATAN2(Name, ctype, a, b, P) TH_FLOAT_FN(atan2, ctype)((a), (b))
+#define EXPR_EQ(Name, ctype, a, b, P) ((a) == (b))
+#define EXPR_NE(Name, ctype, a, b, P) ((a) != (b))
+#define EXPR_LT(Name, ctype, a, b, P) ((a) < (b))
+#define EXPR_LE(Name, ctype, a, b, P) ((a) <= (b))
+#define EXPR_GT(Name, ctype, a, b, P) ((a) > (b))
+#define EXPR_GE(Name, ctype, a, b, P) ((a) >= (b))
+#define EXPR_LOGICAL_AND(Name, ctype, a, b, P) (((a) != 0) & ((b) != 0))
+#define EXPR_LOGICAL_OR(Name, ctype, a, b, P) (((a) != 0) | ((b) != 0))
+#define EXPR_LOGICAL_XOR(Name, ctype, a, b, P) (((a) != 0) != ((b) != 0))
+#define EXPR_BITWISE_AND(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) && (b), (ctype)((a) & (b)), 0)
+#define EXPR_BITWISE_OR(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) || (b), (ctype)((a) | (b)), 0)
+#define EXPR_BITWISE_XOR(Name, ctype, a, b, P) \
+    TH_KIND_##Name((a) != (b), (ctype)((a) ^ (b)), 0)
+#define EXPR_LSHIFT(Name, ctype, a, b, P) \
+    (ctype)int_lshift((a), (b), 8 * (int)sizeof(ctype))
+#define EXPR_RSHIFT(Name, ctype, a, b, P) (ctype)int_rshift((a), (b))
+/* Unary: EXPR_<OP>(Name, ctype, a). */
+#define EXPR_NEG(Name, ctype, a) TH_KIND_##Name(0, (ctype)int_neg(a), -(a))
+#define EXPR_ABS(Name, ctype, a) \
+    TH_KIND_##Name(0, (ctype)int_abs(a), TH_FLOAT_FN(fabs, ctype)(a))
+#define EXPR_SIGN(Name, ctype, a) \
+    TH_KIND_##Name((a), (ctype)int_sign(a), fp_sign_##ctype(a))
+#define EXPR_BITWISE_NOT(Name, ctype, a) TH_KIND_##Name(!(a), (ctype)~(a), 0)
+#define EXPR_LOGICAL_NOT(Name, ctype, a) ((a) == 0)
+/* Ternary: EXPR_<OP>(Name, ctype, a, b, c). */
+#define EXPR_WHERE(Name, ctype, c, a, b) ((c) ? (a) : (b))
+/* min(max(x, lo), hi): hi wins when lo > hi, as in PyTorch. */
+#define CLAMP_INT(x, lo, hi) \
+    (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
+#define EXPR_CLAMP(Name, ctype, x, lo, hi)                         \
+    TH_KIND_##Name(0, CLAMP_INT((x), (lo), (hi)),                  \
+                   fp_min_##ctype(fp_max_##ctype((x), (lo)), (hi)))
+
+/* Which categories (bool, integer, floating) each operator has loops for,
+ * and its output (SAME as the inputs, or BOOLEAN).  The rest are refused
+ * with PyTorch's "not implemented for" message; integer inputs of true
+ * division and atan2 are promoted to a floating dtype before that. */
+#define BINARY_OPS(_)                     \
+    _(ADD, 1, 1, 1, SAME)                 \
+    _(ADD_ALPHA, 1, 1, 1, SAME)           \
+    _(SUB, 0, 1, 1, SAME)                 \
+    _(SUB_ALPHA, 0, 1, 1, SAME)           \
+    _(MUL, 1, 1, 1, SAME)                 \
+    _(DIV, 0, 0, 1, SAME)                 \
+    _(DIV_TRUNC, 0, 1, 1, SAME)           \
+    _(DIV_FLOOR, 0, 1, 1, SAME)           \
+    _(REMAINDER, 0, 1, 1, SAME)           \
+    _(FMOD, 0, 1, 1, SAME)                \
+    _(POW, 0, 1, 1, SAME)                 \
+    _(MAXIMUM, 1, 1, 1, SAME)             \
+    _(MINIMUM, 1, 1, 1, SAME)             \
+    _(ATAN2, 0, 0, 1, SAME)               \
+    _(EQ, 1, 1, 1, BOOLEAN)                  \
+    _(NE, 1, 1, 1, BOOLEAN)                  \
+    _(LT, 1, 1, 1, BOOLEAN)                  \
+    _(LE, 1, 1, 1, BOOLEAN)                  \
+    _(GT, 1, 1, 1, BOOLEAN)                  \
+    _(GE, 1, 1, 1, BOOLEAN)                  \
+    _(LOGICAL_AND, 1, 1, 1, BOOLEAN)         \
+    _(LOGICAL_OR, 1, 1, 1, BOOLEAN)          \
+    _(LOGICAL_XOR, 1, 1, 1, BOOLEAN)         \
+    _(BITWISE_AND, 1, 1, 0, SAME)         \
+    _(BITWISE_OR, 1, 1, 0, SAME)          \
+    _(BITWISE_XOR, 1, 1, 0, SAME)         \
+    _(LSHIFT, 0, 1, 0, SAME)              \
+    _(RSHIFT, 0, 1, 0, SAME)
+#define UNARY_OPS(_)                      \
+    _(NEG, 0, 1, 1, SAME)                 \
+    _(ABS, 0, 1, 1, SAME)                 \
+    _(SIGN, 1, 1, 1, SAME)                \
+    _(BITWISE_NOT, 1, 1, 0, SAME)         \
+    _(LOGICAL_NOT, 1, 1, 1, BOOLEAN)
+/* The first input's type: BOOLEAN (where's condition) or SAME. */
+#define TERNARY_OPS(_)                    \
+    _(WHERE, 1, 1, 1, BOOLEAN)               \
+    _(CLAMP, 0, 1, 1, SAME)
+
+#define TH_TYPE_SAME(ctype) ctype
+#define TH_TYPE_BOOLEAN(ctype) bool
+
+/* ---- the loops ---------------------------------------------------------------
+ * loop(data, strides, n, ctx) with data[0] the output; ctx points at the
+ * plan's parameter (alpha) in the compute dtype.  Each loop has plain
+ * indexed fast paths, which GCC vectorises: all contiguous, and one input a
+ * scalar (stride 0, a number or a broadcast dim); then the general strided
+ * path. */
+#define TH_BINARY_LOOP(OP, Name, ctype, out_t)                               \
+    static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
+                            void *ctx)                                       \
+    {                                                                        \
+        const ctype P = *(const ctype *)ctx;                                 \
+        (void)P;                                                             \
+        out_t *o = (out_t *)data[0];                                         \
+        const ctype *x = (const ctype *)data[1];                             \
+        const ctype *y = (const ctype *)data[2];                             \
+        if (strides[0] == sizeof(out_t)) {                                   \
+            if (strides[1] == sizeof(ctype) && strides[2] == sizeof(ctype)) { \
+                for (int64_t k = 0; k < n; k++) {                            \
+                    o[k] = EXPR_##OP(Name, ctype, x[k], y[k], P);            \
+                }                                                            \
+                return;                                                      \
+            }                                                                \
+            if (strides[1] == sizeof(ctype) && strides[2] == 0) {            \
+                const ctype yv = *y;                                         \
+                for (int64_t k = 0; k < n; k++) {                            \
+                    o[k] = EXPR_##OP(Name, ctype, x[k], yv, P);              \
+                }                                                            \
+                return;                                                      \
+            }                                                                \
+            if (strides[1] == 0 && strides[2] == sizeof(ctype)) {            \
+                const ctype xv = *x;                                         \
+                for (int64_t k = 0; k < n; k++) {                            \
+                    o[k] = EXPR_##OP(Name, ctype, xv, y[k], P);              \
+                }                                                            \
+                return;                                                      \
+            }                                                                \
+        }                                                                    \
+        for (int64_t k = 0; k < n; k++) {                                    \
+            const ctype a = *(const ctype *)(data[1] + k * strides[1]);      \
+            const ctype b = *(const ctype *)(data[2] + k * strides[2]);      \
+            *(out_t *)(data[0] + k * strides[0]) =                           \
+                EXPR_##OP(Name, ctype, a, b, P);                             \
+        }                                                                    \
+    }
+
+#define TH_UNARY_LOOP(OP, Name, ctype, out_t)                                \
+    static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
+                            void *ctx)                                       \
+    {                                                                        \
+        (void)ctx;                                                           \
+        if (strides[0] == sizeof(out_t) && strides[1] == sizeof(ctype)) {    \
+            out_t *o = (out_t *)data[0];                                     \
+            const ctype *x = (const ctype *)data[1];                         \
+            for (int64_t k = 0; k < n; k++) {                                \
+                o[k] = EXPR_##OP(Name, ctype, x[k]);                         \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t k = 0; k < n; k++) {                                    \
+            const ctype a = *(const ctype *)(data[1] + k * strides[1]);      \
+            *(out_t *)(data[0] + k * strides[0]) = EXPR_##OP(Name, ctype, a); \
+        }                                                                    \
+    }
+
+/* Ternary loops: the fast path is a contiguous first input with the other
+ * two contiguous or both scalars (clamp(x, 0, 1), where(c, x, 0.0)...). */
+#define TH_TERNARY_LOOP(OP, Name, ctype, in0_t)                              \
+    static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
+                            void *ctx)                                       \
+    {                                                                        \
+        (void)ctx;                                                           \
+        ctype *o = (ctype *)data[0];                                         \
+        const in0_t *x = (const in0_t *)data[1];                             \
+        const ctype *y = (const ctype *)data[2];                             \
+        const ctype *z = (const ctype *)data[3];                             \
+        if (strides[0] == sizeof(ctype) && strides[1] == sizeof(in0_t)) {    \
+            if (strides[2] == sizeof(ctype) && strides[3] == sizeof(ctype)) { \
+                for (int64_t k = 0; k < n; k++) {                            \
+                    o[k] = EXPR_##OP(Name, ctype, x[k], y[k], z[k]);         \
+                }                                                            \
+                return;                                                      \
+            }                                                                \
+            if (strides[2] == 0 && strides[3] == 0) {                        \
+                const ctype yv = *y, zv = *z;                                \
+                for (int64_t k = 0; k < n; k++) {                            \
+                    o[k] = EXPR_##OP(Name, ctype, x[k], yv, zv);             \
+                }                                                            \
+                return;                                                      \
+            }                                                                \
+        }                                                                    \
+        for (int64_t k = 0; k < n; k++) {                                    \
+            const in0_t a = *(const in0_t *)(data[1] + k * strides[1]);      \
+            const ctype b = *(const ctype *)(data[2] + k * strides[2]);      \
+            const ctype c = *(const ctype *)(data[3] + k * strides[3]);      \
+            *(ctype *)(data[0] + k * strides[0]) =                           \
+                EXPR_##OP(Name, ctype, a, b, c);                             \
+        }                                                                    \
+    }
+
+/* One loop per (operator, dtype of a category it supports). */
+#define TH_GEN_LOOP(LOOP, OP, B, I, F, TYPE, Name, ctype)                    \
+    TH_WHEN(TH_KIND_##Name(B, I, F),                                         \
+            LOOP(OP, Name, ctype, TH_TYPE_##TYPE(ctype)))
+#define TH_GEN_FOR_DTYPE(info, Name, ctype, py) \
+    TH_APPLY(TH_GEN_LOOP, TH_UNPAREN info, Name, ctype)
+#define TH_GEN_BINARY(OP, B, I, F, TYPE) \
+    TH_FORALL_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_BINARY_LOOP, OP, B, I, F, TYPE))
+#define TH_GEN_UNARY(OP, B, I, F, TYPE) \
+    TH_FORALL_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_UNARY_LOOP, OP, B, I, F, TYPE))
+#define TH_GEN_TERNARY(OP, B, I, F, TYPE) \
+    TH_FORALL_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_TERNARY_LOOP, OP, B, I, F, TYPE))
+BINARY_OPS(TH_GEN_BINARY)
+UNARY_OPS(TH_GEN_UNARY)
+TERNARY_OPS(TH_GEN_TERNARY)
+
+/* loops[op][compute dtype]; NULL where the operator has no loop. */
+#define TH_LOOP_ENTRY(OP, B, I, F, Name)                                     \
+    TH_WHEN(TH_KIND_##Name(B, I, F), [TH_OP_##OP][TH_##Name] = OP##_##Name,)
+#define TH_ENTRY_FOR_DTYPE(info, Name, ctype, py) \
+    TH_APPLY(TH_LOOP_ENTRY, TH_UNPAREN info, Name)
+#define TH_LOOP_ROW(OP, B, I, F, TYPE) \
+    TH_FORALL_DTYPES_INNER(TH_ENTRY_FOR_DTYPE, (OP, B, I, F))
+static const THLoop loops[TH_NUM_POINTWISE_OPS][TH_NUM_DTYPES] = {
+    BINARY_OPS(TH_LOOP_ROW) UNARY_OPS(TH_LOOP_ROW) TERNARY_OPS(TH_LOOP_ROW)
+};
+
+/* Whether the operator's output is bool whatever the inputs. */
+#define TH_BOOL_OUTPUT_SAME 0
+#define TH_BOOL_OUTPUT_BOOLEAN 1
+#define TH_BOOL_OUTPUT_ENTRY(OP, B, I, F, TYPE) \
+    [TH_OP_##OP] = TH_CAT(TH_BOOL_OUTPUT_, TYPE),
+static const bool bool_output[TH_NUM_POINTWISE_OPS] = {
+    BINARY_OPS(TH_BOOL_OUTPUT_ENTRY) UNARY_OPS(TH_BOOL_OUTPUT_ENTRY)
+};
+
+/* Sets *found when an element is 0 (the integer-division check). */
+#define TH_DEFINE_FIND_ZERO(Name, ctype, py)                                  \
+    static void find_zero_##Name(char **data, const int64_t *strides,         \
+                                 int64_t n, void *ctx)                        \
+    {                                                                         \
+        bool *found = ctx;                                                    \
+        for (int64_t k = 0; k < n; k++) {                                     \
+            if (*(const ctype *)(data[0] + k * strides[0]) == 0) {            \
+                *found = true;                                                \
+            }                                                                 \
+        }                                                                     \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_FIND_ZERO)
+#define TH_FIND_ZERO_ENTRY(Name, ctype, py) find_zero_##Name,
+static const THLoop find_zero_loops[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_FIND_ZERO_ENTRY)
+};
+
+/* ---- names, numbers and single elements --------------------------------- */
+
+static const char *const op_names[TH_NUM_POINTWISE_OPS] = {
+#define TH_OP_NAME(NAME, name, arity) name,
+    TH_FORALL_POINTWISE_OPS(TH_OP_NAME)
+#undef TH_OP_NAME
+};
+
+static const int op_arity[TH_NUM_POINTWISE_OPS] = {
+#define TH_OP_ARITY(NAME, name, arity) arity,
+    TH_FORALL_POINTWISE_OPS(TH_OP_ARITY)
+#undef TH_OP_ARITY
+};
+
+int
+THPointwise_arity(THPointwiseOp op)
+{
+    return op_arity[op];
+}
+
+const char *
+THPointwise_dtypeTitle(THDtype dtype)
+{
+    static const char *const titles[TH_NUM_DTYPES] = {
+        [TH_Bool] = "Bool",   [TH_UInt8] = "Byte",    [TH_Int8] = "Char",
+        [TH_Int16] = "Short", [TH_Int32] = "Int",     [TH_Int64] = "Long",
+        [TH_Float32] = "Float", [TH_Float64] = "Double",
+    };
+    return THDtype_isValid(dtype) && titles[dtype] ? titles[dtype]
+                                                  : "Undefined";
+}
+
+/* Writes a number converted to dtype at `buffer`.  Promotion never makes a
+ * floating number meet an integer compute dtype, so the conversion is
+ * defined (integers wrap into narrower integer dtypes, as in PyTorch). */
+#define TH_STORE_NUMBER(Name, ctype, py)                                     \
+    case TH_##Name: {                                                        \
+        ctype v = number.dtype == TH_Float64 ? (ctype)number.value.d         \
+                  : number.dtype == TH_Int64 ? (ctype)number.value.i         \
+                                             : (ctype)number.value.b;        \
+        memcpy(buffer, &v, sizeof(v));                                       \
+        break;                                                               \
+    }
+
+static void
+store_number(THScalar number, THDtype dtype, void *buffer)
+{
+    switch (dtype) {
+        TH_FORALL_DTYPES(TH_STORE_NUMBER)
+    default:
+        break;
+    }
+}
+#undef TH_STORE_NUMBER
+
+/* The value of a one-element tensor, exactly, as a bool, int64 or double. */
+#define TH_LOAD_ELEMENT(Name, ctype, py)                                     \
+    case TH_##Name: {                                                        \
+        ctype v;                                                             \
+        memcpy(&v, p, sizeof(v));                                            \
+        return TH_KIND_##Name(THScalar_fromBool(v),                          \
+                              THScalar_fromInt((int64_t)v),                  \
+                              THScalar_fromDouble((double)v));               \
+    }
+
+static THScalar
+load_element(const THTensor *tensor)
+{
+    const char *p = THTensor_data(tensor);
+    switch (tensor->dtype) {
+        TH_FORALL_DTYPES(TH_LOAD_ELEMENT)
+    default:
+        break;
+    }
+    return THScalar_fromInt(0);
+}
+#undef TH_LOAD_ELEMENT
+
+/* ---- type promotion ---------------------------------------------------------- */
+
+/* -1 stands for "no input of this kind yet" (PyTorch's Undefined). */
+static int
+promote_defined(int a, THDtype b)
+{
+    return a < 0 ? (int)b : (int)THDtype_promote((THDtype)a, b);
+}
+
+/* PyTorch's combine_categories: the lower-priority result only counts
+ * when it is of a higher category than the higher-priority one. */
+static int
+combine_categories(int higher, int lower)
+{
+    if (higher < 0) {
+        return lower;
+    }
+    if (lower < 0 || THDtype_isFloating((THDtype)higher)) {
+        return higher;
+    }
+    if (higher == TH_Bool || THDtype_isFloating((THDtype)lower)) {
+        return (int)THDtype_promote((THDtype)higher, (THDtype)lower);
+    }
+    return higher;
+}
+
+static THDtype
+number_dtype(THScalar number, THDtype default_float)
+{
+    return number.dtype == TH_Float64 ? default_float : number.dtype;
+}
+
+THDtype
+THPointwise_resultType(int nargs, const THPointwiseArg *args,
+                       THDtype default_float)
+{
+    int dims = -1, zero_dim = -1, numbers = -1;
+    for (int k = 0; k < nargs; k++) {
+        const THTensor *t = args[k].tensor;
+        if (t == NULL) {
+            numbers = promote_defined(
+                numbers, number_dtype(args[k].number, default_float));
+        }
+        else if (t->ndim > 0) {
+            dims = promote_defined(dims, t->dtype);
+        }
+        else {
+            zero_dim = promote_defined(zero_dim, t->dtype);
+        }
+    }
+    int result =
+        combine_categories(dims, combine_categories(zero_dim, numbers));
+    return result < 0 ? default_float : (THDtype)result;
+}
+
+bool
+THPointwise_canCast(THDtype from, THDtype to)
+{
+    if (THDtype_isFloating(from) && THDtype_isIntegral(to, false)) {
+        return false;
+    }
+    return from == TH_Bool || to != TH_Bool;
+}
+
+/* ---- checks ------------------------------------------------------------------ */
+
+static THDtype
+arg_dtype(const THPointwiseArg *arg)
+{
+    return arg->tensor != NULL ? arg->tensor->dtype : arg->number.dtype;
+}
+
+static int
+arg_ndim(const THPointwiseArg *arg)
+{
+    return arg->tensor != NULL ? arg->tensor->ndim : 0;
+}
+
+static const int64_t *
+arg_sizes(const THPointwiseArg *arg)
+{
+    return arg->tensor != NULL ? arg->tensor->sizes : NULL;
+}
+
+/* "[2, 3]" into buf. */
+static const char *
+format_shape(char *buf, size_t size, int ndim, const int64_t *sizes)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < ndim && used < size; d++) {
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld",
+                                 d > 0 ? ", " : "", (long long)sizes[d]);
+    }
+    if (used < size) {
+        snprintf(buf + used, size - used, "]");
+    }
+    return buf;
+}
+
+/* PyTorch's own messages for bool inputs of - and unary -. */
+static int
+check_bool_arithmetic(THPointwiseOp op, const THPointwiseArg *args)
+{
+    if (op == TH_OP_SUB || op == TH_OP_SUB_ALPHA) {
+        bool a = arg_dtype(&args[0]) == TH_Bool;
+        bool b = arg_dtype(&args[1]) == TH_Bool;
+        if (a && b) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "Subtraction, the `-` operator, with two bool "
+                               "tensors is not supported. Use the `^` or "
+                               "`logical_xor()` operator instead.");
+        }
+        if (a || b) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "Subtraction, the `-` operator, with a bool "
+                               "tensor is not supported. If you are trying to "
+                               "invert a mask, use the `~` or `logical_not()` "
+                               "operator instead.");
+        }
+    }
+    if (op == TH_OP_NEG && arg_dtype(&args[0]) == TH_Bool) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "Negation, the `-` operator, on a bool tensor is "
+                           "not supported. If you are trying to invert a "
+                           "mask, use the `~` or `logical_not()` operator "
+                           "instead.");
+    }
+    return 0;
+}
+
+static int
+check_alpha(THScalar alpha, THDtype compute)
+{
+    if (alpha.dtype == TH_Bool && compute != TH_Bool) {
+        return THError_set(TH_ERR_RUNTIME, "Boolean alpha only supported for "
+                                           "Boolean results.");
+    }
+    if (alpha.dtype == TH_Float64 && !THDtype_isFloating(compute)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "For integral input tensors, argument alpha must "
+                           "not be a floating point number.");
+    }
+    return 0;
+}
+
+static int
+check_pow_exponent(const THPointwiseArg *args)
+{
+    const THPointwiseArg *base = &args[0], *exponent = &args[1];
+    if (base->tensor != NULL && THDtype_isIntegral(base->tensor->dtype, true)
+        && exponent->tensor == NULL && exponent->number.dtype == TH_Int64
+        && exponent->number.value.i < 0) {
+        return THError_set(TH_ERR_RUNTIME, "Integers to negative integer "
+                                           "powers are not allowed.");
+    }
+    return 0;
+}
+
+static bool
+is_integer_division(THPointwiseOp op, THDtype compute)
+{
+    return (op == TH_OP_DIV_TRUNC || op == TH_OP_DIV_FLOOR
+            || op == TH_OP_REMAINDER || op == TH_OP_FMOD)
+           && THDtype_isIntegral(compute, true);
+}
+
+/* The compute dtype: the inputs' result type, floating for true division
+ * and atan2, bool for where's condition (which takes no part). */
+static int
+compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
+              const THPointwiseOptions *options, THDtype *out)
+{
+    int first = op == TH_OP_WHERE ? 1 : 0;
+    int arity = op_arity[op];
+    if (op == TH_OP_WHERE
+        && (args[0].tensor == NULL || args[0].tensor->dtype != TH_Bool)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "where expected condition to be a boolean tensor, "
+                           "but got a tensor with dtype %s",
+                           THPointwise_dtypeTitle(arg_dtype(&args[0])));
+    }
+    THDtype dtype = THPointwise_resultType(arity - first, args + first,
+                                           options->default_float);
+    if ((op == TH_OP_DIV || op == TH_OP_ATAN2)
+        && !THDtype_isFloating(dtype)) {
+        dtype = options->default_float;
+    }
+    if (check_bool_arithmetic(op, args) < 0) {
+        return -1;
+    }
+    if ((op == TH_OP_ADD_ALPHA || op == TH_OP_SUB_ALPHA)
+        && check_alpha(options->alpha, dtype) < 0) {
+        return -1;
+    }
+    if (op == TH_OP_POW && check_pow_exponent(args) < 0) {
+        return -1;
+    }
+    if (loops[op][dtype] == NULL) {
+        return THError_set(TH_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                           op_names[op], THPointwise_dtypeTitle(dtype));
+    }
+    *out = dtype;
+    return 0;
+}
+
+/* ---- memory overlap ------------------------------------------------------- */
+
+static void
+memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t last = 0;
+    for (int d = 0; d < tensor->ndim; d++) {
+        last += (tensor->sizes[d] - 1) * tensor->strides[d];
+    }
+    *lo = (uintptr_t)THTensor_data(tensor);
+    *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
+}
+
+/* Reading `input` while writing `output` element by element is only safe
+ * when they are disjoint or the very same view. */
+static bool
+overlaps_partially(const THTensor *output, const THTensor *input)
+{
+    uintptr_t olo, ohi, ilo, ihi;
+    if (output->numel == 0 || input->numel == 0
+        || output->storage != input->storage) {
+        return false;
+    }
+    memory_span(output, &olo, &ohi);
+    memory_span(input, &ilo, &ihi);
+    if (olo >= ihi || ilo >= ohi) {
+        return false;
+    }
+    return !THTensor_isSameView(output, input);
+}
+
+static int
+check_no_internal_overlap(const THTensor *tensor)
+{
+    for (int d = 0; d < tensor->ndim && tensor->numel > 0; d++) {
+        if (tensor->strides[d] == 0 && tensor->sizes[d] > 1) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "unsupported operation: more than one element "
+                               "of the written-to tensor refers to a single "
+                               "memory location. Please clone() the tensor "
+                               "before performing the operation.");
+        }
+    }
+    return 0;
+}
+
+/* ---- prepare --------------------------------------------------------------- */
+
+static bool
+same_shape(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
+{
+    return ndim_a == ndim_b
+           && (ndim_a == 0 || memcmp(a, b, sizeof(int64_t) * ndim_a) == 0);
+}
+
+/* Checks out= or the in-place self against the result. */
+static int
+check_output(const THTensor *out, int ndim, const int64_t *sizes,
+             THDtype result_dtype)
+{
+    if (!same_shape(out->ndim, out->sizes, ndim, sizes)) {
+        char have[256], want[256];
+        return THError_set(TH_ERR_RUNTIME,
+                           "output with shape %s doesn't match the broadcast "
+                           "shape %s",
+                           format_shape(have, sizeof(have), out->ndim,
+                                        out->sizes),
+                           format_shape(want, sizeof(want), ndim, sizes));
+    }
+    if (!THPointwise_canCast(result_dtype, out->dtype)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "result type %s can't be cast to the desired "
+                           "output type %s",
+                           THPointwise_dtypeTitle(result_dtype),
+                           THPointwise_dtypeTitle(out->dtype));
+    }
+    if (THTensor_checkWritable(out) < 0 || check_no_internal_overlap(out) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Sets plan->result and plan->written. */
+static int
+make_output(THPointwisePlan *plan, const THPointwiseArg *args, int arity,
+            const THPointwiseOptions *options, int ndim,
+            const int64_t *sizes, THDtype result_dtype)
+{
+    THTensor *out = options->inplace ? args[0].tensor : options->out;
+    if (out != NULL) {
+        if (check_output(out, ndim, sizes, result_dtype) < 0) {
+            return -1;
+        }
+        THTensor_retain(out);
+        plan->result = out;
+        plan->bump_version = true;
+        if (out->dtype == result_dtype) {
+            THTensor_retain(out);
+            plan->written = out;
+            return 0;
+        }
+        /* Computed in the result type, then cast by finish. */
+        plan->written = THTensor_newEmptyLike(out, result_dtype);
+        return plan->written == NULL ? -1 : 0;
+    }
+    /* A new result is laid out like the first input of the result's shape
+     * when that one is dense (Note [Preserving the layout]). */
+    THTensor *model = NULL;
+    for (int k = 0; k < arity && model == NULL; k++) {
+        const THTensor *t = args[k].tensor;
+        if (t != NULL && same_shape(t->ndim, t->sizes, ndim, sizes)
+            && (t->is_contiguous || THTensor_isNonOverlappingAndDense(t))) {
+            model = args[k].tensor;
+        }
+    }
+    plan->result = model != NULL
+                       ? THTensor_newEmptyLike(model, result_dtype)
+                       : THTensor_newEmpty(ndim, sizes, result_dtype,
+                                           TH_DEVICE_CPU);
+    if (plan->result == NULL) {
+        return -1;
+    }
+    THTensor_retain(plan->result);
+    plan->written = plan->result;
+    return 0;
+}
+
+static const int64_t zero_strides[TH_MAX_DIMS];
+
+/* Sets up input k (operand k + 1) in the compute dtype: numbers and
+ * one-element tensors go into the plan's buffer (a broadcast scalar, and
+ * no overlap with the output possible); other tensors of another dtype, or
+ * partially overlapping the output, are copied first. */
+static int
+make_input(THPointwisePlan *plan, int k, const THPointwiseArg *arg,
+           THDtype dtype, THIterOperand *operand)
+{
+    THTensor *t = arg->tensor;
+    if (t == NULL || t->numel == 1) {
+        THScalar value = t == NULL ? arg->number : load_element(t);
+        store_number(value, dtype, &plan->buffers[k]);
+        operand->data = (char *)&plan->buffers[k];
+        operand->ndim = t == NULL ? 0 : t->ndim;
+        operand->sizes = t == NULL ? NULL : t->sizes;
+        operand->strides = zero_strides;
+        operand->itemsize = THDtype_itemsize(dtype);
+        return 0;
+    }
+    if (t->dtype != dtype) {
+        t = plan->temporaries[k] = THTensor_newCast(t, dtype, false);
+    }
+    else if (overlaps_partially(plan->written, t)) {
+        t = plan->temporaries[k] = THTensor_newClone(t);
+    }
+    if (t == NULL) {
+        return -1;
+    }
+    *operand = THIterOperand_fromTensor(t);
+    return 0;
+}
+
+/* True when every operand can be walked as one run: tensors laid out
+ * exactly like the dense output, and buffers (stride 0). */
+static bool
+is_flat(const THTensor *written, int noperands, const THIterOperand *ops)
+{
+    if (!written->is_contiguous
+        && !THTensor_isNonOverlappingAndDense(written)) {
+        return false;
+    }
+    for (int k = 1; k < noperands; k++) {
+        if (ops[k].strides == zero_strides) {
+            continue;
+        }
+        if (ops[k].ndim != written->ndim
+            || (written->ndim > 0
+                && (memcmp(ops[k].sizes, written->sizes,
+                           sizeof(int64_t) * written->ndim) != 0
+                    || memcmp(ops[k].strides, written->strides,
+                              sizeof(int64_t) * written->ndim) != 0))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int
+check_divisor(const THIterOperand *divisor, THDtype dtype)
+{
+    bool found = false;
+    THIter iter;
+    if (THIter_initOperands(&iter, 1, divisor, divisor->ndim,
+                            divisor->sizes) < 0) {
+        return -1;
+    }
+    THIter_run(&iter, find_zero_loops[dtype], &found);
+    return found ? THError_set(TH_ERR_RUNTIME, "ZeroDivisionError") : 0;
+}
+
+static int
+setup_iteration(THPointwisePlan *plan, THIterOperand *ops, int ndim,
+                const int64_t *sizes)
+{
+    plan->numel = plan->written->numel;
+    if (is_flat(plan->written, plan->noperands, ops)) {
+        plan->flat = true;
+        for (int k = 0; k < plan->noperands; k++) {
+            plan->flat_data[k] = ops[k].data;
+            plan->flat_strides[k] =
+                ops[k].strides == zero_strides ? 0 : ops[k].itemsize;
+        }
+        return 0;
+    }
+    plan->flat = false;
+    return THIter_initOperands(&plan->iter, plan->noperands, ops, ndim,
+                               sizes);
+}
+
+static void
+plan_init(THPointwisePlan *plan)
+{
+    plan->result = NULL;
+    plan->written = NULL;
+    plan->bump_version = false;
+    plan->numel = 0;
+    plan->param.i = 0;
+    for (int k = 0; k <= TH_POINTWISE_MAX_INPUTS; k++) {
+        plan->temporaries[k] = NULL;
+    }
+}
+
+void
+THPointwise_abandon(THPointwisePlan *plan)
+{
+    for (int k = 0; k <= TH_POINTWISE_MAX_INPUTS; k++) {
+        THTensor_release(plan->temporaries[k]);
+        plan->temporaries[k] = NULL;
+    }
+    THTensor_release(plan->written);
+    THTensor_release(plan->result);
+    plan->written = plan->result = NULL;
+}
+
+static int
+prepare(THPointwisePlan *plan, THPointwiseOp op, const THPointwiseArg *args,
+        const THPointwiseOptions *options)
+{
+    int arity = op_arity[op];
+    THDtype dtype = TH_Bool;
+    if (compute_dtype(op, args, options, &dtype) < 0) {
+        return -1;
+    }
+    if (options->inplace && args[0].tensor == NULL) {
+        return THError_set(TH_ERR_RUNTIME, "in-place operation on a number");
+    }
+    int ndim = 0;
+    int64_t sizes[TH_MAX_DIMS];
+    for (int k = 0; k < arity; k++) {
+        if (THIter_broadcastShape(ndim, sizes, arg_ndim(&args[k]),
+                                  arg_sizes(&args[k]), &ndim, sizes) < 0) {
+            return -1;
+        }
+    }
+    THDtype result_dtype = bool_output[op] ? TH_Bool : dtype;
+    if (make_output(plan, args, arity, options, ndim, sizes, result_dtype)
+        < 0) {
+        return -1;
+    }
+    THIterOperand ops[TH_POINTWISE_MAX_INPUTS + 1];
+    ops[0] = THIterOperand_fromTensor(plan->written);
+    for (int k = 0; k < arity; k++) {
+        THDtype input_dtype = (op == TH_OP_WHERE && k == 0) ? TH_Bool : dtype;
+        if (make_input(plan, k, &args[k], input_dtype, &ops[k + 1]) < 0) {
+            return -1;
+        }
+    }
+    plan->noperands = arity + 1;
+    plan->loop = loops[op][dtype];
+    if (op == TH_OP_ADD_ALPHA || op == TH_OP_SUB_ALPHA) {
+        store_number(options->alpha, dtype, &plan->param);
+    }
+    if (is_integer_division(op, dtype) && check_divisor(&ops[2], dtype) < 0) {
+        return -1;
+    }
+    return setup_iteration(plan, ops, ndim, sizes);
+}
+
+int
+THPointwise_prepare(THPointwisePlan *plan, THPointwiseOp op,
+                    const THPointwiseArg *args,
+                    const THPointwiseOptions *options)
+{
+    plan_init(plan);
+    if ((int)op < 0 || op >= TH_NUM_POINTWISE_OPS) {
+        return THError_set(TH_ERR_RUNTIME, "invalid pointwise operator %d",
+                           (int)op);
+    }
+    if (prepare(plan, op, args, options) < 0) {
+        THPointwise_abandon(plan);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- execute and finish ------------------------------------------------------ */
+
+static void
+run_flat_range(int64_t begin, int64_t end, void *arg)
+{
+    THPointwisePlan *plan = arg;
+    char *data[TH_POINTWISE_MAX_INPUTS + 1];
+    for (int k = 0; k < plan->noperands; k++) {
+        data[k] = plan->flat_data[k] + begin * plan->flat_strides[k];
+    }
+    plan->loop(data, plan->flat_strides, end - begin, &plan->param);
+}
+
+void
+THPointwise_execute(THPointwisePlan *plan)
+{
+    if (plan->numel == 0) {
+        return;
+    }
+    if (!plan->flat) {
+        THIter_runParallel(&plan->iter, plan->loop, &plan->param,
+                           TH_PARALLEL_GRAIN);
+    }
+    else if (plan->numel < 2 * TH_PARALLEL_GRAIN) {
+        plan->loop(plan->flat_data, plan->flat_strides, plan->numel,
+                   &plan->param);
+    }
+    else {
+        THParallel_for(plan->numel, TH_PARALLEL_GRAIN, run_flat_range, plan);
+    }
+}
+
+THTensor *
+THPointwise_finish(THPointwisePlan *plan)
+{
+    int status = 0;
+    if (plan->written != plan->result) {
+        status = THTensor_copy(plan->result, plan->written); /* bumps */
+    }
+    else if (plan->bump_version) {
+        THTensor_bumpVersion(plan->result);
+    }
+    THTensor *result = plan->result;
+    plan->result = NULL;
+    THPointwise_abandon(plan);
+    if (status < 0) {
+        THTensor_release(result);
+        return NULL;
+    }
+    return result;
+}
+
+THTensor *
+THPointwise_apply(THPointwiseOp op, const THPointwiseArg *args,
+                  const THPointwiseOptions *options)
+{
+    THPointwisePlan plan;
+    if (THPointwise_prepare(&plan, op, args, options) < 0) {
+        return NULL;
+    }
+    THPointwise_execute(&plan);
+    return THPointwise_finish(&plan);
+}
