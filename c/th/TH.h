@@ -14,5 +14,6 @@
 #include "THRandom.h"
 #include "THStorage.h"
 #include "THTensor.h"
+#include "THUnary.h"
 
 #endif /* TH_H */
