@@ -11,6 +11,7 @@
 #include "THIter.h"
 #include "THParallel.h"
 #include "THRandom.h"
+#include "THReduce.h"
 #include "THStorage.h"
 #include "THTensor.h"
 
