@@ -1,13 +1,895 @@
 /*
  * Reduce.c -- reductions (sum, mean, max, var, norm, ...), softmax and scans.
  * See Note [Function and method from one implementation] in THP.h.
+ *
+ * Each wrapper parses PyTorch's signature, calls one THReduce.h function
+ * (with the GIL released for large inputs: the kernels never touch Python,
+ * and a Python allocator takes the GIL back itself) and wraps the result,
+ * copying it into `out=` when one is given.
  */
 #include "THP.h"
 
+/* Runs `stmt` without the GIL when the input is large enough for the
+ * kernel time to matter. */
+#define THP_MAYBE_WITHOUT_GIL(numel, stmt)                                   \
+    do {                                                                     \
+        if ((numel) >= TH_PARALLEL_GRAIN) {                                  \
+            Py_BEGIN_ALLOW_THREADS stmt;                                     \
+            Py_END_ALLOW_THREADS                                             \
+        }                                                                    \
+        else {                                                               \
+            stmt;                                                            \
+        }                                                                    \
+    } while (0)
+
+/* ---- argument parsing ------------------------------------------------------ */
+
+/* Parses `dim`: absent or None (every dim), an int, or a tuple/list of
+ * ints.  Returns the number of dims (0 = every dim) or -1. */
+static int
+parse_dim_list(const char *fname, PyObject *obj, int64_t *dims)
+{
+    if (obj == NULL || obj == Py_None) {
+        return 0;
+    }
+    if (PyTuple_Check(obj) || PyList_Check(obj)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+        if (n > TH_MAX_DIMS) {
+            PyErr_Format(PyExc_IndexError, "%s(): too many dims (%zd)", fname,
+                         n);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(obj, i); /* borrowed */
+            if (PyBool_Check(item)
+                || THPUtils_unpackLong(item, fname, "dim", &dims[i]) < 0) {
+                if (!PyErr_Occurred()) {
+                    PyErr_Format(PyExc_TypeError,
+                                 "%s(): argument 'dim' must be tuple of ints, "
+                                 "but found element of type bool at pos %zd",
+                                 fname, i);
+                }
+                return -1;
+            }
+        }
+        return (int)n;
+    }
+    if (PyBool_Check(obj) || PyFloat_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'dim' must be int or tuple of ints, not "
+                     "%s",
+                     fname, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return THPUtils_unpackLong(obj, fname, "dim", &dims[0]) < 0 ? -1 : 1;
+}
+
+/* The dims as a mask over the input's dims. */
+static int
+parse_dim_mask(const char *fname, PyObject *obj, const THTensor *input,
+               bool *mask)
+{
+    int64_t dims[TH_MAX_DIMS];
+    int ndims = parse_dim_list(fname, obj, dims);
+    if (ndims < 0) {
+        return -1;
+    }
+    if (THReduce_dimMask(input, ndims, dims, mask) < 0) {
+        THPUtils_setErrorFromTH();
+        return -1;
+    }
+    return 0;
+}
+
+/* A single, required int dim. */
+static int
+parse_one_dim(const char *fname, PyObject *obj, int64_t *dim)
+{
+    if (obj == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() missing 1 required positional arguments: \"dim\"",
+                     fname);
+        return -1;
+    }
+    if (PyBool_Check(obj) || PyFloat_Check(obj) || obj == Py_None) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'dim' must be int, not %s", fname,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return THPUtils_unpackLong(obj, fname, "dim", dim);
+}
+
+static int
+parse_bool(const char *fname, const char *what, PyObject *obj, bool *out)
+{
+    if (obj == NULL) {
+        return 0; /* keeps the default */
+    }
+    if (!PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be bool, not %s",
+                     fname, what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *out = obj == Py_True;
+    return 0;
+}
+
+/* dtype=None or a dtype; -1 for None/absent. */
+static int
+parse_optional_dtype(PyObject *obj, int *dtype)
+{
+    *dtype = -1;
+    if (obj == NULL || obj == Py_None) {
+        return 0;
+    }
+    THDtype parsed;
+    if (THPDtype_Parse(obj, &parsed) < 0) {
+        return -1;
+    }
+    *dtype = (int)parsed;
+    return 0;
+}
+
+/* Wraps `result` (stolen; NULL means the core failed), or copies it into
+ * `out` when one was given and returns that.  A mismatched out is an
+ * error and is left untouched. */
+static PyObject *
+wrap_or_copy_out(const char *fname, THTensor *result, PyObject *out)
+{
+    if (result == NULL || out == NULL || out == Py_None) {
+        return THPVariable_Wrap(result);
+    }
+    if (!THPVariable_Check(out)) {
+        THTensor_release(result);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'out' must be Tensor, not %s", fname,
+                     Py_TYPE(out)->tp_name);
+        return NULL;
+    }
+    THTensor *target = THPVariable_Unpack(out);
+    bool same_shape = target->ndim == result->ndim;
+    for (int d = 0; same_shape && d < result->ndim; d++) {
+        same_shape = target->sizes[d] == result->sizes[d];
+    }
+    int status = -1;
+    if (target->dtype != result->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected out tensor to have dtype %s, but got %s "
+                     "instead",
+                     fname, THDtype_name(result->dtype),
+                     THDtype_name(target->dtype));
+    }
+    else if (!same_shape) {
+        PyObject *want = THPSize_New(result->ndim, result->sizes);
+        PyObject *got = THPSize_New(target->ndim, target->sizes);
+        if (want != NULL && got != NULL) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): expected out tensor of shape %R, but got %R",
+                         fname, want, got);
+        }
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+    }
+    else if (THTensor_copy(target, result) < 0) {
+        THPUtils_setErrorFromTH();
+    }
+    else {
+        status = 0;
+    }
+    THTensor_release(result);
+    return status < 0 ? NULL : Py_NewRef(out);
+}
+
+/* The arguments most reductions share: (dim=None, keepdim=False, *,
+ * dtype=None, out=None), of which each op takes a subset. */
+typedef struct {
+    bool mask[TH_MAX_DIMS];
+    bool keepdim;
+    int dtype;
+    PyObject *out; /* borrowed or NULL */
+} ReduceArgs;
+
+enum { ARG_DIM, ARG_KEEPDIM, ARG_DTYPE, ARG_OUT, NARGS };
+
+static int
+parse_reduce_args(const char *fname, PyObject *input, PyObject *const *args,
+                  Py_ssize_t nargs, PyObject *kwnames, bool takes_dtype,
+                  ReduceArgs *ra)
+{
+    static const char *const names[NARGS] = {"dim", "keepdim", "dtype", "out"};
+    PyObject *objs[NARGS];
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names,
+                           takes_dtype ? NARGS : NARGS - 1, 2, objs)
+        < 0) {
+        return -1;
+    }
+    if (!takes_dtype) {
+        objs[ARG_OUT] = objs[ARG_DTYPE];
+        objs[ARG_DTYPE] = NULL;
+    }
+    ra->keepdim = false;
+    ra->out = objs[ARG_OUT];
+    if (parse_dim_mask(fname, objs[ARG_DIM], THPVariable_Unpack(input),
+                       ra->mask)
+            < 0
+        || parse_bool(fname, "keepdim", objs[ARG_KEEPDIM], &ra->keepdim) < 0
+        || parse_optional_dtype(objs[ARG_DTYPE], &ra->dtype) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- sum, mean, prod, amax, amin, all, any, logsumexp ---------------------- */
+
+typedef THTensor *(*MaskedReduceFn)(THTensor *input, const bool *mask,
+                                    bool keepdim, int dtype);
+
+static PyObject *
+masked_reduce(const char *fname, MaskedReduceFn fn, bool takes_dtype,
+              PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
+{
+    ReduceArgs ra;
+    if (parse_reduce_args(fname, input, args, nargs, kwnames, takes_dtype,
+                          &ra)
+        < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          result = fn(self, ra.mask, ra.keepdim, ra.dtype));
+    return wrap_or_copy_out(fname, result, ra.out);
+}
+
+static THTensor *
+amax_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    (void)dtype;
+    return THTensor_newAmax(input, mask, keepdim, true, "amax");
+}
+
+static THTensor *
+amin_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    (void)dtype;
+    return THTensor_newAmax(input, mask, keepdim, false, "amin");
+}
+
+static THTensor *
+all_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    (void)dtype;
+    return THTensor_newAll(input, mask, keepdim);
+}
+
+static THTensor *
+any_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    (void)dtype;
+    return THTensor_newAny(input, mask, keepdim);
+}
+
+static THTensor *
+logsumexp_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    (void)dtype;
+    return THTensor_newLogsumexp(input, mask, keepdim,
+                                 THPDtype_defaultFloat());
+}
+
+static PyObject *
+sum_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return masked_reduce("sum", THTensor_newSum, true, input, args, nargs,
+                         kwnames);
+}
+
+static PyObject *
+mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    return masked_reduce("mean", THTensor_newMean, true, input, args, nargs,
+                         kwnames);
+}
+
+/* prod takes one int dim (or none), as PyTorch's. */
+static PyObject *
+prod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    if (nargs > 0 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "prod(): argument 'dim' must be int, not tuple");
+        return NULL;
+    }
+    return masked_reduce("prod", THTensor_newProd, true, input, args, nargs,
+                         kwnames);
+}
+
+static PyObject *
+amax_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    return masked_reduce("amax", amax_fn, false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+amin_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    return masked_reduce("amin", amin_fn, false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+all_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return masked_reduce("all", all_fn, false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+any_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return masked_reduce("any", any_fn, false, input, args, nargs, kwnames);
+}
+
+/* logsumexp's dim is required. */
+static PyObject *
+logsumexp_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    bool has_dim = nargs > 0;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw && !has_dim; k++) {
+        has_dim = PyUnicode_CompareWithASCIIString(
+                      PyTuple_GET_ITEM(kwnames, k), "dim")
+                  == 0;
+        if (has_dim && args[nargs + k] == Py_None) {
+            PyErr_SetString(PyExc_TypeError,
+                            "logsumexp(): argument 'dim' must be tuple of "
+                            "ints, not NoneType");
+            return NULL;
+        }
+    }
+    if (!has_dim) {
+        PyErr_SetString(PyExc_TypeError,
+                        "logsumexp() missing 1 required positional "
+                        "arguments: \"dim\"");
+        return NULL;
+    }
+    return masked_reduce("logsumexp", logsumexp_fn, false, input, args, nargs,
+                         kwnames);
+}
+
+static PyObject *
+count_nonzero_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
+{
+    static const char *const names[] = {"dim"};
+    PyObject *dim_obj;
+    bool mask[TH_MAX_DIMS];
+    THTensor *self = THPVariable_Unpack(input);
+    if (THPUtils_parseArgs("count_nonzero", args, nargs, kwnames, names, 1, 1,
+                           &dim_obj)
+            < 0
+        || parse_dim_mask("count_nonzero", dim_obj, self, mask) < 0) {
+        return NULL;
+    }
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          result = THTensor_newCountNonzero(self, mask));
+    return THPVariable_Wrap(result);
+}
+
+/* ---- max, min, argmax, argmin ------------------------------------------------ */
+
+/* torch.return_types.max and .min: named (values, indices) tuples. */
+static PyStructSequence_Field minmax_fields[] = {
+    {"values", "the largest (smallest) values"},
+    {"indices", "their indices along the reduced dim"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc max_desc = {
+    "ember.return_types.max", "max(dim): (values, indices)", minmax_fields, 2,
+};
+static PyStructSequence_Desc min_desc = {
+    "ember.return_types.min", "min(dim): (values, indices)", minmax_fields, 2,
+};
+/* Created on first use and kept for the life of the process. */
+static PyTypeObject *max_type;
+static PyTypeObject *min_type;
+
+/* Borrowed reference to the named-tuple type. */
+static PyTypeObject *
+minmax_type(bool is_max)
+{
+    PyTypeObject **slot = is_max ? &max_type : &min_type;
+    if (*slot == NULL) {
+        *slot = PyStructSequence_NewType(is_max ? &max_desc : &min_desc);
+    }
+    return *slot;
+}
+
+/* A new (values, indices) named tuple; steals both tensors. */
+static PyObject *
+new_minmax_tuple(bool is_max, THTensor *values, THTensor *indices)
+{
+    PyTypeObject *type = minmax_type(is_max);
+    PyObject *tuple = type == NULL ? NULL : PyStructSequence_New(type);
+    if (tuple == NULL) {
+        THTensor_release(values);
+        THTensor_release(indices);
+        return NULL;
+    }
+    PyObject *v = THPVariable_Wrap(values);
+    PyObject *i = THPVariable_Wrap(indices);
+    if (v == NULL || i == NULL) {
+        Py_XDECREF(v);
+        Py_XDECREF(i);
+        Py_DECREF(tuple);
+        return NULL;
+    }
+    PyStructSequence_SetItem(tuple, 0, v); /* steals v */
+    PyStructSequence_SetItem(tuple, 1, i); /* steals i */
+    return tuple;
+}
+
+/* max(), max(dim, keepdim=False) and max(other), the elementwise maximum
+ * (served by the `maximum` method). */
+static PyObject *
+max_or_min(bool is_max, PyObject *input, PyObject *const *args,
+           Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "keepdim"};
+    const char *fname = is_max ? "max" : "min";
+    PyObject *objs[2];
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 2, 2, objs)
+        < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    if (objs[0] != NULL && THPVariable_Check(objs[0]) && objs[1] == NULL) {
+        return PyObject_CallMethod(input, is_max ? "maximum" : "minimum", "O",
+                                   objs[0]);
+    }
+    if (objs[0] == NULL) {
+        if (objs[1] != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): keepdim given without dim", fname);
+            return NULL;
+        }
+        bool mask[TH_MAX_DIMS];
+        THReduce_dimMask(self, 0, NULL, mask);
+        THTensor *result;
+        THP_MAYBE_WITHOUT_GIL(self->numel,
+                              result = THTensor_newAmax(self, mask, false,
+                                                        is_max, fname));
+        return THPVariable_Wrap(result);
+    }
+    int64_t dim;
+    bool keepdim = false;
+    if (parse_one_dim(fname, objs[0], &dim) < 0
+        || parse_bool(fname, "keepdim", objs[1], &keepdim) < 0) {
+        return NULL;
+    }
+    THTensor *values;
+    THTensor *indices;
+    int status;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          status = THTensor_maxDim(self, dim, keepdim, is_max,
+                                                   &values, &indices));
+    if (status < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return new_minmax_tuple(is_max, values, indices);
+}
+
+static PyObject *
+max_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return max_or_min(true, input, args, nargs, kwnames);
+}
+
+static PyObject *
+min_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return max_or_min(false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+argmax_or_argmin(bool is_max, PyObject *input, PyObject *const *args,
+                 Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "keepdim"};
+    const char *fname = is_max ? "argmax" : "argmin";
+    PyObject *objs[2];
+    int64_t dim = TH_REDUCE_FLATTEN;
+    bool keepdim = false;
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 2, 2, objs) < 0
+        || (objs[0] != NULL && objs[0] != Py_None
+            && parse_one_dim(fname, objs[0], &dim) < 0)
+        || parse_bool(fname, "keepdim", objs[1], &keepdim) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newArgmax(
+                                           self, dim, keepdim, is_max));
+    if (result != NULL && dim == TH_REDUCE_FLATTEN && keepdim) {
+        /* PyTorch keeps every dim as size 1 */
+        int64_t ones[TH_MAX_DIMS];
+        for (int d = 0; d < self->ndim; d++) {
+            ones[d] = 1;
+        }
+        THTensor *view = THTensor_newView(result, self->ndim, ones);
+        THTensor_release(result);
+        result = view;
+    }
+    return THPVariable_Wrap(result);
+}
+
+static PyObject *
+argmax_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    return argmax_or_argmin(true, input, args, nargs, kwnames);
+}
+
+static PyObject *
+argmin_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    return argmax_or_argmin(false, input, args, nargs, kwnames);
+}
+
+/* ---- var, std, var_mean, std_mean -------------------------------------------- */
+
+/* var(dim=None, *, correction=1, keepdim=False), plus PyTorch's older forms
+ * var(unbiased) and var(dim, unbiased, keepdim). */
+typedef struct {
+    bool mask[TH_MAX_DIMS];
+    double correction;
+    bool keepdim;
+    PyObject *out;
+} VarArgs;
+
+static int
+parse_var_args(const char *fname, PyObject *input, PyObject *const *args,
+               Py_ssize_t nargs, PyObject *kwnames, VarArgs *va)
+{
+    static const char *const names[] = {"dim", "unbiased", "keepdim",
+                                        "correction", "out"};
+    PyObject *objs[5];
+    if (nargs >= 1 && PyBool_Check(args[0])) { /* var(unbiased) */
+        if (nargs > 1) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() received an invalid combination of arguments",
+                         fname);
+            return -1;
+        }
+        objs[0] = NULL;
+        const char *const unbiased_name[] = {"unbiased"};
+        if (THPUtils_parseArgs(fname, args, nargs, NULL, unbiased_name, 1, 1,
+                               &objs[1])
+            < 0) {
+            return -1;
+        }
+        objs[2] = objs[3] = objs[4] = NULL;
+        if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(unbiased) takes no keyword arguments", fname);
+            return -1;
+        }
+    }
+    else if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 5, 3,
+                                objs)
+             < 0) {
+        return -1;
+    }
+    bool unbiased = true;
+    va->keepdim = false;
+    va->out = objs[4];
+    if (parse_dim_mask(fname, objs[0], THPVariable_Unpack(input), va->mask)
+            < 0
+        || parse_bool(fname, "unbiased", objs[1], &unbiased) < 0
+        || parse_bool(fname, "keepdim", objs[2], &va->keepdim) < 0) {
+        return -1;
+    }
+    va->correction = unbiased ? 1 : 0;
+    if (objs[3] != NULL && objs[3] != Py_None) {
+        if (objs[1] != NULL) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): can't specify both unbiased and correction",
+                         fname);
+            return -1;
+        }
+        va->correction = PyFloat_AsDouble(objs[3]);
+        if (va->correction == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+var_or_std(const char *fname, bool take_sqrt, PyObject *input,
+           PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    VarArgs va;
+    if (parse_var_args(fname, input, args, nargs, kwnames, &va) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          result = THTensor_newVar(self, va.mask,
+                                                   va.correction, va.keepdim,
+                                                   take_sqrt));
+    return wrap_or_copy_out(fname, result, va.out);
+}
+
+static PyObject *
+var_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return var_or_std("var", false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+std_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    return var_or_std("std", true, input, args, nargs, kwnames);
+}
+
+/* var_mean/std_mean: a plain (var, mean) tuple, as PyTorch's. */
+static PyObject *
+var_or_std_mean(const char *fname, bool take_sqrt, PyObject *input,
+                PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    VarArgs va;
+    if (parse_var_args(fname, input, args, nargs, kwnames, &va) < 0) {
+        return NULL;
+    }
+    if (va.out != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() got an unexpected keyword argument 'out'", fname);
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *var;
+    THTensor *mean = NULL;
+    THP_MAYBE_WITHOUT_GIL(
+        self->numel,
+        var = THTensor_newVar(self, va.mask, va.correction, va.keepdim,
+                              take_sqrt);
+        mean = var == NULL ? NULL
+                           : THTensor_newMean(self, va.mask, va.keepdim, -1));
+    if (mean == NULL && var != NULL) {
+        THTensor_release(var);
+        var = NULL;
+    }
+    PyObject *v = THPVariable_Wrap(var);
+    if (v == NULL) {
+        return NULL;
+    }
+    PyObject *m = THPVariable_Wrap(mean);
+    if (m == NULL) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyObject *tuple = PyTuple_Pack(2, v, m);
+    Py_DECREF(v);
+    Py_DECREF(m);
+    return tuple;
+}
+
+static PyObject *
+var_mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
+{
+    return var_or_std_mean("var_mean", false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+std_mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
+{
+    return var_or_std_mean("std_mean", true, input, args, nargs, kwnames);
+}
+
+/* ---- norm ------------------------------------------------------------------- */
+
+/* p: None or 'fro' (2), or a number (inf allowed). */
+static int
+parse_norm_order(PyObject *obj, double *p)
+{
+    *p = 2;
+    if (obj == NULL || obj == Py_None) {
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        if (PyUnicode_CompareWithASCIIString(obj, "fro") == 0) {
+            return 0;
+        }
+        PyErr_Format(PyExc_RuntimeError,
+                     "norm(): p=%R is not supported (ember has the vector "
+                     "norms and 'fro')",
+                     obj);
+        return -1;
+    }
+    if (PyBool_Check(obj) || !PyNumber_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "norm(): argument 'p' must be a number or 'fro', not %s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *p = PyFloat_AsDouble(obj);
+    return *p == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *
+norm_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    static const char *const names[] = {"p", "dim", "keepdim", "out",
+                                        "dtype"};
+    PyObject *objs[5];
+    THTensor *self = THPVariable_Unpack(input);
+    double p;
+    bool mask[TH_MAX_DIMS];
+    bool keepdim = false;
+    int dtype;
+    if (THPUtils_parseArgs("norm", args, nargs, kwnames, names, 5, 5, objs)
+            < 0
+        || parse_norm_order(objs[0], &p) < 0
+        || parse_dim_mask("norm", objs[1], self, mask) < 0
+        || parse_bool("norm", "keepdim", objs[2], &keepdim) < 0
+        || parse_optional_dtype(objs[4], &dtype) < 0) {
+        return NULL;
+    }
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newNorm(
+                                           self, p, mask, keepdim, dtype));
+    return wrap_or_copy_out("norm", result, objs[3]);
+}
+
+/* ---- softmax, log_softmax, cumsum, cumprod ---------------------------------- */
+
+static PyObject *
+softmax_common(const char *fname, bool log_softmax, PyObject *input,
+               PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "dtype"};
+    PyObject *objs[2];
+    int64_t dim;
+    int dtype;
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 2, 2, objs) < 0
+        || parse_one_dim(fname, objs[0], &dim) < 0
+        || parse_optional_dtype(objs[1], &dtype) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newSoftmax(
+                                           self, dim, log_softmax, dtype));
+    return THPVariable_Wrap(result);
+}
+
+static PyObject *
+softmax_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+             PyObject *kwnames)
+{
+    return softmax_common("softmax", false, input, args, nargs, kwnames);
+}
+
+static PyObject *
+log_softmax_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    return softmax_common("log_softmax", true, input, args, nargs, kwnames);
+}
+
+typedef THTensor *(*ScanFn)(THTensor *input, int64_t dim, int dtype);
+
+static PyObject *
+scan_common(const char *fname, ScanFn fn, PyObject *input,
+            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "dtype", "out"};
+    PyObject *objs[3];
+    int64_t dim;
+    int dtype;
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 1, objs) < 0
+        || parse_one_dim(fname, objs[0], &dim) < 0
+        || parse_optional_dtype(objs[1], &dtype) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel, result = fn(self, dim, dtype));
+    return wrap_or_copy_out(fname, result, objs[2]);
+}
+
+static PyObject *
+cumsum_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    return scan_common("cumsum", THTensor_newCumsum, input, args, nargs,
+                       kwnames);
+}
+
+static PyObject *
+cumprod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+             PyObject *kwnames)
+{
+    return scan_common("cumprod", THTensor_newCumprod, input, args, nargs,
+                       kwnames);
+}
+
+/* ---- tables ----------------------------------------------------------------- */
+
+#define THP_REDUCE_OPS(_)                                                    \
+    _(sum, "Sum of the elements, over all or the given dims.")               \
+    _(mean, "Mean of the elements (floating dtypes).")                       \
+    _(prod, "Product of the elements.")                                      \
+    _(max, "Largest element; with dim: (values, indices); with a tensor: "   \
+           "the elementwise maximum.")                                       \
+    _(min, "Smallest element; with dim: (values, indices); with a tensor: "  \
+           "the elementwise minimum.")                                       \
+    _(amax, "Largest elements over the given dims.")                         \
+    _(amin, "Smallest elements over the given dims.")                        \
+    _(argmax, "Index of the first largest element.")                         \
+    _(argmin, "Index of the first smallest element.")                        \
+    _(var, "Variance (correction=1: unbiased).")                             \
+    _(std, "Standard deviation (correction=1: unbiased).")                   \
+    _(norm, "Vector p-norm (p=2 by default, 'fro' is 2).")                   \
+    _(logsumexp, "log(sum(exp(x))) computed without overflow.")              \
+    _(all, "True when every element is non-zero.")                           \
+    _(any, "True when some element is non-zero.")                            \
+    _(count_nonzero, "Number of non-zero elements.")                         \
+    _(softmax, "exp(x) / sum(exp(x)) along dim, computed stably.")           \
+    _(log_softmax, "log(softmax(x)) along dim, computed stably.")            \
+    _(cumsum, "Running sum along dim.")                                      \
+    _(cumprod, "Running product along dim.")
+
+#define THP_REDUCE_FUNCTION_ONLY_OPS(_)                                      \
+    _(var_mean, "(var, mean) in one call.")                                  \
+    _(std_mean, "(std, mean) in one call.")
+
+#define THP_REDUCE_DEFINE(name, doc) THP_DEFINE_OP(name)
+THP_REDUCE_OPS(THP_REDUCE_DEFINE)
+
+/* The function half of THP_DEFINE_OP, for ops PyTorch has no method for. */
+#define THP_REDUCE_DEFINE_FUNCTION(name, doc)                                \
+    static PyObject *THPFunction_##name(PyObject *module,                    \
+                                        PyObject *const *args,               \
+                                        Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                        \
+        (void)module;                                                        \
+        if (THPUtils_checkOpInput(#name, args, nargs) == NULL) {             \
+            return NULL;                                                     \
+        }                                                                    \
+        return name##_impl(args[0], args + 1, nargs - 1, kwnames);           \
+    }
+THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_DEFINE_FUNCTION)
+
+#define THP_REDUCE_FUNCTION(name, doc) THP_FUNCTION_ENTRY(#name, name, doc),
+#define THP_REDUCE_METHOD(name, doc) THP_METHOD_ENTRY(#name, name, doc),
+
 PyMethodDef THPReduce_functions[] = {
+    THP_REDUCE_OPS(THP_REDUCE_FUNCTION)
+    THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_FUNCTION)
     {NULL, NULL, 0, NULL},
 };
 
 PyMethodDef THPVariable_reduce_methods[] = {
+    THP_REDUCE_OPS(THP_REDUCE_METHOD)
     {NULL, NULL, 0, NULL},
 };

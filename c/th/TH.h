@@ -12,6 +12,7 @@
 #include "THParallel.h"
 #include "THPointwise.h"
 #include "THRandom.h"
+#include "THReduce.h"
 #include "THStorage.h"
 #include "THTensor.h"
 #include "THUnary.h"

@@ -1,0 +1,1759 @@
+/*
+ * THReduce.c -- reductions, softmax and scans.  See THReduce.h.
+ *
+ * Note [Reduction plan]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * A reduction splits the input's dims into kept ones (one output element
+ * per position) and reduced ones.  The plan reduces every output over ONE
+ * strided run of `len` elements at `stride`: the reduced dims are sorted
+ * by stride and merged, which works for any dense layout (a full reduction
+ * of a transposed tensor is still one contiguous run).  When they cannot
+ * be merged (sum over dims 0 and 2 of a contiguous 3-d tensor), the input
+ * is first copied with the kept dims first and the reduced dims last,
+ * which makes the run contiguous.  Arg-reductions keep the reduced dims in
+ * their original order, since their result is a row-major index.
+ *
+ * Three drivers then run a kernel over the plan:
+ *   - per output: each output folds its whole run (parallel over outputs);
+ *   - split: few outputs with long runs (a full reduction): each run is
+ *     cut into one chunk per thread, the chunks are folded in parallel into
+ *     partial results, and the partials are merged in chunk order, so the
+ *     result depends only on the thread count, never on timing;
+ *   - columns: when the run is not contiguous but the innermost kept dim
+ *     is (sum(dim=0) of a row-major matrix), whole rows are added into a
+ *     row of accumulators, vectorised along the row, instead of walking
+ *     each column with a large stride.
+ *
+ * Note [Accurate sums]
+ * ~~~~~~~~~~~~~~~~~~~~
+ * Floating sums are pairwise, like NumPy's: a leaf of up to
+ * TH_PAIRWISE_LEAF elements is added by TH_PAIRWISE_LANES independent
+ * accumulators (each sees at most LEAF / LANES elements; independent
+ * chains are also what lets the compiler vectorise the loop without
+ * reassociating anything), and longer runs are halved recursively.  The
+ * error grows with log(n) instead of n: 2**25 float32 ones sum to 2**25
+ * exactly, where a plain float loop gets stuck at 2**24 (2**24 + 1 rounds
+ * back to 2**24).  Column sums use the same halving over rows.
+ */
+#include "THReduce.h"
+
+#include "THParallel.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- dtype traits ---------------------------------------------------------- */
+
+/* The type sums, products and scans accumulate in: floating dtypes in
+ * themselves (as PyTorch), the others in uint64_t, whose arithmetic wraps
+ * like PyTorch's int64 does (signed overflow would be undefined in C). */
+#define TH_ACC_Bool uint64_t
+#define TH_ACC_UInt8 uint64_t
+#define TH_ACC_Int8 uint64_t
+#define TH_ACC_Int16 uint64_t
+#define TH_ACC_Int32 uint64_t
+#define TH_ACC_Int64 uint64_t
+#define TH_ACC_Float32 float
+#define TH_ACC_Float64 double
+/* ... and the type their results are stored as. */
+#define TH_RES_Bool int64_t
+#define TH_RES_UInt8 int64_t
+#define TH_RES_Int8 int64_t
+#define TH_RES_Int16 int64_t
+#define TH_RES_Int32 int64_t
+#define TH_RES_Int64 int64_t
+#define TH_RES_Float32 float
+#define TH_RES_Float64 double
+
+#define TH_FORALL_FLOAT_DTYPES(_) \
+    _(Float32, float, "float32")  \
+    _(Float64, double, "float64")
+
+#define TH_EXP_Float32 expf
+#define TH_EXP_Float64 exp
+
+/* True only for a NaN; false (and folded away) for integer types. */
+#define TH_ISNAN(v) ((v) != (v))
+/* NaN-propagating max/min step, as PyTorch's max and min. */
+#define TH_MAX_STEP(acc, v) (((v) > (acc)) | TH_ISNAN(v) ? (v) : (acc))
+#define TH_MIN_STEP(acc, v) (((v) < (acc)) | TH_ISNAN(v) ? (v) : (acc))
+
+static THDtype
+sum_result_dtype(THDtype dtype)
+{
+    return THDtype_isFloating(dtype) ? dtype : TH_Int64;
+}
+
+/* PyTorch's ScalarType names, for its messages ("Got: Long"). */
+static const char *
+torch_type_name(THDtype dtype)
+{
+    static const char *const names[TH_NUM_DTYPES] = {
+        "Bool", "Byte", "Char", "Short", "Int", "Long", "Float", "Double",
+    };
+    return THDtype_isValid(dtype) ? names[dtype] : "invalid";
+}
+
+/* ---- kernels ---------------------------------------------------------------
+ *
+ * A reduction kernel is three functions over an accumulator of acc_size
+ * bytes:
+ *   fold(in, n, stride, first, acc, params): acc = reduction of the n
+ *       elements in[0], in[stride], ... (stride in elements); `first` is the
+ *       index of in[0] in the whole run (for arg-reductions);
+ *   merge(acc, later, params): acc = acc combined with the partial of the
+ *       elements that follow it;
+ *   finish(acc, out, out2, count, params): writes the result (and a second
+ *       one, the value of max(dim), when out2 is not NULL); count is the
+ *       run's length.
+ * plus, optionally, column(in, rows, row_stride, width, accs, params),
+ * folding `width` adjacent runs at once (Note [Reduction plan]).
+ */
+typedef struct {
+    double p;          /* norm order */
+    double correction; /* var/std */
+    bool take_sqrt;    /* std */
+} ReduceParams;
+
+typedef void (*FoldFn)(const char *in, int64_t n, int64_t stride,
+                       int64_t first, void *acc, const ReduceParams *params);
+typedef void (*MergeFn)(void *acc, const void *later,
+                        const ReduceParams *params);
+typedef void (*FinishFn)(const void *acc, char *out, char *out2,
+                         int64_t count, const ReduceParams *params);
+typedef void (*ColumnFn)(const char *in, int64_t rows, int64_t row_stride,
+                         int64_t width, void *accs,
+                         const ReduceParams *params);
+
+typedef struct {
+    size_t acc_size; /* at most TH_REDUCE_MAX_ACC */
+    FoldFn fold;
+    MergeFn merge;
+    FinishFn finish;
+    ColumnFn column; /* NULL: the per-output driver handles every layout */
+} ReduceKernel;
+
+#define TH_REDUCE_MAX_ACC 32
+
+/* ---- pairwise sums (Note [Accurate sums]) -------------------------------- */
+
+#define TH_PAIRWISE_LEAF 512
+#define TH_PAIRWISE_LANES 32
+
+/* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
+ * may use `shift` (the mean, for the squared deviations of var). */
+#define TH_DEFINE_PAIRWISE(name, ctype, acc_t, MAP)                          \
+    static acc_t name##_leaf(const ctype *x, int64_t n, int64_t stride,      \
+                             acc_t shift)                                    \
+    {                                                                        \
+        acc_t lane[TH_PAIRWISE_LANES] = {0};                                 \
+        int64_t i = 0;                                                       \
+        (void)shift;                                                         \
+        if (stride == 1) {                                                   \
+            for (; i + TH_PAIRWISE_LANES <= n; i += TH_PAIRWISE_LANES) {     \
+                for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                \
+                    acc_t v = (acc_t)x[i + l];                               \
+                    lane[l] += MAP(v);                                       \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        else {                                                               \
+            for (; i + TH_PAIRWISE_LANES <= n; i += TH_PAIRWISE_LANES) {     \
+                for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                \
+                    acc_t v = (acc_t)x[(i + l) * stride];                    \
+                    lane[l] += MAP(v);                                       \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        acc_t tail = 0;                                                      \
+        for (; i < n; i++) {                                                 \
+            acc_t v = (acc_t)x[i * stride];                                  \
+            tail += MAP(v);                                                  \
+        }                                                                    \
+        for (int width = TH_PAIRWISE_LANES / 2; width >= 1; width /= 2) {    \
+            for (int l = 0; l < width; l++) {                                \
+                lane[l] += lane[l + width];                                  \
+            }                                                                \
+        }                                                                    \
+        return lane[0] + tail;                                               \
+    }                                                                        \
+    static acc_t name(const ctype *x, int64_t n, int64_t stride,             \
+                      acc_t shift)                                           \
+    {                                                                        \
+        if (n <= TH_PAIRWISE_LEAF) {                                         \
+            return name##_leaf(x, n, stride, shift);                         \
+        }                                                                    \
+        /* A multiple of the lane count, so both halves fill the lanes. */   \
+        int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);          \
+        return name(x, half, stride, shift)                                  \
+               + name(x + half * stride, n - half, stride, shift);           \
+    }
+
+#define TH_MAP_IDENTITY(v) (v)
+#define TH_MAP_ABS(v) ((v) < 0 ? -(v) : (v))
+#define TH_MAP_SQUARE(v) ((v) * (v))
+#define TH_MAP_SQUARED_DEVIATION(v) (((v) - shift) * ((v) - shift))
+
+/* sum_pairwise_<Name> for every dtype (wrapping unsigned sums for the
+ * integer ones), and abs/square/deviation sums for the floating ones. */
+#define TH_DEFINE_SUM_PAIRWISE(Name, ctype, py) \
+    TH_DEFINE_PAIRWISE(sum_pairwise_##Name, ctype, TH_ACC_##Name, \
+                       TH_MAP_IDENTITY)
+TH_FORALL_DTYPES(TH_DEFINE_SUM_PAIRWISE)
+
+#define TH_DEFINE_FLOAT_PAIRWISE(Name, ctype, py)                           \
+    TH_DEFINE_PAIRWISE(abs_pairwise_##Name, ctype, ctype, TH_MAP_ABS)       \
+    TH_DEFINE_PAIRWISE(square_pairwise_##Name, ctype, ctype, TH_MAP_SQUARE) \
+    TH_DEFINE_PAIRWISE(deviation_pairwise_##Name, ctype, ctype,             \
+                       TH_MAP_SQUARED_DEVIATION)
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
+
+/* Columns: accs[k] = sum over the rows of in[r * row_stride + k], k <
+ * width <= TH_COLUMN_TILE, halving the rows like the pairwise sum. */
+#define TH_COLUMN_TILE 128
+#define TH_COLUMN_LEAF 16
+
+#define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                                \
+    static void column_pairwise_##Name(const ctype *x, int64_t rows,         \
+                                       int64_t row_stride, int64_t width,    \
+                                       TH_ACC_##Name *acc)                   \
+    {                                                                        \
+        if (rows <= TH_COLUMN_LEAF) {                                        \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] = 0;                                                  \
+            }                                                                \
+            for (int64_t r = 0; r < rows; r++) {                             \
+                const ctype *row = x + r * row_stride;                       \
+                for (int64_t k = 0; k < width; k++) {                        \
+                    acc[k] += (TH_ACC_##Name)row[k];                         \
+                }                                                            \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        TH_ACC_##Name later[TH_COLUMN_TILE];                                 \
+        int64_t half = rows / 2;                                             \
+        column_pairwise_##Name(x, half, row_stride, width, acc);             \
+        column_pairwise_##Name(x + half * row_stride, rows - half,           \
+                               row_stride, width, later);                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] += later[k];                                              \
+        }                                                                    \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
+
+/* ---- sum, mean, prod ---------------------------------------------------- */
+
+#define TH_DEFINE_SUM_KERNEL(Name, ctype, py)                                \
+    static void sum_fold_##Name(const char *in, int64_t n, int64_t stride,   \
+                                int64_t first, void *acc,                    \
+                                const ReduceParams *params)                  \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        *(TH_ACC_##Name *)acc =                                              \
+            sum_pairwise_##Name((const ctype *)in, n, stride, 0);            \
+    }                                                                        \
+    static void sum_merge_##Name(void *acc, const void *later,               \
+                                 const ReduceParams *params)                 \
+    {                                                                        \
+        (void)params;                                                        \
+        *(TH_ACC_##Name *)acc += *(const TH_ACC_##Name *)later;              \
+    }                                                                        \
+    static void sum_finish_##Name(const void *acc, char *out, char *out2,    \
+                                  int64_t count, const ReduceParams *params) \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)count;                                                         \
+        (void)params;                                                        \
+        *(TH_RES_##Name *)out = (TH_RES_##Name) * (const TH_ACC_##Name *)acc; \
+    }                                                                        \
+    static void sum_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        column_pairwise_##Name((const ctype *)in, rows, row_stride, width,   \
+                               (TH_ACC_##Name *)accs);                       \
+    }                                                                        \
+    static void prod_fold_##Name(const char *in, int64_t n, int64_t stride,  \
+                                 int64_t first, void *acc,                   \
+                                 const ReduceParams *params)                 \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        TH_ACC_##Name product = 1;                                           \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            product *= (TH_ACC_##Name)x[i * stride];                         \
+        }                                                                    \
+        *(TH_ACC_##Name *)acc = product;                                     \
+    }                                                                        \
+    static void prod_merge_##Name(void *acc, const void *later,              \
+                                  const ReduceParams *params)                \
+    {                                                                        \
+        (void)params;                                                        \
+        *(TH_ACC_##Name *)acc *= *(const TH_ACC_##Name *)later;              \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_SUM_KERNEL)
+
+#define TH_SUM_KERNEL_ENTRY(Name, ctype, py)                                 \
+    {sizeof(TH_ACC_##Name), sum_fold_##Name, sum_merge_##Name,               \
+     sum_finish_##Name, sum_column_##Name},
+static const ReduceKernel sum_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_SUM_KERNEL_ENTRY)
+};
+#define TH_PROD_KERNEL_ENTRY(Name, ctype, py)                                \
+    {sizeof(TH_ACC_##Name), prod_fold_##Name, prod_merge_##Name,             \
+     sum_finish_##Name, NULL},
+static const ReduceKernel prod_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_PROD_KERNEL_ENTRY)
+};
+
+#define TH_DEFINE_MEAN_KERNEL(Name, ctype, py)                               \
+    static void mean_finish_##Name(const void *acc, char *out, char *out2,   \
+                                   int64_t count,                            \
+                                   const ReduceParams *params)               \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)params;                                                        \
+        /* 0 / 0 is nan, as PyTorch's mean of nothing */                     \
+        *(ctype *)out = *(const ctype *)acc / (ctype)count;                  \
+    }
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_MEAN_KERNEL)
+
+static const ReduceKernel mean_kernels[2] = {
+    {sizeof(float), sum_fold_Float32, sum_merge_Float32, mean_finish_Float32,
+     sum_column_Float32},
+    {sizeof(double), sum_fold_Float64, sum_merge_Float64,
+     mean_finish_Float64, sum_column_Float64},
+};
+
+/* ---- max, min, argmax, argmin ------------------------------------------- */
+
+#define TH_MINMAX_LANES 16
+
+/* The NaN-propagating max (min) of n >= 1 elements; the contiguous case
+ * keeps TH_MINMAX_LANES independent lanes so it vectorises. */
+#define TH_DEFINE_MINMAX_RUN(Name, ctype, py, which, STEP)                   \
+    static ctype which##_run_##Name(const ctype *x, int64_t n,               \
+                                    int64_t stride)                          \
+    {                                                                        \
+        ctype best = x[0];                                                   \
+        int64_t i = 0;                                                       \
+        if (stride == 1 && n >= TH_MINMAX_LANES) {                           \
+            ctype lane[TH_MINMAX_LANES];                                     \
+            for (int l = 0; l < TH_MINMAX_LANES; l++) {                      \
+                lane[l] = x[l];                                              \
+            }                                                                \
+            for (i = TH_MINMAX_LANES; i + TH_MINMAX_LANES <= n;              \
+                 i += TH_MINMAX_LANES) {                                     \
+                for (int l = 0; l < TH_MINMAX_LANES; l++) {                  \
+                    ctype v = x[i + l];                                      \
+                    lane[l] = STEP(lane[l], v);                              \
+                }                                                            \
+            }                                                                \
+            for (int l = 0; l < TH_MINMAX_LANES; l++) {                      \
+                best = STEP(best, lane[l]);                                  \
+            }                                                                \
+        }                                                                    \
+        for (; i < n; i++) {                                                 \
+            ctype v = x[i * stride];                                         \
+            best = STEP(best, v);                                            \
+        }                                                                    \
+        return best;                                                         \
+    }
+
+/* max/min kernels; fold is never called with n == 0 (the callers refuse
+ * empty reductions first). */
+#define TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, which, STEP)                \
+    TH_DEFINE_MINMAX_RUN(Name, ctype, py, which, STEP)                       \
+    static void which##_fold_##Name(const char *in, int64_t n,               \
+                                    int64_t stride, int64_t first,           \
+                                    void *acc, const ReduceParams *params)   \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        *(ctype *)acc = which##_run_##Name((const ctype *)in, n, stride);    \
+    }                                                                        \
+    static void which##_merge_##Name(void *acc, const void *later,           \
+                                     const ReduceParams *params)             \
+    {                                                                        \
+        (void)params;                                                        \
+        ctype v = *(const ctype *)later;                                     \
+        *(ctype *)acc = STEP(*(ctype *)acc, v);                              \
+    }                                                                        \
+    static void which##_finish_##Name(const void *acc, char *out,            \
+                                      char *out2, int64_t count,             \
+                                      const ReduceParams *params)            \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)count;                                                         \
+        (void)params;                                                        \
+        *(ctype *)out = *(const ctype *)acc;                                 \
+    }
+
+#define TH_DEFINE_MAX_KERNEL(Name, ctype, py) \
+    TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, max, TH_MAX_STEP)
+#define TH_DEFINE_MIN_KERNEL(Name, ctype, py) \
+    TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, min, TH_MIN_STEP)
+TH_FORALL_DTYPES(TH_DEFINE_MAX_KERNEL)
+TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
+
+#define TH_MAX_KERNEL_ENTRY(Name, ctype, py) \
+    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name, NULL},
+#define TH_MIN_KERNEL_ENTRY(Name, ctype, py) \
+    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name, NULL},
+static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_MAX_KERNEL_ENTRY)
+};
+static const ReduceKernel min_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_MIN_KERNEL_ENTRY)
+};
+
+/* Arg-reductions: a strictly better value replaces the best, so ties keep
+ * the first index; the first NaN wins and stays. */
+#define TH_ARG_BETTER_MAX(v, best) \
+    ((v) > (best) || (TH_ISNAN(v) && !TH_ISNAN(best)))
+#define TH_ARG_BETTER_MIN(v, best) \
+    ((v) < (best) || (TH_ISNAN(v) && !TH_ISNAN(best)))
+
+#define TH_DEFINE_ARG_KERNEL(Name, ctype, py, which, BETTER)                 \
+    typedef struct {                                                         \
+        ctype value;                                                         \
+        int64_t index;                                                       \
+    } which##_acc_##Name;                                                    \
+    static void which##_fold_##Name(const char *in, int64_t n,               \
+                                    int64_t stride, int64_t first,           \
+                                    void *acc, const ReduceParams *params)   \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype best = x[0];                                                   \
+        int64_t best_index = 0;                                              \
+        for (int64_t i = 1; i < n; i++) {                                    \
+            ctype v = x[i * stride];                                         \
+            if (BETTER(v, best)) {                                           \
+                best = v;                                                    \
+                best_index = i;                                              \
+            }                                                                \
+        }                                                                    \
+        which##_acc_##Name *a = acc;                                         \
+        a->value = best;                                                     \
+        a->index = first + best_index;                                       \
+    }                                                                        \
+    static void which##_merge_##Name(void *acc, const void *later,           \
+                                     const ReduceParams *params)             \
+    {                                                                        \
+        (void)params;                                                        \
+        which##_acc_##Name *a = acc;                                         \
+        const which##_acc_##Name *b = later;                                 \
+        if (BETTER(b->value, a->value)) {                                    \
+            *a = *b;                                                         \
+        }                                                                    \
+    }                                                                        \
+    static void which##_finish_##Name(const void *acc, char *out,            \
+                                      char *out2, int64_t count,             \
+                                      const ReduceParams *params)            \
+    {                                                                        \
+        (void)count;                                                         \
+        (void)params;                                                        \
+        const which##_acc_##Name *a = acc;                                   \
+        *(int64_t *)out = a->index;                                          \
+        if (out2 != NULL) {                                                  \
+            *(ctype *)out2 = a->value;                                       \
+        }                                                                    \
+    }
+
+#define TH_DEFINE_ARGMAX_KERNEL(Name, ctype, py) \
+    TH_DEFINE_ARG_KERNEL(Name, ctype, py, argmax, TH_ARG_BETTER_MAX)
+#define TH_DEFINE_ARGMIN_KERNEL(Name, ctype, py) \
+    TH_DEFINE_ARG_KERNEL(Name, ctype, py, argmin, TH_ARG_BETTER_MIN)
+TH_FORALL_DTYPES(TH_DEFINE_ARGMAX_KERNEL)
+TH_FORALL_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
+
+#define TH_ARGMAX_KERNEL_ENTRY(Name, ctype, py)                              \
+    {sizeof(argmax_acc_##Name), argmax_fold_##Name, argmax_merge_##Name,     \
+     argmax_finish_##Name, NULL},
+#define TH_ARGMIN_KERNEL_ENTRY(Name, ctype, py)                              \
+    {sizeof(argmin_acc_##Name), argmin_fold_##Name, argmin_merge_##Name,     \
+     argmin_finish_##Name, NULL},
+static const ReduceKernel argmax_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_ARGMAX_KERNEL_ENTRY)
+};
+static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_ARGMIN_KERNEL_ENTRY)
+};
+
+/* ---- all, any, count_nonzero -------------------------------------------- */
+
+#define TH_DEFINE_LOGICAL_KERNEL(Name, ctype, py)                            \
+    static void all_fold_##Name(const char *in, int64_t n, int64_t stride,   \
+                                int64_t first, void *acc,                    \
+                                const ReduceParams *params)                  \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        bool result = true;                                                  \
+        for (int64_t i = 0; i < n && result; i++) {                          \
+            result = x[i * stride] != 0;                                     \
+        }                                                                    \
+        *(bool *)acc = result;                                               \
+    }                                                                        \
+    static void any_fold_##Name(const char *in, int64_t n, int64_t stride,   \
+                                int64_t first, void *acc,                    \
+                                const ReduceParams *params)                  \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        bool result = false;                                                 \
+        for (int64_t i = 0; i < n && !result; i++) {                         \
+            result = x[i * stride] != 0;                                     \
+        }                                                                    \
+        *(bool *)acc = result;                                               \
+    }                                                                        \
+    static void count_fold_##Name(const char *in, int64_t n, int64_t stride, \
+                                  int64_t first, void *acc,                  \
+                                  const ReduceParams *params)                \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        int64_t count = 0;                                                   \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            count += x[i * stride] != 0;                                     \
+        }                                                                    \
+        *(int64_t *)acc = count;                                             \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
+
+static void
+all_merge(void *acc, const void *later, const ReduceParams *params)
+{
+    (void)params;
+    *(bool *)acc = *(bool *)acc && *(const bool *)later;
+}
+
+static void
+any_merge(void *acc, const void *later, const ReduceParams *params)
+{
+    (void)params;
+    *(bool *)acc = *(bool *)acc || *(const bool *)later;
+}
+
+static void
+bool_finish(const void *acc, char *out, char *out2, int64_t count,
+            const ReduceParams *params)
+{
+    (void)out2;
+    (void)count;
+    (void)params;
+    /* bool and uint8 results share the representation 0/1 */
+    *(uint8_t *)out = *(const bool *)acc ? 1 : 0;
+}
+
+static void
+count_merge(void *acc, const void *later, const ReduceParams *params)
+{
+    (void)params;
+    *(int64_t *)acc += *(const int64_t *)later;
+}
+
+static void
+int64_finish(const void *acc, char *out, char *out2, int64_t count,
+             const ReduceParams *params)
+{
+    (void)out2;
+    (void)count;
+    (void)params;
+    *(int64_t *)out = *(const int64_t *)acc;
+}
+
+#define TH_ALL_KERNEL_ENTRY(Name, ctype, py) \
+    {sizeof(bool), all_fold_##Name, all_merge, bool_finish, NULL},
+#define TH_ANY_KERNEL_ENTRY(Name, ctype, py) \
+    {sizeof(bool), any_fold_##Name, any_merge, bool_finish, NULL},
+#define TH_COUNT_KERNEL_ENTRY(Name, ctype, py) \
+    {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish, NULL},
+static const ReduceKernel all_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_ALL_KERNEL_ENTRY)
+};
+static const ReduceKernel any_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_ANY_KERNEL_ENTRY)
+};
+static const ReduceKernel count_kernels[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_COUNT_KERNEL_ENTRY)
+};
+
+/* ---- norms, var, logsumexp (floating dtypes) ---------------------------- */
+
+/* The per-element accumulations of the norms: sum |x| (p = 1), sum x^2
+ * (p = 2), max |x| (inf), min |x| (-inf), count of x != 0 (p = 0), sum
+ * |x|^p (any other p, in double). */
+#define TH_DEFINE_NORM_KERNELS(Name, ctype, py)                              \
+    static void norm1_fold_##Name(const char *in, int64_t n, int64_t stride, \
+                                  int64_t first, void *acc,                  \
+                                  const ReduceParams *params)                \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        *(ctype *)acc = abs_pairwise_##Name((const ctype *)in, n, stride, 0); \
+    }                                                                        \
+    static void norm2_fold_##Name(const char *in, int64_t n, int64_t stride, \
+                                  int64_t first, void *acc,                  \
+                                  const ReduceParams *params)                \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        *(ctype *)acc =                                                      \
+            square_pairwise_##Name((const ctype *)in, n, stride, 0);         \
+    }                                                                        \
+    static void norm2_finish_##Name(const void *acc, char *out, char *out2,  \
+                                    int64_t count,                           \
+                                    const ReduceParams *params)              \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)count;                                                         \
+        (void)params;                                                        \
+        *(ctype *)out = (ctype)sqrt((double)*(const ctype *)acc);            \
+    }                                                                        \
+    static void norminf_fold_##Name(const char *in, int64_t n,               \
+                                    int64_t stride, int64_t first,           \
+                                    void *acc, const ReduceParams *params)   \
+    {                                                                        \
+        (void)first;                                                         \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype best = TH_MAP_ABS(x[0]);                                       \
+        for (int64_t i = 1; i < n; i++) {                                    \
+            ctype v = TH_MAP_ABS(x[i * stride]);                             \
+            best = params->p > 0 ? TH_MAX_STEP(best, v)                      \
+                                 : TH_MIN_STEP(best, v);                     \
+        }                                                                    \
+        *(ctype *)acc = best;                                                \
+    }                                                                        \
+    static void norminf_merge_##Name(void *acc, const void *later,           \
+                                     const ReduceParams *params)             \
+    {                                                                        \
+        ctype best = *(ctype *)acc;                                          \
+        ctype v = *(const ctype *)later;                                     \
+        *(ctype *)acc =                                                      \
+            params->p > 0 ? TH_MAX_STEP(best, v) : TH_MIN_STEP(best, v);     \
+    }                                                                        \
+    static void normp_fold_##Name(const char *in, int64_t n, int64_t stride, \
+                                  int64_t first, void *acc,                  \
+                                  const ReduceParams *params)                \
+    {                                                                        \
+        (void)first;                                                         \
+        const ctype *x = (const ctype *)in;                                  \
+        double total = 0;                                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            double v = (double)x[i * stride];                                \
+            total += params->p == 0 ? (double)(v != 0)                       \
+                                    : pow(fabs(v), params->p);               \
+        }                                                                    \
+        *(double *)acc = total;                                              \
+    }                                                                        \
+    static void normp_finish_##Name(const void *acc, char *out, char *out2,  \
+                                    int64_t count,                           \
+                                    const ReduceParams *params)              \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)count;                                                         \
+        double total = *(const double *)acc;                                 \
+        *(ctype *)out = (ctype)(params->p == 0 ? total                       \
+                                               : pow(total, 1 / params->p)); \
+    }
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_NORM_KERNELS)
+
+static void
+double_sum_merge(void *acc, const void *later, const ReduceParams *params)
+{
+    (void)params;
+    *(double *)acc += *(const double *)later;
+}
+
+/* Index 0: Float32, 1: Float64. */
+static const ReduceKernel norm1_kernels[2] = {
+    {sizeof(float), norm1_fold_Float32, sum_merge_Float32, sum_finish_Float32,
+     NULL},
+    {sizeof(double), norm1_fold_Float64, sum_merge_Float64,
+     sum_finish_Float64, NULL},
+};
+static const ReduceKernel norm2_kernels[2] = {
+    {sizeof(float), norm2_fold_Float32, sum_merge_Float32,
+     norm2_finish_Float32, NULL},
+    {sizeof(double), norm2_fold_Float64, sum_merge_Float64,
+     norm2_finish_Float64, NULL},
+};
+static const ReduceKernel norminf_kernels[2] = {
+    {sizeof(float), norminf_fold_Float32, norminf_merge_Float32,
+     max_finish_Float32, NULL},
+    {sizeof(double), norminf_fold_Float64, norminf_merge_Float64,
+     max_finish_Float64, NULL},
+};
+static const ReduceKernel normp_kernels[2] = {
+    {sizeof(double), normp_fold_Float32, double_sum_merge,
+     normp_finish_Float32, NULL},
+    {sizeof(double), normp_fold_Float64, double_sum_merge,
+     normp_finish_Float64, NULL},
+};
+
+/* var: each fold is an exact two-pass (mean, then the pairwise sum of
+ * squared deviations from it); partials are merged with Chan et al.'s
+ * formula, which is exact in exact arithmetic. */
+typedef struct {
+    double mean;
+    double m2;
+    int64_t n;
+} VarAcc;
+
+#define TH_DEFINE_VAR_KERNEL(Name, ctype, py)                                \
+    static void var_fold_##Name(const char *in, int64_t n, int64_t stride,   \
+                                int64_t first, void *acc,                    \
+                                const ReduceParams *params)                  \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        VarAcc *a = acc;                                                     \
+        a->n = n;                                                            \
+        a->mean = 0;                                                         \
+        a->m2 = 0;                                                           \
+        if (n > 0) {                                                         \
+            ctype mean = sum_pairwise_##Name(x, n, stride, 0) / (ctype)n;    \
+            a->mean = (double)mean;                                          \
+            a->m2 = (double)deviation_pairwise_##Name(x, n, stride, mean);   \
+        }                                                                    \
+    }                                                                        \
+    static void var_finish_##Name(const void *acc, char *out, char *out2,    \
+                                  int64_t count, const ReduceParams *params) \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)count;                                                         \
+        const VarAcc *a = acc;                                               \
+        double dof = (double)a->n - params->correction;                      \
+        double var = a->m2 / (dof > 0 ? dof : 0);                            \
+        *(ctype *)out = (ctype)(params->take_sqrt ? sqrt(var) : var);        \
+    }
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_VAR_KERNEL)
+
+static void
+var_merge(void *acc, const void *later, const ReduceParams *params)
+{
+    (void)params;
+    VarAcc *a = acc;
+    const VarAcc *b = later;
+    if (b->n == 0) {
+        return;
+    }
+    if (a->n == 0) {
+        *a = *b;
+        return;
+    }
+    double n = (double)(a->n + b->n);
+    double delta = b->mean - a->mean;
+    a->m2 += b->m2 + delta * delta * (double)a->n * (double)b->n / n;
+    a->mean += delta * (double)b->n / n;
+    a->n += b->n;
+}
+
+static const ReduceKernel var_kernels[2] = {
+    {sizeof(VarAcc), var_fold_Float32, var_merge, var_finish_Float32, NULL},
+    {sizeof(VarAcc), var_fold_Float64, var_merge, var_finish_Float64, NULL},
+};
+
+/* logsumexp: (max, sum of exp(x - max)); an infinite max is not
+ * subtracted (inf - inf would be nan): the result is then the max itself
+ * or -inf, as PyTorch's. */
+typedef struct {
+    double max;
+    double sum;
+} LogSumExpAcc;
+
+static double
+lse_shift(double max)
+{
+    return isfinite(max) ? max : 0;
+}
+
+#define TH_DEFINE_LSE_KERNEL(Name, ctype, py)                                \
+    static void lse_fold_##Name(const char *in, int64_t n, int64_t stride,   \
+                                int64_t first, void *acc,                    \
+                                const ReduceParams *params)                  \
+    {                                                                        \
+        (void)first;                                                         \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        LogSumExpAcc *a = acc;                                               \
+        a->max = n > 0 ? (double)max_run_##Name(x, n, stride) : -INFINITY;  \
+        a->sum = 0;                                                          \
+        double shift = lse_shift(a->max);                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            a->sum += exp((double)x[i * stride] - shift);                    \
+        }                                                                    \
+    }                                                                        \
+    static void lse_finish_##Name(const void *acc, char *out, char *out2,    \
+                                  int64_t count, const ReduceParams *params) \
+    {                                                                        \
+        (void)out2;                                                          \
+        (void)count;                                                         \
+        (void)params;                                                        \
+        const LogSumExpAcc *a = acc;                                         \
+        *(ctype *)out = (ctype)(log(a->sum) + lse_shift(a->max));            \
+    }
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_LSE_KERNEL)
+
+static void
+lse_merge(void *acc, const void *later, const ReduceParams *params)
+{
+    (void)params;
+    LogSumExpAcc *a = acc;
+    const LogSumExpAcc *b = later;
+    double max = TH_MAX_STEP(a->max, b->max);
+    double shift = lse_shift(max);
+    a->sum = a->sum * exp(lse_shift(a->max) - shift)
+             + b->sum * exp(lse_shift(b->max) - shift);
+    a->max = max;
+}
+
+static const ReduceKernel lse_kernels[2] = {
+    {sizeof(LogSumExpAcc), lse_fold_Float32, lse_merge, lse_finish_Float32,
+     NULL},
+    {sizeof(LogSumExpAcc), lse_fold_Float64, lse_merge, lse_finish_Float64,
+     NULL},
+};
+
+static int
+float_index(THDtype dtype)
+{
+    return dtype == TH_Float64 ? 1 : 0;
+}
+
+/* ---- walking the kept dims ----------------------------------------------- */
+
+/* Row-major positions over some dims, with the element offsets of up to two
+ * operands that walk them. */
+typedef struct {
+    int ndim;
+    int64_t sizes[TH_MAX_DIMS];
+    int64_t strides[2][TH_MAX_DIMS];
+} Odometer;
+
+typedef struct {
+    int64_t counter[TH_MAX_DIMS];
+    int64_t offset[2];
+} OdometerPos;
+
+static void
+odometer_seek(const Odometer *o, int64_t index, OdometerPos *pos)
+{
+    pos->offset[0] = pos->offset[1] = 0;
+    for (int d = o->ndim - 1; d >= 0; d--) {
+        pos->counter[d] = index % o->sizes[d];
+        index /= o->sizes[d];
+        pos->offset[0] += pos->counter[d] * o->strides[0][d];
+        pos->offset[1] += pos->counter[d] * o->strides[1][d];
+    }
+}
+
+static void
+odometer_next(const Odometer *o, OdometerPos *pos)
+{
+    for (int d = o->ndim - 1; d >= 0; d--) {
+        pos->offset[0] += o->strides[0][d];
+        pos->offset[1] += o->strides[1][d];
+        if (++pos->counter[d] < o->sizes[d]) {
+            return;
+        }
+        pos->offset[0] -= o->sizes[d] * o->strides[0][d];
+        pos->offset[1] -= o->sizes[d] * o->strides[1][d];
+        pos->counter[d] = 0;
+    }
+}
+
+/* ---- the plan (Note [Reduction plan]) ------------------------------------ */
+
+typedef struct {
+    THTensor *source;  /* owned: the input, or a copy laid out for the run */
+    Odometer kept;     /* the kept dims of size > 1; strides[0] in source */
+    int64_t n_out;
+    int64_t len;       /* elements per output */
+    int64_t stride;    /* element stride along the run */
+} ReducePlan;
+
+/* Merges the reduced dims of `t` into one run; false when they do not
+ * merge.  Dims of size 1 never matter; a dim of size 0 empties the run. */
+static bool
+reduced_dims_as_run(const THTensor *t, const bool *mask, bool keep_order,
+                    int64_t *len, int64_t *stride)
+{
+    int dims[TH_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (mask[d] && t->sizes[d] == 0) {
+            *len = 0;
+            *stride = 1;
+            return true;
+        }
+        if (mask[d] && t->sizes[d] != 1) {
+            dims[n++] = d;
+        }
+    }
+    if (!keep_order) { /* largest stride first: insertion sort */
+        for (int i = 1; i < n; i++) {
+            int d = dims[i];
+            int j = i - 1;
+            while (j >= 0 && t->strides[dims[j]] < t->strides[d]) {
+                dims[j + 1] = dims[j];
+                j--;
+            }
+            dims[j + 1] = d;
+        }
+    }
+    *len = 1;
+    *stride = 1;
+    if (n == 0) {
+        return true;
+    }
+    *stride = t->strides[dims[n - 1]];
+    *len = t->sizes[dims[n - 1]];
+    for (int i = n - 2; i >= 0; i--) {
+        if (t->strides[dims[i]] != *len * *stride) {
+            return false;
+        }
+        *len *= t->sizes[dims[i]];
+    }
+    return true;
+}
+
+/* The input with its kept dims first and its reduced dims last, copied
+ * contiguous; mask is rewritten to match. */
+static THTensor *
+new_kept_first_copy(THTensor *t, bool *mask)
+{
+    int64_t order[TH_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (!mask[d]) {
+            order[n++] = d;
+        }
+    }
+    int nkept = n;
+    for (int d = 0; d < t->ndim; d++) {
+        if (mask[d]) {
+            order[n++] = d;
+        }
+    }
+    THTensor *permuted = THTensor_newPermute(t, t->ndim, order);
+    if (permuted == NULL) {
+        return NULL;
+    }
+    THTensor *copy = THTensor_newContiguous(permuted);
+    THTensor_release(permuted);
+    for (int d = 0; d < t->ndim; d++) {
+        mask[d] = d >= nkept;
+    }
+    return copy;
+}
+
+static int
+plan_init(ReducePlan *plan, THTensor *input, const bool *input_mask,
+          bool keep_order)
+{
+    bool mask[TH_MAX_DIMS];
+    memcpy(mask, input_mask, sizeof(bool) * (size_t)input->ndim);
+    THTensor *source = input;
+    THTensor_retain(source);
+    if (!reduced_dims_as_run(source, mask, keep_order, &plan->len,
+                             &plan->stride)) {
+        THTensor_release(source);
+        source = new_kept_first_copy(input, mask);
+        if (source == NULL) {
+            return -1;
+        }
+        reduced_dims_as_run(source, mask, keep_order, &plan->len,
+                            &plan->stride);
+    }
+    plan->source = source;
+    plan->n_out = 1;
+    plan->kept.ndim = 0;
+    for (int d = 0; d < source->ndim; d++) {
+        if (!mask[d] && source->sizes[d] != 1) {
+            int k = plan->kept.ndim++;
+            plan->kept.sizes[k] = source->sizes[d];
+            plan->kept.strides[0][k] = source->strides[d];
+            plan->kept.strides[1][k] = 0;
+            plan->n_out *= source->sizes[d];
+        }
+    }
+    return 0;
+}
+
+/* Whether the columns driver applies: the run is strided while the
+ * innermost kept dim is contiguous. */
+static bool
+plan_uses_columns(const ReducePlan *plan, const ReduceKernel *kernel)
+{
+    int last = plan->kept.ndim - 1;
+    return kernel->column != NULL && last >= 0 && plan->stride != 1
+           && plan->len > 1 && plan->kept.strides[0][last] == 1;
+}
+
+/* ---- the drivers ---------------------------------------------------------- */
+
+typedef struct {
+    const ReducePlan *plan;
+    const ReduceKernel *kernel;
+    const ReduceParams *params;
+    char *out;
+    char *out2;
+    int64_t out_itemsize;
+    int64_t out2_itemsize;
+    /* split driver */
+    int64_t base; /* element offset of the run being split */
+    int nchunks;
+    unsigned char (*partials)[TH_REDUCE_MAX_ACC];
+} ReduceJob;
+
+static char *
+source_at(const ReducePlan *plan, int64_t element_offset)
+{
+    return THTensor_data(plan->source)
+           + element_offset * THTensor_itemsize(plan->source);
+}
+
+static void
+finish_output(const ReduceJob *job, const void *acc, int64_t o)
+{
+    job->kernel->finish(acc, job->out + o * job->out_itemsize,
+                        job->out2 == NULL ? NULL
+                                          : job->out2 + o * job->out2_itemsize,
+                        job->plan->len, job->params);
+}
+
+static void
+per_output_job(int64_t begin, int64_t end, void *arg)
+{
+    const ReduceJob *job = arg;
+    const ReducePlan *plan = job->plan;
+    _Alignas(16) unsigned char acc[TH_REDUCE_MAX_ACC];
+    OdometerPos pos;
+    odometer_seek(&plan->kept, begin, &pos);
+    for (int64_t o = begin; o < end; o++) {
+        job->kernel->fold(source_at(plan, pos.offset[0]), plan->len,
+                          plan->stride, 0, acc, job->params);
+        finish_output(job, acc, o);
+        odometer_next(&plan->kept, &pos);
+    }
+}
+
+/* Chunk c of the run covers [c * len / nchunks, (c + 1) * len / nchunks). */
+static void
+split_chunk_job(int64_t begin, int64_t end, void *arg)
+{
+    const ReduceJob *job = arg;
+    const ReducePlan *plan = job->plan;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t lo = c * plan->len / job->nchunks;
+        int64_t hi = (c + 1) * plan->len / job->nchunks;
+        job->kernel->fold(source_at(plan, job->base + lo * plan->stride),
+                          hi - lo, plan->stride, lo, job->partials[c],
+                          job->params);
+    }
+}
+
+static void
+run_split(ReduceJob *job, int nchunks)
+{
+    const ReducePlan *plan = job->plan;
+    _Alignas(16) unsigned char partials[TH_PARALLEL_MAX_THREADS]
+                                       [TH_REDUCE_MAX_ACC];
+    job->partials = partials;
+    job->nchunks = nchunks;
+    OdometerPos pos;
+    odometer_seek(&plan->kept, 0, &pos);
+    for (int64_t o = 0; o < plan->n_out; o++) {
+        job->base = pos.offset[0];
+        THParallel_for(nchunks, 1, split_chunk_job, job);
+        for (int c = 1; c < nchunks; c++) {
+            job->kernel->merge(partials[0], partials[c], job->params);
+        }
+        finish_output(job, partials[0], o);
+        odometer_next(&plan->kept, &pos);
+    }
+}
+
+/* Columns: work item w is tile (w % ntiles) of outer position (w / ntiles),
+ * where the outer positions are the kept dims but the innermost. */
+typedef struct {
+    const ReduceJob *job;
+    Odometer outer;
+    int64_t width;
+    int64_t ntiles;
+} ColumnJob;
+
+static void
+column_job(int64_t begin, int64_t end, void *arg)
+{
+    const ColumnJob *cj = arg;
+    const ReduceJob *job = cj->job;
+    const ReducePlan *plan = job->plan;
+    size_t acc_size = job->kernel->acc_size;
+    _Alignas(16) unsigned char accs[TH_COLUMN_TILE * sizeof(double)];
+    for (int64_t w = begin; w < end; w++) {
+        int64_t outer_index = w / cj->ntiles;
+        int64_t first = (w % cj->ntiles) * TH_COLUMN_TILE;
+        int64_t width = cj->width - first < TH_COLUMN_TILE ? cj->width - first
+                                                           : TH_COLUMN_TILE;
+        OdometerPos pos;
+        odometer_seek(&cj->outer, outer_index, &pos);
+        job->kernel->column(source_at(plan, pos.offset[0] + first), plan->len,
+                            plan->stride, width, accs, job->params);
+        for (int64_t k = 0; k < width; k++) {
+            finish_output(job, accs + (size_t)k * acc_size,
+                          outer_index * cj->width + first + k);
+        }
+    }
+}
+
+static void
+run_columns(const ReduceJob *job)
+{
+    const ReducePlan *plan = job->plan;
+    ColumnJob cj;
+    cj.job = job;
+    cj.outer = plan->kept;
+    cj.outer.ndim--;
+    cj.width = plan->kept.sizes[plan->kept.ndim - 1];
+    cj.ntiles = (cj.width + TH_COLUMN_TILE - 1) / TH_COLUMN_TILE;
+    int64_t nwork = plan->n_out / cj.width * cj.ntiles;
+    int64_t per_item = plan->len * TH_COLUMN_TILE;
+    THParallel_for(nwork, per_item >= TH_PARALLEL_GRAIN
+                              ? 1 : TH_PARALLEL_GRAIN / per_item,
+                   column_job, &cj);
+}
+
+static void
+run_plan(const ReducePlan *plan, const ReduceKernel *kernel,
+         const ReduceParams *params, THTensor *out, THTensor *out2)
+{
+    ReduceJob job = {
+        .plan = plan,
+        .kernel = kernel,
+        .params = params,
+        .out = THTensor_data(out),
+        .out2 = out2 == NULL ? NULL : THTensor_data(out2),
+        .out_itemsize = THTensor_itemsize(out),
+        .out2_itemsize = out2 == NULL ? 0 : THTensor_itemsize(out2),
+    };
+    if (plan->n_out == 0) {
+        return;
+    }
+    int nthreads = THParallel_getNumThreads();
+    int64_t max_chunks = plan->len / TH_PARALLEL_GRAIN;
+    if (plan->n_out < nthreads && max_chunks >= 2 && nthreads > 1) {
+        run_split(&job, max_chunks < nthreads ? (int)max_chunks : nthreads);
+    }
+    else if (plan_uses_columns(plan, kernel)) {
+        run_columns(&job);
+    }
+    else {
+        int64_t len = plan->len > 0 ? plan->len : 1;
+        THParallel_for(plan->n_out,
+                       len >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / len,
+                       per_output_job, &job);
+    }
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+int
+THReduce_dimMask(const THTensor *tensor, int ndims, const int64_t *dims,
+                 bool *mask)
+{
+    for (int d = 0; d < tensor->ndim; d++) {
+        mask[d] = ndims == 0;
+    }
+    bool seen[TH_MAX_DIMS] = {false};
+    for (int i = 0; i < ndims; i++) {
+        int64_t d;
+        if (THTensor_wrapDim(dims[i], tensor->ndim, &d) < 0) {
+            return -1;
+        }
+        if (seen[d]) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "dim %lld appears multiple times in the list "
+                               "of dims",
+                               (long long)d);
+        }
+        seen[d] = true;
+        if (d < tensor->ndim) { /* a 0-d tensor's dim 0 is no real dim */
+            mask[d] = true;
+        }
+    }
+    return 0;
+}
+
+/* The result of reducing `input` over `mask` with one kernel: a new
+ * contiguous tensor of out_dtype (and a second one, of out2_dtype, when
+ * out2 is not NULL). */
+static THTensor *
+reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
+       const ReduceKernel *kernel, const ReduceParams *params,
+       THDtype out_dtype, THTensor **out2, THDtype out2_dtype)
+{
+    int64_t sizes[TH_MAX_DIMS];
+    int ndim = 0;
+    for (int d = 0; d < input->ndim; d++) {
+        if (!mask[d]) {
+            sizes[ndim++] = input->sizes[d];
+        }
+        else if (keepdim) {
+            sizes[ndim++] = 1;
+        }
+    }
+    THDeviceType device = input->storage->device;
+    THTensor *out = THTensor_newEmpty(ndim, sizes, out_dtype, device);
+    if (out == NULL) {
+        return NULL;
+    }
+    if (out2 != NULL) {
+        *out2 = THTensor_newEmpty(ndim, sizes, out2_dtype, device);
+        if (*out2 == NULL) {
+            THTensor_release(out);
+            return NULL;
+        }
+    }
+    ReducePlan plan;
+    if (plan_init(&plan, input, mask, keep_order) < 0) {
+        THTensor_release(out);
+        if (out2 != NULL) {
+            THTensor_release(*out2);
+            *out2 = NULL;
+        }
+        return NULL;
+    }
+    run_plan(&plan, kernel, params, out, out2 == NULL ? NULL : *out2);
+    THTensor_release(plan.source);
+    return out;
+}
+
+/* `input` converted to dtype (retained as is when dtype < 0 or equal). */
+static THTensor *
+new_input_as(THTensor *input, int dtype)
+{
+    if (dtype < 0) {
+        THTensor_retain(input);
+        return input;
+    }
+    return THTensor_newCast(input, (THDtype)dtype, false);
+}
+
+/* sum/prod share the dtype rules; the kernels give int64 for integer
+ * inputs, converted to an integer `dtype` afterwards. */
+static THTensor *
+sum_or_prod(THTensor *input, const bool *mask, bool keepdim, int dtype,
+            const ReduceKernel *kernels)
+{
+    static const ReduceParams params = {0};
+    THTensor *source = new_input_as(input, dtype);
+    if (source == NULL) {
+        return NULL;
+    }
+    THDtype acc_dtype = sum_result_dtype(source->dtype);
+    THTensor *result = reduce(source, mask, keepdim, false,
+                              &kernels[source->dtype], &params, acc_dtype,
+                              NULL, TH_Int64);
+    THTensor_release(source);
+    if (result != NULL && dtype >= 0 && (THDtype)dtype != acc_dtype) {
+        THTensor *cast = THTensor_newCast(result, (THDtype)dtype, false);
+        THTensor_release(result);
+        return cast;
+    }
+    return result;
+}
+
+THTensor *
+THTensor_newSum(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    return sum_or_prod(input, mask, keepdim, dtype, sum_kernels);
+}
+
+THTensor *
+THTensor_newProd(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    return sum_or_prod(input, mask, keepdim, dtype, prod_kernels);
+}
+
+THTensor *
+THTensor_newMean(THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    static const ReduceParams params = {0};
+    if (dtype >= 0 && !THDtype_isFloating((THDtype)dtype)) {
+        THError_set(TH_ERR_RUNTIME,
+                    "mean(): could not infer output dtype. Optional dtype "
+                    "must be either a floating point or complex dtype. Got: "
+                    "%s",
+                    torch_type_name((THDtype)dtype));
+        return NULL;
+    }
+    if (dtype < 0 && !THDtype_isFloating(input->dtype)) {
+        THError_set(TH_ERR_RUNTIME,
+                    "mean(): could not infer output dtype. Input dtype must "
+                    "be either a floating point or complex dtype. Got: %s",
+                    torch_type_name(input->dtype));
+        return NULL;
+    }
+    THTensor *source = new_input_as(input, dtype);
+    if (source == NULL) {
+        return NULL;
+    }
+    THTensor *result = reduce(source, mask, keepdim, false,
+                              &mean_kernels[float_index(source->dtype)],
+                              &params, source->dtype, NULL, TH_Int64);
+    THTensor_release(source);
+    return result;
+}
+
+/* max/min/argmax have no identity: reducing nothing is an error.  Full
+ * reductions and dim reductions have different messages in PyTorch. */
+static int
+check_nonempty_reduction(const THTensor *input, const bool *mask,
+                         bool full, const char *fname, bool full_is_index)
+{
+    if (full) {
+        if (input->numel == 0) {
+            return THError_set(
+                full_is_index ? TH_ERR_INDEX : TH_ERR_RUNTIME,
+                "%s(): Expected reduction dim to be specified for "
+                "input.numel() == 0.%s",
+                fname,
+                full_is_index ? ""
+                              : " Specify the reduction dim with the 'dim' "
+                                "argument.");
+        }
+        return 0;
+    }
+    for (int d = 0; d < input->ndim; d++) {
+        if (mask[d] && input->sizes[d] == 0) {
+            return THError_set(TH_ERR_INDEX,
+                               "%s(): Expected reduction dim %d to have "
+                               "non-zero size.",
+                               fname, d);
+        }
+    }
+    return 0;
+}
+
+static bool
+mask_is_full(const THTensor *input, const bool *mask)
+{
+    for (int d = 0; d < input->ndim; d++) {
+        if (!mask[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+THTensor *
+THTensor_newAmax(THTensor *input, const bool *mask, bool keepdim,
+                 bool is_max, const char *fname)
+{
+    static const ReduceParams params = {0};
+    if (check_nonempty_reduction(input, mask, mask_is_full(input, mask),
+                                 fname, false)
+        < 0) {
+        return NULL;
+    }
+    const ReduceKernel *kernels = is_max ? max_kernels : min_kernels;
+    return reduce(input, mask, keepdim, false, &kernels[input->dtype],
+                  &params, input->dtype, NULL, TH_Int64);
+}
+
+/* The mask of one dim (or of all dims for TH_REDUCE_FLATTEN). */
+static int
+single_dim_mask(const THTensor *input, int64_t dim, bool *mask)
+{
+    if (dim == TH_REDUCE_FLATTEN) {
+        return THReduce_dimMask(input, 0, NULL, mask);
+    }
+    return THReduce_dimMask(input, 1, &dim, mask);
+}
+
+THTensor *
+THTensor_newArgmax(THTensor *input, int64_t dim, bool keepdim, bool is_max)
+{
+    static const ReduceParams params = {0};
+    const char *fname = is_max ? "argmax" : "argmin";
+    bool mask[TH_MAX_DIMS];
+    if (input->dtype == TH_Bool) {
+        THError_set(TH_ERR_RUNTIME, "%s(): does not support bool input",
+                    fname);
+        return NULL;
+    }
+    if (single_dim_mask(input, dim, mask) < 0
+        || check_nonempty_reduction(input, mask, dim == TH_REDUCE_FLATTEN,
+                                    fname, true)
+               < 0) {
+        return NULL;
+    }
+    const ReduceKernel *kernels = is_max ? argmax_kernels : argmin_kernels;
+    return reduce(input, mask, keepdim, true, &kernels[input->dtype], &params,
+                  TH_Int64, NULL, TH_Int64);
+}
+
+int
+THTensor_maxDim(THTensor *input, int64_t dim, bool keepdim, bool is_max,
+                THTensor **values, THTensor **indices)
+{
+    static const ReduceParams params = {0};
+    bool mask[TH_MAX_DIMS];
+    *values = *indices = NULL;
+    if (THReduce_dimMask(input, 1, &dim, mask) < 0
+        || check_nonempty_reduction(input, mask, false,
+                                    is_max ? "max" : "min", false)
+               < 0) {
+        return -1;
+    }
+    const ReduceKernel *kernels = is_max ? argmax_kernels : argmin_kernels;
+    *indices = reduce(input, mask, keepdim, true, &kernels[input->dtype],
+                      &params, TH_Int64, values, input->dtype);
+    return *indices == NULL ? -1 : 0;
+}
+
+static int
+check_floating(const THTensor *input, const char *message_prefix)
+{
+    if (!THDtype_isFloating(input->dtype)) {
+        return THError_set(TH_ERR_RUNTIME, "%s%s", message_prefix,
+                           torch_type_name(input->dtype));
+    }
+    return 0;
+}
+
+THTensor *
+THTensor_newVar(THTensor *input, const bool *mask, double correction,
+                bool keepdim, bool take_sqrt)
+{
+    ReduceParams params = {.correction = correction, .take_sqrt = take_sqrt};
+    if (!THDtype_isFloating(input->dtype)) {
+        THError_set(TH_ERR_RUNTIME,
+                    "std and var only support floating point and complex "
+                    "dtypes");
+        return NULL;
+    }
+    return reduce(input, mask, keepdim, false,
+                  &var_kernels[float_index(input->dtype)], &params,
+                  input->dtype, NULL, TH_Int64);
+}
+
+THTensor *
+THTensor_newNorm(THTensor *input, double p, const bool *mask, bool keepdim,
+                 int dtype)
+{
+    ReduceParams params = {.p = p};
+    if (check_floating(input,
+                       "linalg.vector_norm: Expected a floating point or "
+                       "complex tensor as input. Got ")
+        < 0) {
+        return NULL;
+    }
+    if (dtype >= 0 && !THDtype_isFloating((THDtype)dtype)) {
+        THError_set(TH_ERR_RUNTIME,
+                    "linalg.vector_norm: dtype should be floating point or "
+                    "complex, but got %s",
+                    torch_type_name((THDtype)dtype));
+        return NULL;
+    }
+    bool no_identity = isinf(p) || p < 0;
+    if (no_identity && input->numel == 0) {
+        int64_t len;
+        int64_t stride;
+        reduced_dims_as_run(input, mask, false, &len, &stride);
+        if (len == 0) {
+            THError_set(TH_ERR_RUNTIME,
+                        "linalg.vector_norm cannot compute the %s norm on an "
+                        "empty tensor because the operation does not have an "
+                        "identity",
+                        isinf(p) ? (p > 0 ? "inf" : "-inf") : "negative");
+            return NULL;
+        }
+    }
+    THTensor *source = new_input_as(input, dtype);
+    if (source == NULL) {
+        return NULL;
+    }
+    int which = float_index(source->dtype);
+    const ReduceKernel *kernel = p == 1   ? &norm1_kernels[which]
+                                 : p == 2 ? &norm2_kernels[which]
+                                 : isinf(p) ? &norminf_kernels[which]
+                                            : &normp_kernels[which];
+    THTensor *result = reduce(source, mask, keepdim, false, kernel, &params,
+                              source->dtype, NULL, TH_Int64);
+    THTensor_release(source);
+    return result;
+}
+
+THTensor *
+THTensor_newLogsumexp(THTensor *input, const bool *mask, bool keepdim,
+                      THDtype float_dtype)
+{
+    static const ReduceParams params = {0};
+    THTensor *source = new_input_as(
+        input, THDtype_isFloating(input->dtype) ? -1 : (int)float_dtype);
+    if (source == NULL) {
+        return NULL;
+    }
+    THTensor *result = reduce(source, mask, keepdim, false,
+                              &lse_kernels[float_index(source->dtype)],
+                              &params, source->dtype, NULL, TH_Int64);
+    THTensor_release(source);
+    return result;
+}
+
+THTensor *
+THTensor_newAll(THTensor *input, const bool *mask, bool keepdim)
+{
+    static const ReduceParams params = {0};
+    THDtype out = input->dtype == TH_UInt8 ? TH_UInt8 : TH_Bool;
+    return reduce(input, mask, keepdim, false, &all_kernels[input->dtype],
+                  &params, out, NULL, TH_Int64);
+}
+
+THTensor *
+THTensor_newAny(THTensor *input, const bool *mask, bool keepdim)
+{
+    static const ReduceParams params = {0};
+    THDtype out = input->dtype == TH_UInt8 ? TH_UInt8 : TH_Bool;
+    return reduce(input, mask, keepdim, false, &any_kernels[input->dtype],
+                  &params, out, NULL, TH_Int64);
+}
+
+THTensor *
+THTensor_newCountNonzero(THTensor *input, const bool *mask)
+{
+    static const ReduceParams params = {0};
+    return reduce(input, mask, false, false, &count_kernels[input->dtype],
+                  &params, TH_Int64, NULL, TH_Int64);
+}
+
+/* ---- line operations: softmax and the scans --------------------------------
+ *
+ * A line is the run of elements along `dim` at one position of the other
+ * dims; the output has the input's shape, contiguous.  Lines are handed out
+ * to the threads, each line processed whole.
+ */
+typedef void (*LineFn)(const char *in, int64_t in_stride, char *out,
+                       int64_t out_stride, int64_t n, const void *ctx);
+
+typedef struct {
+    Odometer others;
+    const char *in;
+    char *out;
+    int64_t in_itemsize;
+    int64_t out_itemsize;
+    int64_t in_stride;
+    int64_t out_stride;
+    int64_t n;
+    LineFn fn;
+    const void *ctx;
+} LinesJob;
+
+static void
+lines_job(int64_t begin, int64_t end, void *arg)
+{
+    const LinesJob *job = arg;
+    OdometerPos pos;
+    odometer_seek(&job->others, begin, &pos);
+    for (int64_t line = begin; line < end; line++) {
+        job->fn(job->in + pos.offset[0] * job->in_itemsize, job->in_stride,
+                job->out + pos.offset[1] * job->out_itemsize,
+                job->out_stride, job->n, job->ctx);
+        odometer_next(&job->others, &pos);
+    }
+}
+
+/* out has in's shape; dim has been wrapped (0 for a 0-d tensor). */
+static void
+run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
+          const void *ctx)
+{
+    LinesJob job = {
+        .in = THTensor_data(in),
+        .out = THTensor_data(out),
+        .in_itemsize = THTensor_itemsize(in),
+        .out_itemsize = THTensor_itemsize(out),
+        .in_stride = in->ndim > 0 ? in->strides[dim] : 1,
+        .out_stride = out->ndim > 0 ? out->strides[dim] : 1,
+        .n = in->ndim > 0 ? in->sizes[dim] : 1,
+        .fn = fn,
+        .ctx = ctx,
+    };
+    int64_t nlines = 1;
+    job.others.ndim = 0;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d != dim) {
+            int k = job.others.ndim++;
+            job.others.sizes[k] = in->sizes[d];
+            job.others.strides[0][k] = in->strides[d];
+            job.others.strides[1][k] = out->strides[d];
+            nlines *= in->sizes[d];
+        }
+    }
+    if (nlines == 0 || job.n == 0) {
+        return;
+    }
+    THParallel_for(nlines,
+                   job.n >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / job.n,
+                   lines_job, &job);
+}
+
+#define TH_DEFINE_SOFTMAX_LINE(Name, ctype, py)                              \
+    static void softmax_line_##Name(const char *in, int64_t in_stride,       \
+                                    char *out, int64_t out_stride,           \
+                                    int64_t n, const void *ctx)              \
+    {                                                                        \
+        const bool log_softmax = *(const bool *)ctx;                         \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype *y = (ctype *)out;                                             \
+        ctype max = max_run_##Name(x, n, in_stride);                         \
+        double total = 0;                                                    \
+        if (log_softmax) {                                                   \
+            for (int64_t i = 0; i < n; i++) {                                \
+                total += (double)TH_EXP_##Name(x[i * in_stride] - max);      \
+            }                                                                \
+            ctype log_total = (ctype)log(total);                             \
+            for (int64_t i = 0; i < n; i++) {                                \
+                y[i * out_stride] = x[i * in_stride] - max - log_total;      \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            ctype e = TH_EXP_##Name(x[i * in_stride] - max);                 \
+            y[i * out_stride] = e;                                           \
+            total += (double)e;                                              \
+        }                                                                    \
+        ctype scale = (ctype)(1 / total);                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            y[i * out_stride] *= scale;                                      \
+        }                                                                    \
+    }
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_SOFTMAX_LINE)
+
+static const LineFn softmax_lines[2] = {softmax_line_Float32,
+                                        softmax_line_Float64};
+
+/* The scans run in the output dtype (the input is converted first), with
+ * integers accumulated as wrapping uint64_t. */
+#define TH_DEFINE_SCAN_LINES(Name, ctype, py)                                \
+    static void cumsum_line_##Name(const char *in, int64_t in_stride,        \
+                                   char *out, int64_t out_stride, int64_t n, \
+                                   const void *ctx)                          \
+    {                                                                        \
+        (void)ctx;                                                           \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype *y = (ctype *)out;                                             \
+        TH_ACC_##Name total = 0;                                             \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            total += (TH_ACC_##Name)x[i * in_stride];                        \
+            y[i * out_stride] = (ctype)total;                                \
+        }                                                                    \
+    }                                                                        \
+    static void cumprod_line_##Name(const char *in, int64_t in_stride,       \
+                                    char *out, int64_t out_stride,           \
+                                    int64_t n, const void *ctx)              \
+    {                                                                        \
+        (void)ctx;                                                           \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype *y = (ctype *)out;                                             \
+        TH_ACC_##Name total = 1;                                             \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            total *= (TH_ACC_##Name)x[i * in_stride];                        \
+            y[i * out_stride] = (ctype)total;                                \
+        }                                                                    \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_SCAN_LINES)
+
+#define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_line_##Name,
+#define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_line_##Name,
+static const LineFn cumsum_lines[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_CUMSUM_ENTRY)
+};
+static const LineFn cumprod_lines[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_CUMPROD_ENTRY)
+};
+
+/* A new contiguous tensor of `input`'s shape filled by fn along `dim`. */
+static THTensor *
+new_from_lines(THTensor *input, int64_t dim, LineFn fn, const void *ctx)
+{
+    int64_t wrapped;
+    if (THTensor_wrapDim(dim, input->ndim, &wrapped) < 0) {
+        return NULL;
+    }
+    THTensor *out = THTensor_newEmpty(input->ndim, input->sizes, input->dtype,
+                                      input->storage->device);
+    if (out != NULL) {
+        run_lines(input, out, wrapped, fn, ctx);
+    }
+    return out;
+}
+
+THTensor *
+THTensor_newSoftmax(THTensor *input, int64_t dim, bool log_softmax,
+                    int dtype)
+{
+    int64_t wrapped;
+    if (THTensor_wrapDim(dim, input->ndim, &wrapped) < 0) {
+        return NULL;
+    }
+    THTensor *source = new_input_as(input, dtype);
+    if (source == NULL) {
+        return NULL;
+    }
+    if (!THDtype_isFloating(source->dtype)) {
+        THError_set(TH_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                    log_softmax ? "log_softmax_kernel_impl"
+                                : "softmax_kernel_impl",
+                    torch_type_name(source->dtype));
+        THTensor_release(source);
+        return NULL;
+    }
+    THTensor *result = new_from_lines(
+        source, dim, softmax_lines[float_index(source->dtype)], &log_softmax);
+    THTensor_release(source);
+    return result;
+}
+
+static THTensor *
+scan(THTensor *input, int64_t dim, int dtype, const LineFn *lines)
+{
+    int64_t wrapped;
+    if (THTensor_wrapDim(dim, input->ndim, &wrapped) < 0) {
+        return NULL;
+    }
+    if (dtype < 0) {
+        dtype = (int)sum_result_dtype(input->dtype);
+    }
+    THTensor *source = new_input_as(input, dtype);
+    if (source == NULL) {
+        return NULL;
+    }
+    THTensor *result = new_from_lines(source, dim, lines[source->dtype], NULL);
+    THTensor_release(source);
+    return result;
+}
+
+THTensor *
+THTensor_newCumsum(THTensor *input, int64_t dim, int dtype)
+{
+    return scan(input, dim, dtype, cumsum_lines);
+}
+
+THTensor *
+THTensor_newCumprod(THTensor *input, int64_t dim, int dtype)
+{
+    return scan(input, dim, dtype, cumprod_lines);
+}
