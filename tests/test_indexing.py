@@ -1,6 +1,10 @@
 """Basic indexing: t[i], t[-1], t[a:b:c], None, ..., and tuples of them, as
 views (NumPy is the value oracle; torch, where installed, the geometry and
 error-message oracle), and t[index] = value writing through to the base.
+
+Advanced indexing (the second half): integer index tensors, lists, NumPy
+arrays and bool masks, mixed with the basic items, giving copies; and
+t[advanced] = value (index_put_ semantics).
 """
 
 import math
@@ -243,7 +247,8 @@ def test_two_ellipses_and_unsupported_indices():
     t = ember.zeros(2, 3)
     with pytest.raises(IndexError, match="single ellipsis"):
         t[..., ...]
-    for bad in ["a", 1.5, [0, 1], ember.tensor([0, 1]), ember.tensor(1.0)]:
+    # (lists and integer tensors are advanced indices: see below)
+    for bad in ["a", 1.5, ember.tensor(1.0), ember.tensor([0.0, 1.0])]:
         with pytest.raises((IndexError, TypeError)):
             t[bad]
 

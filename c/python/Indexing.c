@@ -1,5 +1,5 @@
 /*
- * Indexing.c -- t[index] and t[index] = value for basic indices.
+ * Indexing.c -- t[index] and t[index] = value.
  *
  * Basic indexing is the NumPy subset that always gives a view: integers
  * (select a dim away), slices with positive steps (narrow and stride),
@@ -7,16 +7,50 @@
  * combines them left to right.  Assignment takes the view of the index and
  * copies (or fills) into it, so it writes through to the original storage.
  *
- * Not here: advanced indexing with integer tensors, lists or bool masks
- * (the operators issue); such indices get a clear IndexError.
+ * Advanced indexing adds index tensors: integer tensors, bool masks, and
+ * Python lists or NumPy arrays of them (see Note [Advanced indexing] in
+ * THIndex.c for the result's shape).  As in PyTorch, the basic items are
+ * applied first, as a view; the index tensors are then applied to that view
+ * by the core, giving a copy (t[index]) or writing into it
+ * (t[index] = value).  So an int among index tensors selects its dim away
+ * first, as PyTorch does (NumPy would broadcast it with them instead).
  */
 #include "THP.h"
 
-/* How many tensor dims an index item consumes. */
-static int
-consumes_dim(PyObject *item)
+/* ---- index items ------------------------------------------------------------ */
+
+typedef enum {
+    ITEM_INT,      /* selects its dim away */
+    ITEM_SLICE,
+    ITEM_NONE,     /* inserts a size-1 dim */
+    ITEM_ELLIPSIS,
+    ITEM_BOOL,     /* True/False: a new size-1 dim, indexed by [0] or [] */
+    ITEM_TENSOR,   /* an index tensor or mask (advanced) */
+} ItemKind;
+
+typedef struct {
+    ItemKind kind;
+    PyObject *obj;    /* borrowed: the item as written */
+    THTensor *tensor; /* owned; ITEM_TENSOR and ITEM_BOOL only */
+} IndexItem;
+
+/* Enough for any index that can be valid: each item either consumes one
+ * of at most TH_MAX_DIMS dims or adds one. */
+#define THP_MAX_INDEX_ITEMS (2 * TH_MAX_DIMS + 1)
+
+typedef struct {
+    IndexItem items[THP_MAX_INDEX_ITEMS];
+    Py_ssize_t n;
+    bool advanced; /* some item is an index tensor or a bool */
+} ParsedIndex;
+
+static void
+parsed_index_clear(ParsedIndex *index)
 {
-    return item != Py_None && item != Py_Ellipsis;
+    for (Py_ssize_t i = 0; i < index->n; i++) {
+        THTensor_release(index->items[i].tensor);
+    }
+    index->n = 0;
 }
 
 static int
@@ -29,21 +63,189 @@ is_integer_index(PyObject *item)
         THTensor *t = THPVariable_Unpack(item);
         return t->ndim == 0 && THDtype_isIntegral(t->dtype, false);
     }
-    return PyIndex_Check(item) && !PyBool_Check(item);
+    /* NumPy integer scalars; arrays (sequences) are index tensors */
+    return PyIndex_Check(item) && !PyBool_Check(item)
+           && !PySequence_Check(item);
 }
 
-/* Applies one index item, the `position`-th of the index tuple, at dim
- * *dim of *current, replacing *current with the new view (the old
+/* [0] for True, [] for False: t[True] is t[None][[0]]. */
+static THTensor *
+new_bool_positions(bool value)
+{
+    int64_t n = value ? 1 : 0;
+    THTensor *positions = THTensor_newEmpty(1, &n, TH_Int64, TH_DEVICE_CPU);
+    if (positions != NULL && value) {
+        ((int64_t *)THTensor_data(positions))[0] = 0;
+    }
+    return positions;
+}
+
+/* A list, tuple or array used as an index, as a tensor (a new
+ * reference).  An empty sequence means no positions: int64, not the
+ * default float dtype ember.tensor([]) would give. */
+static THTensor *
+new_tensor_from_sequence(PyObject *obj)
+{
+    if ((PyList_Check(obj) || PyTuple_Check(obj))
+        && PySequence_Size(obj) == 0) {
+        int64_t zero = 0;
+        return THTensor_newEmpty(1, &zero, TH_Int64, TH_DEVICE_CPU);
+    }
+    PyObject *wrapped = THPVariable_FromData(obj, -1, 0);
+    if (wrapped == NULL) {
+        return NULL;
+    }
+    THTensor *tensor = THPVariable_Unpack(wrapped);
+    THTensor_retain(tensor);
+    Py_DECREF(wrapped);
+    return tensor;
+}
+
+/* Sets item->tensor for an index tensor (or a 0-d bool, which becomes
+ * ITEM_BOOL). */
+static int
+classify_tensor(IndexItem *item, THTensor *tensor)
+{
+    if (tensor->ndim == 0 && tensor->dtype == TH_Bool) {
+        bool value = *(const bool *)THTensor_data(tensor);
+        THTensor_release(tensor);
+        item->kind = ITEM_BOOL;
+        item->tensor = new_bool_positions(value);
+        return item->tensor == NULL ? THPUtils_setErrorFromTH_int() : 0;
+    }
+    if (tensor->ndim == 0 && THDtype_isIntegral(tensor->dtype, false)) {
+        THTensor_release(tensor); /* a 0-d int array indexes like an int */
+        item->kind = ITEM_INT;
+        return 0;
+    }
+    item->kind = ITEM_TENSOR;
+    item->tensor = tensor;
+    return 0;
+}
+
+static int
+parse_item(PyObject *obj, IndexItem *item)
+{
+    item->obj = obj;
+    item->tensor = NULL;
+    if (obj == Py_None) {
+        item->kind = ITEM_NONE;
+    }
+    else if (obj == Py_Ellipsis) {
+        item->kind = ITEM_ELLIPSIS;
+    }
+    else if (PySlice_Check(obj)) {
+        item->kind = ITEM_SLICE;
+    }
+    else if (PyBool_Check(obj)) {
+        item->kind = ITEM_BOOL;
+        item->tensor = new_bool_positions(obj == Py_True);
+        return item->tensor == NULL ? THPUtils_setErrorFromTH_int() : 0;
+    }
+    else if (is_integer_index(obj)) {
+        item->kind = ITEM_INT;
+    }
+    else if (THPVariable_Check(obj)) {
+        THTensor *tensor = THPVariable_Unpack(obj);
+        THTensor_retain(tensor);
+        return classify_tensor(item, tensor);
+    }
+    else if (!PyUnicode_Check(obj) && !PyBytes_Check(obj)
+             && (PySequence_Check(obj) || PyObject_CheckBuffer(obj))) {
+        THTensor *tensor = new_tensor_from_sequence(obj);
+        return tensor == NULL ? -1 : classify_tensor(item, tensor);
+    }
+    else {
+        PyErr_Format(PyExc_IndexError,
+                     "only integers, slices (`:`), ellipsis (`...`), None "
+                     "and long or byte Variables are valid indices (got "
+                     "%.100s)",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* How many dims an index tensor stands at: a k-dim mask at k. */
+static int
+tensor_dims(const THTensor *index)
+{
+    bool is_mask = index->dtype == TH_Bool || index->dtype == TH_UInt8;
+    return is_mask ? index->ndim : 1;
+}
+
+/* How many dims of the tensor an item consumes. */
+static int
+consumed_dims(const IndexItem *item)
+{
+    switch (item->kind) {
+    case ITEM_INT:
+    case ITEM_SLICE:
+        return 1;
+    case ITEM_TENSOR:
+        return tensor_dims(item->tensor);
+    default:
+        return 0;
+    }
+}
+
+/* Splits `index` (a tuple, or one item standing for a tuple of one)
+ * into items, converting index tensors.  Returns 0 or -1 (nothing owned
+ * then). */
+static int
+parse_index(THTensor *tensor, PyObject *index, ParsedIndex *parsed)
+{
+    PyObject *const *objs = &index;
+    Py_ssize_t n = 1;
+    parsed->n = 0;
+    parsed->advanced = false;
+    if (PyTuple_Check(index)) {
+        objs = &PyTuple_GET_ITEM(index, 0);
+        n = PyTuple_GET_SIZE(index);
+    }
+    else if (tensor->ndim == 0 && is_integer_index(index)) {
+        /* PyTorch's hint for t[0] on a 0-d tensor (t[0,] is "too many
+         * indices" below). */
+        PyErr_SetString(PyExc_IndexError,
+                        "invalid index of a 0-dim tensor. Use "
+                        "`tensor.item()` in Python or `tensor.item<T>()` in "
+                        "C++ to convert a 0-dim tensor to a number");
+        return -1;
+    }
+    if (n > THP_MAX_INDEX_ITEMS) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for tensor of dimension %d",
+                     tensor->ndim);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        IndexItem *item = &parsed->items[i];
+        if (parse_item(objs[i], item) < 0) {
+            parsed_index_clear(parsed);
+            return -1;
+        }
+        parsed->n++;
+        parsed->advanced = parsed->advanced || item->kind == ITEM_TENSOR
+                           || item->kind == ITEM_BOOL;
+    }
+    return 0;
+}
+
+/* ---- the basic part: a view ------------------------------------------------- */
+
+/* Applies one int, slice or None, the `position`-th item of the index, at
+ * dim *dim of *current, replacing *current with the new view (the old
  * reference is released).  Returns 0 or -1. */
 static int
-apply_index_item(THTensor **current, int *dim, Py_ssize_t position,
-                 PyObject *item)
+apply_basic_item(THTensor **current, int *dim, Py_ssize_t position,
+                 const IndexItem *item)
 {
     THTensor *t = *current;
     THTensor *next = NULL;
-    if (is_integer_index(item)) {
+    if (item->kind == ITEM_INT) {
         int64_t index;
-        if (THPUtils_unpackLong(item, "__getitem__", "index", &index) < 0) {
+        if (THPUtils_unpackLong(item->obj, "__getitem__", "index", &index)
+            < 0) {
             return -1;
         }
         int64_t size = t->sizes[*dim]; /* *dim < ndim: items were counted */
@@ -58,9 +260,9 @@ apply_index_item(THTensor **current, int *dim, Py_ssize_t position,
         }
         next = THTensor_newSelect(t, *dim, index);
     }
-    else if (PySlice_Check(item)) {
+    else if (item->kind == ITEM_SLICE) {
         Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(item, &start, &stop, &step) < 0) {
+        if (PySlice_Unpack(item->obj, &start, &stop, &step) < 0) {
             return -1;
         }
         if (step <= 0) {
@@ -73,17 +275,9 @@ apply_index_item(THTensor **current, int *dim, Py_ssize_t position,
         next = THTensor_newSlice(t, *dim, start, stop, step);
         (*dim)++;
     }
-    else if (item == Py_None) {
+    else { /* None, or the new dim of a bool */
         next = THTensor_newUnsqueeze(t, *dim);
         (*dim)++;
-    }
-    else {
-        PyErr_Format(PyExc_IndexError,
-                     "only integers, slices (`:`), ellipsis (`...`) and None "
-                     "are valid indices in this version of ember (advanced "
-                     "indexing with %s is not supported yet)",
-                     Py_TYPE(item)->tp_name);
-        return -1;
     }
     if (next == NULL) {
         THPUtils_setErrorFromTH();
@@ -94,31 +288,19 @@ apply_index_item(THTensor **current, int *dim, Py_ssize_t position,
     return 0;
 }
 
-/* The view t[index]: a new THTensor reference, or NULL with an
- * exception set. */
+/* The view left by the basic items of the index (a new reference, or
+ * NULL with an exception set), and in `advanced` the index tensors to
+ * apply to it: one entry per leading dim of the view, NULL for a dim kept
+ * whole, a k-dim mask standing for k dims (borrowed from `parsed`).
+ * Returns the number of entries in *nadvanced. */
 static THTensor *
-index_view(THTensor *tensor, PyObject *index)
+apply_basic_items(THTensor *tensor, const ParsedIndex *parsed,
+                  THTensor **advanced, int *nadvanced)
 {
-    /* A lone item is indexed as a tuple of one, without building one. */
-    PyObject *const *items = &index;
-    Py_ssize_t n = 1;
-    if (PyTuple_Check(index)) {
-        items = &PyTuple_GET_ITEM(index, 0);
-        n = PyTuple_GET_SIZE(index);
-    }
-    else if (tensor->ndim == 0 && is_integer_index(index)) {
-        /* PyTorch's hint for t[0] on a 0-d tensor (t[0,] is "too many
-         * indices" below). */
-        PyErr_SetString(PyExc_IndexError,
-                        "invalid index of a 0-dim tensor. Use "
-                        "`tensor.item()` in Python or `tensor.item<T>()` in "
-                        "C++ to convert a 0-dim tensor to a number");
-        return NULL;
-    }
     int specified = 0, ellipses = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        specified += consumes_dim(items[i]);
-        ellipses += items[i] == Py_Ellipsis;
+    for (Py_ssize_t i = 0; i < parsed->n; i++) {
+        specified += consumed_dims(&parsed->items[i]);
+        ellipses += parsed->items[i].kind == ITEM_ELLIPSIS;
     }
     if (ellipses > 1) {
         PyErr_SetString(PyExc_IndexError,
@@ -131,27 +313,111 @@ index_view(THTensor *tensor, PyObject *index)
                      tensor->ndim);
         return NULL;
     }
+    /* at_dim[d]: the index tensor standing at dim d of the view so far.
+     * Later items only touch dims at or after `dim`, so entries stay put. */
+    THTensor *at_dim[THP_MAX_INDEX_ITEMS] = {NULL};
     THTensor_retain(tensor); /* `current` owns one reference throughout */
     THTensor *current = tensor;
     int dim = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (items[i] == Py_Ellipsis) {
+    for (Py_ssize_t i = 0; i < parsed->n; i++) {
+        const IndexItem *item = &parsed->items[i];
+        if (item->kind == ITEM_ELLIPSIS) {
             dim += tensor->ndim - specified;
             continue;
         }
-        if (apply_index_item(&current, &dim, i, items[i]) < 0) {
+        if (item->kind == ITEM_TENSOR) {
+            at_dim[dim] = item->tensor;
+            dim += consumed_dims(item);
+            continue;
+        }
+        if (item->kind == ITEM_BOOL) {
+            at_dim[dim] = item->tensor;
+        }
+        if (apply_basic_item(&current, &dim, i, item) < 0) {
             THTensor_release(current);
             return NULL;
         }
     }
+    int n = 0;
+    for (int d = 0; d < dim; n++) {
+        advanced[n] = at_dim[d];
+        d += at_dim[d] == NULL ? 1 : tensor_dims(at_dim[d]);
+    }
+    *nadvanced = n;
     return current;
 }
+
+/* ---- __getitem__ and __setitem__ ------------------------------------------- */
 
 static PyObject *
 THPVariable_getitem(PyObject *self, PyObject *index)
 {
-    THTensor *view = index_view(THPVariable_Unpack(self), index);
-    return view == NULL ? NULL : THPVariable_Wrap(view);
+    ParsedIndex parsed;
+    THTensor *advanced[THP_MAX_INDEX_ITEMS];
+    int nadvanced;
+    if (parse_index(THPVariable_Unpack(self), index, &parsed) < 0) {
+        return NULL;
+    }
+    THTensor *view = apply_basic_items(THPVariable_Unpack(self), &parsed,
+                                       advanced, &nadvanced);
+    if (view == NULL || !parsed.advanced) {
+        parsed_index_clear(&parsed);
+        return view == NULL ? NULL : THPVariable_Wrap(view);
+    }
+    THTensor *result;
+    Py_BEGIN_ALLOW_THREADS /* the core takes no Python objects */
+    result = THTensor_newIndex(view, nadvanced, advanced);
+    Py_END_ALLOW_THREADS
+    THTensor_release(view);
+    parsed_index_clear(&parsed);
+    return THPVariable_Wrap(result);
+}
+
+/* The value of t[index] = value as a tensor (a new reference) or, for a
+ * Python number, as a scalar (*source stays NULL).  Converted before
+ * anything is written, so a bad value leaves the tensor as it was. */
+static int
+parse_value(PyObject *value, PyObject **source, THScalar *scalar)
+{
+    *source = NULL;
+    if (THPVariable_Check(value)) {
+        Py_INCREF(value); /* *source: released by the caller */
+        *source = value;
+        return 0;
+    }
+    if (PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value)) {
+        return THPUtils_parseScalar(value, scalar);
+    }
+    *source = THPVariable_FromData(value, -1, 0);
+    return *source == NULL ? -1 : 0;
+}
+
+/* view[advanced] = source, or = scalar when source is NULL. */
+static int
+put_values(THTensor *view, THTensor *const *advanced, int nadvanced,
+           PyObject *source, THScalar scalar)
+{
+    THTensor *values;
+    if (source != NULL) {
+        values = THPVariable_Unpack(source);
+        THTensor_retain(values);
+    }
+    else {
+        values = THTensor_newEmpty(0, NULL, view->dtype, TH_DEVICE_CPU);
+        if (values != NULL && THTensor_fill(values, scalar) < 0) {
+            THTensor_release(values);
+            values = NULL;
+        }
+    }
+    if (values == NULL) {
+        return -1;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS /* the core takes no Python objects */
+    status = THTensor_indexPut(view, nadvanced, advanced, values, false);
+    Py_END_ALLOW_THREADS
+    THTensor_release(values);
+    return status;
 }
 
 static int
@@ -163,34 +429,36 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
         return -1;
     }
     THScalar scalar;
-    PyObject *source = NULL;
-    /* Convert the value before touching anything, so a bad value leaves
-     * the tensor as it was. */
-    if (THPVariable_Check(value)) {
-        Py_INCREF(value); /* source: released below */
-        source = value;
+    PyObject *source;
+    if (parse_value(value, &source, &scalar) < 0) {
+        return -1;
     }
-    else if (PyBool_Check(value) || PyLong_Check(value)
-             || PyFloat_Check(value)) {
-        if (THPUtils_parseScalar(value, &scalar) < 0) {
-            return -1;
+    ParsedIndex parsed;
+    THTensor *advanced[THP_MAX_INDEX_ITEMS];
+    int nadvanced;
+    THTensor *view = NULL;
+    if (parse_index(THPVariable_Unpack(self), index, &parsed) == 0) {
+        view = apply_basic_items(THPVariable_Unpack(self), &parsed, advanced,
+                                 &nadvanced);
+        if (view == NULL) {
+            parsed_index_clear(&parsed);
         }
     }
-    else {
-        source = THPVariable_FromData(value, -1, 0);
-        if (source == NULL) {
-            return -1;
-        }
-    }
-    THTensor *view = index_view(THPVariable_Unpack(self), index);
     if (view == NULL) {
         Py_XDECREF(source);
         return -1;
     }
-    int status = source != NULL
+    int status;
+    if (parsed.advanced) {
+        status = put_values(view, advanced, nadvanced, source, scalar);
+    }
+    else {
+        status = source != NULL
                      ? THTensor_copy(view, THPVariable_Unpack(source))
                      : THTensor_fill(view, scalar);
+    }
     THTensor_release(view);
+    parsed_index_clear(&parsed);
     Py_XDECREF(source);
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }

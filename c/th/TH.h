@@ -8,6 +8,7 @@
 #include "THAllocator.h"
 #include "THDtype.h"
 #include "THGeneral.h"
+#include "THIndex.h"
 #include "THIter.h"
 #include "THParallel.h"
 #include "THPointwise.h"
