@@ -11,6 +11,8 @@
 #include "THIter.h"
 #include "THParallel.h"
 #include "THRandom.h"
+#include "THShape.h"
+#include "THSort.h"
 #include "THStorage.h"
 #include "THTensor.h"
 
