@@ -14,6 +14,8 @@
 #include "THPointwise.h"
 #include "THRandom.h"
 #include "THReduce.h"
+#include "THShape.h"
+#include "THSort.h"
 #include "THStorage.h"
 #include "THTensor.h"
 #include "THUnary.h"

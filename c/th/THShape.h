@@ -1,0 +1,51 @@
+/*
+ * THShape.h -- operators that rearrange elements: cat, stack, flip, roll,
+ * repeat, tril/triu, one_hot.
+ *
+ * Each returns a new tensor (or writes into `out`) with the values moved,
+ * never a view; the view-making ones (split, chunk, unbind, ...) are plain
+ * narrow/select calls in the binding.  Moves within one dtype go through
+ * one strided copy keyed by item size (a float32 moves as 4 raw bytes), so
+ * no operator here is written per dtype.
+ */
+#ifndef TH_SHAPE_H
+#define TH_SHAPE_H
+
+#include "THTensor.h"
+
+/* PyTorch's cat: inputs promoted to one dtype, concatenated along dim;
+ * 1-d empty tensors (the legacy "no data" tensor) are skipped. */
+THTensor *THTensor_newCat(int n, THTensor *const *tensors, int64_t dim);
+/* The same into `out`, which must already have the result's shape and a
+ * dtype the result can be cast to; nothing is written on error. */
+int THTensor_catOut(THTensor *out, int n, THTensor *const *tensors,
+                    int64_t dim);
+/* stack: equal-size inputs joined along a new dim; out may be NULL. */
+THTensor *THTensor_newStack(int n, THTensor *const *tensors, int64_t dim);
+int THTensor_stackOut(THTensor *out, int n, THTensor *const *tensors,
+                      int64_t dim);
+
+/* flip: reverse the order of elements along each listed dim. */
+THTensor *THTensor_newFlip(THTensor *tensor, int ndims, const int64_t *dims);
+/* roll: shift elements along dims circularly; ndims == 0 rolls the
+ * flattened tensor (then nshifts must be 1). */
+THTensor *THTensor_newRoll(THTensor *tensor, int nshifts,
+                           const int64_t *shifts, int ndims,
+                           const int64_t *dims);
+/* Tensor.repeat: tile the tensor repeats[d] times along each dim;
+ * nrepeats >= ndim, extra leading repeats add dims. */
+THTensor *THTensor_newRepeat(THTensor *tensor, int nrepeats,
+                             const int64_t *repeats);
+/* tril (upper == false) / triu of the last two dims, into a new tensor or
+ * in place. */
+THTensor *THTensor_newTriangle(THTensor *tensor, int64_t diagonal,
+                               bool upper);
+int THTensor_triangle_(THTensor *tensor, int64_t diagonal, bool upper);
+/* one_hot of an int64 tensor: shape + (num_classes,), int64; num_classes
+ * -1 means max + 1. */
+THTensor *THTensor_newOneHot(THTensor *tensor, int64_t num_classes);
+
+/* Writes "[2, 3]" (PyTorch's way of printing a shape) into buf. */
+void THShape_format(int ndim, const int64_t *sizes, char *buf, size_t len);
+
+#endif /* TH_SHAPE_H */

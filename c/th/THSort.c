@@ -1,0 +1,483 @@
+/*
+ * THSort.c -- sort, topk, kthvalue, unique and unique_consecutive.
+ *
+ * Everything here works lane by lane: a lane is the 1-d slice of the input
+ * along the sorted dim, at one position of all the other dims.  A lane is
+ * loaded into a scratch array of (key, index) pairs (Note [Sort keys] in
+ * THSort.h), sorted there, and the wanted part written back: values read
+ * from the input at each sorted index, and the indices themselves.  Lanes
+ * are independent, so large inputs split them over the worker threads.
+ */
+#include "THSort.h"
+
+#include "THParallel.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t key;
+    int64_t index; /* position in the lane (or in the flattened input) */
+} SortItem;
+
+/* ---- keys (Note [Sort keys]) ---------------------------------------------- */
+
+#define TH_SIGN_BIT ((uint64_t)1 << 63)
+#define TH_NAN_KEY UINT64_MAX
+
+static inline uint64_t
+key_of_int(int64_t value)
+{
+    return (uint64_t)value ^ TH_SIGN_BIT;
+}
+
+static inline uint64_t
+key_of_double(double value)
+{
+    if (isnan(value)) {
+        return TH_NAN_KEY;
+    }
+    if (value == 0) {
+        value = 0.0; /* -0.0 and 0.0 compare equal, so they must tie */
+    }
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    return (bits & TH_SIGN_BIT) ? ~bits : bits | TH_SIGN_BIT;
+}
+
+/* load_keys_<Name>(items, lane, stride, n): items[i] = (key of the lane's
+ * element i, i), for a lane of n elements `stride` bytes apart. */
+#define TH_DEFINE_LOAD_KEYS(Name, ctype, py)                                 \
+    static void load_keys_##Name(SortItem *items, const char *lane,          \
+                                 int64_t stride, int64_t n)                  \
+    {                                                                        \
+        const bool floating = THDtype_isFloating(TH_##Name);                 \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            ctype value;                                                     \
+            memcpy(&value, lane + i * stride, sizeof(value));                \
+            items[i].key = floating ? key_of_double((double)value)           \
+                                    : key_of_int((int64_t)value);            \
+            items[i].index = i;                                              \
+        }                                                                    \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_LOAD_KEYS)
+#undef TH_DEFINE_LOAD_KEYS
+
+typedef void (*LoadKeysFn)(SortItem *items, const char *lane, int64_t stride,
+                           int64_t n);
+
+#define TH_LOAD_KEYS_ENTRY(Name, ctype, py) load_keys_##Name,
+static const LoadKeysFn load_keys[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_LOAD_KEYS_ENTRY)
+};
+#undef TH_LOAD_KEYS_ENTRY
+
+/* Two keys that stand for one value.  Each NaN is a value of its own (NaN
+ * != NaN), as in PyTorch's unique. */
+static inline bool
+same_value(uint64_t a, uint64_t b, bool floating)
+{
+    return a == b && !(floating && a == TH_NAN_KEY);
+}
+
+/* ---- the stable merge sort -------------------------------------------------- */
+
+#define TH_SORT_RUN 32 /* runs this short are insertion-sorted first */
+
+static void
+insertion_sort(SortItem *items, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        SortItem item = items[i];
+        int64_t j = i;
+        while (j > 0 && items[j - 1].key > item.key) { /* > keeps ties */
+            items[j] = items[j - 1];
+            j--;
+        }
+        items[j] = item;
+    }
+}
+
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi);
+ * on a tie the left run goes first, which is what makes the sort stable. */
+static void
+merge(const SortItem *src, SortItem *dst, int64_t lo, int64_t mid,
+      int64_t hi)
+{
+    int64_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi) {
+        dst[k++] = src[j].key < src[i].key ? src[j++] : src[i++];
+    }
+    while (i < mid) {
+        dst[k++] = src[i++];
+    }
+    while (j < hi) {
+        dst[k++] = src[j++];
+    }
+}
+
+/* Sorts items[0, n) by key, stably; scratch has room for n items. */
+static void
+merge_sort(SortItem *items, SortItem *scratch, int64_t n)
+{
+    for (int64_t lo = 0; lo < n; lo += TH_SORT_RUN) {
+        insertion_sort(items + lo, n - lo < TH_SORT_RUN ? n - lo : TH_SORT_RUN);
+    }
+    SortItem *src = items, *dst = scratch;
+    for (int64_t width = TH_SORT_RUN; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n;
+            int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            merge(src, dst, lo, mid, hi);
+        }
+        SortItem *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != items) {
+        memcpy(items, src, (size_t)n * sizeof(*items));
+    }
+}
+
+/* Copies one element of `itemsize` bytes (a typed load and store: a
+ * variable-size memcpy per element would be a library call). */
+static inline void
+copy_item(char *dst, const char *src, int itemsize)
+{
+    switch (itemsize) {
+    case 1: *(uint8_t *)dst = *(const uint8_t *)src; break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    default: memcpy(dst, src, 8); break;
+    }
+}
+
+/* ---- sorting lanes ------------------------------------------------------------ */
+
+/* Where the lanes of a tensor start: `outer_*` describe every dim except
+ * the sorted one (byte strides), in row-major order. */
+typedef struct {
+    int ndim;
+    int64_t sizes[TH_MAX_DIMS];
+    int64_t strides[3][TH_MAX_DIMS]; /* input, values, indices */
+} LaneGeometry;
+
+typedef struct {
+    LoadKeysFn load;
+    int itemsize;
+    bool descending;
+    const char *input;
+    int64_t lane_len;
+    int64_t input_stride; /* bytes between a lane's elements */
+    int64_t first, count; /* the sorted positions written out */
+    char *values;
+    int64_t values_stride;
+    char *indices;
+    int64_t indices_stride;
+    LaneGeometry outer;
+    atomic_bool out_of_memory;
+} SortJob;
+
+/* Byte offsets of lane `lane` in the input, values and indices. */
+static void
+lane_offsets(const LaneGeometry *outer, int64_t lane, int64_t *offsets)
+{
+    offsets[0] = offsets[1] = offsets[2] = 0;
+    for (int d = outer->ndim - 1; d >= 0; d--) {
+        int64_t i = lane % outer->sizes[d];
+        lane /= outer->sizes[d];
+        for (int k = 0; k < 3; k++) {
+            offsets[k] += i * outer->strides[k][d];
+        }
+    }
+}
+
+static void
+sort_one_lane(const SortJob *job, int64_t lane, SortItem *items,
+              SortItem *scratch)
+{
+    int64_t offsets[3];
+    lane_offsets(&job->outer, lane, offsets);
+    const char *in = job->input + offsets[0];
+    job->load(items, in, job->input_stride, job->lane_len);
+    if (job->descending) {
+        for (int64_t i = 0; i < job->lane_len; i++) {
+            items[i].key = ~items[i].key;
+        }
+    }
+    merge_sort(items, scratch, job->lane_len);
+    char *values = job->values + offsets[1];
+    char *indices = job->indices + offsets[2];
+    for (int64_t j = 0; j < job->count; j++) {
+        int64_t index = items[job->first + j].index;
+        copy_item(values + j * job->values_stride,
+                  in + index * job->input_stride, job->itemsize);
+        memcpy(indices + j * job->indices_stride, &index, sizeof(index));
+    }
+}
+
+/* THParallelFn over lanes [begin, end); runs on worker threads, so an
+ * allocation failure is only recorded (Note in THParallel.h). */
+static void
+sort_lanes(int64_t begin, int64_t end, void *arg)
+{
+    SortJob *job = arg;
+    SortItem *items = malloc(2 * (size_t)job->lane_len * sizeof(SortItem));
+    if (items == NULL) {
+        atomic_store(&job->out_of_memory, true);
+        return;
+    }
+    for (int64_t lane = begin; lane < end; lane++) {
+        sort_one_lane(job, lane, items, items + job->lane_len);
+    }
+    free(items);
+}
+
+/* Sorts every lane of input along dim and writes sorted positions
+ * [first, first + count) of each to new tensors shaped like input with
+ * that dim's size replaced by count.  The caller has checked that
+ * first + count <= the lane length. */
+static int
+sort_lanes_to_new(THTensor *input, int64_t dim, bool descending,
+                  int64_t first, int64_t count, THTensor **values,
+                  THTensor **indices)
+{
+    int64_t sizes[TH_MAX_DIMS];
+    memcpy(sizes, input->sizes, sizeof(sizes));
+    if (input->ndim > 0) {
+        sizes[dim] = count;
+    }
+    THDeviceType device = input->storage->device;
+    *values = THTensor_newEmpty(input->ndim, sizes, input->dtype, device);
+    *indices = THTensor_newEmpty(input->ndim, sizes, TH_Int64, device);
+    if (*values == NULL || *indices == NULL) {
+        goto fail;
+    }
+    if ((*values)->numel == 0) {
+        return 0;
+    }
+    THTensor *out[3] = {input, *values, *indices};
+    int itemsize = (int)THTensor_itemsize(input);
+    int itemsizes[3] = {itemsize, itemsize, (int)sizeof(int64_t)};
+    SortJob job = {
+        .load = load_keys[input->dtype],
+        .itemsize = itemsize,
+        .descending = descending,
+        .input = THTensor_data(input),
+        .lane_len = input->ndim > 0 ? input->sizes[dim] : 1,
+        .input_stride = input->ndim > 0 ? input->strides[dim] * itemsize : 0,
+        .first = first,
+        .count = count,
+        .values = THTensor_data(*values),
+        .values_stride = input->ndim > 0 ? (*values)->strides[dim] * itemsize
+                                         : 0,
+        .indices = THTensor_data(*indices),
+        .indices_stride = input->ndim > 0
+                              ? (*indices)->strides[dim]
+                                    * (int64_t)sizeof(int64_t)
+                              : 0,
+    };
+    atomic_init(&job.out_of_memory, false);
+    int64_t nlanes = 1;
+    for (int d = 0; d < input->ndim; d++) {
+        if (d == dim) {
+            continue;
+        }
+        int k = job.outer.ndim++;
+        job.outer.sizes[k] = input->sizes[d];
+        for (int t = 0; t < 3; t++) {
+            job.outer.strides[t][k] = out[t]->strides[d] * itemsizes[t];
+        }
+        nlanes *= input->sizes[d];
+    }
+    int64_t grain = TH_PARALLEL_GRAIN / (job.lane_len > 0 ? job.lane_len : 1);
+    THParallel_for(nlanes, grain > 0 ? grain : 1, sort_lanes, &job);
+    if (atomic_load(&job.out_of_memory)) {
+        THError_set(TH_ERR_MEMORY, "sort: out of memory for a lane of %lld "
+                                   "elements",
+                    (long long)job.lane_len);
+        goto fail;
+    }
+    return 0;
+fail:
+    THTensor_release(*values);
+    THTensor_release(*indices);
+    *values = *indices = NULL;
+    return -1;
+}
+
+int
+THTensor_sort(THTensor *input, int64_t dim, bool descending,
+              THTensor **values, THTensor **indices)
+{
+    int64_t d;
+    if (THTensor_wrapDim(dim, input->ndim, &d) < 0) {
+        return -1;
+    }
+    int64_t n = input->ndim > 0 ? input->sizes[d] : 1;
+    return sort_lanes_to_new(input, d, descending, 0, n, values, indices);
+}
+
+int
+THTensor_topk(THTensor *input, int64_t k, int64_t dim, bool largest,
+              THTensor **values, THTensor **indices)
+{
+    int64_t d;
+    if (THTensor_wrapDim(dim, input->ndim, &d) < 0) {
+        return -1;
+    }
+    int64_t n = input->ndim > 0 ? input->sizes[d] : 1;
+    if (k < 0 || k > n) {
+        return THError_set(TH_ERR_RUNTIME, "selected index k out of range");
+    }
+    return sort_lanes_to_new(input, d, largest, 0, k, values, indices);
+}
+
+int
+THTensor_kthvalue(THTensor *input, int64_t k, int64_t dim, bool keepdim,
+                  THTensor **values, THTensor **indices)
+{
+    int64_t d;
+    if (THTensor_wrapDim(dim, input->ndim, &d) < 0) {
+        return -1;
+    }
+    int64_t n = input->ndim > 0 ? input->sizes[d] : 1;
+    if (k < 1 || k > n) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "kthvalue(): selected number k out of range for "
+                           "dimension %lld",
+                           (long long)d);
+    }
+    if (sort_lanes_to_new(input, d, false, k - 1, 1, values, indices) < 0) {
+        return -1;
+    }
+    if (keepdim || input->ndim == 0) {
+        return 0;
+    }
+    THTensor *squeezed[2] = {THTensor_newSqueeze(*values, 1, &d),
+                             THTensor_newSqueeze(*indices, 1, &d)};
+    THTensor_release(*values);
+    THTensor_release(*indices);
+    *values = squeezed[0];
+    *indices = squeezed[1];
+    if (squeezed[0] == NULL || squeezed[1] == NULL) {
+        THTensor_release(squeezed[0]);
+        THTensor_release(squeezed[1]);
+        *values = *indices = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- unique ------------------------------------------------------------------- */
+
+/* Turns (key, index) items, grouped so equal values are neighbours, into
+ * unique's outputs.  `flat` is the contiguous input the indices point
+ * into; `shape` is the input's, for inverse. */
+static int
+collect_groups(const SortItem *items, int64_t n, const THTensor *flat,
+               const THTensor *shape, THTensor **values, THTensor **inverse,
+               THTensor **counts)
+{
+    bool floating = THDtype_isFloating(flat->dtype);
+    int64_t ngroups = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || !same_value(items[i - 1].key, items[i].key, floating)) {
+            ngroups++;
+        }
+    }
+    THDeviceType device = flat->storage->device;
+    *values = THTensor_newEmpty(1, &ngroups, flat->dtype, device);
+    if (inverse != NULL) {
+        *inverse = THTensor_newEmpty(shape->ndim, shape->sizes, TH_Int64,
+                                     device);
+    }
+    if (counts != NULL) {
+        *counts = THTensor_newEmpty(1, &ngroups, TH_Int64, device);
+    }
+    if (*values == NULL || (inverse != NULL && *inverse == NULL)
+        || (counts != NULL && *counts == NULL)) {
+        THTensor_release(*values);
+        *values = NULL;
+        if (inverse != NULL) {
+            THTensor_release(*inverse);
+            *inverse = NULL;
+        }
+        if (counts != NULL) {
+            THTensor_release(*counts);
+            *counts = NULL;
+        }
+        return -1;
+    }
+    int itemsize = (int)THTensor_itemsize(flat);
+    const char *in = THTensor_data(flat);
+    char *out = THTensor_data(*values);
+    int64_t *inverse_data =
+        inverse != NULL ? (int64_t *)THTensor_data(*inverse) : NULL;
+    int64_t *count_data =
+        counts != NULL ? (int64_t *)THTensor_data(*counts) : NULL;
+    int64_t group = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || !same_value(items[i - 1].key, items[i].key, floating)) {
+            group++;
+            copy_item(out + group * itemsize,
+                      in + items[i].index * itemsize, itemsize);
+            if (count_data != NULL) {
+                count_data[group] = 0;
+            }
+        }
+        if (count_data != NULL) {
+            count_data[group]++;
+        }
+        if (inverse_data != NULL) {
+            inverse_data[items[i].index] = group;
+        }
+    }
+    return 0;
+}
+
+static int
+unique_impl(THTensor *input, bool sort, THTensor **values,
+            THTensor **inverse, THTensor **counts)
+{
+    THTensor *flat = THTensor_newContiguous(input);
+    if (flat == NULL) {
+        return -1;
+    }
+    int64_t n = flat->numel;
+    SortItem *items = malloc((2 * (size_t)n + 1) * sizeof(SortItem));
+    if (items == NULL) {
+        THTensor_release(flat);
+        return THError_set(TH_ERR_MEMORY,
+                           "unique: out of memory for %lld elements",
+                           (long long)n);
+    }
+    if (n > 0) {
+        load_keys[flat->dtype](items, THTensor_data(flat),
+                               THTensor_itemsize(flat), n);
+    }
+    if (sort) {
+        merge_sort(items, items + n, n);
+    }
+    int status =
+        collect_groups(items, n, flat, input, values, inverse, counts);
+    free(items);
+    THTensor_release(flat);
+    return status;
+}
+
+int
+THTensor_unique(THTensor *input, THTensor **values, THTensor **inverse,
+                THTensor **counts)
+{
+    return unique_impl(input, true, values, inverse, counts);
+}
+
+int
+THTensor_uniqueConsecutive(THTensor *input, THTensor **values,
+                           THTensor **inverse, THTensor **counts)
+{
+    return unique_impl(input, false, values, inverse, counts);
+}
