@@ -109,17 +109,21 @@ THAllocator_blockCapacity(size_t nbytes)
 /* Note [Block header]
  * ~~~~~~~~~~~~~~~~~~~
  * The 16 bytes just below every block's aligned address record where its
- * memory came from, so a block can be freed (or cached) knowing only its
- * address: Python allocators call raw_free(address) without a size.
+ * memory came from and its size class, so a block can be freed (or cached)
+ * knowing only its address: Python allocators call raw_free(address)
+ * without a size.  For a mapped block the mapping starts one page below
+ * the 2 MiB aligned data, and the header lives at the end of that page; for
+ * a small block, see below.
  *
- * Small blocks: posix_memalign() is slow for small blocks in glibc (it
- * bypasses the per-thread cache and walks the general heap), so we
- * over-allocate by one alignment unit with plain malloc() and round the
- * address up to the next multiple of 64; malloc returns 16-byte aligned
- * memory, so at least 16 bytes lie between the two.
- *
- * Mapped blocks: the mapping starts one page below the 2 MiB aligned data,
- * and the header lives at the end of that page. */
+ * Note [Aligned blocks from malloc]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * posix_memalign() is slow for small blocks in glibc: it bypasses the
+ * per-thread cache and walks the general heap (measured: empty(4) spent
+ * more time in _int_memalign/malloc_consolidate than in all of ember).  So
+ * we over-allocate by one alignment unit with plain malloc(), round the
+ * address up to the next multiple of 64, and keep the block header in the
+ * bytes just below the aligned block (malloc returns 16-byte aligned
+ * memory, so at least 16 bytes lie between the two). */
 typedef struct {
     void *base; /* what malloc() or mmap() returned */
     size_t size_class;
