@@ -13,6 +13,7 @@ VENV         := .venv
 VPY          := $(VENV)/bin/python
 VPIP         := $(VPY) -m pip
 INSTALLED    := $(VENV)/.ember-installed
+BENCH_INSTALLED := $(VENV)/.ember-bench-installed
 CC           ?= gcc
 ifeq ($(origin CC),default)
 CC           := gcc
@@ -77,7 +78,7 @@ help:
 	@echo "make build          incremental in-place rebuild of ember._C"
 	@echo "make demo           run the tour (python -m ember.tour)"
 	@echo "make test           C unit tests, then pytest tests/ docs/"
-	@echo "make bench          bench/bench_core.py"
+	@echo "make bench          bench/bench_core.py + bench/bench_ops.py (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
 	@echo "make leak-refs      debug CPython, pytest --refleaks $(LEAK_REFS_RUNS) \$$(LEAK_REFS_TESTS)"
@@ -128,8 +129,19 @@ test: build
 	@$(MAKE) --no-print-directory ctest
 	@$(MAKE) --no-print-directory pytest
 
-bench: build
-	$(VPY) bench/bench_core.py
+# The bench extras (numexpr, a peer in bench_ops.py) are installed only
+# here, so `make test` never needs them.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE,
+# if this environment sets them, slow NumPy's BLAS down: unset for the
+# benchmarks only.
+BENCH_ENV    := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1
+
+$(BENCH_INSTALLED): $(INSTALLED) pyproject.toml
+	$(VPIP) install --no-build-isolation -e '.[test,bench]'
+	touch $@
+
+bench: build $(BENCH_INSTALLED)
+	$(BENCH_ENV) $(VPY) bench/bench_core.py
+	$(BENCH_ENV) $(VPY) bench/bench_ops.py
 
 # --- leak gates ---------------------------------------------------------------
 

@@ -19,7 +19,8 @@ import ember
 from ember import memory
 
 STAT_KEYS = {"allocated_bytes", "peak_allocated_bytes", "live_blocks",
-             "num_allocs", "num_frees"}
+             "num_allocs", "num_frees", "cached_bytes", "cached_blocks",
+             "cache_hits", "cache_misses"}
 
 
 def _delta(before, after):
@@ -505,3 +506,230 @@ def test_stats_survive_many_allocators():
     d = _delta(before, memory.stats())
     assert d["allocated_bytes"] == 0 and d["live_blocks"] == 0
     assert d["num_allocs"] == 15 and d["num_frees"] == 15
+
+
+# ---- the CPU block cache (Note [The CPU block cache]) ---------------------------------
+
+CACHE_LIMIT = 256 << 20
+
+
+@pytest.fixture
+def cache():
+    """A known cache: empty, CACHE_LIMIT bytes, restored afterwards.
+
+    (Under AddressSanitizer the cache is off by default; these tests turn it
+    on for themselves.)"""
+    previous = memory.set_cache_limit(CACHE_LIMIT)
+    memory.empty_cache()
+    yield
+    memory.set_cache_limit(previous)
+    memory.empty_cache()
+
+
+def _minor_faults():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+@pytest.mark.parametrize("nbytes, capacity", [
+    (1, 64), (64, 64), (65, 128), (200, 256), (256, 256), (257, 320),
+    (320, 320), (321, 384), (512, 512), (513, 640), (1000, 1024),
+    (4097, 5120), ((1 << 20) + 1, 1280 << 10),
+    (2 << 20, 2 << 20), ((2 << 20) + 1, 4 << 20),  # mapped: whole 2 MiB pages
+    ((4 << 20) + 1, 6 << 20), (64 << 20, 64 << 20), ((64 << 20) + 1, 80 << 20)])
+def test_block_capacity_size_classes(nbytes, capacity):
+    assert memory.block_capacity(nbytes) == capacity
+
+
+def test_block_capacity_is_monotonic_and_at_most_a_quarter_larger():
+    previous = 0
+    for nbytes in sorted(list(range(1, 5000, 7))
+                         + [(1 << k) + d for k in range(12, 40) for d in (-1, 0, 1)]):
+        capacity = memory.block_capacity(nbytes)
+        assert capacity >= nbytes and capacity >= previous
+        assert capacity % 64 == 0
+        if nbytes > 256 and capacity < (2 << 20):
+            assert capacity <= nbytes * 1.25 + 64
+        previous = capacity
+    for bad in (0, -1, 1 << 60):
+        with pytest.raises(ValueError, match="nbytes"):
+            memory.block_capacity(bad)
+
+
+def test_cache_reuses_a_freed_block_of_the_same_class(cache):
+    t = ember.empty(250, dtype=ember.uint8)
+    address = t.data_ptr()
+    del t
+    u = ember.empty(50, dtype=ember.int32)  # 200 bytes: the same 256-byte class
+    assert u.data_ptr() == address
+    del u
+    v = ember.empty(1000, dtype=ember.uint8)  # another class: a new block
+    assert v.data_ptr() != address
+    del v
+
+
+def test_cache_stats_keep_live_and_cached_apart(cache):
+    before = memory.stats()
+    assert before["cached_bytes"] == 0 and before["cached_blocks"] == 0
+    t = ember.empty(1000, dtype=ember.uint8)
+    d = _delta(before, memory.stats())
+    assert d == dict.fromkeys(STAT_KEYS, 0) | {
+        "allocated_bytes": 1000, "peak_allocated_bytes": d["peak_allocated_bytes"],
+        "live_blocks": 1, "num_allocs": 1, "cache_misses": 1}
+    del t
+    d = _delta(before, memory.stats())
+    assert d["allocated_bytes"] == 0 and d["live_blocks"] == 0
+    assert d["num_frees"] == 1
+    assert d["cached_bytes"] == memory.block_capacity(1000) == 1024
+    assert d["cached_blocks"] == 1
+    u = ember.empty(1001, dtype=ember.uint8)
+    d = _delta(before, memory.stats())
+    assert d["allocated_bytes"] == 1001 and d["live_blocks"] == 1
+    assert d["cached_bytes"] == 0 and d["cached_blocks"] == 0
+    assert d["cache_hits"] == 1 and d["cache_misses"] == 1
+    # the allocator's own statistics say the same
+    own = memory.get_allocator().stats()
+    assert own["cached_blocks"] == 0 and own["cache_hits"] >= 1
+    del u
+    assert _delta(before, memory.stats())["cached_blocks"] == 1
+
+
+def test_empty_cache_returns_every_block(cache):
+    before = memory.stats()
+    ts = [ember.empty(n, dtype=ember.uint8) for n in (10, 100, 5000, 3 << 20)]
+    del ts
+    s = memory.stats()
+    assert s["cached_blocks"] == before["cached_blocks"] + 4
+    assert s["cached_bytes"] == sum(memory.block_capacity(n)
+                                    for n in (10, 100, 5000, 3 << 20))
+    memory.empty_cache()
+    s = memory.stats()
+    assert s["cached_blocks"] == 0 and s["cached_bytes"] == 0
+    assert s["allocated_bytes"] == before["allocated_bytes"]
+    memory.empty_cache()  # emptying an empty cache is fine
+    assert memory.stats() == s
+
+
+def test_empty_cache_leaves_live_tensors_alone(cache):
+    t = ember.full((100,), 7.0)
+    memory.empty_cache()
+    assert t.tolist() == [7.0] * 100
+
+
+def test_cache_limit_bounds_the_cache(cache):
+    assert memory.get_cache_limit() == CACHE_LIMIT
+    assert memory.set_cache_limit(1024) == CACHE_LIMIT
+    a, b = ember.empty(1000, dtype=ember.uint8), ember.empty(1000, dtype=ember.uint8)
+    del a, b  # only one 1024-byte block fits
+    s = memory.stats()
+    assert s["cached_blocks"] == 1 and s["cached_bytes"] == 1024
+    big = ember.empty(4096, dtype=ember.uint8)
+    del big  # does not fit at all: really freed
+    assert memory.stats()["cached_blocks"] == 1
+    assert memory.set_cache_limit(0) == 1024  # lowering empties the cache
+    assert memory.stats()["cached_blocks"] == 0
+    t = ember.empty(10)
+    del t
+    assert memory.stats()["cached_blocks"] == 0  # 0: caching off
+    with pytest.raises(ValueError, match="non-negative"):
+        memory.set_cache_limit(-1)
+    assert memory.get_cache_limit() == 0
+    with pytest.raises(TypeError):
+        memory.set_cache_limit("big")
+
+
+@pytest.mark.parametrize("nbytes", [1, 3, 63, 64, 65, 1000, 4097, 1 << 20,
+                                    (2 << 20) + 5])
+def test_cached_blocks_stay_aligned(cache, nbytes):
+    for _ in range(3):  # fresh, then reused
+        t = ember.empty(nbytes, dtype=ember.uint8)
+        assert t.data_ptr() % 64 == 0
+        if nbytes >= 2 << 20:
+            assert t.data_ptr() % (2 << 20) == 0  # huge-page aligned
+        t.fill_(1)
+        del t
+
+
+@pytest.mark.noleakcheck
+def test_reused_large_block_costs_no_page_faults(cache):
+    n = 4 << 20  # 16 MiB of float32: 4096 pages of 4 KiB
+    t = ember.empty(n)
+    t.fill_(1.0)
+    address = t.data_ptr()
+    del t
+    start = _minor_faults()
+    u = ember.empty(n)
+    u.fill_(2.0)
+    faults = _minor_faults() - start
+    assert u.data_ptr() == address
+    assert faults < 64, f"{faults} minor faults touching a reused block"
+    del u
+
+
+def test_raw_entry_points_bypass_the_cache(cache):
+    cpu = memory.get_allocator()
+    before = cpu.stats()
+    for _ in range(3):
+        address = cpu.raw_malloc(1000)
+        assert address % 64 == 0
+        cpu.raw_free(address)
+    assert cpu.stats() == before
+
+
+def test_python_allocators_bypass_the_cache(cache):
+    counting = memory.CountingAllocator()
+    before = memory.stats()
+    with memory.use_allocator(counting):
+        for _ in range(3):
+            t = ember.empty(100)
+            del t
+    assert counting.num_allocs == 3 and counting.num_frees == 3
+    d = _delta(before, memory.stats())
+    assert d["num_allocs"] == 3 and d["num_frees"] == 3
+    assert d["cached_blocks"] == 0 and d["cache_hits"] == 0
+    assert d["cache_misses"] == 0
+
+
+def test_poisoning_allocator_still_sees_every_block(cache):
+    poison = memory.PoisoningAllocator()
+    with memory.use_allocator(poison):
+        for _ in range(2):
+            t = ember.empty(8, dtype=ember.uint8)
+            assert t.tolist() == [memory.PoisoningAllocator.FRESH] * 8
+            del t
+    assert poison.num_allocs == 2 and poison.num_frees == 2
+
+
+@pytest.mark.noleakcheck
+def test_threads_never_share_a_block(cache):
+    import threading
+
+    errors = []
+    before = memory.stats()
+
+    def work(seed):
+        try:
+            held = []
+            for i in range(300):
+                n = 1 + (seed * 7919 + i * 104729) % 3000
+                t = ember.empty(n, dtype=ember.int32)
+                t.fill_(seed)
+                held.append(t)
+                if len(held) > 4:
+                    old = held.pop(0)
+                    if set(old.tolist()) != {seed}:
+                        errors.append(f"thread {seed}: block overwritten")
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 5)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    after = memory.stats()
+    assert after["live_blocks"] == before["live_blocks"]
+    assert after["allocated_bytes"] == before["allocated_bytes"]
+    assert 0 < after["cached_bytes"] <= CACHE_LIMIT
+    assert after["num_allocs"] - before["num_allocs"] == 4 * 300

@@ -137,11 +137,16 @@ static PyObject *
 stats_to_dict(THAllocatorStats stats)
 {
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:L}", "allocated_bytes",
-        (long long)stats.allocated_bytes, "peak_allocated_bytes",
-        (long long)stats.peak_allocated_bytes, "live_blocks",
-        (long long)stats.live_blocks, "num_allocs",
-        (long long)stats.num_allocs, "num_frees", (long long)stats.num_frees);
+        "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}",
+        "allocated_bytes", (long long)stats.allocated_bytes,
+        "peak_allocated_bytes", (long long)stats.peak_allocated_bytes,
+        "live_blocks", (long long)stats.live_blocks,
+        "num_allocs", (long long)stats.num_allocs,
+        "num_frees", (long long)stats.num_frees,
+        "cached_bytes", (long long)stats.cached_bytes,
+        "cached_blocks", (long long)stats.cached_blocks,
+        "cache_hits", (long long)stats.cache_hits,
+        "cache_misses", (long long)stats.cache_misses);
 }
 
 static PyObject *
@@ -332,7 +337,64 @@ THPModule_set_allocator(PyObject *module, PyObject *const *args,
     return previous_obj;
 }
 
+static PyObject *
+THPModule_empty_cache(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    /* munmap of large blocks takes a while: let other threads run */
+    Py_BEGIN_ALLOW_THREADS
+    THAllocator_emptyCache();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* _set_cache_limit(nbytes) -> the previous limit */
+static PyObject *
+THPModule_set_cache_limit(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long long nbytes = PyLong_AsLongLong(arg);
+    if (nbytes == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    int64_t previous = THAllocator_setCacheLimit((int64_t)nbytes);
+    if (previous < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return PyLong_FromLongLong((long long)previous);
+}
+
+static PyObject *
+THPModule_get_cache_limit(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromLongLong((long long)THAllocator_getCacheLimit());
+}
+
+static PyObject *
+THPModule_block_capacity(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_ssize_t nbytes = PyLong_AsSsize_t(arg);
+    if (nbytes == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (nbytes <= 0 || nbytes > TH_MAX_NBYTES) {
+        PyErr_Format(PyExc_ValueError,
+                     "block_capacity: nbytes must be in [1, %lld], got %zd",
+                     (long long)TH_MAX_NBYTES, nbytes);
+        return NULL;
+    }
+    return PyLong_FromSize_t(THAllocator_blockCapacity((size_t)nbytes));
+}
+
 PyMethodDef THPAllocator_methods[] = {
+    {"_empty_cache", THPModule_empty_cache, METH_NOARGS, NULL},
+    {"_set_cache_limit", THPModule_set_cache_limit, METH_O, NULL},
+    {"_get_cache_limit", THPModule_get_cache_limit, METH_NOARGS, NULL},
+    {"_block_capacity", THPModule_block_capacity, METH_O, NULL},
     {"_memory_stats", (PyCFunction)(void (*)(void))THPModule_memory_stats,
      METH_FASTCALL, NULL},
     {"_reset_peak_memory_stats",

@@ -4,7 +4,9 @@
  */
 #include "th_test.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- a counting allocator: everything goes through its context ---------- */
 
@@ -433,6 +435,244 @@ test_allocator_failures_leak_nothing(void)
     CHECK_EQ_INT(d1.num_allocs, d0.num_allocs);
 }
 
+/* ---- Note [The CPU block cache] ------------------------------------------------ */
+
+enum { TEST_CACHE_LIMIT = 64 << 20 };
+
+/* Every cache test starts from an empty cache with a known limit and puts
+ * the previous limit back (emptying what it cached) at the end. */
+static int64_t
+cache_begin(void)
+{
+    int64_t previous = THAllocator_setCacheLimit(TEST_CACHE_LIMIT);
+    THAllocator_emptyCache();
+    return previous;
+}
+
+static void
+cache_end(int64_t previous)
+{
+    THAllocator_setCacheLimit(previous);
+    THAllocator_emptyCache();
+}
+
+static void
+test_allocator_size_classes(void)
+{
+    static const size_t cases[][2] = {
+        {1, 64}, {64, 64}, {65, 128}, {256, 256}, {257, 320}, {513, 640},
+        {1000, 1024}, {1024, 1024}, {1025, 1280}, {(1 << 20) + 1, 1280 << 10},
+        {2 << 20, 2 << 20}, {(2 << 20) + 1, 4 << 20}, {(4 << 20) + 1, 6 << 20},
+        {(size_t)1 << 40, (size_t)1 << 40},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        CHECK_MSG(THAllocator_blockCapacity(cases[i][0]) == cases[i][1],
+                  "capacity for %zu: %zu, expected %zu", cases[i][0],
+                  THAllocator_blockCapacity(cases[i][0]), cases[i][1]);
+    }
+    size_t previous = 0;
+    for (size_t n = 1; n < ((size_t)1 << 34); n = n * 9 / 8 + 1) {
+        size_t capacity = THAllocator_blockCapacity(n);
+        CHECK_MSG(capacity >= n && capacity >= previous && capacity % 64 == 0,
+                  "capacity %zu for %zu bytes", capacity, n);
+        previous = capacity;
+    }
+}
+
+static void
+test_allocator_cache_reuses_and_counts_exactly(void)
+{
+    int64_t limit = cache_begin();
+    THAllocator *cpu = THAllocator_cpu();
+    THAllocatorStats d0 = THAllocator_deviceStats(TH_DEVICE_CPU);
+    THAllocatorStats a0 = THAllocator_stats(cpu);
+    CHECK_EQ_INT(d0.cached_bytes, 0);
+    CHECK_EQ_INT(d0.cached_blocks, 0);
+
+    void *p = THAllocator_alloc(cpu, 1000);
+    CHECK_NOT_NULL(p);
+    THAllocator_free(cpu, p, 1000);
+    THAllocatorStats d1 = THAllocator_deviceStats(TH_DEVICE_CPU);
+    CHECK_EQ_INT(d1.allocated_bytes, d0.allocated_bytes);
+    CHECK_EQ_INT(d1.live_blocks, d0.live_blocks);
+    CHECK_EQ_INT(d1.num_frees - d0.num_frees, 1);
+    CHECK_EQ_INT(d1.cached_bytes, 1024);
+    CHECK_EQ_INT(d1.cached_blocks, 1);
+    CHECK_EQ_INT(d1.cache_misses - d0.cache_misses, 1);
+
+    /* the same class: the same block, counted as a hit and as live */
+    void *q = THAllocator_alloc(cpu, 1017);
+    CHECK(q == p);
+    THAllocatorStats d2 = THAllocator_deviceStats(TH_DEVICE_CPU);
+    CHECK_EQ_INT(d2.allocated_bytes - d0.allocated_bytes, 1017);
+    CHECK_EQ_INT(d2.live_blocks - d0.live_blocks, 1);
+    CHECK_EQ_INT(d2.cached_bytes, 0);
+    CHECK_EQ_INT(d2.cached_blocks, 0);
+    CHECK_EQ_INT(d2.cache_hits - d0.cache_hits, 1);
+    /* a block in use is never handed out twice */
+    void *r = THAllocator_alloc(cpu, 1000);
+    CHECK(r != NULL && r != q);
+    THAllocatorStats a2 = THAllocator_stats(cpu);
+    CHECK_EQ_INT(a2.cache_hits - a0.cache_hits, 1);
+    CHECK_EQ_INT(a2.cache_misses - a0.cache_misses, 2);
+    THAllocator_free(cpu, q, 1017);
+    THAllocator_free(cpu, r, 1000);
+    CHECK_EQ_INT(THAllocator_deviceStats(TH_DEVICE_CPU).cached_blocks, 2);
+
+    THAllocator_emptyCache();
+    THAllocatorStats d3 = THAllocator_deviceStats(TH_DEVICE_CPU);
+    CHECK_EQ_INT(d3.cached_bytes, 0);
+    CHECK_EQ_INT(d3.cached_blocks, 0);
+    CHECK_EQ_INT(THAllocator_stats(cpu).cached_blocks, 0);
+    CHECK_EQ_INT(d3.allocated_bytes, d0.allocated_bytes);
+    cache_end(limit);
+}
+
+static void
+test_allocator_cache_limit(void)
+{
+    int64_t limit = cache_begin();
+    THAllocator *cpu = THAllocator_cpu();
+    CHECK_EQ_INT(THAllocator_getCacheLimit(), TEST_CACHE_LIMIT);
+    CHECK_EQ_INT(THAllocator_setCacheLimit(128), TEST_CACHE_LIMIT);
+    void *a = THAllocator_alloc(cpu, 100);
+    void *b = THAllocator_alloc(cpu, 100);
+    THAllocator_free(cpu, a, 100);
+    THAllocator_free(cpu, b, 100); /* over the limit: really freed */
+    CHECK_EQ_INT(THAllocator_deviceStats(TH_DEVICE_CPU).cached_blocks, 1);
+    CHECK_EQ_INT(THAllocator_deviceStats(TH_DEVICE_CPU).cached_bytes, 128);
+    /* lowering the limit below what is cached empties the cache */
+    CHECK_EQ_INT(THAllocator_setCacheLimit(0), 128);
+    CHECK_EQ_INT(THAllocator_deviceStats(TH_DEVICE_CPU).cached_blocks, 0);
+    void *c = THAllocator_alloc(cpu, 100);
+    THAllocator_free(cpu, c, 100);
+    CHECK_EQ_INT(THAllocator_deviceStats(TH_DEVICE_CPU).cached_blocks, 0);
+
+    THError_clear();
+    CHECK_EQ_INT(THAllocator_setCacheLimit(-1), -1);
+    CHECK_ERROR(TH_ERR_VALUE, "non-negative");
+    CHECK_EQ_INT(THAllocator_getCacheLimit(), 0);
+    cache_end(limit);
+}
+
+/* Mapped blocks: 2 MiB aligned, usable to the last byte, reused whole. */
+static void
+test_allocator_large_blocks(void)
+{
+    int64_t limit = cache_begin();
+    THAllocator *cpu = THAllocator_cpu();
+    size_t sizes[] = {2 << 20, (3 << 20) + 17, 9 << 20};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char *p = THAllocator_alloc(cpu, sizes[i]);
+        CHECK_NOT_NULL(p);
+        if (p == NULL) {
+            continue;
+        }
+        CHECK_MSG((uintptr_t)p % (2 << 20) == 0, "%zu bytes at %p: not 2 MiB "
+                  "aligned", sizes[i], (void *)p);
+        memset(p, 0x5a, THAllocator_blockCapacity(sizes[i]));
+        THAllocator_free(cpu, p, sizes[i]);
+        char *q = THAllocator_alloc(cpu, sizes[i]);
+        CHECK(q == p);
+        /* the same memory (its first 8 bytes held the free-list link) */
+        CHECK(q != NULL && q[64] == 0x5a && q[sizes[i] - 1] == 0x5a);
+        THAllocator_free(cpu, q, sizes[i]);
+    }
+    /* the raw entry points neither cache nor count */
+    THAllocatorStats before = THAllocator_stats(cpu);
+    void *raw = cpu->malloc(cpu->context, 5 << 20);
+    CHECK(raw != NULL && (uintptr_t)raw % (2 << 20) == 0);
+    cpu->free(cpu->context, raw, 0);
+    THAllocatorStats after = THAllocator_stats(cpu);
+    CHECK_EQ_INT(after.cached_blocks, before.cached_blocks);
+    CHECK_EQ_INT(after.cache_misses, before.cache_misses);
+    CHECK_EQ_INT(after.num_allocs, before.num_allocs);
+    cache_end(limit);
+}
+
+/* Custom allocators get every malloc and free; nothing is cached for them. */
+static void
+test_allocator_cache_leaves_custom_allocators_alone(void)
+{
+    int64_t limit = cache_begin();
+    Counter c = {0};
+    THAllocator *alloc = counting_allocator(&c, TH_DEVICE_CPU);
+    for (int i = 0; i < 3; i++) {
+        void *p = THAllocator_alloc(alloc, 48);
+        THAllocator_free(alloc, p, 48);
+    }
+    CHECK_EQ_INT(c.mallocs, 3);
+    CHECK_EQ_INT(c.frees, 3);
+    THAllocatorStats s = THAllocator_stats(alloc);
+    CHECK_EQ_INT(s.cached_blocks + s.cache_hits + s.cache_misses, 0);
+    CHECK_EQ_INT(THAllocator_deviceStats(TH_DEVICE_CPU).cached_blocks, 0);
+    THAllocator_release(alloc);
+    cache_end(limit);
+}
+
+/* Several threads allocate, stamp and check blocks: a block held by one
+ * thread must never be handed to another. */
+enum { CACHE_THREADS = 4, CACHE_ROUNDS = 2000, CACHE_HELD = 8 };
+
+static void *
+cache_thread(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    THAllocator *cpu = THAllocator_cpu();
+    unsigned char *held[CACHE_HELD] = {0};
+    size_t held_size[CACHE_HELD] = {0};
+    uintptr_t bad = 0;
+    for (int round = 0; round < CACHE_ROUNDS; round++) {
+        int slot = round % CACHE_HELD;
+        if (held[slot] != NULL) {
+            for (size_t k = 0; k < held_size[slot]; k++) {
+                bad += held[slot][k] != (unsigned char)id;
+            }
+            THAllocator_free(cpu, held[slot], held_size[slot]);
+        }
+        size_t n = 1 + ((size_t)round * 2654435761u + id * 97) % 5000;
+        held[slot] = THAllocator_alloc(cpu, n);
+        held_size[slot] = n;
+        if (held[slot] == NULL) {
+            return (void *)1;
+        }
+        memset(held[slot], (int)id, n);
+    }
+    for (int slot = 0; slot < CACHE_HELD; slot++) {
+        THAllocator_free(cpu, held[slot], held_size[slot]);
+    }
+    return (void *)bad;
+}
+
+static void
+test_allocator_cache_threads(void)
+{
+    int64_t limit = cache_begin();
+    THAllocatorStats before = THAllocator_deviceStats(TH_DEVICE_CPU);
+    pthread_t threads[CACHE_THREADS];
+    for (uintptr_t t = 0; t < CACHE_THREADS; t++) {
+        CHECK_EQ_INT(pthread_create(&threads[t], NULL, cache_thread,
+                                    (void *)(t + 1)),
+                     0);
+    }
+    for (int t = 0; t < CACHE_THREADS; t++) {
+        void *bad = NULL;
+        pthread_join(threads[t], &bad);
+        CHECK_MSG(bad == NULL, "thread %d saw %zu foreign bytes", t,
+                  (size_t)(uintptr_t)bad);
+    }
+    THAllocatorStats after = THAllocator_deviceStats(TH_DEVICE_CPU);
+    CHECK_EQ_INT(after.live_blocks, before.live_blocks);
+    CHECK_EQ_INT(after.allocated_bytes, before.allocated_bytes);
+    CHECK_EQ_INT(after.num_allocs - before.num_allocs,
+                 CACHE_THREADS * CACHE_ROUNDS);
+    CHECK_EQ_INT(after.cache_hits + after.cache_misses
+                     - before.cache_hits - before.cache_misses,
+                 CACHE_THREADS * CACHE_ROUNDS);
+    CHECK(after.cached_bytes > 0 && after.cached_bytes <= TEST_CACHE_LIMIT);
+    cache_end(limit);
+}
+
 TH_TEST_SUITE(allocator) = {
     TH_TEST(test_allocator_cpu_is_aligned_and_static),
     TH_TEST(test_allocator_stats_exact),
@@ -442,5 +682,11 @@ TH_TEST_SUITE(allocator) = {
     TH_TEST(test_allocator_registry_reference),
     TH_TEST(test_allocator_device_tags),
     TH_TEST(test_allocator_failures_leak_nothing),
+    TH_TEST(test_allocator_size_classes),
+    TH_TEST(test_allocator_cache_reuses_and_counts_exactly),
+    TH_TEST(test_allocator_cache_limit),
+    TH_TEST(test_allocator_large_blocks),
+    TH_TEST(test_allocator_cache_leaves_custom_allocators_alone),
+    TH_TEST(test_allocator_cache_threads),
     TH_TEST_END,
 };

@@ -10,6 +10,14 @@ an allocator of your own: any object with
 A tensor allocated under an allocator is freed through that same allocator,
 even after another one has been installed.
 
+The built-in CPU allocator keeps freed blocks in a cache, by size class, and
+hands them out again (Note [The CPU block cache] in c/th/THAllocator.h):
+reusing a block costs neither malloc nor page faults.  Blocks of 2 MiB and
+more are mapped on 2 MiB boundaries and advised to use transparent huge
+pages.  Cached blocks are not "allocated": stats() counts them apart, in
+cached_bytes and cached_blocks; empty_cache() gives them back to the system
+and set_cache_limit() bounds (or, with 0, turns off) the cache.
+
 Two allocators written in Python come with ember, both wrapping another
 allocator (by default the built-in C one):
 
@@ -31,10 +39,45 @@ def stats(device="cpu"):
     """Statistics of all memory ember allocated on `device`.
 
     A dict with allocated_bytes (in use now), peak_allocated_bytes,
-    live_blocks (allocations not yet freed), num_allocs and num_frees (ever).
+    live_blocks (allocations not yet freed), num_allocs and num_frees (ever);
+    and, for the built-in CPU allocator's cache, cached_bytes and
+    cached_blocks (freed blocks kept for reuse, by capacity), cache_hits and
+    cache_misses (allocations served from it or not, ever).
     Memory lent by NumPy or DLPack is not counted: ember did not allocate it.
     """
     return _C._memory_stats(device)
+
+
+def empty_cache():
+    """Frees every block the CPU allocator keeps for reuse.
+
+    Like torch.cuda.empty_cache(): tensors still alive are untouched; only
+    memory no tensor uses goes back to the system.
+    """
+    _C._empty_cache()
+
+
+def set_cache_limit(nbytes):
+    """Bounds the CPU allocator's cache to `nbytes` of block capacity.
+
+    0 turns caching off.  A cache holding more than the new limit is
+    emptied.  Returns the previous limit.
+    """
+    return _C._set_cache_limit(nbytes)
+
+
+def get_cache_limit():
+    """The most bytes of block capacity the CPU allocator's cache may hold."""
+    return _C._get_cache_limit()
+
+
+def block_capacity(nbytes):
+    """The capacity of the CPU allocator's block for a request of nbytes.
+
+    Requests with the same capacity share a size class, so a freed block
+    serves any of them.
+    """
+    return _C._block_capacity(nbytes)
 
 
 def reset_peak_stats(device="cpu"):
