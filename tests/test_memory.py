@@ -733,3 +733,24 @@ def test_threads_never_share_a_block(cache):
     assert after["allocated_bytes"] == before["allocated_bytes"]
     assert 0 < after["cached_bytes"] <= CACHE_LIMIT
     assert after["num_allocs"] - before["num_allocs"] == 4 * 300
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_forked_child_can_allocate(cache):
+    import os
+
+    t = ember.empty(100)
+    del t  # cached in the parent, inherited by the child
+    pid = os.fork()
+    if pid == 0:  # the child: allocate from the inherited cache, then leave
+        ok = False
+        try:
+            u = ember.full((100,), 3.0)
+            ok = u.tolist() == [3.0] * 100 and memory.stats()["cache_hits"] > 0
+            del u
+            memory.empty_cache()
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -25,7 +25,8 @@ enum {
     SMALL_CLASS_MAX = 256,
     CLASSES_PER_OCTAVE = 4,
     FIRST_OCTAVE = 8,
-    NUM_SIZE_CLASSES = SMALL_CLASSES + CLASSES_PER_OCTAVE * (64 - FIRST_OCTAVE),
+    NUM_SIZE_CLASSES = SMALL_CLASSES
+                       + CLASSES_PER_OCTAVE * (64 - FIRST_OCTAVE),
 };
 
 /* Blocks of at least this capacity are mapped, aligned to it, and advised
@@ -46,7 +47,7 @@ enum {
 #define TH_DEFAULT_CACHE_LIMIT ((int64_t)256 << 20)
 #endif
 
-/* ---- size classes --------------------------------------------------------- */
+/* ---- size classes ------------------------------------------------------ */
 
 static size_t
 class_capacity(size_t size_class)
@@ -54,8 +55,9 @@ class_capacity(size_t size_class)
     if (size_class < SMALL_CLASSES) {
         return (size_class + 1) * TH_CPU_ALIGNMENT;
     }
-    size_t octave = FIRST_OCTAVE + (size_class - SMALL_CLASSES) / CLASSES_PER_OCTAVE;
-    size_t step = (size_class - SMALL_CLASSES) % CLASSES_PER_OCTAVE + 1;
+    size_t index = size_class - SMALL_CLASSES;
+    size_t octave = FIRST_OCTAVE + index / CLASSES_PER_OCTAVE;
+    size_t step = index % CLASSES_PER_OCTAVE + 1;
     return ((size_t)1 << octave) + step * ((size_t)1 << (octave - 2));
 }
 
@@ -79,7 +81,8 @@ smallest_class(size_t nbytes)
         return (nbytes - 1) / TH_CPU_ALIGNMENT;
     }
     /* 2^octave < nbytes <= 2^(octave+1), octave >= FIRST_OCTAVE */
-    size_t octave = (size_t)(63 - __builtin_clzll((unsigned long long)nbytes - 1));
+    size_t octave =
+        (size_t)(63 - __builtin_clzll((unsigned long long)nbytes - 1));
     size_t step = ((nbytes - 1) >> (octave - 2)) & (CLASSES_PER_OCTAVE - 1);
     return SMALL_CLASSES + (octave - FIRST_OCTAVE) * CLASSES_PER_OCTAVE + step;
 }
@@ -104,7 +107,7 @@ THAllocator_blockCapacity(size_t nbytes)
     return class_capacity(class_for_size(nbytes));
 }
 
-/* ---- blocks ------------------------------------------------------------------ */
+/* ---- blocks ------------------------------------------------------------ */
 
 /* Note [Block header]
  * ~~~~~~~~~~~~~~~~~~~
@@ -216,8 +219,9 @@ static void *
 cpu_malloc(void *context, size_t nbytes)
 {
     (void)context;
-    void *ptr = nbytes <= (size_t)TH_MAX_NBYTES ? new_block(class_for_size(nbytes))
-                                                 : NULL;
+    void *ptr = nbytes <= (size_t)TH_MAX_NBYTES
+                    ? new_block(class_for_size(nbytes))
+                    : NULL;
     if (ptr == NULL) {
         THError_set(TH_ERR_MEMORY,
                     "DefaultCPUAllocator: can't allocate memory: you tried "
@@ -318,7 +322,7 @@ THAllocator_release(THAllocator *allocator)
     free(allocator);
 }
 
-/* ---- statistics and the cache, under one lock ------------------------------- */
+/* ---- statistics and the cache, under one lock -------------------------- */
 
 /* Guards every THAllocatorStats (the allocators' and the devices') and the
  * cache.  Held only for a few loads and stores, never around malloc, mmap
