@@ -292,7 +292,8 @@ def test_storage_buffer():
 def test_python_allocator():
     before = memory.stats()
     assert set(before) == {"allocated_bytes", "peak_allocated_bytes", "live_blocks",
-                           "num_allocs", "num_frees"}
+                           "num_allocs", "num_frees", "cached_bytes", "cached_blocks",
+                           "cache_hits", "cache_misses"}
     cpu = memory.get_allocator()
     assert isinstance(cpu, memory.CAllocator) and cpu.name == "cpu"
     address = cpu.raw_malloc(8)
