@@ -140,12 +140,37 @@ typedef struct {
 #define TH_PAIRWISE_LEAF 512
 #define TH_PAIRWISE_LANES 32
 
+/* The pairwise leaves are built twice on x86-64, for AVX2 and for the
+ * baseline, and the loader picks one for the running CPU (GCC function
+ * multi-versioning): one binary, full-width vectors where present. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TH_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TH_TARGET_CLONES
+#endif
+
 /* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
- * may use `shift` (the mean, for the squared deviations of var). */
+ * may use `shift` (the mean, for the squared deviations of var).
+ *
+ * The recursion hands lane vectors, not scalars, up the tree
+ * (name##_lanes adds lane l of the left half to lane l of the right half),
+ * so a leaf costs one store of its accumulators and the 32 lanes are
+ * reduced to one number only once, at the top. */
 #define TH_DEFINE_PAIRWISE(name, ctype, acc_t, MAP)                          \
-    static acc_t name##_leaf(const ctype *x, int64_t n, int64_t stride,      \
-                             acc_t shift)                                    \
+    TH_TARGET_CLONES static void name##_lanes(const ctype *x, int64_t n, int64_t stride,      \
+                             acc_t shift, acc_t *out)                        \
     {                                                                        \
+        if (n > TH_PAIRWISE_LEAF) {                                          \
+            /* A multiple of the lane count: lanes stay aligned. */          \
+            int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);      \
+            acc_t later[TH_PAIRWISE_LANES];                                  \
+            name##_lanes(x, half, stride, shift, out);                       \
+            name##_lanes(x + half * stride, n - half, stride, shift, later); \
+            for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                    \
+                out[l] += later[l];                                          \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
         acc_t lane[TH_PAIRWISE_LANES] = {0};                                 \
         int64_t i = 0;                                                       \
         (void)shift;                                                         \
@@ -165,28 +190,23 @@ typedef struct {
                 }                                                            \
             }                                                                \
         }                                                                    \
-        acc_t tail = 0;                                                      \
-        for (; i < n; i++) {                                                 \
-            acc_t v = (acc_t)x[i * stride];                                  \
-            tail += MAP(v);                                                  \
+        for (int l = 0; i + l < n; l++) {                                    \
+            acc_t v = (acc_t)x[(i + l) * stride];                            \
+            lane[l] += MAP(v);                                               \
         }                                                                    \
+        memcpy(out, lane, sizeof(lane));                                     \
+    }                                                                        \
+    static acc_t name(const ctype *x, int64_t n, int64_t stride,             \
+                      acc_t shift)                                           \
+    {                                                                        \
+        acc_t lane[TH_PAIRWISE_LANES];                                       \
+        name##_lanes(x, n, stride, shift, lane);                             \
         for (int width = TH_PAIRWISE_LANES / 2; width >= 1; width /= 2) {    \
             for (int l = 0; l < width; l++) {                                \
                 lane[l] += lane[l + width];                                  \
             }                                                                \
         }                                                                    \
-        return lane[0] + tail;                                               \
-    }                                                                        \
-    static acc_t name(const ctype *x, int64_t n, int64_t stride,             \
-                      acc_t shift)                                           \
-    {                                                                        \
-        if (n <= TH_PAIRWISE_LEAF) {                                         \
-            return name##_leaf(x, n, stride, shift);                         \
-        }                                                                    \
-        /* A multiple of the lane count, so both halves fill the lanes. */   \
-        int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);          \
-        return name(x, half, stride, shift)                                  \
-               + name(x + half * stride, n - half, stride, shift);           \
+        return lane[0];                                                      \
     }
 
 #define TH_MAP_IDENTITY(v) (v)
