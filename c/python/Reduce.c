@@ -198,8 +198,11 @@ parse_reduce_args(const char *fname, PyObject *input, PyObject *const *args,
                   ReduceArgs *ra)
 {
     static const char *const names[NARGS] = {"dim", "keepdim", "dtype", "out"};
+    static const char *const names_without_dtype[NARGS - 1] = {"dim", "keepdim",
+                                                               "out"};
     PyObject *objs[NARGS];
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names,
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames,
+                           takes_dtype ? names : names_without_dtype,
                            takes_dtype ? NARGS : NARGS - 1, 2, objs)
         < 0) {
         return -1;

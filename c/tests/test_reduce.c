@@ -1,0 +1,167 @@
+/*
+ * test_reduce.c -- reductions, softmax and scans (THReduce.h): the dim
+ * masks, each driver of Note [Reduction plan], and the error paths.
+ */
+#include "th_test.h"
+
+#include <math.h>
+
+static void
+test_reduce_dim_mask(void)
+{
+    THTensor *t = tt_arange(TH_Float32, TT_SIZES(2, 3, 4));
+    bool mask[TH_MAX_DIMS];
+    CHECK_OK(THReduce_dimMask(t, 0, NULL, mask));
+    CHECK(mask[0] && mask[1] && mask[2]);
+    CHECK_OK(THReduce_dimMask(t, 2, (int64_t[]){-1, 0}, mask));
+    CHECK(mask[0] && !mask[1] && mask[2]);
+    CHECK_FAILS(THReduce_dimMask(t, 1, (int64_t[]){3}, mask), TH_ERR_INDEX,
+                "expected to be in range of [-3, 2], but got 3");
+    CHECK_FAILS(THReduce_dimMask(t, 2, (int64_t[]){1, -2}, mask),
+                TH_ERR_RUNTIME, "dim 1 appears multiple times");
+    THTensor_release(t);
+}
+
+/* Sum over dims 0 and 2 of a contiguous 3-d tensor: the reduced dims do not
+ * merge, so the plan copies; dim 0 of a matrix takes the columns driver;
+ * a transposed full sum is still one run. */
+static void
+test_reduce_sum_layouts(void)
+{
+    THTensor *t = tt_arange(TH_Float32, TT_SIZES(2, 3, 4));
+    bool mask[TH_MAX_DIMS];
+    CHECK_OK(THReduce_dimMask(t, 2, (int64_t[]){0, 2}, mask));
+    THTensor *s = THTensor_newSum(t, mask, false, -1);
+    CHECK_SHAPE(s, 3);
+    /* sum over i < 2, k < 4 of 12 i + 4 j + k = 48 + 32 j + 12 */
+    CHECK_VALUES(s, 60, 92, 124);
+    THTensor_release(s);
+
+    THTensor *m = tt_arange(TH_Float64, TT_SIZES(3, 2));
+    CHECK_OK(THReduce_dimMask(m, 1, (int64_t[]){0}, mask));
+    s = THTensor_newSum(m, mask, true, -1);
+    CHECK_SHAPE(s, 1, 2);
+    CHECK_VALUES(s, 6, 9);
+    THTensor_release(s);
+
+    THTensor *mt = THTensor_newTranspose(m, 0, 1);
+    CHECK_OK(THReduce_dimMask(mt, 0, NULL, mask));
+    s = THTensor_newSum(mt, mask, false, -1);
+    CHECK_SCALAR_SHAPE(s);
+    CHECK_VALUES(s, 15);
+    THTensor_release(s);
+    THTensor_release(mt);
+    THTensor_release(m);
+    THTensor_release(t);
+}
+
+static void
+test_reduce_integer_results_are_int64(void)
+{
+    THTensor *t = tt_from(TH_Int8, TT_SIZES(3), (double[]){100, 100, 100});
+    bool mask[TH_MAX_DIMS];
+    CHECK_OK(THReduce_dimMask(t, 0, NULL, mask));
+    THTensor *s = THTensor_newSum(t, mask, false, -1);
+    CHECK(s != NULL && s->dtype == TH_Int64);
+    CHECK_VALUES(s, 300);
+    THTensor_release(s);
+    THTensor *c = THTensor_newCumsum(t, 0, -1);
+    CHECK(c != NULL && c->dtype == TH_Int64);
+    CHECK_VALUES(c, 100, 200, 300);
+    THTensor_release(c);
+    THTensor_release(t);
+}
+
+static void
+test_reduce_argmax_first_index_and_nan(void)
+{
+    THTensor *t = tt_from(TH_Float32, TT_SIZES(2, 3),
+                          (double[]){1, 5, 5, NAN, 2, NAN});
+    THTensor *values;
+    THTensor *indices;
+    CHECK_OK(THTensor_maxDim(t, 1, false, true, &values, &indices));
+    CHECK_VALUES(indices, 1, 0);
+    CHECK(values != NULL && tt_get(values, 0) == 5 && isnan(tt_get(values, 1)));
+    THTensor_release(values);
+    THTensor_release(indices);
+    THTensor *flat = THTensor_newArgmax(t, TH_REDUCE_FLATTEN, false, false);
+    CHECK_VALUES(flat, 3);
+    THTensor_release(flat);
+    THTensor_release(t);
+}
+
+static void
+test_reduce_empty_errors(void)
+{
+    THTensor *e = THTensor_newEmpty(TT_SIZES(0, 3), TH_Float32, TH_DEVICE_CPU);
+    bool mask[TH_MAX_DIMS];
+    CHECK_OK(THReduce_dimMask(e, 0, NULL, mask));
+    CHECK_NEW_FAILS(THTensor_newAmax(e, mask, false, true, "max"),
+                    TH_ERR_RUNTIME, "max(): Expected reduction dim to be");
+    CHECK_OK(THReduce_dimMask(e, 1, (int64_t[]){0}, mask));
+    CHECK_NEW_FAILS(THTensor_newAmax(e, mask, false, true, "amax"),
+                    TH_ERR_INDEX, "amax(): Expected reduction dim 0 to have "
+                                  "non-zero size.");
+    THTensor *s = THTensor_newProd(e, mask, false, -1);
+    CHECK_VALUES(s, 1, 1, 1);
+    THTensor_release(s);
+    THTensor *i = THTensor_newEmpty(TT_SIZES(2), TH_Int32, TH_DEVICE_CPU);
+    CHECK_NEW_FAILS(THTensor_newMean(i, mask, false, -1), TH_ERR_RUNTIME,
+                    "Got: Int");
+    CHECK_NEW_FAILS(THTensor_newSoftmax(i, 0, false, -1), TH_ERR_RUNTIME,
+                    "\"softmax_kernel_impl\" not implemented for 'Int'");
+    THTensor_release(i);
+    THTensor_release(e);
+}
+
+/* A full reduction split over two threads equals the serial one up to
+ * rounding, and the argmax index of the second chunk is global. */
+static void
+test_reduce_split_driver(void)
+{
+    int64_t n = 4 * TH_PARALLEL_GRAIN + 7;
+    THTensor *t = tt_arange(TH_Float64, TT_SIZES(n));
+    bool mask[TH_MAX_DIMS];
+    CHECK_OK(THReduce_dimMask(t, 0, NULL, mask));
+    int saved = THParallel_getNumThreads();
+    CHECK_OK(THParallel_setNumThreads(2));
+    THTensor *s = THTensor_newSum(t, mask, false, -1);
+    CHECK(s != NULL && tt_get(s, 0) == (double)n * (double)(n - 1) / 2);
+    THTensor *v = THTensor_newVar(t, mask, 0, false, false);
+    CHECK(v != NULL
+          && fabs(tt_get(v, 0) - ((double)n * n - 1) / 12) < 1e-6 * n * n);
+    THTensor *a = THTensor_newArgmax(t, TH_REDUCE_FLATTEN, false, true);
+    CHECK_VALUES(a, (double)(n - 1));
+    CHECK_OK(THParallel_setNumThreads(saved));
+    THTensor_release(a);
+    THTensor_release(v);
+    THTensor_release(s);
+    THTensor_release(t);
+}
+
+static void
+test_reduce_softmax_rows_sum_to_one(void)
+{
+    THTensor *t = tt_from(TH_Float64, TT_SIZES(2, 2),
+                          (double[]){1000, 1001, -3, -3});
+    THTensor *s = THTensor_newSoftmax(t, 1, false, -1);
+    CHECK_NOT_NULL(s);
+    if (s != NULL) {
+        CHECK_NEAR(tt_get(s, 0) + tt_get(s, 1), 1.0, 1e-12);
+        CHECK_NEAR(tt_get(s, 1), 1 / (1 + exp(-1.0)), 1e-12);
+        CHECK_NEAR(tt_get(s, 2), 0.5, 1e-12);
+    }
+    THTensor_release(s);
+    THTensor_release(t);
+}
+
+TH_TEST_SUITE(reduce) = {
+    TH_TEST(test_reduce_dim_mask),
+    TH_TEST(test_reduce_sum_layouts),
+    TH_TEST(test_reduce_integer_results_are_int64),
+    TH_TEST(test_reduce_argmax_first_index_and_nan),
+    TH_TEST(test_reduce_empty_errors),
+    TH_TEST(test_reduce_split_driver),
+    TH_TEST(test_reduce_softmax_rows_sum_to_one),
+    TH_TEST_END,
+};
