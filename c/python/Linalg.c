@@ -933,6 +933,23 @@ THPMethod_baddbmm_(PyObject *input, PyObject *const *args,
     return baddbmm_common("baddbmm_", input, args, nargs, kwnames, true);
 }
 
+/* _gemm_kernel([name]): the GEMM micro-kernel family in use ("avx512",
+ * "avx2" or "generic"); with a name, selects that family first (tests and
+ * benchmarks use it). */
+static PyObject *
+THPLinalg_gemm_kernel(PyObject *module, PyObject *args)
+{
+    (void)module;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|s:_gemm_kernel", &name)) {
+        return NULL;
+    }
+    if (name != NULL && THBlas_setKernel(name) < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return PyUnicode_FromString(THBlas_kernelName());
+}
+
 /* ---- tables -------------------------------------------------------------------- */
 
 PyMethodDef THPLinalg_functions[] = {
@@ -953,6 +970,8 @@ PyMethodDef THPLinalg_functions[] = {
     THP_FUNCTION_ENTRY("baddbmm", baddbmm,
                        "baddbmm(input, batch1, batch2, *, beta=1, alpha=1, "
                        "out=None) -> Tensor"),
+    {"_gemm_kernel", THPLinalg_gemm_kernel, METH_VARARGS,
+     "_gemm_kernel([name]) -> str: the GEMM kernel family in use"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -389,6 +389,30 @@ workspace_free(GemmWorkspace *ws)
         }                                                                  \
     }
 
+/* One full row of a B micro-panel: memcpy with a size known at compile
+ * time becomes a few vector moves instead of a library call. */
+#define TH_DEFINE_COPY_PANEL_ROW(T)                                        \
+    static inline void copy_panel_row_##T(T *dst, const T *src, int nr)   \
+    {                                                                      \
+        switch (nr) {                                                      \
+        case 4:                                                            \
+            memcpy(dst, src, 4 * sizeof(T));                               \
+            break;                                                         \
+        case 8:                                                            \
+            memcpy(dst, src, 8 * sizeof(T));                               \
+            break;                                                         \
+        case 16:                                                           \
+            memcpy(dst, src, 16 * sizeof(T));                              \
+            break;                                                         \
+        case 32:                                                           \
+            memcpy(dst, src, 32 * sizeof(T));                              \
+            break;                                                         \
+        default:                                                           \
+            memcpy(dst, src, (size_t)nr * sizeof(T));                      \
+            break;                                                         \
+        }                                                                  \
+    }
+
 /* pack_a: the mc x kc block at `a` into MR-row micro-panels, each laid out
  * column after column (MR values per column), zero-padded to MR rows.
  * pack_b: the kc x nc block at `b` into NR-column micro-panels, each laid
@@ -421,7 +445,7 @@ workspace_free(GemmWorkspace *ws)
             for (int64_t p = 0; p < kc; p++) {                             \
                 const T *row = src + p * rs;                               \
                 if (cs == 1 && nr == nr_full) {                            \
-                    memcpy(dst, row, (size_t)nr_full * sizeof(T));         \
+                    copy_panel_row_##T(dst, row, nr_full);                 \
                 } else {                                                   \
                     int64_t j = 0;                                         \
                     for (; j < nr; j++) {                                  \
@@ -481,6 +505,8 @@ workspace_free(GemmWorkspace *ws)
 
 TH_DEFINE_SCALE(float)
 TH_DEFINE_SCALE(double)
+TH_DEFINE_COPY_PANEL_ROW(float)
+TH_DEFINE_COPY_PANEL_ROW(double)
 TH_DEFINE_PACKING(float)
 TH_DEFINE_PACKING(double)
 TH_DEFINE_BLOCKED_GEMM(float)
