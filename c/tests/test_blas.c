@@ -268,7 +268,7 @@ test_gemm_empty_k(void)
     for (int i = 0; i < 4; i++) {
         CHECK_EQ_DBL(c[i], 0);
     }
-    /* the packed path's k == 0 branch (large m * n) */
+    /* a large m x n over k == 0: still only beta * C */
     float *big = malloc(100 * 100 * sizeof(float));
     for (int i = 0; i < 100 * 100; i++) {
         big[i] = NAN;

@@ -67,8 +67,9 @@ typedef double v8df __attribute__((vector_size(64)));
 
 /* c[MR x NR tile] = beta * c + alpha * (a-panel @ b-panel) over kc steps;
  * only the top-left mr x nr part of the tile is stored (edge tiles).
- * beta == 0 writes without reading c.  Vectors move through memcpy, which
- * compiles to one (unaligned) vector load or store. */
+ * beta == 0 writes without reading c.  The packed panels are aligned, so
+ * B is read as vectors directly; C may be anywhere, so its vectors move
+ * through memcpy, which compiles to one unaligned vector load or store. */
 #define TH_DEFINE_MICROKERNEL(T, VT, family, target_attr)                  \
     target_attr static void ukernel_##T##_##family(                        \
         int64_t kc, const T *a, const T *b, T alpha, T beta, T *c,         \
@@ -83,10 +84,11 @@ typedef double v8df __attribute__((vector_size(64)));
         for (int i = 0; i < GEMM_MR; i++) {                                \
             acc[i][0] = acc[i][1] = (VT){0};                               \
         }                                                                  \
+        /* the packed B panel starts on a multiple of sizeof(VT) */       \
+        const VT *bv = __builtin_assume_aligned(b, sizeof(VT));            \
+        _Pragma("GCC unroll 4")                                            \
         for (int64_t p = 0; p < kc; p++) {                                 \
-            VT b0, b1;                                                     \
-            memcpy(&b0, b + p * NR, sizeof(VT));                           \
-            memcpy(&b1, b + p * NR + VLEN, sizeof(VT));                    \
+            VT b0 = bv[2 * p], b1 = bv[2 * p + 1];                         \
             for (int i = 0; i < GEMM_MR; i++) {                            \
                 T ai = a[p * GEMM_MR + i];                                 \
                 acc[i][0] += ai * b0;                                      \
@@ -376,19 +378,6 @@ workspace_free(GemmWorkspace *ws)
     free(ws->b_pack);
 }
 
-/* C = beta * C (used when k == 0); beta == 0 writes zeros. */
-#define TH_DEFINE_SCALE(T)                                                 \
-    static void scale_##T(int64_t m, int64_t n, T beta, T *c, int64_t rs,  \
-                          int64_t cs)                                      \
-    {                                                                      \
-        for (int64_t i = 0; i < m; i++) {                                  \
-            for (int64_t j = 0; j < n; j++) {                              \
-                T *x = c + i * rs + j * cs;                                \
-                *x = beta == 0 ? (T)0 : beta * *x;                         \
-            }                                                              \
-        }                                                                  \
-    }
-
 /* One full row of a B micro-panel: memcpy with a size known at compile
  * time becomes a few vector moves instead of a library call. */
 #define TH_DEFINE_COPY_PANEL_ROW(T)                                        \
@@ -503,8 +492,6 @@ workspace_free(GemmWorkspace *ws)
         }                                                                  \
     }
 
-TH_DEFINE_SCALE(float)
-TH_DEFINE_SCALE(double)
 TH_DEFINE_COPY_PANEL_ROW(float)
 TH_DEFINE_COPY_PANEL_ROW(double)
 TH_DEFINE_PACKING(float)
@@ -527,41 +514,48 @@ nr_for(THDtype dtype)
     return dtype == TH_Float32 ? family->nr_float : family->nr_double;
 }
 
-/* One product on the calling thread with its own workspace.  Returns false
- * when the workspace could not be allocated (nothing written then). */
 static bool
-gemm_one_thread(THDtype dtype, const GemmArgs *g)
+needs_packing(THDtype dtype, const GemmArgs *g)
+{
+    return is_packed_dtype(dtype) && g->m * g->n * g->k >= GEMM_SMALL_WORK;
+}
+
+static bool
+workspace_alloc_for(GemmWorkspace *ws, THDtype dtype, const GemmArgs *g)
+{
+    return workspace_alloc(ws, THDtype_itemsize(dtype), nr_for(dtype), g->m,
+                           g->n, g->k);
+}
+
+/* One product on the calling thread.  `ws` is a workspace sized for it
+ * (workspace_alloc_for), or NULL to allocate one.  Returns false when that
+ * allocation failed (nothing written then).  Small products and the
+ * non-floating dtypes (and k == 0) take the row-wise kernel. */
+static bool
+gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
 {
     if (g->m == 0 || g->n == 0) {
         return true;
     }
-    if (!is_packed_dtype(dtype) || g->m * g->n * g->k < GEMM_SMALL_WORK) {
+    if (!needs_packing(dtype, g)) {
         rowwise_gemms[dtype](g);
         return true;
     }
-    if (g->k == 0) {
-        if (dtype == TH_Float32) {
-            scale_float(g->m, g->n, (float)scalar_as_double(g->beta),
-                        (float *)g->c.data, g->c.row_stride,
-                        g->c.col_stride);
-        } else {
-            scale_double(g->m, g->n, scalar_as_double(g->beta),
-                         (double *)g->c.data, g->c.row_stride,
-                         g->c.col_stride);
+    GemmWorkspace own;
+    if (ws == NULL) {
+        if (!workspace_alloc_for(&own, dtype, g)) {
+            return false;
         }
-        return true;
-    }
-    GemmWorkspace ws;
-    if (!workspace_alloc(&ws, THDtype_itemsize(dtype), nr_for(dtype), g->m,
-                         g->n, g->k)) {
-        return false;
+        ws = &own;
     }
     if (dtype == TH_Float32) {
-        gemm_blocked_float(g, &ws);
+        gemm_blocked_float(g, ws);
     } else {
-        gemm_blocked_double(g, &ws);
+        gemm_blocked_double(g, ws);
     }
-    workspace_free(&ws);
+    if (ws == &own) {
+        workspace_free(&own);
+    }
     return true;
 }
 
@@ -592,7 +586,7 @@ run_bands(int64_t begin, int64_t end, void *ctx)
         band.b.data += first * band.b.col_stride * itemsize;
         band.c.data += first * band.c.col_stride * itemsize;
     }
-    if (!gemm_one_thread(job->dtype, &band)) {
+    if (!gemm_one_thread(job->dtype, &band, NULL)) {
         atomic_store(&job->out_of_memory, true);
     }
 }
@@ -616,7 +610,7 @@ THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
 {
     GemmArgs g = {m, n, k, alpha, beta, a, b, c};
     if (!is_packed_dtype(dtype) || work_of(m, n, k) < GEMM_PARALLEL_WORK) {
-        return gemm_one_thread(dtype, &g) ? 0 : out_of_memory();
+        return gemm_one_thread(dtype, &g, NULL) ? 0 : out_of_memory();
     }
     BandJob job = {.dtype = dtype, .whole = g, .split_rows = m >= n};
     job.unit = job.split_rows ? GEMM_MR : nr_for(dtype);
@@ -643,15 +637,24 @@ run_batch(int64_t begin, int64_t end, void *ctx)
 {
     BatchJob *job = ctx;
     int itemsize = THDtype_itemsize(job->dtype);
+    /* one workspace serves every product of the range */
+    GemmWorkspace ws, *shared = NULL;
+    if (needs_packing(job->dtype, &job->first)) {
+        if (!workspace_alloc_for(&ws, job->dtype, &job->first)) {
+            atomic_store(&job->out_of_memory, true);
+            return;
+        }
+        shared = &ws;
+    }
     for (int64_t i = begin; i < end; i++) {
         GemmArgs g = job->first;
         g.a.data += job->offsets[0][i] * itemsize;
         g.b.data += job->offsets[1][i] * itemsize;
         g.c.data += job->offsets[2][i] * itemsize;
-        if (!gemm_one_thread(job->dtype, &g)) {
-            atomic_store(&job->out_of_memory, true);
-            return;
-        }
+        gemm_one_thread(job->dtype, &g, shared); /* cannot fail: ws given */
+    }
+    if (shared != NULL) {
+        workspace_free(shared);
     }
 }
 
