@@ -28,7 +28,8 @@
     _(factories)          \
     _(random)             \
     _(parallel)           \
-    _(reduce)
+    _(reduce)             \
+    _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];
 TH_TEST_SUITES(TH_DECLARE_SUITE)

@@ -6,6 +6,7 @@
 #define TH_H
 
 #include "THAllocator.h"
+#include "THBlas.h"
 #include "THDtype.h"
 #include "THGeneral.h"
 #include "THIndex.h"

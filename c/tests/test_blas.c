@@ -1,0 +1,363 @@
+/*
+ * test_blas.c -- THBlas_gemm against a naive triple loop: odd sizes around
+ * the block edges, every layout (row-major, column-major, padded with
+ * steps) of A, B and C, alpha/beta, beta == 0 over NaN, k == 0, every
+ * kernel family this CPU supports, one and two threads, every dtype; and
+ * THBlas_gemmTensor's batch handling (broadcast and folded batch dims).
+ */
+#include "th_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- matrices of any dtype, read and written as doubles -------------------- */
+
+static void
+store(THDtype dtype, void *buf, int64_t i, double v)
+{
+    switch (dtype) {
+#define TB_STORE(Name, T, py)                                                \
+    case TH_##Name:                                                        \
+        ((T *)buf)[i] = THDtype_isFloating(dtype) ? (T)v : (T)(int64_t)v;  \
+        break;
+        TH_FORALL_DTYPES(TB_STORE)
+#undef TB_STORE
+    default:
+        break;
+    }
+}
+
+static double
+load(THDtype dtype, const void *buf, int64_t i)
+{
+    switch (dtype) {
+#define TB_LOAD(Name, T, py) \
+    case TH_##Name:          \
+        return (double)((const T *)buf)[i];
+        TH_FORALL_DTYPES(TB_LOAD)
+#undef TB_LOAD
+    default:
+        return 0;
+    }
+}
+
+/* Layouts: 0 row-major, 1 column-major, 2 padded rows and every other
+ * column. */
+enum { LAYOUT_ROWS, LAYOUT_COLS, LAYOUT_STEPPED, NUM_LAYOUTS };
+
+typedef struct {
+    int64_t rows, cols, rs, cs, span;
+    char *buf;
+} Mat;
+
+static Mat
+mat_new(int64_t rows, int64_t cols, int layout)
+{
+    Mat m = {rows, cols, cols, 1, 0, NULL};
+    if (layout == LAYOUT_COLS) {
+        m.rs = 1;
+        m.cs = rows;
+    } else if (layout == LAYOUT_STEPPED) {
+        m.rs = 2 * cols + 3;
+        m.cs = 2;
+    }
+    m.span = rows * m.rs + cols * m.cs + 1;
+    m.buf = calloc((size_t)m.span, 8); /* 8: the largest itemsize */
+    return m;
+}
+
+static int64_t
+at(const Mat *m, int64_t i, int64_t j)
+{
+    return i * m->rs + j * m->cs;
+}
+
+/* Small values every dtype holds and whose float sums are exact. */
+static double
+value(THDtype dtype, int64_t i, int64_t j, int salt)
+{
+    int64_t v = (i * 7 + j * 3 + salt * 5) % 11;
+    if (dtype == TH_Bool) {
+        return (double)(v % 3 == 0);
+    }
+    if (THDtype_isFloating(dtype)) {
+        return (double)(v - 5) / 4;
+    }
+    return (double)v;
+}
+
+static THBlasMatrix
+as_blas(const Mat *m)
+{
+    THBlasMatrix b = {m->buf, m->rs, m->cs};
+    return b;
+}
+
+/* Runs one gemm and compares it with the triple loop, computed in double
+ * (exact for these values) and converted to the dtype like the kernel's
+ * result (wrap-around for integers, nonzero for bool). */
+static void
+check_case(THDtype dtype, int64_t m, int64_t n, int64_t k, const int *layouts,
+           double alpha, double beta)
+{
+    Mat a = mat_new(m, k, layouts[0]);
+    Mat b = mat_new(k, n, layouts[1]);
+    Mat c = mat_new(m, n, layouts[2]);
+    Mat want = mat_new(m, n, LAYOUT_ROWS);
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t p = 0; p < k; p++) {
+            store(dtype, a.buf, at(&a, i, p), value(dtype, i, p, 1));
+        }
+    }
+    for (int64_t p = 0; p < k; p++) {
+        for (int64_t j = 0; j < n; j++) {
+            store(dtype, b.buf, at(&b, p, j), value(dtype, p, j, 2));
+        }
+    }
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            /* beta == 0 must ignore whatever C holds, NaN included */
+            double old = beta == 0 && THDtype_isFloating(dtype)
+                             ? NAN
+                             : value(dtype, i, j, 3);
+            store(dtype, c.buf, at(&c, i, j), old);
+            double sum = 0;
+            for (int64_t p = 0; p < k; p++) {
+                sum += load(dtype, a.buf, at(&a, i, p))
+                       * load(dtype, b.buf, at(&b, p, j));
+            }
+            double expect = alpha * sum + (beta == 0 ? 0 : beta * old);
+            store(dtype, want.buf, at(&want, i, j), expect);
+        }
+    }
+    THScalar alpha_s = THDtype_isFloating(dtype)
+                           ? THScalar_fromDouble(alpha)
+                           : THScalar_fromInt((int64_t)alpha);
+    THScalar beta_s = THDtype_isFloating(dtype)
+                          ? THScalar_fromDouble(beta)
+                          : THScalar_fromInt((int64_t)beta);
+    CHECK_OK(THBlas_gemm(dtype, m, n, k, alpha_s, as_blas(&a), as_blas(&b),
+                         beta_s, as_blas(&c)));
+    int reported = 0;
+    for (int64_t i = 0; i < m && reported < 3; i++) {
+        for (int64_t j = 0; j < n && reported < 3; j++) {
+            double got = load(dtype, c.buf, at(&c, i, j));
+            double expect = load(dtype, want.buf, at(&want, i, j));
+            if (!(fabs(got - expect) <= 1e-9 * (1 + fabs(expect)))) {
+                CHECK_MSG(false,
+                          "%s %s m=%lld n=%lld k=%lld layouts %d%d%d "
+                          "alpha=%g beta=%g: C[%lld,%lld] = %g, want %g",
+                          THDtype_name(dtype), THBlas_kernelName(),
+                          (long long)m, (long long)n, (long long)k,
+                          layouts[0], layouts[1], layouts[2], alpha, beta,
+                          (long long)i, (long long)j, got, expect);
+                reported++;
+            }
+        }
+    }
+    free(a.buf);
+    free(b.buf);
+    free(c.buf);
+    free(want.buf);
+}
+
+static const int64_t odd_sizes[][3] = {
+    {1, 1, 1},   {7, 5, 3},    {1, 63, 7},   {63, 1, 65}, {65, 63, 7},
+    {13, 17, 257}, {129, 33, 65}, {6, 16, 256}, {12, 32, 1}, {2, 3, 0},
+};
+#define NUM_ODD_SIZES ((int)(sizeof(odd_sizes) / sizeof(odd_sizes[0])))
+
+/* Every family this CPU runs, every size above, a spread of layouts and
+ * coefficients. */
+static void
+test_gemm_floating_matches_naive(void)
+{
+    static const char *const families[] = {"generic", "avx2", "avx512"};
+    static const double coefficients[][2] = {{1, 0}, {0.5, 2}, {-1, 1}};
+    const char *saved = THBlas_kernelName();
+    for (int f = 0; f < 3; f++) {
+        if (THBlas_setKernel(families[f]) < 0) {
+            THError_clear(); /* not on this CPU */
+            continue;
+        }
+        for (int d = 0; d < 2; d++) {
+            THDtype dtype = d == 0 ? TH_Float32 : TH_Float64;
+            for (int s = 0; s < NUM_ODD_SIZES; s++) {
+                int layouts[3] = {s % NUM_LAYOUTS, (s / 3) % NUM_LAYOUTS,
+                                  (s + 1) % NUM_LAYOUTS};
+                const double *ab = coefficients[s % 3];
+                check_case(dtype, odd_sizes[s][0], odd_sizes[s][1],
+                           odd_sizes[s][2], layouts, ab[0], ab[1]);
+            }
+        }
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+}
+
+static void
+test_gemm_every_layout(void)
+{
+    for (int la = 0; la < NUM_LAYOUTS; la++) {
+        for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
+            for (int lc = 0; lc < NUM_LAYOUTS; lc++) {
+                int layouts[3] = {la, lb, lc};
+                check_case(TH_Float32, 19, 21, 23, layouts, 1, 1);
+                check_case(TH_Int32, 5, 6, 7, layouts, 2, 1);
+            }
+        }
+    }
+}
+
+/* Large enough to split into bands over two threads, both ways. */
+static void
+test_gemm_two_threads(void)
+{
+    int saved = THParallel_getNumThreads();
+    CHECK_OK(THParallel_setNumThreads(2));
+    int rows[3] = {LAYOUT_ROWS, LAYOUT_ROWS, LAYOUT_ROWS};
+    int mixed[3] = {LAYOUT_COLS, LAYOUT_STEPPED, LAYOUT_COLS};
+    check_case(TH_Float32, 150, 70, 40, rows, 1, 0);  /* row bands */
+    check_case(TH_Float64, 40, 170, 50, mixed, 0.5, 2); /* column bands */
+    CHECK_OK(THParallel_setNumThreads(saved));
+}
+
+static void
+test_gemm_integer_dtypes(void)
+{
+    int rows[3] = {LAYOUT_ROWS, LAYOUT_ROWS, LAYOUT_ROWS};
+    for (int d = 0; d < TH_NUM_DTYPES; d++) {
+        if (THDtype_isFloating((THDtype)d)) {
+            continue;
+        }
+        check_case((THDtype)d, 7, 9, 65, rows, 1, 0);
+        check_case((THDtype)d, 3, 4, 5, rows, 3, 2);
+    }
+}
+
+/* PyTorch's int8 matmul wraps around: 100 * 100 + 100 * 100 = 20000 = 32
+ * (mod 256); int64 wraps modulo 2^64 without undefined behaviour. */
+static void
+test_gemm_integer_wraps(void)
+{
+    int8_t a8[2] = {100, 100}, c8 = 0;
+    THBlasMatrix a = {(char *)a8, 2, 1}, b = {(char *)a8, 1, 2};
+    THBlasMatrix c = {(char *)&c8, 1, 1};
+    CHECK_OK(THBlas_gemm(TH_Int8, 1, 1, 2, THScalar_fromInt(1), a, b,
+                         THScalar_fromInt(0), c));
+    CHECK_EQ_INT(c8, 32);
+    int64_t big[2] = {INT64_MAX, 2}, c64 = 0;
+    THBlasMatrix a64 = {(char *)big, 2, 1}, b64 = {(char *)big, 1, 2};
+    THBlasMatrix cm64 = {(char *)&c64, 1, 1};
+    CHECK_OK(THBlas_gemm(TH_Int64, 1, 1, 1, THScalar_fromInt(1), a64, b64,
+                         THScalar_fromInt(0), cm64));
+    CHECK_EQ_INT(c64, (int64_t)((uint64_t)INT64_MAX * (uint64_t)INT64_MAX));
+}
+
+/* k == 0 leaves beta * C (and zeros for beta == 0, even over NaN). */
+static void
+test_gemm_empty_k(void)
+{
+    float c[4] = {1, 2, NAN, 4};
+    THBlasMatrix none = {NULL, 0, 1}, mc = {(char *)c, 2, 1};
+    CHECK_OK(THBlas_gemm(TH_Float32, 2, 2, 0, THScalar_fromInt(1), none,
+                         none, THScalar_fromDouble(2), mc));
+    CHECK_EQ_DBL(c[0], 2);
+    CHECK_EQ_DBL(c[3], 8);
+    CHECK_OK(THBlas_gemm(TH_Float32, 2, 2, 0, THScalar_fromInt(1), none,
+                         none, THScalar_fromInt(0), mc));
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_DBL(c[i], 0);
+    }
+    /* a large m x n over k == 0: still only beta * C */
+    float *big = malloc(100 * 100 * sizeof(float));
+    for (int i = 0; i < 100 * 100; i++) {
+        big[i] = NAN;
+    }
+    THBlasMatrix mbig = {(char *)big, 100, 1};
+    CHECK_OK(THBlas_gemm(TH_Float32, 100, 100, 0, THScalar_fromInt(1), none,
+                         none, THScalar_fromInt(0), mbig));
+    CHECK_EQ_DBL(big[0], 0);
+    CHECK_EQ_DBL(big[9999], 0);
+    free(big);
+}
+
+static void
+test_gemm_kernel_selection(void)
+{
+    const char *name = THBlas_kernelName();
+    CHECK(strcmp(name, "avx512") == 0 || strcmp(name, "avx2") == 0
+          || strcmp(name, "generic") == 0);
+    CHECK_FAILS(THBlas_setKernel("sse9"), TH_ERR_VALUE,
+                "unknown GEMM kernel 'sse9'");
+    CHECK_OK(THBlas_setKernel("generic"));
+    CHECK_STR_EQ(THBlas_kernelName(), "generic");
+    CHECK_OK(THBlas_setKernel(name));
+}
+
+/* ---- tensors ------------------------------------------------------------------- */
+
+/* A (3, 4, 5) batch times one (5, 6) matrix expanded over the batch: the
+ * batch folds into the rows (one 12 x 5 GEMM).  Then a transposed batch
+ * that cannot fold. */
+static void
+test_gemm_tensor_batches(void)
+{
+    double av[60], bv[30];
+    for (int i = 0; i < 60; i++) {
+        av[i] = (i % 7) - 3;
+    }
+    for (int i = 0; i < 30; i++) {
+        bv[i] = (i % 5) - 2;
+    }
+    THTensor *a = tt_from(TH_Float32, TT_SIZES(3, 4, 5), av);
+    THTensor *b2 = tt_from(TH_Float32, TT_SIZES(5, 6), bv);
+    THTensor *b = THTensor_newExpand(b2, 3, (int64_t[]){3, 5, 6});
+    THTensor *c = THTensor_newEmpty(3, (int64_t[]){3, 4, 6}, TH_Float32,
+                                    TH_DEVICE_CPU);
+    CHECK_OK(THBlas_gemmTensor(c, a, b, THScalar_fromInt(0),
+                               THScalar_fromInt(1)));
+    /* a batch-transposed copy: c2[i] = a[i] @ b2, with a viewed (4, 3, 5)
+     * and permuted back, so batch strides do not continue the rows */
+    THTensor *a_perm = THTensor_newPermute(a, 3, (int64_t[]){1, 0, 2});
+    THTensor *a_clone = THTensor_newContiguous(a_perm);
+    THTensor *a_back = THTensor_newPermute(a_clone, 3, (int64_t[]){1, 0, 2});
+    THTensor *c2 = THTensor_newEmpty(3, (int64_t[]){3, 4, 6}, TH_Float32,
+                                     TH_DEVICE_CPU);
+    CHECK_OK(THBlas_gemmTensor(c2, a_back, b, THScalar_fromInt(0),
+                               THScalar_fromInt(1)));
+    const float *got = (const float *)THTensor_data(c);
+    const float *got2 = (const float *)THTensor_data(c2);
+    for (int bi = 0; bi < 3; bi++) {
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 6; j++) {
+                double want = 0;
+                for (int p = 0; p < 5; p++) {
+                    want += av[bi * 20 + i * 5 + p] * bv[p * 6 + j];
+                }
+                CHECK_EQ_DBL(got[bi * 24 + i * 6 + j], want);
+                CHECK_EQ_DBL(got2[bi * 24 + i * 6 + j], want);
+            }
+        }
+    }
+    /* the result must not overlap an operand */
+    THTensor *sq = tt_from(TH_Float32, TT_SIZES(2, 2), av);
+    CHECK_FAILS(THBlas_gemmTensor(sq, sq, sq, THScalar_fromInt(0),
+                                  THScalar_fromInt(1)),
+                TH_ERR_RUNTIME, "overlaps");
+    THTensor *owned[] = {a, b2, b, c, a_perm, a_clone, a_back, c2, sq};
+    for (int i = 0; i < 9; i++) {
+        THTensor_release(owned[i]);
+    }
+}
+
+TH_TEST_SUITE(blas) = {
+    TH_TEST(test_gemm_floating_matches_naive),
+    TH_TEST(test_gemm_every_layout),
+    TH_TEST(test_gemm_two_threads),
+    TH_TEST(test_gemm_integer_dtypes),
+    TH_TEST(test_gemm_integer_wraps),
+    TH_TEST(test_gemm_empty_k),
+    TH_TEST(test_gemm_kernel_selection),
+    TH_TEST(test_gemm_tensor_batches),
+    TH_TEST_END,
+};

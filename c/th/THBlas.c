@@ -1,0 +1,866 @@
+/*
+ * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64 and
+ * a simple row-wise kernel for the other dtypes.  See THBlas.h.
+ *
+ * Note [GEMM blocking]
+ * ~~~~~~~~~~~~~~~~~~~~
+ * The floating kernel is the GotoBLAS/BLIS loop nest:
+ *
+ *   for jc in steps of NC                       (columns of C and B)
+ *     for pc in steps of KC                     (the summed dimension)
+ *       pack B[pc:pc+KC, jc:jc+NC] into KC x NR micro-panels    (L3)
+ *       for ic in steps of MC                   (rows of C and A)
+ *         pack A[ic:ic+MC, pc:pc+KC] into MR x KC micro-panels  (L2)
+ *         for jr in steps of NR, ir in steps of MR:
+ *           micro-kernel: C[MR x NR tile] = beta' C + alpha A-panel @ B-panel
+ *
+ * Packing copies each block into the exact order the micro-kernel reads it
+ * (A: MR values of one column after another; B: NR values of one row after
+ * another), from any strides, and pads the edge panels with zeros; so the
+ * micro-kernel always runs full MR x NR tiles over contiguous, aligned
+ * memory and only its final store handles a partial tile.  The MR x NR
+ * accumulators stay in vector registers for all KC steps: per step it loads
+ * NR values of B, broadcasts MR values of A and issues MR * NR / VLEN
+ * fused multiply-adds.  beta' is the caller's beta for the first KC block
+ * and 1 for the following ones, which accumulate into C.
+ *
+ * Note [GEMM kernel families]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The micro-kernel is written once with GCC vector extensions and compiled
+ * three times: for AVX-512 (16 floats a vector), for AVX2+FMA (8) and as
+ * portable 16-byte vectors, each inside a function carrying its own
+ * __attribute__((target)).  The build therefore needs no -march flag, and
+ * the family is picked once, on first use, with __builtin_cpu_supports.
+ * MR is 6 in every family and NR is two vectors, so 12 accumulators, two B
+ * vectors and one broadcast use 15 of the 16 (AVX2) or 32 (AVX-512)
+ * vector registers.  The packing and loop code is shared: it takes NR from
+ * the family in use.
+ */
+#include "THBlas.h"
+
+#include "THParallel.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GEMM_MR 6
+#define GEMM_KC 256
+#define GEMM_MC 144   /* a multiple of GEMM_MR */
+#define GEMM_NC 3072  /* a multiple of every NR */
+#define GEMM_ALIGN 64 /* a cache line, and one AVX-512 register */
+
+/* Products with fewer multiply-adds than this skip packing. */
+#define GEMM_SMALL_WORK 4096
+/* Products with fewer multiply-adds than this stay on one thread. */
+#define GEMM_PARALLEL_WORK ((int64_t)1 << 18)
+
+/* ---- micro-kernels (Note [GEMM kernel families]) ------------------------- */
+
+typedef float v4sf __attribute__((vector_size(16)));
+typedef float v8sf __attribute__((vector_size(32)));
+typedef float v16sf __attribute__((vector_size(64)));
+typedef double v2df __attribute__((vector_size(16)));
+typedef double v4df __attribute__((vector_size(32)));
+typedef double v8df __attribute__((vector_size(64)));
+
+/* c[MR x NR tile] = beta * c + alpha * (a-panel @ b-panel) over kc steps;
+ * only the top-left mr x nr part of the tile is stored (edge tiles).
+ * beta == 0 writes without reading c.  The packed panels are aligned, so
+ * B is read as vectors directly; C may be anywhere, so its vectors move
+ * through memcpy, which compiles to one unaligned vector load or store. */
+#define TH_DEFINE_MICROKERNEL(T, VT, family, target_attr)                  \
+    target_attr static void ukernel_##T##_##family(                        \
+        int64_t kc, const T *a, const T *b, T alpha, T beta, T *c,         \
+        int64_t c_rs, int64_t c_cs, int mr, int nr)                        \
+    {                                                                      \
+        enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
+        VT acc[GEMM_MR][2];                                                \
+        for (int i = 0; i < mr; i++) { /* C is needed only at the end */  \
+            __builtin_prefetch(c + i * c_rs, 1);                           \
+            __builtin_prefetch(c + i * c_rs + (nr - 1) * c_cs, 1);         \
+        }                                                                  \
+        for (int i = 0; i < GEMM_MR; i++) {                                \
+            acc[i][0] = acc[i][1] = (VT){0};                               \
+        }                                                                  \
+        /* the packed B panel starts on a multiple of sizeof(VT) */       \
+        const VT *bv = __builtin_assume_aligned(b, sizeof(VT));            \
+        _Pragma("GCC unroll 4")                                            \
+        for (int64_t p = 0; p < kc; p++) {                                 \
+            VT b0 = bv[2 * p], b1 = bv[2 * p + 1];                         \
+            for (int i = 0; i < GEMM_MR; i++) {                            \
+                T ai = a[p * GEMM_MR + i];                                 \
+                acc[i][0] += ai * b0;                                      \
+                acc[i][1] += ai * b1;                                      \
+            }                                                              \
+        }                                                                  \
+        if (mr == GEMM_MR && nr == NR && c_cs == 1) {                      \
+            for (int i = 0; i < GEMM_MR; i++) {                            \
+                T *row = c + i * c_rs;                                     \
+                for (int v = 0; v < 2; v++) {                              \
+                    VT out = alpha * acc[i][v];                            \
+                    if (beta != 0) {                                       \
+                        VT old;                                            \
+                        memcpy(&old, row + v * VLEN, sizeof(VT));          \
+                        out += beta * old;                                 \
+                    }                                                      \
+                    memcpy(row + v * VLEN, &out, sizeof(VT));              \
+                }                                                          \
+            }                                                              \
+            return;                                                        \
+        }                                                                  \
+        T tile[GEMM_MR][NR];                                               \
+        memcpy(tile, acc, sizeof(tile));                                   \
+        for (int i = 0; i < mr; i++) {                                     \
+            for (int j = 0; j < nr; j++) {                                 \
+                T *out = c + i * c_rs + j * c_cs;                          \
+                *out = beta == 0 ? alpha * tile[i][j]                      \
+                                 : alpha * tile[i][j] + beta * *out;       \
+            }                                                              \
+        }                                                                  \
+    }
+
+#define TH_NO_TARGET
+#define TH_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define TH_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+TH_DEFINE_MICROKERNEL(float, v4sf, generic, TH_NO_TARGET)
+TH_DEFINE_MICROKERNEL(double, v2df, generic, TH_NO_TARGET)
+#if defined(__x86_64__)
+TH_DEFINE_MICROKERNEL(float, v8sf, avx2, TH_TARGET_AVX2)
+TH_DEFINE_MICROKERNEL(double, v4df, avx2, TH_TARGET_AVX2)
+TH_DEFINE_MICROKERNEL(float, v16sf, avx512, TH_TARGET_AVX512)
+TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
+#endif
+
+typedef void (*UKernel_float)(int64_t, const float *, const float *, float,
+                              float, float *, int64_t, int64_t, int, int);
+typedef void (*UKernel_double)(int64_t, const double *, const double *,
+                               double, double, double *, int64_t, int64_t,
+                               int, int);
+
+typedef struct {
+    const char *name;
+    const char *cpu_features[2]; /* for __builtin_cpu_supports; NULL: none */
+    int nr_float, nr_double;
+    UKernel_float ukernel_float;
+    UKernel_double ukernel_double;
+} KernelFamily;
+
+/* Best first. */
+static const KernelFamily kernel_families[] = {
+#if defined(__x86_64__)
+    {"avx512", {"avx512f", "fma"}, 32, 16, ukernel_float_avx512,
+     ukernel_double_avx512},
+    {"avx2", {"avx2", "fma"}, 16, 8, ukernel_float_avx2,
+     ukernel_double_avx2},
+#endif
+    {"generic", {NULL, NULL}, 8, 4, ukernel_float_generic,
+     ukernel_double_generic},
+};
+#define NUM_KERNEL_FAMILIES \
+    ((int)(sizeof(kernel_families) / sizeof(kernel_families[0])))
+
+static bool
+family_supported(const KernelFamily *family)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    for (int i = 0; i < 2; i++) {
+        const char *feature = family->cpu_features[i];
+        /* __builtin_cpu_supports wants a string literal. */
+        if (feature == NULL) {
+            continue;
+        }
+        if (strcmp(feature, "avx512f") == 0
+            && !__builtin_cpu_supports("avx512f")) {
+            return false;
+        }
+        if (strcmp(feature, "avx2") == 0 && !__builtin_cpu_supports("avx2")) {
+            return false;
+        }
+        if (strcmp(feature, "fma") == 0 && !__builtin_cpu_supports("fma")) {
+            return false;
+        }
+    }
+#endif
+    (void)family;
+    return true;
+}
+
+/* The family in use; NULL until first use.  A data race on first use only
+ * stores the same pointer twice. */
+static _Atomic(const KernelFamily *) active_family;
+
+static const KernelFamily *
+current_family(void)
+{
+    const KernelFamily *family = atomic_load(&active_family);
+    if (family == NULL) {
+        int i = 0;
+        while (!family_supported(&kernel_families[i])) {
+            i++; /* the last ("generic") is always supported */
+        }
+        family = &kernel_families[i];
+        atomic_store(&active_family, family);
+    }
+    return family;
+}
+
+const char *
+THBlas_kernelName(void)
+{
+    return current_family()->name;
+}
+
+int
+THBlas_setKernel(const char *name)
+{
+    for (int i = 0; i < NUM_KERNEL_FAMILIES; i++) {
+        if (strcmp(kernel_families[i].name, name) == 0) {
+            if (!family_supported(&kernel_families[i])) {
+                return THError_set(TH_ERR_RUNTIME,
+                                   "GEMM kernel '%s' is not supported by "
+                                   "this CPU",
+                                   name);
+            }
+            atomic_store(&active_family, &kernel_families[i]);
+            return 0;
+        }
+    }
+    return THError_set(TH_ERR_VALUE, "unknown GEMM kernel '%s'", name);
+}
+
+/* ---- scalars ---------------------------------------------------------------- */
+
+static double
+scalar_as_double(THScalar s)
+{
+    switch (s.dtype) {
+    case TH_Bool:
+        return s.value.b ? 1.0 : 0.0;
+    case TH_Int64:
+        return (double)s.value.i;
+    default:
+        return s.value.d;
+    }
+}
+
+static int64_t
+scalar_as_int64(THScalar s)
+{
+    switch (s.dtype) {
+    case TH_Bool:
+        return s.value.b;
+    case TH_Int64:
+        return s.value.i;
+    default:
+        return (int64_t)s.value.d;
+    }
+}
+
+/* ---- the row-wise kernel: every dtype ---------------------------------------
+ *
+ * Loop order i-k-j: the innermost loop runs along a row of B and a row of
+ * C, contiguous in the common layout, so it vectorises.  The accumulation
+ * type (TH_BLAS_ACC_<Name>) is uint64_t for the integer dtypes and bool:
+ * unsigned arithmetic wraps instead of overflowing, and the final
+ * conversion keeps the low bits, which is exactly wrap-around arithmetic in
+ * the narrower type (for bool, any nonzero sum is true). */
+#define TH_BLAS_ACC_Bool uint64_t
+#define TH_BLAS_ACC_UInt8 uint64_t
+#define TH_BLAS_ACC_Int8 uint64_t
+#define TH_BLAS_ACC_Int16 uint64_t
+#define TH_BLAS_ACC_Int32 uint64_t
+#define TH_BLAS_ACC_Int64 uint64_t
+#define TH_BLAS_ACC_Float32 float
+#define TH_BLAS_ACC_Float64 double
+
+typedef struct {
+    int64_t m, n, k;
+    THScalar alpha, beta;
+    THBlasMatrix a, b, c;
+} GemmArgs;
+
+#define TH_DEFINE_ROWWISE_GEMM(Name, T, py)                                \
+    static void gemm_rowwise_##Name(const GemmArgs *g)                     \
+    {                                                                      \
+        typedef TH_BLAS_ACC_##Name Acc;                                    \
+        bool floating = THDtype_isFloating(TH_##Name);                     \
+        Acc alpha = floating ? (Acc)scalar_as_double(g->alpha)             \
+                             : (Acc)scalar_as_int64(g->alpha);             \
+        Acc beta = floating ? (Acc)scalar_as_double(g->beta)               \
+                            : (Acc)scalar_as_int64(g->beta);               \
+        int64_t a_rs = g->a.row_stride, a_cs = g->a.col_stride;            \
+        int64_t b_rs = g->b.row_stride, b_cs = g->b.col_stride;            \
+        int64_t c_cs = g->c.col_stride;                                    \
+        const T *a = (const T *)g->a.data;                                 \
+        const T *b = (const T *)g->b.data;                                 \
+        for (int64_t i = 0; i < g->m; i++) {                               \
+            T *c = (T *)g->c.data + i * g->c.row_stride;                   \
+            for (int64_t j = 0; j < g->n; j++) {                           \
+                Acc scaled = beta == 0 ? 0 : beta * (Acc)c[j * c_cs];     \
+                c[j * c_cs] = (T)scaled;                                   \
+            }                                                              \
+            for (int64_t p = 0; p < g->k; p++) {                           \
+                Acc aip = alpha * (Acc)a[i * a_rs + p * a_cs];             \
+                const T *brow = b + p * b_rs;                              \
+                if (c_cs == 1 && b_cs == 1) {                              \
+                    for (int64_t j = 0; j < g->n; j++) {                   \
+                        c[j] = (T)((Acc)c[j] + aip * (Acc)brow[j]);        \
+                    }                                                      \
+                } else {                                                   \
+                    for (int64_t j = 0; j < g->n; j++) {                   \
+                        c[j * c_cs] = (T)((Acc)c[j * c_cs]                 \
+                                          + aip * (Acc)brow[j * b_cs]);    \
+                    }                                                      \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
+    }
+TH_FORALL_DTYPES(TH_DEFINE_ROWWISE_GEMM)
+
+typedef void (*RowwiseGemm)(const GemmArgs *);
+static const RowwiseGemm rowwise_gemms[TH_NUM_DTYPES] = {
+#define TH_ROWWISE_ENTRY(Name, T, py) gemm_rowwise_##Name,
+    TH_FORALL_DTYPES(TH_ROWWISE_ENTRY)
+#undef TH_ROWWISE_ENTRY
+};
+
+/* ---- the packed kernel: float32 and float64 (Note [GEMM blocking]) ---------- */
+
+/* The packing buffers of one thread. */
+typedef struct {
+    void *a_pack; /* GEMM_MC x GEMM_KC */
+    void *b_pack; /* GEMM_KC x GEMM_NC (rounded up to NR) */
+} GemmWorkspace;
+
+static int64_t
+round_up(int64_t x, int64_t multiple)
+{
+    return (x + multiple - 1) / multiple * multiple;
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Allocates buffers just large enough for an m x n x k product (so small
+ * products take small buffers).  Returns false when out of memory. */
+static bool
+workspace_alloc(GemmWorkspace *ws, int itemsize, int nr, int64_t m,
+                int64_t n, int64_t k)
+{
+    int64_t kc = min64(k, GEMM_KC);
+    size_t a_bytes = (size_t)(round_up(min64(m, GEMM_MC), GEMM_MR) * kc
+                              * itemsize);
+    size_t b_bytes = (size_t)(round_up(min64(n, GEMM_NC), nr) * kc
+                              * itemsize);
+    ws->a_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up(
+                                               (int64_t)a_bytes, GEMM_ALIGN));
+    ws->b_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up(
+                                               (int64_t)b_bytes, GEMM_ALIGN));
+    if (ws->a_pack == NULL || ws->b_pack == NULL) {
+        free(ws->a_pack);
+        free(ws->b_pack);
+        return false;
+    }
+    return true;
+}
+
+static void
+workspace_free(GemmWorkspace *ws)
+{
+    free(ws->a_pack);
+    free(ws->b_pack);
+}
+
+/* One full row of a B micro-panel: memcpy with a size known at compile
+ * time becomes a few vector moves instead of a library call. */
+#define TH_DEFINE_COPY_PANEL_ROW(T)                                        \
+    static inline void copy_panel_row_##T(T *dst, const T *src, int nr)   \
+    {                                                                      \
+        switch (nr) {                                                      \
+        case 4:                                                            \
+            memcpy(dst, src, 4 * sizeof(T));                               \
+            break;                                                         \
+        case 8:                                                            \
+            memcpy(dst, src, 8 * sizeof(T));                               \
+            break;                                                         \
+        case 16:                                                           \
+            memcpy(dst, src, 16 * sizeof(T));                              \
+            break;                                                         \
+        case 32:                                                           \
+            memcpy(dst, src, 32 * sizeof(T));                              \
+            break;                                                         \
+        default:                                                           \
+            memcpy(dst, src, (size_t)nr * sizeof(T));                      \
+            break;                                                         \
+        }                                                                  \
+    }
+
+/* pack_a: the mc x kc block at `a` into MR-row micro-panels, each laid out
+ * column after column (MR values per column), zero-padded to MR rows.
+ * pack_b: the kc x nc block at `b` into NR-column micro-panels, each laid
+ * out row after row (NR values per row), zero-padded to NR columns. */
+#define TH_DEFINE_PACKING(T)                                               \
+    static void pack_a_##T(int64_t mc, int64_t kc, const T *a, int64_t rs, \
+                           int64_t cs, T *dst)                             \
+    {                                                                      \
+        for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {                     \
+            int64_t mr = min64(GEMM_MR, mc - ir);                          \
+            const T *src = a + ir * rs;                                    \
+            for (int64_t p = 0; p < kc; p++) {                             \
+                int64_t i = 0;                                             \
+                for (; i < mr; i++) {                                      \
+                    dst[i] = src[i * rs + p * cs];                         \
+                }                                                          \
+                for (; i < GEMM_MR; i++) {                                 \
+                    dst[i] = 0;                                            \
+                }                                                          \
+                dst += GEMM_MR;                                            \
+            }                                                              \
+        }                                                                  \
+    }                                                                      \
+    static void pack_b_##T(int64_t kc, int64_t nc, int nr_full,            \
+                           const T *b, int64_t rs, int64_t cs, T *dst)     \
+    {                                                                      \
+        for (int64_t jr = 0; jr < nc; jr += nr_full) {                     \
+            int64_t nr = min64(nr_full, nc - jr);                          \
+            const T *src = b + jr * cs;                                    \
+            for (int64_t p = 0; p < kc; p++) {                             \
+                const T *row = src + p * rs;                               \
+                if (cs == 1 && nr == nr_full) {                            \
+                    copy_panel_row_##T(dst, row, nr_full);                 \
+                } else {                                                   \
+                    int64_t j = 0;                                         \
+                    for (; j < nr; j++) {                                  \
+                        dst[j] = row[j * cs];                              \
+                    }                                                      \
+                    for (; j < nr_full; j++) {                             \
+                        dst[j] = 0;                                        \
+                    }                                                      \
+                }                                                          \
+                dst += nr_full;                                            \
+            }                                                              \
+        }                                                                  \
+    }
+
+/* The loop nest of Note [GEMM blocking] on one thread, for C = beta * C +
+ * alpha * A @ B with k >= 1. */
+#define TH_DEFINE_BLOCKED_GEMM(T)                                          \
+    static void gemm_blocked_##T(const GemmArgs *g, const GemmWorkspace *ws)  \
+    {                                                                      \
+        const KernelFamily *family = current_family();                     \
+        UKernel_##T ukernel = family->ukernel_##T;                         \
+        int nr_full = family->nr_##T;                                      \
+        T alpha = (T)scalar_as_double(g->alpha);                           \
+        T beta = (T)scalar_as_double(g->beta);                             \
+        const T *a = (const T *)g->a.data;                                 \
+        const T *b = (const T *)g->b.data;                                 \
+        T *c = (T *)g->c.data;                                             \
+        int64_t a_rs = g->a.row_stride, a_cs = g->a.col_stride;            \
+        int64_t b_rs = g->b.row_stride, b_cs = g->b.col_stride;            \
+        int64_t c_rs = g->c.row_stride, c_cs = g->c.col_stride;            \
+        T *a_pack = ws->a_pack, *b_pack = ws->b_pack;                      \
+        for (int64_t jc = 0; jc < g->n; jc += GEMM_NC) {                   \
+            int64_t nc = min64(GEMM_NC, g->n - jc);                        \
+            for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {               \
+                int64_t kc = min64(GEMM_KC, g->k - pc);                    \
+                T beta_block = pc == 0 ? beta : (T)1;                      \
+                pack_b_##T(kc, nc, nr_full, b + pc * b_rs + jc * b_cs,     \
+                           b_rs, b_cs, b_pack);                            \
+                for (int64_t ic = 0; ic < g->m; ic += GEMM_MC) {           \
+                    int64_t mc = min64(GEMM_MC, g->m - ic);                \
+                    pack_a_##T(mc, kc, a + ic * a_rs + pc * a_cs, a_rs,    \
+                               a_cs, a_pack);                              \
+                    for (int64_t jr = 0; jr < nc; jr += nr_full) {         \
+                        for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {     \
+                            T *tile = c + (ic + ir) * c_rs                 \
+                                      + (jc + jr) * c_cs;                  \
+                            ukernel(kc, a_pack + ir * kc, b_pack + jr * kc, \
+                                    alpha, beta_block, tile, c_rs, c_cs,   \
+                                    (int)min64(GEMM_MR, mc - ir),          \
+                                    (int)min64(nr_full, nc - jr));         \
+                        }                                                  \
+                    }                                                      \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
+    }
+
+TH_DEFINE_COPY_PANEL_ROW(float)
+TH_DEFINE_COPY_PANEL_ROW(double)
+TH_DEFINE_PACKING(float)
+TH_DEFINE_PACKING(double)
+TH_DEFINE_BLOCKED_GEMM(float)
+TH_DEFINE_BLOCKED_GEMM(double)
+
+/* ---- drivers ---------------------------------------------------------------- */
+
+static bool
+is_packed_dtype(THDtype dtype)
+{
+    return dtype == TH_Float32 || dtype == TH_Float64;
+}
+
+static int
+nr_for(THDtype dtype)
+{
+    const KernelFamily *family = current_family();
+    return dtype == TH_Float32 ? family->nr_float : family->nr_double;
+}
+
+static bool
+needs_packing(THDtype dtype, const GemmArgs *g)
+{
+    return is_packed_dtype(dtype) && g->m * g->n * g->k >= GEMM_SMALL_WORK;
+}
+
+static bool
+workspace_alloc_for(GemmWorkspace *ws, THDtype dtype, const GemmArgs *g)
+{
+    return workspace_alloc(ws, THDtype_itemsize(dtype), nr_for(dtype), g->m,
+                           g->n, g->k);
+}
+
+/* One product on the calling thread.  `ws` is a workspace sized for it
+ * (workspace_alloc_for), or NULL to allocate one.  Returns false when that
+ * allocation failed (nothing written then).  Small products and the
+ * non-floating dtypes (and k == 0) take the row-wise kernel. */
+static bool
+gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
+{
+    if (g->m == 0 || g->n == 0) {
+        return true;
+    }
+    if (!needs_packing(dtype, g)) {
+        rowwise_gemms[dtype](g);
+        return true;
+    }
+    GemmWorkspace own;
+    if (ws == NULL) {
+        if (!workspace_alloc_for(&own, dtype, g)) {
+            return false;
+        }
+        ws = &own;
+    }
+    if (dtype == TH_Float32) {
+        gemm_blocked_float(g, ws);
+    } else {
+        gemm_blocked_double(g, ws);
+    }
+    if (ws == &own) {
+        workspace_free(&own);
+    }
+    return true;
+}
+
+/* One large product split over threads: C is cut into bands of rows (or of
+ * columns, when it is wider than tall), and each band is an independent
+ * GEMM with its own packing buffers. */
+typedef struct {
+    THDtype dtype;
+    GemmArgs whole;
+    bool split_rows;
+    int64_t unit; /* rows or columns per unit of work */
+    atomic_bool out_of_memory;
+} BandJob;
+
+static void
+run_bands(int64_t begin, int64_t end, void *ctx)
+{
+    BandJob *job = ctx;
+    GemmArgs band = job->whole;
+    int itemsize = THDtype_itemsize(job->dtype);
+    int64_t first = begin * job->unit;
+    if (job->split_rows) {
+        band.m = min64(end * job->unit, band.m) - first;
+        band.a.data += first * band.a.row_stride * itemsize;
+        band.c.data += first * band.c.row_stride * itemsize;
+    } else {
+        band.n = min64(end * job->unit, band.n) - first;
+        band.b.data += first * band.b.col_stride * itemsize;
+        band.c.data += first * band.c.col_stride * itemsize;
+    }
+    if (!gemm_one_thread(job->dtype, &band, NULL)) {
+        atomic_store(&job->out_of_memory, true);
+    }
+}
+
+static int
+out_of_memory(void)
+{
+    return THError_set(TH_ERR_MEMORY,
+                       "out of memory allocating GEMM packing buffers");
+}
+
+static int64_t
+work_of(int64_t m, int64_t n, int64_t k)
+{
+    return m * n * (k > 0 ? k : 1);
+}
+
+int
+THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
+            THBlasMatrix a, THBlasMatrix b, THScalar beta, THBlasMatrix c)
+{
+    GemmArgs g = {m, n, k, alpha, beta, a, b, c};
+    if (!is_packed_dtype(dtype) || work_of(m, n, k) < GEMM_PARALLEL_WORK) {
+        return gemm_one_thread(dtype, &g, NULL) ? 0 : out_of_memory();
+    }
+    BandJob job = {.dtype = dtype, .whole = g, .split_rows = m >= n};
+    job.unit = job.split_rows ? GEMM_MR : nr_for(dtype);
+    atomic_init(&job.out_of_memory, false);
+    int64_t extent = job.split_rows ? m : n;
+    int64_t units = (extent + job.unit - 1) / job.unit;
+    /* Each band gets at least GEMM_PARALLEL_WORK / 2 multiply-adds. */
+    int64_t unit_work = job.unit * (job.split_rows ? n : m) * k;
+    int64_t grain = GEMM_PARALLEL_WORK / 2 / unit_work + 1;
+    THParallel_for(units, grain, run_bands, &job);
+    return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
+}
+
+/* Many small products: each thread takes a range of them. */
+typedef struct {
+    THDtype dtype;
+    GemmArgs first;
+    const int64_t *offsets[3];
+    atomic_bool out_of_memory;
+} BatchJob;
+
+static void
+run_batch(int64_t begin, int64_t end, void *ctx)
+{
+    BatchJob *job = ctx;
+    int itemsize = THDtype_itemsize(job->dtype);
+    /* one workspace serves every product of the range */
+    GemmWorkspace ws, *shared = NULL;
+    if (needs_packing(job->dtype, &job->first)) {
+        if (!workspace_alloc_for(&ws, job->dtype, &job->first)) {
+            atomic_store(&job->out_of_memory, true);
+            return;
+        }
+        shared = &ws;
+    }
+    for (int64_t i = begin; i < end; i++) {
+        GemmArgs g = job->first;
+        g.a.data += job->offsets[0][i] * itemsize;
+        g.b.data += job->offsets[1][i] * itemsize;
+        g.c.data += job->offsets[2][i] * itemsize;
+        gemm_one_thread(job->dtype, &g, shared); /* cannot fail: ws given */
+    }
+    if (shared != NULL) {
+        workspace_free(shared);
+    }
+}
+
+int
+THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, THScalar alpha, THBlasMatrix a,
+                   const int64_t *a_offsets, THBlasMatrix b,
+                   const int64_t *b_offsets, THScalar beta, THBlasMatrix c,
+                   const int64_t *c_offsets)
+{
+    int64_t work = work_of(m, n, k);
+    if (work >= GEMM_PARALLEL_WORK) {
+        int itemsize = THDtype_itemsize(dtype);
+        for (int64_t i = 0; i < batch; i++) {
+            THBlasMatrix ai = a, bi = b, ci = c;
+            ai.data += a_offsets[i] * itemsize;
+            bi.data += b_offsets[i] * itemsize;
+            ci.data += c_offsets[i] * itemsize;
+            if (THBlas_gemm(dtype, m, n, k, alpha, ai, bi, beta, ci) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    BatchJob job = {.dtype = dtype,
+                    .first = {m, n, k, alpha, beta, a, b, c},
+                    .offsets = {a_offsets, b_offsets, c_offsets}};
+    atomic_init(&job.out_of_memory, false);
+    THParallel_for(batch, GEMM_PARALLEL_WORK / 2 / work + 1, run_batch, &job);
+    return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
+}
+
+/* ---- tensors ---------------------------------------------------------------- */
+
+static void
+memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t last = 0;
+    for (int d = 0; d < tensor->ndim; d++) {
+        last += (tensor->sizes[d] - 1) * tensor->strides[d];
+    }
+    *lo = (uintptr_t)THTensor_data(tensor);
+    *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
+}
+
+bool
+THBlas_mayOverlap(const THTensor *x, const THTensor *y)
+{
+    uintptr_t xlo, xhi, ylo, yhi;
+    if (x->numel == 0 || y->numel == 0 || x->storage != y->storage) {
+        return false;
+    }
+    memory_span(x, &xlo, &xhi);
+    memory_span(y, &ylo, &yhi);
+    return xlo < yhi && ylo < xhi;
+}
+
+bool
+THBlas_hasInternalOverlap(const THTensor *tensor)
+{
+    if (tensor->numel <= 1) {
+        return false;
+    }
+    /* Dense tensors tile their memory; otherwise look for a stride 0. */
+    if (THTensor_isNonOverlappingAndDense(tensor)) {
+        return false;
+    }
+    for (int d = 0; d < tensor->ndim; d++) {
+        if (tensor->strides[d] == 0 && tensor->sizes[d] > 1) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The batch dims of a product, after folding (THBlas_gemmTensor). */
+typedef struct {
+    int ndim;
+    int64_t sizes[TH_MAX_DIMS];
+    int64_t strides[3][TH_MAX_DIMS]; /* of a, b, c */
+} BatchDims;
+
+static int
+check_gemm_tensors(const THTensor *c, const THTensor *a, const THTensor *b)
+{
+    int nd = c->ndim;
+    if (nd < 2 || a->ndim != nd || b->ndim != nd) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "gemm: expected tensors of one ndim >= 2, got "
+                           "%d, %d and %d",
+                           a->ndim, b->ndim, c->ndim);
+    }
+    if (a->dtype != b->dtype || a->dtype != c->dtype) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "gemm: expected one dtype, got %s, %s and %s",
+                           THDtype_name(a->dtype), THDtype_name(b->dtype),
+                           THDtype_name(c->dtype));
+    }
+    for (int d = 0; d < nd - 2; d++) {
+        if (a->sizes[d] != c->sizes[d] || b->sizes[d] != c->sizes[d]) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "gemm: batch dim %d differs", d);
+        }
+    }
+    if (a->sizes[nd - 2] != c->sizes[nd - 2]
+        || b->sizes[nd - 1] != c->sizes[nd - 1]
+        || a->sizes[nd - 1] != b->sizes[nd - 2]) {
+        return THError_set(TH_ERR_RUNTIME, "gemm: shapes do not multiply");
+    }
+    if (THBlas_mayOverlap(c, a) || THBlas_mayOverlap(c, b)
+        || THBlas_hasInternalOverlap(c)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "gemm: the result overlaps an operand");
+    }
+    return 0;
+}
+
+/* Drops size-1 batch dims and folds the innermost batch dims into the rows
+ * of a and c while b does not move along them (stride 0): row i' = (batch
+ * index) * m + i is then still one stride apart in a and in c. */
+static void
+fold_batch_dims(const THTensor *a, const THTensor *b, const THTensor *c,
+                int64_t *m, THBlasMatrix *ma, THBlasMatrix *mc,
+                BatchDims *batch)
+{
+    int nb = c->ndim - 2;
+    while (nb > 0) {
+        int d = nb - 1;
+        int64_t size = c->sizes[d];
+        bool rows_continue_a = *m == 1 || a->strides[d] == *m * ma->row_stride;
+        bool rows_continue_c = *m == 1 || c->strides[d] == *m * mc->row_stride;
+        if (size != 1
+            && !(b->strides[d] == 0 && rows_continue_a && rows_continue_c)) {
+            break;
+        }
+        if (size != 1 && *m == 1) {
+            ma->row_stride = a->strides[d];
+            mc->row_stride = c->strides[d];
+        }
+        *m *= size;
+        nb--;
+    }
+    batch->ndim = 0;
+    for (int d = 0; d < nb; d++) {
+        if (c->sizes[d] == 1) {
+            continue;
+        }
+        batch->sizes[batch->ndim] = c->sizes[d];
+        batch->strides[0][batch->ndim] = a->strides[d];
+        batch->strides[1][batch->ndim] = b->strides[d];
+        batch->strides[2][batch->ndim] = c->strides[d];
+        batch->ndim++;
+    }
+}
+
+int
+THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
+                  THScalar alpha)
+{
+    if (check_gemm_tensors(c, a, b) < 0) {
+        return -1;
+    }
+    if (c->numel == 0) {
+        return 0;
+    }
+    int nd = c->ndim;
+    int64_t m = a->sizes[nd - 2], k = a->sizes[nd - 1], n = b->sizes[nd - 1];
+    THBlasMatrix ma = {THTensor_data(a), a->strides[nd - 2],
+                       a->strides[nd - 1]};
+    THBlasMatrix mb = {THTensor_data(b), b->strides[nd - 2],
+                       b->strides[nd - 1]};
+    THBlasMatrix mc = {THTensor_data(c), c->strides[nd - 2],
+                       c->strides[nd - 1]};
+    BatchDims batch;
+    fold_batch_dims(a, b, c, &m, &ma, &mc, &batch);
+    if (batch.ndim == 0) {
+        return THBlas_gemm(c->dtype, m, n, k, alpha, ma, mb, beta, mc);
+    }
+    int64_t count = c->numel / (m * n);
+    int64_t *offsets = malloc((size_t)(3 * count) * sizeof(int64_t));
+    if (offsets == NULL) {
+        return out_of_memory();
+    }
+    /* Odometer over the batch index, last dim fastest. */
+    int64_t index[TH_MAX_DIMS] = {0};
+    int64_t offset[3] = {0, 0, 0};
+    for (int64_t i = 0; i < count; i++) {
+        for (int t = 0; t < 3; t++) {
+            offsets[t * count + i] = offset[t];
+        }
+        for (int d = batch.ndim - 1; d >= 0; d--) {
+            for (int t = 0; t < 3; t++) {
+                offset[t] += batch.strides[t][d];
+            }
+            if (++index[d] < batch.sizes[d]) {
+                break;
+            }
+            for (int t = 0; t < 3; t++) {
+                offset[t] -= batch.sizes[d] * batch.strides[t][d];
+            }
+            index[d] = 0;
+        }
+    }
+    int status = THBlas_gemmBatched(c->dtype, count, m, n, k, alpha, ma,
+                                    offsets, mb, offsets + count, beta, mc,
+                                    offsets + 2 * count);
+    free(offsets);
+    return status;
+}

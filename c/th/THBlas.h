@@ -1,0 +1,84 @@
+/*
+ * THBlas.h -- matrix multiply (GEMM) for every dtype.
+ *
+ *     C = beta * C + alpha * A @ B      A: m x k, B: k x n, C: m x n
+ *
+ * Matrices are described by a data pointer and two element strides (not
+ * bytes, as in THTensor), so any strided view is accepted without a copy:
+ * a transposed operand (BLAS's op(A) = A^T) is the same matrix with its two
+ * strides swapped, see THBlasMatrix_transposed.  Strides may be 0 (an
+ * expanded operand) for A and B; C must not overlap A or B and must not
+ * have two elements at one address (the caller copies aside otherwise).
+ *
+ * float32 and float64 run a packed, cache-blocked GEMM with a register-tiled
+ * micro-kernel (Note [GEMM blocking] in THBlas.c) chosen once at run time
+ * for the CPU (AVX-512, AVX2+FMA, or portable vector code), and split over
+ * THParallel's threads when the product is large.  Integer dtypes and bool
+ * use a simple row-wise kernel with wrap-around arithmetic, as PyTorch's
+ * integer matmul does; for bool the result is OR over p of A[i,p] AND
+ * B[p,j].
+ *
+ * beta == 0 means C is only written, never read: NaNs already in C do not
+ * propagate (BLAS's rule).  k == 0 gives C = beta * C.
+ */
+#ifndef TH_BLAS_H
+#define TH_BLAS_H
+
+#include "THDtype.h"
+#include "THTensor.h"
+
+#include <stdint.h>
+
+typedef struct {
+    char *data;         /* element (0, 0) */
+    int64_t row_stride; /* elements from (i, j) to (i + 1, j) */
+    int64_t col_stride; /* elements from (i, j) to (i, j + 1) */
+} THBlasMatrix;
+
+static inline THBlasMatrix
+THBlasMatrix_transposed(THBlasMatrix mat)
+{
+    THBlasMatrix t = {mat.data, mat.col_stride, mat.row_stride};
+    return t;
+}
+
+/* Returns 0, or -1 with a TH error (out of memory for the packing
+ * buffers).  alpha and beta are converted to dtype (floating values are
+ * truncated for integer dtypes). */
+int THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k,
+                THScalar alpha, THBlasMatrix a, THBlasMatrix b,
+                THScalar beta, THBlasMatrix c);
+
+/* `batch` independent GEMMs of one shape; product i uses the matrices
+ * offset by a_offsets[i], b_offsets[i], c_offsets[i] elements from a, b
+ * and c (so broadcast batch dims need no copy).  Small products run one
+ * per thread, large ones each on all threads. */
+int THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
+                       int64_t k, THScalar alpha, THBlasMatrix a,
+                       const int64_t *a_offsets, THBlasMatrix b,
+                       const int64_t *b_offsets, THScalar beta,
+                       THBlasMatrix c, const int64_t *c_offsets);
+
+/* The same on tensors: c = beta * c + alpha * a @ b over the leading
+ * (batch) dims, which must have equal sizes in all three (broadcast batch
+ * dims are expanded views: stride 0 is fine for a and b).  a is
+ * (..., m, k), b (..., k, n), c (..., m, n), one dtype, ndim >= 2.  c is
+ * only written: it must not overlap a or b nor have two elements at one
+ * address (THBlas_mayOverlap; the caller computes into a temporary then).
+ * Batch dims that continue c's and a's rows while b stays fixed are folded
+ * into m, so a (B, m, k) @ (k, n) product runs as one (B*m, k) GEMM. */
+int THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
+                      THScalar alpha);
+
+/* True when two tensors may share memory (their address ranges meet). */
+bool THBlas_mayOverlap(const THTensor *x, const THTensor *y);
+/* True when some element of `tensor` shares its address with another. */
+bool THBlas_hasInternalOverlap(const THTensor *tensor);
+
+/* The micro-kernel family in use: "avx512", "avx2" or "generic". */
+const char *THBlas_kernelName(void);
+/* Selects a family by name (tests use it to cover each one).  Returns 0,
+ * or -1 with a TH error when unknown or not supported by this CPU. */
+int THBlas_setKernel(const char *name);
+
+#endif /* TH_BLAS_H */

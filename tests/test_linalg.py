@@ -1,0 +1,430 @@
+"""matmul and its family: matmul/@, mm, bmm, mv, dot, vdot, outer/ger,
+addmm(_), baddbmm(_), out=.
+
+Values are checked against NumPy (np.matmul, np.outer) over random shapes:
+broadcast batch dims, 0- and 1-size dims, vectors on either side, and
+operands that are transposed, sliced with steps, offset or expanded views.
+Semantics (result shapes and dtypes, which dtypes are refused, error
+messages) are checked against PyTorch where it is installed.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+
+HYP = settings(max_examples=min(80, settings.default.max_examples), deadline=None)
+
+DTYPES = [np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8]
+
+
+def tolerance(dtype, k):
+    """float32 sums of k products of values in [-1, 1] drift with k."""
+    if dtype == np.float32:
+        return dict(rtol=1e-5, atol=1e-6 * (k + 1))
+    if dtype == np.float64:
+        return dict(rtol=1e-12, atol=1e-13 * (k + 1))
+    return dict(rtol=0, atol=0)
+
+
+def random_values(rng, shape, dtype):
+    if np.issubdtype(dtype, np.floating):
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    low = 0 if dtype == np.uint8 else -4
+    return rng.integers(low, 5, shape).astype(dtype)
+
+
+def operand(rng, shape, dtype, layout):
+    """(ember, numpy) views with equal values, in one of several layouts."""
+    shape = tuple(shape)
+    if layout == "transposed" and len(shape) >= 2:
+        base = random_values(rng, shape[:-2] + (shape[-1], shape[-2]), dtype)
+        e = ember.tensor(base).transpose(-1, -2)
+        return e, np.swapaxes(base, -1, -2)
+    if layout == "stepped" and len(shape) >= 1:
+        base = random_values(rng, shape[:-1] + (2 * shape[-1] + 1,), dtype)
+        e = ember.tensor(base)[..., 1::2]
+        return e, base[..., 1::2]
+    if layout == "offset":
+        base = random_values(rng, (2,) + shape, dtype)
+        return ember.tensor(base)[1], base[1]
+    if layout == "expanded" and len(shape) >= 3 and shape[0] > 0:
+        base = random_values(rng, (1,) + shape[1:], dtype)
+        e = ember.tensor(base).expand(*shape)
+        return e, np.broadcast_to(base, shape)
+    base = random_values(rng, shape, dtype)
+    return ember.tensor(base), base
+
+
+def check_close(got, want, k):
+    got_np = got.numpy()
+    assert got_np.shape == want.shape
+    assert got_np.dtype == want.dtype
+    np.testing.assert_allclose(got_np, want, **tolerance(want.dtype.type, k))
+
+
+# ---- matmul against NumPy ------------------------------------------------------
+
+small = st.integers(0, 9)
+batch_size = st.sampled_from([0, 1, 1, 2, 3])
+layouts = st.sampled_from(["contiguous", "transposed", "stepped", "offset", "expanded"])
+
+
+@st.composite
+def matmul_shapes(draw):
+    """Shapes that multiply, with batch dims broadcasting against each other."""
+    m, k, n = draw(small), draw(small), draw(small)
+    batch = draw(st.lists(batch_size, max_size=3))
+    a_rank = draw(st.sampled_from([1, 2, 2 + len(batch)]))
+    b_rank = draw(st.sampled_from([1, 2, 2 + len(batch)]))
+
+    def batch_for(rank):
+        dims = batch[len(batch) - (rank - 2):] if rank > 2 else []
+        # a size-1 dim broadcasts against the other operand's size
+        return [1 if draw(st.booleans()) and d > 0 else d for d in dims]
+
+    a = [k] if a_rank == 1 else batch_for(a_rank) + [m, k]
+    b = [k] if b_rank == 1 else batch_for(b_rank) + [k, n]
+    return a, b
+
+
+@HYP
+@given(shapes=matmul_shapes(), dtype=st.sampled_from(DTYPES), la=layouts, lb=layouts,
+       seed=st.integers(0, 2**31))
+def test_matmul_matches_numpy(shapes, dtype, la, lb, seed):
+    rng = np.random.default_rng(seed)
+    (ea, na), (eb, nb) = operand(rng, shapes[0], dtype, la), operand(rng, shapes[1], dtype, lb)
+    try:
+        want = np.matmul(na, nb)
+    except ValueError:  # NumPy refuses some broadcasts we did not draw
+        pytest.skip("shapes NumPy refuses")
+    k = shapes[0][-1]
+    check_close(ember.matmul(ea, eb), want, k)
+    check_close(ea @ eb, want, k)
+    check_close(ea.matmul(eb), want, k)
+
+
+@HYP
+@given(m=small, k=small, n=small, dtype=st.sampled_from(DTYPES),
+       la=layouts, lb=layouts, seed=st.integers(0, 2**31))
+def test_mm_mv_dot_outer_match_numpy(m, k, n, dtype, la, lb, seed):
+    rng = np.random.default_rng(seed)
+    ea, na = operand(rng, (m, k), dtype, la)
+    eb, nb = operand(rng, (k, n), dtype, lb)
+    ev, nv = operand(rng, (k,), dtype, lb)
+    ew, nw = operand(rng, (k,), dtype, la)
+    check_close(ember.mm(ea, eb), na @ nb, k)
+    check_close(ea.mm(eb), na @ nb, k)
+    check_close(ember.mv(ea, ev), na @ nv, k)
+    check_close(ember.dot(ev, ew), np.asarray(np.dot(nv, nw)), k)
+    check_close(ember.vdot(ev, ew), np.asarray(np.dot(nv, nw)), k)
+    check_close(ember.outer(ev, ew), np.outer(nv, nw), 1)
+    check_close(ember.ger(ev, ew), np.outer(nv, nw), 1)
+
+
+@HYP
+@given(b=st.integers(0, 3), m=small, k=small, n=small, dtype=st.sampled_from(DTYPES),
+       la=layouts, lb=layouts, seed=st.integers(0, 2**31))
+def test_bmm_matches_numpy(b, m, k, n, dtype, la, lb, seed):
+    rng = np.random.default_rng(seed)
+    ea, na = operand(rng, (b, m, k), dtype, la)
+    eb, nb = operand(rng, (b, k, n), dtype, lb)
+    check_close(ember.bmm(ea, eb), np.matmul(na, nb), k)
+
+
+@HYP
+@given(m=small, k=small, n=small, dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+       input_shape=st.sampled_from(["full", "row", "column", "scalar"]),
+       beta=st.sampled_from([0, 1, 2]), alpha=st.sampled_from([1, -1, 3]),
+       seed=st.integers(0, 2**31))
+def test_addmm_matches_numpy(m, k, n, dtype, input_shape, beta, alpha, seed):
+    rng = np.random.default_rng(seed)
+    ea, na = operand(rng, (m, k), dtype, "transposed")
+    eb, nb = operand(rng, (k, n), dtype, "stepped")
+    shape = {"full": (m, n), "row": (n,), "column": (m, 1), "scalar": ()}[input_shape]
+    ec, nc = operand(rng, shape, dtype, "contiguous")
+    want = (beta * nc + alpha * (na @ nb)).astype(dtype)
+    check_close(ember.addmm(ec, ea, eb, beta=beta, alpha=alpha), want, k)
+    check_close(ec.addmm(ea, eb, beta=beta, alpha=alpha), want, k)
+
+
+def test_addmm_beta_zero_ignores_nan():
+    nan = ember.full((2, 2), float("nan"))
+    a, b = ember.ones(2, 3), ember.ones(3, 2)
+    assert ember.addmm(nan, a, b, beta=0).tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    # and beta != 0 propagates it, as in BLAS and PyTorch
+    assert np.isnan(ember.addmm(nan, a, b, beta=0.5).numpy()).all()
+
+
+def test_baddbmm_matches_numpy():
+    rng = np.random.default_rng(0)
+    ea, na = operand(rng, (3, 4, 5), np.float64, "transposed")
+    eb, nb = operand(rng, (3, 5, 2), np.float64, "contiguous")
+    ec, nc = operand(rng, (4, 2), np.float64, "contiguous")
+    want = 2 * nc + 0.5 * np.matmul(na, nb)
+    check_close(ember.baddbmm(ec, ea, eb, beta=2, alpha=0.5), want, 5)
+    check_close(ec.baddbmm(ea, eb, beta=2, alpha=0.5), want, 5)
+
+
+def test_integer_products_wrap_around():
+    a = ember.tensor([[100, 100]], dtype=ember.int8)
+    assert (a @ a.T).tolist() == [[32]]  # 20000 mod 256, as PyTorch
+    big = ember.tensor([2**62, 2**62], dtype=ember.int64)
+    assert ember.dot(big, ember.tensor([2, 2], dtype=ember.int64)).item() == 0
+
+
+def test_empty_products():
+    assert ember.mm(ember.ones(0, 3), ember.ones(3, 4)).shape == (0, 4)
+    assert ember.mm(ember.ones(2, 0), ember.ones(0, 4)).tolist() == [[0.0] * 4] * 2
+    assert ember.dot(ember.ones(0), ember.ones(0)).item() == 0.0
+    assert ember.matmul(ember.ones(0, 2, 3), ember.ones(3, 5)).shape == (0, 2, 5)
+    nan = ember.full((2, 2), float("nan"))
+    assert ember.addmm(nan, ember.ones(2, 0), ember.ones(0, 2), beta=0).tolist() == [[0.0] * 2] * 2
+
+
+# ---- out= and in-place -----------------------------------------------------------
+
+
+def test_out_receives_the_result():
+    a, b = ember.ones(2, 3), ember.ones(3, 4)
+    out = ember.empty(2, 4)
+    version = out._version
+    assert ember.mm(a, b, out=out) is out
+    assert out.tolist() == [[3.0] * 4] * 2
+    assert out._version > version
+    assert ember.matmul(a, b, out=out) is out
+    c = ember.zeros(4)
+    assert ember.addmm(c, a, b, beta=1, alpha=2, out=out) is out
+    assert out.tolist() == [[6.0] * 4] * 2
+
+
+def test_out_transposed_view():
+    a, b = ember.ones(2, 3), ember.ones(3, 4)
+    base = ember.zeros(4, 2)
+    ember.mm(a, b, out=base.T)
+    assert base.tolist() == [[3.0, 3.0]] * 4
+
+
+def test_out_overlapping_an_operand():
+    a = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    want = (a.numpy() @ a.numpy()).tolist()
+    assert ember.mm(a, a, out=a) is a
+    assert a.tolist() == want
+
+
+@pytest.mark.parametrize("out_shape,out_dtype,message", [
+    ((2, 3), ember.float32, "Expected out tensor to have shape [2, 4], but got [2, 3] instead"),
+    ((2, 4), ember.float64, "Expected out tensor to have dtype float, but got double instead"),
+])
+def test_out_refused_leaves_it_unchanged(out_shape, out_dtype, message):
+    a, b = ember.ones(2, 3), ember.ones(3, 4)
+    out = ember.full(out_shape, 7.0, dtype=out_dtype)
+    for call in (lambda: ember.mm(a, b, out=out), lambda: ember.matmul(a, b, out=out),
+                 lambda: ember.addmm(ember.zeros(4), a, b, out=out)):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == message
+        assert (out.numpy() == 7.0).all()
+
+
+def test_out_with_shared_elements_refused():
+    out = ember.zeros(1, 2).expand(2, 2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.mm(ember.ones(2, 2), ember.ones(2, 2), out=out)
+
+
+def test_addmm_in_place():
+    c = ember.ones(2, 2)
+    version = c._version
+    assert c.addmm_(ember.ones(2, 3), ember.ones(3, 2), beta=2, alpha=1) is c
+    assert c.tolist() == [[5.0, 5.0]] * 2
+    assert c._version > version
+    b = ember.zeros(2, 2, 2)
+    b.baddbmm_(ember.ones(2, 2, 3), ember.ones(2, 3, 2))
+    assert b.tolist() == [[[3.0, 3.0]] * 2] * 2
+
+
+def test_addmm_in_place_shape_refused():
+    c = ember.ones(2, 1)
+    with pytest.raises(RuntimeError) as info:
+        c.addmm_(ember.ones(2, 3), ember.ones(3, 2))
+    assert str(info.value) == ("Bad in-place call: input tensor size [2, 1] and output "
+                               "tensor size [2, 2] should match")
+    assert c.tolist() == [[1.0], [1.0]]
+
+
+# ---- the @ operator ------------------------------------------------------------
+
+
+def test_matmul_operator_and_rebinding_imatmul():
+    a = ember.ones(2, 2)
+    alias = a
+    a @= ember.full((2, 2), 2.0)
+    # like PyTorch: a is rebound to a new tensor, the old one is untouched
+    assert a.tolist() == [[4.0, 4.0]] * 2
+    assert alias.tolist() == [[1.0, 1.0]] * 2
+
+
+@pytest.mark.parametrize("other", [3, [1.0, 2.0], None])
+def test_matmul_operator_non_tensor(other):
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        ember.ones(2) @ other
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        other @ ember.ones(2)
+
+
+def test_argument_errors():
+    with pytest.raises(TypeError, match=r"mm\(\): argument 'mat2' \(position 2\) must be Tensor, not int"):
+        ember.mm(ember.ones(2, 2), 3)
+    with pytest.raises(TypeError, match="missing required argument 'mat2'"):
+        ember.mm(ember.ones(2, 2))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beta'"):
+        ember.mm(ember.ones(2, 2), ember.ones(2, 2), beta=1)
+    with pytest.raises(TypeError, match="at most 2 positional arguments"):
+        ember.addmm(ember.ones(2, 2), ember.ones(2, 2), ember.ones(2, 2), 1, 1)
+    assert ember.mm(ember.ones(2, 2), mat2=ember.ones(2, 2)).shape == (2, 2)
+    assert ember.addmm(ember.ones(2), mat1=ember.ones(2, 2), mat2=ember.ones(2, 2),
+                       alpha=2).tolist() == [[5.0, 5.0]] * 2
+
+
+# ---- PyTorch parity ------------------------------------------------------------
+
+f32, f64, i64, b8 = "float32", "float64", "int64", "bool"
+
+# (function, [(shape, dtype) of each tensor argument], keyword arguments)
+PARITY_CASES = [
+    ("matmul", [((3,), f32), ((3,), f32)], {}),
+    ("matmul", [((3,), f32), ((4,), f32)], {}),
+    ("matmul", [((), f32), ((3,), f32)], {}),
+    ("matmul", [((3,), f32), ((4, 5), f32)], {}),
+    ("matmul", [((2, 3), f32), ((4, 5), f32)], {}),
+    ("matmul", [((3, 4), f32), ((5,), f32)], {}),
+    ("matmul", [((2, 2, 3), f32), ((4, 5), f32)], {}),
+    ("matmul", [((2, 2, 3), f32), ((4,), f32)], {}),
+    ("matmul", [((2, 4), f32), ((2, 3, 2), f32)], {}),
+    ("matmul", [((4,), f32), ((2, 3, 2), f32)], {}),
+    ("matmul", [((5, 2, 4), f32), ((3, 4, 2), f32)], {}),
+    ("matmul", [((2, 5, 2, 4), f32), ((3, 4, 2), f32)], {}),
+    ("matmul", [((5, 1, 2, 4), f32), ((3, 4, 2), f32)], {}),
+    ("matmul", [((1, 2, 4), f32), ((3, 1, 5, 2), f32)], {}),
+    ("matmul", [((3,), f32), ((3,), f64)], {}),
+    ("matmul", [((2, 3), f32), ((3, 2), f64)], {}),
+    ("matmul", [((2, 2, 3), f32), ((3,), f64)], {}),
+    ("matmul", [((3, 2), f64), ((2,), i64)], {}),
+    ("matmul", [((2, 2, 3), f32), ((2, 3, 2), f64)], {}),
+    ("matmul", [((3,), b8), ((3,), b8)], {}),
+    ("matmul", [((2, 3), b8), ((3,), b8)], {}),
+    ("matmul", [((2, 3), b8), ((3, 2), b8)], {}),
+    ("matmul", [((2, 2, 3), b8), ((2, 3, 2), b8)], {}),
+    ("matmul", [((2, 3), i64), ((3, 2), i64)], {}),
+    ("mm", [((2, 3), f32), ((4, 5), f32)], {}),
+    ("mm", [((2, 3, 1), f32), ((2, 4), f32)], {}),
+    ("mm", [((2, 3), f32), ((3,), f32)], {}),
+    ("mm", [((2, 3), f32), ((3, 2), f64)], {}),
+    ("mm", [((2, 3), b8), ((3, 5), f32)], {}),
+    ("bmm", [((2, 2, 3), f32), ((3, 3, 2), f32)], {}),
+    ("bmm", [((2, 2, 3), f32), ((2, 4, 2), f32)], {}),
+    ("bmm", [((2, 3), f32), ((2, 4, 2), f32)], {}),
+    ("bmm", [((2, 2, 3), f32), ((2, 3), f32)], {}),
+    ("bmm", [((2, 2, 3), f64), ((2, 3, 2), f32)], {}),
+    ("bmm", [((2, 2, 3), b8), ((2, 3, 2), b8)], {}),
+    ("mv", [((3, 4), f32), ((5,), f32)], {}),
+    ("mv", [((2,), f32), ((3,), f32)], {}),
+    ("mv", [((2, 3), f32), ((3, 1), f32)], {}),
+    ("mv", [((2, 3), f32), ((3,), f64)], {}),
+    ("dot", [((3,), f32), ((4,), f32)], {}),
+    ("dot", [((2, 3), f32), ((3,), f32)], {}),
+    ("dot", [((3,), f32), ((3,), f64)], {}),
+    ("dot", [((3,), b8), ((3,), b8)], {}),
+    ("vdot", [((3,), f32), ((3,), f64)], {}),
+    ("outer", [((2, 3), f32), ((3,), f32)], {}),
+    ("outer", [((3,), f32), ((2, 2), f32)], {}),
+    ("outer", [((2,), i64), ((3,), f32)], {}),
+    ("outer", [((2,), b8), ((3,), b8)], {}),
+    ("addmm", [((3,), f32), ((2, 3), f32), ((3, 3), f32)], {}),
+    ("addmm", [((4,), f32), ((2, 3), f32), ((3, 3), f32)], {}),
+    ("addmm", [((2, 2, 2), f32), ((2, 3), f32), ((3, 2), f32)], {}),
+    ("addmm", [((2, 2), f32), ((2, 3, 1), f32), ((3, 2), f32)], {}),
+    ("addmm", [((2, 2), f32), ((2, 3), f32), ((4, 2), f32)], {}),
+    ("addmm", [((2, 2), f32), ((2, 3), f32), ((3, 2), f64)], {}),
+    ("addmm", [((2, 2), f64), ((2, 3), f32), ((3, 2), f64)], {}),
+    ("addmm", [((2, 2), b8), ((2, 3), b8), ((3, 2), b8)], {}),
+    ("addmm", [((2, 2), i64), ((2, 3), i64), ((3, 2), i64)], {"beta": 0.5, "alpha": 1.5}),
+    ("baddbmm", [((2, 2), f32), ((2, 2, 3), f32), ((2, 3, 2), f32)], {"beta": 2}),
+    ("baddbmm", [((3, 2, 2), f32), ((2, 2, 3), f32), ((2, 3, 2), f32)], {}),
+    ("baddbmm", [((2, 2), f64), ((2, 2, 3), f32), ((2, 3, 2), f32)], {}),
+    ("baddbmm", [((2, 2), f32), ((2, 2, 3), f32), ((2, 3, 2), f64)], {}),
+    ("baddbmm", [((2, 2), f32), ((2, 2, 3), f32), ((2, 4, 2), f32)], {}),
+]
+
+
+def outcome(module, name, args, kwargs):
+    tensors = [module.ones(shape, dtype=getattr(module, dtype)) for shape, dtype in args]
+    try:
+        result = getattr(module, name)(*tensors, **kwargs)
+    except Exception as exc:  # noqa: BLE001 -- the exception is the outcome
+        return type(exc).__name__, str(exc)
+    return tuple(result.shape), str(result.dtype).split(".")[-1], result.tolist()
+
+
+@pytest.mark.parametrize("name,args,kwargs", PARITY_CASES)
+def test_torch_parity(name, args, kwargs):
+    torch = pytest.importorskip("torch")
+    want = outcome(torch, name, args, kwargs)
+    got = outcome(ember, name, args, kwargs)
+    if want[0] == "RuntimeError" and "expand(torch.FloatTensor" in want[1]:
+        want = (want[0], want[1].replace("torch.FloatTensor", "ember.Tensor"))
+    assert got == want
+
+
+def test_torch_parity_methods():
+    torch = pytest.importorskip("torch")
+    for name in ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger",
+                 "addmm", "addmm_", "baddbmm", "baddbmm_"]:
+        assert hasattr(torch.Tensor, name) and hasattr(ember.Tensor, name), name
+    for name in ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm"]:
+        assert hasattr(torch, name) and hasattr(ember, name), name
+
+
+# ---- large products: every kernel family, one and two threads --------------------
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_products_every_kernel_and_thread_count(dtype):
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (301, 203)).astype(dtype)
+    b = rng.uniform(-1, 1, (203, 157)).astype(dtype)
+    want = a @ b
+    families = ["generic", "avx2", "avx512"]
+    saved_kernel, saved_threads = ember._C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in families:
+            try:
+                ember._C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                check_close(ember.tensor(a) @ ember.tensor(b), want, 203)
+                # transposed operands and a wide (column-split) product
+                check_close(ember.tensor(b).T @ ember.tensor(a).T, b.T @ a.T, 203)
+    finally:
+        ember._C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
+
+
+def test_gemm_kernel_knob():
+    assert ember._C._gemm_kernel() in ("avx512", "avx2", "generic")
+    with pytest.raises(ValueError, match="unknown GEMM kernel 'mmx'"):
+        ember._C._gemm_kernel("mmx")
+
+
+@pytest.mark.noleakcheck
+def test_batched_broadcast_large():
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, (4, 1, 70, 80)).astype(np.float32)
+    b = rng.uniform(-1, 1, (3, 80, 90)).astype(np.float32)
+    check_close(ember.tensor(a) @ ember.tensor(b), np.matmul(a, b), 80)
