@@ -409,3 +409,367 @@ def test_delitem_is_refused():
     with pytest.raises(TypeError):
         del t[0]
     assert t.shape == (3,)
+
+
+# ---- advanced indexing: index tensors, lists, arrays and masks ------------------------
+#
+# The oracle is NumPy applied the way PyTorch indexes: first the basic items
+# (ints, slices, None, ...) as a view, then the index arrays on that view.
+# This differs from NumPy's own rule only when ints are mixed with index
+# arrays (NumPy then broadcasts the ints with the arrays); torch, where
+# installed, checks the oracle itself.
+
+
+def _is_zero_dim_int(item):
+    """A 0-d integer array or tensor indexes like an int (as in PyTorch)."""
+    return (isinstance(item, (np.ndarray, ember.Tensor)) and item.ndim == 0
+            and np.asarray(item).dtype != np.bool_)
+
+
+def _is_advanced(item):
+    return isinstance(item, (list, np.ndarray, ember.Tensor, bool)) and not _is_zero_dim_int(item)
+
+
+def _np_index_array(item):
+    if isinstance(item, ember.Tensor):
+        return np.asarray(item)
+    if isinstance(item, bool):
+        return np.array([0] if item else [], dtype=np.int64)
+    return np.asarray(item)
+
+
+def torch_style_numpy_index(index):
+    """(basic part, advanced part): a[index] == a[basic][advanced]."""
+    basic, advanced = [], []
+    for item in as_tuple(index):
+        if isinstance(item, bool):
+            basic.append(None)
+            advanced.append(_np_index_array(item))
+        elif _is_advanced(item):
+            arr = _np_index_array(item)
+            if isinstance(item, list) and len(item) == 0:
+                arr = arr.astype(np.int64)
+            k = arr.ndim if arr.dtype == np.bool_ else 1
+            basic.extend([slice(None)] * k)
+            advanced.append(arr)
+        elif item is None:
+            basic.append(None)
+            advanced.append(slice(None))
+        elif isinstance(item, slice):
+            basic.append(item)
+            advanced.append(slice(None))
+        elif item is Ellipsis:
+            basic.append(Ellipsis)
+            advanced.append(Ellipsis)
+        else:  # an int: selected away by the basic part
+            basic.append(int(item))
+    return tuple(basic), tuple(advanced)
+
+
+def numpy_getitem(a, index):
+    basic, advanced = torch_style_numpy_index(index)
+    return np.asarray(a[basic])[advanced]
+
+
+def numpy_setitem(a, index, value):
+    basic, advanced = torch_style_numpy_index(index)
+    if Ellipsis not in basic:
+        basic = basic + (Ellipsis,)  # an array view even when all are ints
+    view = a[basic]  # a view: the basic part never copies
+    view[advanced] = value
+
+
+def to_torch_index(index):
+    def conv(item):
+        if isinstance(item, ember.Tensor):
+            return torch.from_numpy(np.asarray(item).copy())
+        if isinstance(item, np.ndarray):
+            return torch.from_numpy(item.copy())
+        return item
+    return tuple(conv(i) for i in as_tuple(index))
+
+
+SPELLINGS = ["ndarray64", "ndarray32", "list", "tensor64", "tensor32"]
+
+
+def spell(arr, how):
+    if arr.dtype == np.bool_:
+        how = {"ndarray32": "ndarray64", "tensor32": "tensor64"}.get(how, how)
+        if how == "list" and arr.size == 0:
+            how = "ndarray64"  # an empty list is an (empty) integer index
+    if how == "ndarray64":
+        return arr if arr.dtype == np.bool_ else arr.astype(np.int64)
+    if how == "ndarray32":
+        return arr.astype(np.int32)
+    if how == "list":
+        return arr.tolist()
+    if how == "tensor64":
+        return ember.tensor(arr if arr.dtype == np.bool_ else arr.astype(np.int64))
+    return ember.tensor(arr.astype(np.int32))
+
+
+@st.composite
+def advanced_indices(draw, shape, unique=False):
+    """An index for `shape` with at least one advanced item: index arrays
+    (broadcasting together), or one mask, or a Python bool, mixed with ints,
+    slices, None and an Ellipsis.  `unique`: no position is written twice
+    (one index array without repeats, or a mask)."""
+    ndim = len(shape)
+    mode = draw(st.sampled_from(["arrays", "mask", "bool"] if ndim else ["bool"]))
+    if unique and mode == "arrays":
+        mode = draw(st.sampled_from(["one_array", "mask"]))
+    how = draw(st.sampled_from(SPELLINGS))
+    # which dims the advanced items stand at
+    dims = list(range(ndim))
+    items = {}
+    if mode == "mask":
+        k = draw(st.integers(1, min(2, ndim)))
+        start = draw(st.integers(0, ndim - k))
+        mask = np.array(draw(st.lists(st.booleans(), min_size=math.prod(shape[start:start + k]),
+                                      max_size=math.prod(shape[start:start + k]))),
+                        dtype=np.bool_).reshape(shape[start:start + k])
+        items[start] = (spell(mask, how), k)
+    elif mode in ("arrays", "one_array"):
+        chosen = sorted(draw(st.sets(st.sampled_from(dims), min_size=1,
+                                     max_size=1 if mode == "one_array" else min(3, ndim))))
+        bshape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
+        if any(shape[d] == 0 for d in chosen):
+            bshape = (0,)  # an index into an empty dim has no positions
+        for d in chosen:
+            size = shape[d]
+            ashape = tuple(1 if draw(st.booleans()) else s for s in bshape[draw(st.integers(0, len(bshape))):])
+            if size == 0:
+                ashape = bshape
+            n = math.prod(ashape)
+            if size == 0:
+                arr = np.zeros(ashape, dtype=np.int64)
+            elif mode == "one_array":
+                n = min(n, size)
+                ashape = (n,)
+                arr = np.array(draw(st.permutations(range(size)))[:n], dtype=np.int64)
+                arr = np.where(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)),
+                                        dtype=bool), arr - size, arr)
+            else:
+                arr = np.array(draw(st.lists(st.integers(-size, size - 1), min_size=n, max_size=n)),
+                               dtype=np.int64).reshape(ashape)
+            items[d] = (spell(arr, how) if arr.ndim or how != "list" else int(arr), 1)
+    out = []
+    d = 0
+    while d < ndim:
+        if d in items:
+            item, k = items[d]
+            out.append(item)
+            d += k
+            continue
+        size = shape[d]
+        choice = draw(st.sampled_from(["slice", "int", "full"]))
+        if choice == "int" and size > 0:
+            out.append(draw(st.integers(-size, size - 1)))
+        elif choice == "slice":
+            out.append(slice(draw(st.none() | st.integers(-size - 1, size + 1)), None,
+                             draw(st.none() | st.integers(1, 3))))
+        else:
+            out.append(slice(None))
+        d += 1
+    if mode == "bool":
+        out.insert(draw(st.integers(0, len(out))), draw(st.booleans()))
+    # drop trailing full slices sometimes, replace a run by Ellipsis sometimes
+    if out and draw(st.booleans()):
+        i = draw(st.integers(0, len(out) - 1))
+        j = draw(st.integers(i, len(out)))
+        if all(isinstance(x, slice) and x == slice(None) for x in out[i:j]):
+            out[i:j] = [Ellipsis]
+    for _ in range(draw(st.integers(0, 1))):
+        out.insert(draw(st.integers(0, len(out))), None)
+    if len(out) == 1 and draw(st.booleans()):
+        return out[0]
+    return tuple(out)
+
+
+@HYP
+@given(layouts(min_ndim=1), st.data())
+def test_advanced_getitem_matches_numpy_and_torch(trio, data):
+    index = data.draw(advanced_indices(trio.n.shape))
+    expected = numpy_getitem(trio.n, index)
+    result = trio.e[index]
+    assert tuple(result.shape) == expected.shape
+    assert result.dtype == trio.e.dtype
+    np.testing.assert_array_equal(np.asarray(result), expected)
+    # a copy, with a version counter of its own
+    if result.numel() and any(_is_advanced(i) for i in as_tuple(index)):
+        assert result.untyped_storage().data_ptr() != trio.e.untyped_storage().data_ptr()
+    assert result._version == 0
+    if trio.t is not None:
+        tr = trio.t[to_torch_index(index)]
+        assert tuple(tr.shape) == tuple(result.shape)
+        np.testing.assert_array_equal(tr.numpy(), expected)
+
+
+@HYP
+@given(layouts(min_ndim=1), st.data())
+def test_advanced_setitem_matches_numpy(trio, data):
+    unique = data.draw(st.booleans())
+    index = data.draw(advanced_indices(trio.n.shape, unique=unique))
+    target_shape = numpy_getitem(trio.n, index).shape
+    if unique:  # a tensor of values broadcast to the indexed shape
+        k = data.draw(st.integers(0, len(target_shape)))
+        vshape = tuple(1 if data.draw(st.booleans()) else s for s in target_shape[k:])
+        values = (np.arange(math.prod(vshape)).reshape(vshape) * 7 + 100).astype(np.float64)
+        value = data.draw(st.sampled_from([ember.tensor(values), ember.tensor(values.astype(np.int32)),
+                                           values]))
+        nvalue = np.asarray(value).astype(trio.n.dtype)
+    else:  # repeated positions: a scalar writes the same thing every time
+        value = data.draw(st.integers(0, 100))
+        nvalue = value
+    expected = trio.n.copy()
+    numpy_setitem(expected, index, nvalue)
+    before = trio.e._version
+    trio.e[index] = value
+    np.testing.assert_array_equal(np.asarray(trio.e), expected)
+    assert trio.e._version == before + 1
+
+
+def test_advanced_getitem_examples():
+    t = ember.arange(24).view(2, 3, 4)
+    assert t[[1, 0]].tolist() == [t[1].tolist(), t[0].tolist()]
+    assert t[:, [2, 0], 1].tolist() == [[9, 1], [21, 13]]
+    assert t[[0, 1], [1, 2]].tolist() == [[4, 5, 6, 7], [20, 21, 22, 23]]
+    assert t[[0, 1], :, [1, 2]].shape == (2, 3)  # non-adjacent: B first
+    assert t[:, [0, 1], [1, 2]].shape == (2, 2)  # adjacent: in place
+    assert t[..., [-1]].shape == (2, 3, 1)
+    assert t[None, [0], None, [0]].shape == (1, 1, 1, 4)
+    assert t[0, :, [0]].shape == (3, 1)  # PyTorch: the int selects first
+    assert t[[[0], [1]], [[0, 1, 2]]].shape == (2, 3, 4)
+    assert t[[]].shape == (0, 3, 4)
+    assert t[True].shape == (1, 2, 3, 4)
+    assert t[False].shape == (0, 2, 3, 4)
+    assert t[ember.tensor(True)].shape == (1, 2, 3, 4)
+    assert t[np.array([1, 0])].tolist() == t[[1, 0]].tolist()
+    assert t[ember.tensor([1], dtype=ember.int32)].shape == (1, 3, 4)
+    mask = ember.tensor(np.arange(24).reshape(2, 3, 4) > 20)
+    assert t[mask].tolist() == [21, 22, 23]
+    assert t[ember.tensor([True, False])].shape == (1, 3, 4)
+    assert t[:, ember.tensor([[True, False, False, True]] * 3)].tolist() == [[0, 3, 4, 7, 8, 11],
+                                                                          [12, 15, 16, 19, 20, 23]]
+    # uint8 tensors are masks, as in PyTorch
+    assert t[ember.tensor([0, 1], dtype=ember.uint8)].shape == (1, 3, 4)
+    # a copy: writing to it leaves t alone
+    c = t[[0]]
+    c.fill_(-1)
+    assert t[0, 0, 0].item() == 0
+
+
+def test_advanced_setitem_examples():
+    t = ember.zeros(3, 4)
+    t[[0, 2]] = 1.0
+    t[:, [1, 3]] = ember.tensor([5.0, 6.0])  # broadcast over rows
+    t[[1, 1], [0, 0]] = 9  # repeated position: one of the writes wins
+    assert t.tolist() == [[1, 5, 1, 6], [9, 5, 0, 6], [1, 5, 1, 6]]
+    assert t._version == 3
+    m = ember.zeros(2, 3, dtype=ember.int64)
+    m[ember.tensor([[True, False, True], [False, True, False]])] = ember.tensor([1, 2, 3])
+    assert m.tolist() == [[1, 0, 2], [0, 3, 0]]
+    m[[0]] = [[7, 8, 9]]  # a list value, converted
+    m[[1]] = 2.9  # float into int truncates
+    assert m.tolist() == [[7, 8, 9], [2, 2, 2]]
+    m[True] = 4
+    assert m.tolist() == [[4] * 3] * 2
+    # values read before anything is written, even from the same memory
+    v = ember.arange(5.0)
+    v[[1, 2, 3, 4]] = v[0:4]
+    assert v.tolist() == [0, 0, 1, 2, 3]
+    # writes go through a view to its base
+    base = ember.zeros(2, 3)
+    base[1][[0, 2]] = 1.0
+    assert base.tolist() == [[0, 0, 0], [1, 0, 1]]
+    # extra leading size-1 dims of the value are dropped, as in PyTorch
+    w = ember.zeros(3, 4)
+    w[[0, 1]] = ember.ones(1, 1, 4)
+    assert np.asarray(w).sum() == 8
+
+
+@pytest.mark.parametrize("shape,index", [
+    ((3,), [5]), ((3, 4), (slice(None), [0, 9])), ((3, 4), ([0, 1], [0, 9])),
+    ((3, 4), ([0, 1], [0, 1, 2])), ((3, 4), ([0, 1], [0, 1], [0])),
+    ((3, 4), np.array([True, False])), ((3, 4), (slice(None), np.array([True, False]))),
+    ((3, 4), np.array([[True, False]])), ((3,), [-4]), ((3, 4), "float"), ((3, 4), "int16"),
+    ((3, 4), [0.5]), ((3, 4), 1.5),
+])
+def test_advanced_index_errors_match_torch(shape, index):
+    torch = pytest.importorskip("torch")
+    special = {"float": (torch.tensor([0.0]), ember.tensor([0.0])),
+               "int16": (torch.tensor([0], dtype=torch.int16), ember.tensor([0], dtype=ember.int16))}
+    if isinstance(index, str):
+        tindex, eindex = special[index]
+    else:
+        tindex, eindex = to_torch_index(index), index
+        if isinstance(index, list):
+            tindex = torch.tensor(index)
+    with pytest.raises(Exception) as theirs:
+        torch.zeros(shape)[tindex]
+    with pytest.raises(Exception) as ours:
+        ember.zeros(shape)[eindex]
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_advanced_index_error_messages():
+    t = ember.zeros(3)
+    with pytest.raises(IndexError, match=r"^index 5 is out of bounds for dimension 0 with size 3$"):
+        t[[5]]
+    with pytest.raises(IndexError, match=r"^tensors used as indices must be long, int, byte or bool tensors$"):
+        t[ember.tensor([1.0])]
+    with pytest.raises(IndexError, match=r"^The shape of the mask \[2\] at index 0 does not match the "
+                                         r"shape of the indexed tensor \[3\] at index 0$"):
+        t[ember.tensor([True, False])]
+    with pytest.raises(IndexError, match="too many indices"):
+        t[[0], [0]]
+
+
+def test_failed_advanced_setitem_leaves_tensor_unchanged():
+    t = ember.arange(12.0).view(3, 4)
+    snapshot, version = t.tolist(), t._version
+    bad = [
+        (([0, 1], [0, 9]), 1.0, IndexError),           # second index out of range
+        (([0, 5],), ember.zeros(2, 4), IndexError),
+        ((ember.tensor([1.0]),), 1.0, IndexError),     # float index
+        ((ember.tensor([True, False]),), 1.0, IndexError),  # mask shape
+        (([0, 1],), ember.zeros(3), RuntimeError),     # value does not broadcast
+        (([0, 1],), ember.zeros(2, 1, 4), RuntimeError),
+        (([0, 1], [0, 1, 2]), 1.0, IndexError),        # indices do not broadcast
+        (([0],), "abc", TypeError),
+        ((slice(None), [0, 1, 2, 3, 4]), 0.0, IndexError),
+    ]
+    for index, value, exc in bad:
+        with pytest.raises(exc):
+            t[index] = value
+        assert t.tolist() == snapshot, (index, value)
+        assert t._version == version, (index, value)
+    with pytest.raises(RuntimeError, match=r"^shape mismatch: value tensor of shape \[3\] cannot be broadcast "
+                                           r"to indexing result of shape \[2, 4\]$"):
+        t[[0, 1]] = ember.zeros(3)
+
+
+def test_advanced_setitem_into_expanded_and_read_only():
+    e = ember.zeros(1, 3).expand(4, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        e[[0, 1]] = 1.0
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    r = ember.from_numpy(frozen)
+    with pytest.raises(RuntimeError, match="read-only"):
+        r[[0]] = 5.0
+    assert frozen.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.noleakcheck
+def test_large_advanced_gather_and_put():
+    # big enough for the parallel gather (and the GIL-free path)
+    a = np.arange(200_000, dtype=np.float32).reshape(400, 500)
+    t = ember.tensor(a)
+    rows = np.random.default_rng(0).integers(-400, 400, size=300)
+    np.testing.assert_array_equal(np.asarray(t[rows]), a[rows])
+    np.testing.assert_array_equal(np.asarray(t[:, rows]), a[:, rows])
+    t[rows] = 0.0
+    a[rows] = 0.0
+    np.testing.assert_array_equal(np.asarray(t), a)

@@ -333,8 +333,7 @@ scatter_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
                                   status = THTensor_scatter(target, dim,
                                                             index, src,
-                                                            reduce,
-                                                            "scatter"));
+                                                            reduce));
     }
     else {
         THScalar value;
@@ -396,8 +395,8 @@ scatter_add_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
     int status;
     THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
                               status = THTensor_scatter(target, dim, index,
-                                                        src, TH_SCATTER_ADD,
-                                                        "scatter_add"));
+                                                        src,
+                                                        TH_SCATTER_ADD));
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
@@ -450,12 +449,6 @@ index_add_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         || (index = tensor_arg("index_add", "index", 3, objs[1])) == NULL
         || (source = tensor_arg("index_add", "source", 4, objs[2])) == NULL
         || (objs[3] != NULL && THPUtils_parseScalar(objs[3], &alpha) < 0)) {
-        return -1;
-    }
-    if (alpha.dtype == TH_Float64 && !THDtype_isFloating(target->dtype)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "For integral input tensors, argument alpha must not "
-                        "be a floating point number.");
         return -1;
     }
     int status;

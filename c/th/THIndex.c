@@ -1184,9 +1184,9 @@ THTensor_newGather(THTensor *self, int64_t dim, THTensor *index)
     if (THTensor_wrapDim(dim, self->ndim, &dim) < 0) {
         return NULL;
     }
-    if (index->dtype != TH_Int64) {
+    if (!is_index_dtype(index->dtype)) {
         THError_set(TH_ERR_RUNTIME,
-                    "gather(): Expected dtype int64 for index");
+                    "gather(): Expected dtype int32/int64 for index");
         return NULL;
     }
     if (ndim_at_least_1(index) != ndim_at_least_1(self)) {
@@ -1268,20 +1268,19 @@ check_scatter_shapes(const THTensor *self, int64_t dim,
  * value of self's dtype (is_value true). */
 static int
 scatter_impl(THTensor *self, int64_t dim, THTensor *index, THTensor *src,
-             bool is_value, THScatterReduce reduce, const char *fname)
+             bool is_value, THScatterReduce reduce)
 {
     if (THTensor_wrapDim(dim, self->ndim, &dim) < 0) {
         return -1;
     }
-    if (index->dtype != TH_Int64) {
+    if (!is_index_dtype(index->dtype)) {
         return THError_set(TH_ERR_RUNTIME,
-                           "%s(): Expected dtype int64 for index", fname);
+                           "scatter(): Expected dtype int32/int64 for index");
     }
     if (self->dtype != src->dtype) {
         return THError_set(TH_ERR_RUNTIME,
-                           "%s(): Expected self.dtype to be equal to "
-                           "src.dtype",
-                           fname);
+                           "scatter(): Expected self.dtype to be equal to "
+                           "src.dtype");
     }
     if (check_written(self) < 0
         || check_scatter_shapes(self, dim, index, is_value ? NULL : src)
@@ -1319,9 +1318,9 @@ scatter_impl(THTensor *self, int64_t dim, THTensor *index, THTensor *src,
 
 int
 THTensor_scatter(THTensor *self, int64_t dim, THTensor *index,
-                 THTensor *src, THScatterReduce reduce, const char *fname)
+                 THTensor *src, THScatterReduce reduce)
 {
-    return scatter_impl(self, dim, index, src, false, reduce, fname);
+    return scatter_impl(self, dim, index, src, false, reduce);
 }
 
 int
@@ -1332,8 +1331,7 @@ THTensor_scatterValue(THTensor *self, int64_t dim, THTensor *index,
     if (src == NULL) {
         return -1;
     }
-    int status = scatter_impl(self, dim, index, src, true, reduce,
-                              "scatter");
+    int status = scatter_impl(self, dim, index, src, true, reduce);
     THTensor_release(src);
     return status;
 }

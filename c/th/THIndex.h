@@ -7,8 +7,8 @@
  * them against its dim's size (Note [Validate, then write]), and then a
  * THIter loop copies (or adds, or multiplies) one element per offset.
  *
- * Index tensors: int64 everywhere; int32 where PyTorch accepts it too
- * (advanced indexing, index_select, index_add_).  Masks are bool (uint8
+ * Index tensors: int64 or int32 (int64 only for take and index_fill_, as
+ * in PyTorch).  Masks are bool (uint8
  * masks are accepted by advanced indexing, as in PyTorch).
  *
  * Functions named `new` return a new tensor; the others write into their
@@ -46,12 +46,9 @@ typedef enum {
     TH_SCATTER_MULTIPLY,
 } THScatterReduce;
 
-/* self[index[i][j]][j] = src[i][j] (for dim 0), reduced by `reduce`.
- * `fname` names the operator in error messages ("scatter",
- * "scatter_add"). */
+/* self[index[i][j]][j] = src[i][j] (for dim 0), reduced by `reduce`. */
 int THTensor_scatter(THTensor *self, int64_t dim, THTensor *index,
-                     THTensor *src, THScatterReduce reduce,
-                     const char *fname);
+                     THTensor *src, THScatterReduce reduce);
 /* The same with one value for every position. */
 int THTensor_scatterValue(THTensor *self, int64_t dim, THTensor *index,
                           THScalar value, THScatterReduce reduce);
