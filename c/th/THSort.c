@@ -150,6 +150,61 @@ merge_sort(SortItem *items, SortItem *scratch, int64_t n)
     }
 }
 
+/* LSD radix sort on the keys, one byte per pass: stable, so it gives the
+ * (key, index) order only when the items arrive in index order (a freshly
+ * loaded lane).  Passes where every key has the same byte are skipped
+ * (small integers need only one or two). */
+static void
+radix_sort(SortItem *items, SortItem *scratch, int64_t n)
+{
+    static const int nbytes = (int)sizeof(uint64_t);
+    int64_t counts[sizeof(uint64_t)][256];
+    memset(counts, 0, sizeof(counts));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t key = items[i].key;
+        for (int b = 0; b < nbytes; b++) {
+            counts[b][(key >> (8 * b)) & 0xff]++;
+        }
+    }
+    SortItem *src = items, *dst = scratch;
+    for (int b = 0; b < nbytes; b++) {
+        int shift = 8 * b;
+        if (counts[b][(src[0].key >> shift) & 0xff] == n) {
+            continue; /* one byte value everywhere: nothing to reorder */
+        }
+        int64_t offsets[256];
+        int64_t total = 0;
+        for (int v = 0; v < 256; v++) {
+            offsets[v] = total;
+            total += counts[b][v];
+        }
+        for (int64_t i = 0; i < n; i++) {
+            dst[offsets[(src[i].key >> shift) & 0xff]++] = src[i];
+        }
+        SortItem *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != items) {
+        memcpy(items, src, (size_t)n * sizeof(*items));
+    }
+}
+
+/* Below this, a merge sort beats the radix sort's fixed cost. */
+#define TH_RADIX_MIN 512
+
+/* Sorts items that arrive in index order. */
+static void
+sort_fresh_items(SortItem *items, SortItem *scratch, int64_t n)
+{
+    if (n >= TH_RADIX_MIN) {
+        radix_sort(items, scratch, n);
+    }
+    else {
+        merge_sort(items, scratch, n);
+    }
+}
+
 static inline void
 swap_items(SortItem *items, int64_t i, int64_t j)
 {
@@ -269,7 +324,7 @@ order_lane(SortItem *items, SortItem *scratch, int64_t n, int64_t first,
         return;
     }
     if (end > n / 2) {
-        merge_sort(items, scratch, n);
+        sort_fresh_items(items, scratch, n);
         return;
     }
     select_nth(items, n, end - 1);
@@ -544,7 +599,7 @@ unique_impl(THTensor *input, bool sort, THTensor **values,
                                THTensor_itemsize(flat), n);
     }
     if (sort) {
-        merge_sort(items, items + n, n);
+        sort_fresh_items(items, items + n, n);
     }
     int status =
         collect_groups(items, n, flat, input, values, inverse, counts);

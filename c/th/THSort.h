@@ -12,9 +12,10 @@
  *     sorts after +inf ("NaN is the largest value", as in PyTorch).
  * Descending order sorts the complemented key (~key) ascending, which puts
  * NaN first.  Items are (key, index) pairs compared by key, then index: a
- * total order, so one merge sort (or, when topk and kthvalue want only a
- * few positions, a quickselect and a sort of the prefix) gives exactly the
- * stable order whatever `stable` says, never sees a dtype, and output
+ * total order, so the sort routines (an LSD radix sort on the keys for
+ * long lanes, a merge sort for short ones, a quickselect when topk and
+ * kthvalue want only a few positions) give exactly the stable order
+ * whatever `stable` says, never see a dtype, and output
  * values are read back from the input by index (keys are never decoded).
  */
 #ifndef TH_SORT_H
