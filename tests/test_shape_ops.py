@@ -373,6 +373,64 @@ def test_shape_op_errors_match_torch():
         errors_alike(lambda: case(ember.zeros(2, 2), ember), lambda: case(torch.zeros(2, 2), torch))
 
 
+@HYP
+@given(inputs(max_dims=3), st.data())
+def test_repeat_interleave_matches_numpy(pair, data):
+    e, n = pair
+    r = data.draw(st.integers(0, 3))
+    assert_same(ember.repeat_interleave(e, r), np.repeat(n, r))
+    if n.ndim == 0:
+        return
+    dim = data.draw(st.integers(-n.ndim, n.ndim - 1))
+    reps = data.draw(st.lists(st.integers(0, 3), min_size=n.shape[dim], max_size=n.shape[dim]))
+    assert_same(e.repeat_interleave(ember.tensor(reps, dtype=ember.int64), dim),
+                np.repeat(n, np.array(reps, dtype=np.int64), axis=dim))
+    assert_same(e.repeat_interleave(r, dim=dim), np.repeat(n, r, axis=dim))
+
+
+def test_repeat_interleave_of_repeats_and_errors():
+    assert_same(ember.repeat_interleave(ember.tensor([2, 0, 1])), np.array([0, 0, 2], dtype=np.int64))
+    torch = torch_or_skip()
+    for case in [lambda m, a: a.repeat_interleave(-1),
+                 lambda m, a: a.repeat_interleave(m.tensor([1, 2]), dim=0),
+                 lambda m, a: a.repeat_interleave(m.tensor([1, -2, 1]), dim=0),
+                 lambda m, a: a.repeat_interleave(m.tensor([[1, 2, 1]]), dim=0),
+                 lambda m, a: a.repeat_interleave(2, 0, output_size=5)]:
+        errors_alike(lambda: case(ember, ember.zeros(3, 2)), lambda: case(torch, torch.zeros(3, 2)))
+
+
+@HYP
+@given(inputs(min_dims=2, max_dims=4), st.integers(-5, 5), st.data())
+def test_diagonal_view_matches_numpy_and_torch(pair, offset, data):
+    e, n = pair
+    d1, d2 = data.draw(st.lists(st.integers(-n.ndim, n.ndim - 1), min_size=2, max_size=2,
+                                unique_by=lambda d: d % n.ndim))
+    view = ember.diagonal(e, offset, d1, d2)
+    assert_same(view, np.diagonal(n, offset, d1, d2))
+    assert view._version == e._version
+    torch = pytest.importorskip("torch")
+    t = torch.empty_strided(tuple(e.shape), e.stride())
+    tv = torch.diagonal(t, offset, d1, d2)
+    assert view.stride() == tv.stride()
+    if view.numel():
+        assert view.storage_offset() - e.storage_offset() == tv.storage_offset()
+
+
+@HYP
+@given(inputs(min_dims=1, max_dims=2), st.integers(-4, 4))
+def test_diag_matches_numpy(pair, k):
+    e, n = pair
+    assert_same(ember.diag(e, k), np.diag(n, k))
+    assert_same(e.diag(diagonal=k), np.diag(n, k))
+
+
+def test_diag_errors_match_torch():
+    torch = torch_or_skip()
+    for case in [lambda m: m.diag(m.zeros(2, 2, 2)), lambda m: m.diag(m.tensor(1.0)),
+                 lambda m: m.diagonal(m.zeros(2, 2), 0, 0, 0), lambda m: m.diagonal(m.zeros(3))]:
+        errors_alike(lambda: case(ember), lambda: case(torch))
+
+
 # ---- tril / triu -----------------------------------------------------------------
 
 
