@@ -51,9 +51,10 @@ parse_int_or_ints(const char *fname, PyObject *obj, int64_t *values)
     return THPUtils_unpackLong(obj, fname, "dims", values) < 0 ? -1 : 1;
 }
 
-/* The tensors of a tuple or list, as a new array of borrowed pointers
- * (the sequence keeps them alive); free() it.  NULL with TypeError for
- * anything that is not a sequence of tensors. */
+/* The tensors of a tuple or list, as a new array of retained pointers
+ * (the kernels may run with the GIL released, while another thread could
+ * empty the list); free it with release_tensor_list.  NULL with TypeError
+ * for anything that is not a sequence of tensors. */
 static THTensor **
 parse_tensor_list(const char *fname, PyObject *seq, int *n)
 {
@@ -86,8 +87,20 @@ parse_tensor_list(const char *fname, PyObject *seq, int *n)
         }
         tensors[i] = THPVariable_Unpack(items[i]);
     }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        THTensor_retain(tensors[i]);
+    }
     *n = (int)count;
     return tensors;
+}
+
+static void
+release_tensor_list(THTensor **tensors, int n)
+{
+    for (int i = 0; i < n; i++) {
+        THTensor_release(tensors[i]); /* NULL-safe */
+    }
+    PyMem_Free(tensors);
 }
 
 /* `out=` must be a tensor when given; NULL/None mean absent. */
@@ -161,7 +174,7 @@ join_entry(const char *fname, JoinFn join, JoinOutFn join_out,
         return NULL;
     }
     PyObject *result = run_join(join, join_out, n, tensors, dim, objs[2], out);
-    PyMem_Free(tensors);
+    release_tensor_list(tensors, n);
     return result;
 }
 
@@ -215,17 +228,17 @@ hv_stack(const char *fname, bool vertical, PyObject *const *args,
     if (tensors == NULL) {
         return NULL;
     }
+    PyObject *result = NULL;
     if (n == 0) {
-        PyMem_Free(tensors);
         PyErr_Format(PyExc_RuntimeError,
                      "%s expects a non-empty TensorList", fname);
-        return NULL;
+        goto done;
     }
-    PyObject *result = NULL;
-    int made = 0;
-    for (; made < n; made++) {
-        tensors[made] = new_at_least(tensors[made], vertical ? 2 : 1);
-        if (tensors[made] == NULL) {
+    for (int i = 0; i < n; i++) {
+        THTensor *view = new_at_least(tensors[i], vertical ? 2 : 1);
+        THTensor_release(tensors[i]);
+        tensors[i] = view;
+        if (view == NULL) {
             THPUtils_setErrorFromTH();
             goto done;
         }
@@ -234,10 +247,7 @@ hv_stack(const char *fname, bool vertical, PyObject *const *args,
     result = run_join(THTensor_newCat, THTensor_catOut, n, tensors, dim,
                       objs[1], out);
 done:
-    for (int i = 0; i < made; i++) {
-        THTensor_release(tensors[i]);
-    }
-    PyMem_Free(tensors);
+    release_tensor_list(tensors, n);
     return result;
 }
 
@@ -756,8 +766,6 @@ tile_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 }
 THP_DEFINE_OP(tile)
 
-/* ---- tril / triu ---------------------------------------------------------------- */
-
 static int
 parse_diagonal(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                PyObject *kwnames, int64_t *diagonal)
@@ -771,6 +779,169 @@ parse_diagonal(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     }
     return parse_int(fname, "diagonal", obj, diagonal);
 }
+
+/* repeats as ints: a Python int, or an int32/int64 tensor of 0 or 1 dims.
+ * Returns the count (into *repeats, or a new PyMem array in *heap), or
+ * -1. */
+static int64_t
+parse_repeats(PyObject *obj, int64_t *one, int64_t **heap)
+{
+    *heap = NULL;
+    if (!THPVariable_Check(obj)) {
+        if (THPUtils_unpackLong(obj, "repeat_interleave", "repeats", one)
+            < 0) {
+            return -1;
+        }
+        if (*one < 0) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "Repeats must be non-negative");
+            return -1;
+        }
+        return 1;
+    }
+    THTensor *t = THPVariable_Unpack(obj);
+    if (t->ndim > 1) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "repeats must be 0-dim or 1-dim tensor");
+        return -1;
+    }
+    if (t->dtype != TH_Int64 && t->dtype != TH_Int32) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "\"repeat_interleave_cpu\" not implemented for '%s'",
+                     THDtype_name(t->dtype));
+        return -1;
+    }
+    THTensor *as_long = THTensor_newCast(t, TH_Int64, false);
+    THTensor *flat = as_long ? THTensor_newContiguous(as_long) : NULL;
+    THTensor_release(as_long);
+    if (flat == NULL) {
+        THPUtils_setErrorFromTH();
+        return -1;
+    }
+    int64_t n = flat->numel;
+    *heap = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (*heap == NULL) {
+        THTensor_release(flat);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(*heap, THTensor_data(flat), sizeof(int64_t) * (size_t)n);
+    THTensor_release(flat);
+    for (int64_t i = 0; i < n; i++) {
+        if ((*heap)[i] < 0) {
+            PyMem_Free(*heap);
+            *heap = NULL;
+            PyErr_SetString(PyExc_RuntimeError, "repeats can not be negative");
+            return -1;
+        }
+    }
+    return n;
+}
+
+/* repeat_interleave(input, repeats, dim=None, *, output_size=None), and
+ * repeat_interleave(repeats_tensor): arange(n) repeated by it. */
+static PyObject *
+repeat_interleave_impl(PyObject *input, PyObject *const *args,
+                       Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"repeats", "dim", "output_size"};
+    const char *fname = "repeat_interleave";
+    PyObject *objs[3];
+    int64_t dim = 0, output_size = -1, one, *heap;
+    THTensor *tensor = THPVariable_Unpack(input);
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 2, objs)
+            < 0
+        || (objs[1] != NULL && objs[1] != Py_None
+            && parse_int(fname, "dim", objs[1], &dim) < 0)
+        || (objs[2] != NULL && objs[2] != Py_None
+            && parse_int(fname, "output_size", objs[2], &output_size) < 0)) {
+        return NULL;
+    }
+    bool dim_given = objs[1] != NULL && objs[1] != Py_None;
+    THTensor *source = NULL;
+    if (objs[0] == NULL) { /* the input is the repeats */
+        int64_t n = tensor->numel;
+        source = THTensor_newEmpty(1, &n, TH_Int64, tensor->storage->device);
+        if (source == NULL
+            || THTensor_arange(source, THScalar_fromInt(0),
+                               THScalar_fromInt(1))
+                   < 0) {
+            THTensor_release(source);
+            return THPUtils_setErrorFromTH();
+        }
+        objs[0] = input;
+        dim_given = true;
+        dim = 0;
+    }
+    else {
+        THTensor_retain(tensor);
+        source = tensor;
+    }
+    int64_t nrepeats = parse_repeats(objs[0], &one, &heap);
+    THTensor *out = NULL;
+    if (nrepeats >= 0) {
+        out = THTensor_newRepeatInterleave(source, nrepeats,
+                                           heap ? heap : &one, dim_given,
+                                           dim);
+        if (out == NULL) {
+            THPUtils_setErrorFromTH();
+        }
+    }
+    PyMem_Free(heap);
+    THTensor_release(source);
+    int64_t made = out == NULL    ? 0
+                   : dim_given ? out->sizes[dim < 0 ? dim + out->ndim : dim]
+                               : out->numel;
+    if (out != NULL && output_size >= 0 && made != output_size) {
+        THTensor_release(out);
+        PyErr_Format(PyExc_RuntimeError,
+                     "repeat_interleave: Invalid output_size, expected %lld "
+                     "but got %lld",
+                     (long long)made, (long long)output_size);
+        return NULL;
+    }
+    return out == NULL ? NULL : THPVariable_Wrap(out);
+}
+THP_DEFINE_OP(repeat_interleave)
+
+/* ---- diagonal, diag ------------------------------------------------------------- */
+
+static PyObject *
+diagonal_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
+{
+    static const char *const names[] = {"offset", "dim1", "dim2"};
+    PyObject *objs[3];
+    int64_t v[3] = {0, 0, 1};
+    if (THPUtils_parseArgs("diagonal", args, nargs, kwnames, names, 3, 3,
+                           objs)
+        < 0) {
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (parse_int("diagonal", names[i], objs[i], &v[i]) < 0) {
+            return NULL;
+        }
+    }
+    return THPVariable_Wrap(
+        THTensor_newDiagonal(THPVariable_Unpack(input), v[0], v[1], v[2]));
+}
+THP_DEFINE_OP(diagonal)
+
+static PyObject *
+diag_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    int64_t diagonal;
+    if (parse_diagonal("diag", args, nargs, kwnames, &diagonal) < 0) {
+        return NULL;
+    }
+    return THPVariable_Wrap(
+        THTensor_newDiag(THPVariable_Unpack(input), diagonal));
+}
+THP_DEFINE_OP(diag)
+
+/* ---- tril / triu ---------------------------------------------------------------- */
 
 static PyObject *
 triangle(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
@@ -1205,6 +1376,14 @@ PyMethodDef THPShape_functions[] = {
     THP_FUNCTION_ENTRY("roll", roll,
                        "roll(input, shifts, dims=None): circular shift."),
     THP_FUNCTION_ENTRY("tile", tile, "tile(input, dims): repeat the input."),
+    THP_FUNCTION_ENTRY("repeat_interleave", repeat_interleave,
+                       "repeat_interleave(input, repeats, dim=None, *, "
+                       "output_size=None)."),
+    THP_FUNCTION_ENTRY("diagonal", diagonal,
+                       "diagonal(input, offset=0, dim1=0, dim2=1): a view."),
+    THP_FUNCTION_ENTRY("diag", diag,
+                       "diag(input, diagonal=0): vector to matrix or matrix "
+                       "diagonal (a copy)."),
     THP_FUNCTION_ENTRY("tril", tril,
                        "tril(input, diagonal=0): lower triangle."),
     THP_FUNCTION_ENTRY("triu", triu,
@@ -1245,6 +1424,9 @@ PyMethodDef THPVariable_shape_methods[] = {
     THP_METHOD_ENTRY("roll", roll, NULL),
     THP_FASTCALL_ENTRY("repeat", repeat_impl, NULL),
     THP_METHOD_ENTRY("tile", tile, NULL),
+    THP_METHOD_ENTRY("repeat_interleave", repeat_interleave, NULL),
+    THP_METHOD_ENTRY("diagonal", diagonal, NULL),
+    THP_METHOD_ENTRY("diag", diag, NULL),
     THP_METHOD_ENTRY("tril", tril, NULL),
     THP_METHOD_ENTRY("triu", triu, NULL),
     THP_FASTCALL_ENTRY("tril_", tril__impl, NULL),

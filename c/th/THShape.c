@@ -631,6 +631,183 @@ fail:
     return NULL;
 }
 
+/* ---- repeat_interleave --------------------------------------------------------- */
+
+/* A 1-d tensor: element i copied repeats[i] times, one element at a time
+ * (a block move per element would cost an iterator set-up each). */
+static void
+repeat_elements(char *out, const char *in, int64_t in_stride, int64_t n,
+                int64_t nrepeats, const int64_t *repeats, int64_t itemsize)
+{
+    int64_t j = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = repeats[nrepeats == 1 ? 0 : i];
+        for (int64_t k = 0; k < r; k++, j++) {
+            memcpy(out + j * itemsize, in + i * in_stride, (size_t)itemsize);
+        }
+    }
+}
+
+THTensor *
+THTensor_newRepeatInterleave(THTensor *tensor, int64_t nrepeats,
+                             const int64_t *repeats, bool dim_given,
+                             int64_t dim)
+{
+    if (!dim_given || tensor->ndim == 0) { /* on the flattened input */
+        int64_t numel = tensor->numel;
+        THTensor *contiguous = THTensor_newContiguous(tensor);
+        THTensor *flat = contiguous ? THTensor_newView(contiguous, 1, &numel)
+                                    : NULL;
+        THTensor *out = flat ? THTensor_newRepeatInterleave(
+                                   flat, nrepeats, repeats, true, 0)
+                             : NULL;
+        THTensor_release(contiguous);
+        THTensor_release(flat);
+        return out;
+    }
+    int64_t d;
+    if (THTensor_wrapDim(dim, tensor->ndim, &d) < 0) {
+        return NULL;
+    }
+    int64_t size = tensor->sizes[d];
+    if (nrepeats != 1 && nrepeats != size) {
+        THError_set(TH_ERR_RUNTIME,
+                    "repeats must have the same size as input along dim, but "
+                    "got repeats.size(0) = %lld and input.size(%lld) = %lld",
+                    (long long)nrepeats, (long long)d, (long long)size);
+        return NULL;
+    }
+    int64_t sizes[TH_MAX_DIMS];
+    memcpy(sizes, tensor->sizes, sizeof(sizes));
+    sizes[d] = 0;
+    for (int64_t i = 0; i < size; i++) {
+        if (TH_add_overflows(sizes[d], repeats[nrepeats == 1 ? 0 : i],
+                             &sizes[d])) {
+            THError_set(TH_ERR_MEMORY, "repeat_interleave: result too big");
+            return NULL;
+        }
+    }
+    THTensor *out = THTensor_newEmpty(tensor->ndim, sizes, tensor->dtype,
+                                      tensor->storage->device);
+    if (out == NULL || out->numel == 0) {
+        return out;
+    }
+    int64_t itemsize = THTensor_itemsize(tensor);
+    if (tensor->ndim == 1) {
+        repeat_elements(THTensor_data(out), THTensor_data(tensor),
+                        tensor->strides[0] * itemsize, size, nrepeats,
+                        repeats, itemsize);
+        return out;
+    }
+    /* Slice i, broadcast along dim (stride 0) to its repeat count, is one
+     * block move into the output. */
+    Block dst = block_of(out), src = block_of(tensor);
+    int64_t offset = 0;
+    for (int64_t i = 0; i < size; i++) {
+        int64_t r = repeats[nrepeats == 1 ? 0 : i];
+        Block from = block_narrow(src, d, i, r, itemsize);
+        from.strides[d] = 0;
+        Block to = block_narrow(dst, d, offset, r, itemsize);
+        if (r > 0 && move_block(&to, &from, itemsize) < 0) {
+            THTensor_release(out);
+            return NULL;
+        }
+        offset += r;
+    }
+    return out;
+}
+
+/* ---- diagonal / diag --------------------------------------------------------- */
+
+THTensor *
+THTensor_newDiagonal(THTensor *tensor, int64_t offset, int64_t dim1,
+                     int64_t dim2)
+{
+    int64_t d1, d2;
+    if (THTensor_wrapDim(dim1, tensor->ndim, &d1) < 0
+        || THTensor_wrapDim(dim2, tensor->ndim, &d2) < 0) {
+        return NULL;
+    }
+    if (d1 == d2) {
+        THError_set(TH_ERR_RUNTIME,
+                    "diagonal dimensions cannot be identical %lld, %lld",
+                    (long long)dim1, (long long)dim2);
+        return NULL;
+    }
+    /* The diagonal starts at (0, offset) above the main one, at
+     * (-offset, 0) below it; it is empty when that lies outside. */
+    int64_t rows = tensor->sizes[d1], cols = tensor->sizes[d2];
+    int64_t length = offset >= 0 ? (cols - offset < rows ? cols - offset : rows)
+                                 : (rows + offset < cols ? rows + offset : cols);
+    int64_t start = tensor->storage_offset;
+    if (length <= 0) {
+        length = 0;
+    }
+    else {
+        start += offset >= 0 ? offset * tensor->strides[d2]
+                             : -offset * tensor->strides[d1];
+    }
+    int64_t sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    int ndim = 0;
+    for (int d = 0; d < tensor->ndim; d++) {
+        if (d != d1 && d != d2) {
+            sizes[ndim] = tensor->sizes[d];
+            strides[ndim++] = tensor->strides[d];
+        }
+    }
+    sizes[ndim] = length;
+    strides[ndim++] = tensor->strides[d1] + tensor->strides[d2];
+    return THTensor_newAsStrided(tensor, ndim, sizes, strides, start);
+}
+
+THTensor *
+THTensor_newDiag(THTensor *tensor, int64_t diagonal)
+{
+    if (tensor->ndim == 2) {
+        THTensor *view = THTensor_newDiagonal(tensor, diagonal, 0, 1);
+        THTensor *out = view ? THTensor_newContiguous(view) : NULL;
+        if (out == view && out != NULL) { /* a copy, never the view */
+            THTensor_release(out);
+            out = THTensor_newClone(view);
+        }
+        THTensor_release(view);
+        return out;
+    }
+    if (tensor->ndim != 1) {
+        THError_set(TH_ERR_RUNTIME,
+                    "diag(): Supports 1D or 2D tensors. Got %dD",
+                    tensor->ndim);
+        return NULL;
+    }
+    int64_t n = tensor->sizes[0];
+    int64_t k = diagonal < 0 ? -diagonal : diagonal;
+    int64_t side;
+    if (TH_add_overflows(n, k, &side)) {
+        THError_set(TH_ERR_MEMORY, "diag(): result too big");
+        return NULL;
+    }
+    int64_t sizes[2] = {side, side};
+    THTensor *out = THTensor_newEmpty(2, sizes, tensor->dtype,
+                                      tensor->storage->device);
+    if (out == NULL || out->numel == 0) {
+        return out;
+    }
+    memset(THTensor_data(out), 0, (size_t)(out->numel * THTensor_itemsize(out)));
+    THTensor *target = THTensor_newDiagonal(out, diagonal, 0, 1);
+    if (target == NULL) {
+        THTensor_release(out);
+        return NULL;
+    }
+    Block dst = block_of(target), src = block_of(tensor);
+    int status = move_block(&dst, &src, THTensor_itemsize(out));
+    THTensor_release(target);
+    if (status < 0) {
+        THTensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* ---- tril / triu ------------------------------------------------------------- */
 
 /* Sets n elements `stride` bytes apart to zero (all-zero bits is 0, 0.0

@@ -36,6 +36,19 @@ THTensor *THTensor_newRoll(THTensor *tensor, int nshifts,
  * nrepeats >= ndim, extra leading repeats add dims. */
 THTensor *THTensor_newRepeat(THTensor *tensor, int nrepeats,
                              const int64_t *repeats);
+/* repeat_interleave: element i along dim repeated repeats[i] times
+ * (nrepeats == 1: every element repeats[0] times).  dim_given false
+ * flattens the input first.  The caller checked repeats >= 0. */
+THTensor *THTensor_newRepeatInterleave(THTensor *tensor, int64_t nrepeats,
+                                       const int64_t *repeats, bool dim_given,
+                                       int64_t dim);
+/* diagonal: a view of the offset-th diagonal of the (dim1, dim2) planes,
+ * as a new last dim. */
+THTensor *THTensor_newDiagonal(THTensor *tensor, int64_t offset,
+                               int64_t dim1, int64_t dim2);
+/* diag: a vector's square matrix with it on the given diagonal, or a copy
+ * of a matrix's diagonal. */
+THTensor *THTensor_newDiag(THTensor *tensor, int64_t diagonal);
 /* tril (upper == false) / triu of the last two dims, into a new tensor or
  * in place. */
 THTensor *THTensor_newTriangle(THTensor *tensor, int64_t diagonal,

@@ -82,7 +82,17 @@ same_value(uint64_t a, uint64_t b, bool floating)
     return a == b && !(floating && a == TH_NAN_KEY);
 }
 
-/* ---- the stable merge sort -------------------------------------------------- */
+/* ---- ordering the items ------------------------------------------------------ */
+
+/* Items are ordered by key, then by index.  The indices are distinct, so
+ * this is a total order, and sorting by it is exactly the stable sort by
+ * key: whatever order the items are in when sorted (after a quickselect,
+ * say), ties come out in input order. */
+static inline bool
+item_less(SortItem a, SortItem b)
+{
+    return a.key < b.key || (a.key == b.key && a.index < b.index);
+}
 
 #define TH_SORT_RUN 32 /* runs this short are insertion-sorted first */
 
@@ -92,7 +102,7 @@ insertion_sort(SortItem *items, int64_t n)
     for (int64_t i = 1; i < n; i++) {
         SortItem item = items[i];
         int64_t j = i;
-        while (j > 0 && items[j - 1].key > item.key) { /* > keeps ties */
+        while (j > 0 && item_less(item, items[j - 1])) {
             items[j] = items[j - 1];
             j--;
         }
@@ -100,15 +110,14 @@ insertion_sort(SortItem *items, int64_t n)
     }
 }
 
-/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi);
- * on a tie the left run goes first, which is what makes the sort stable. */
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi). */
 static void
 merge(const SortItem *src, SortItem *dst, int64_t lo, int64_t mid,
       int64_t hi)
 {
     int64_t i = lo, j = mid, k = lo;
     while (i < mid && j < hi) {
-        dst[k++] = src[j].key < src[i].key ? src[j++] : src[i++];
+        dst[k++] = item_less(src[j], src[i]) ? src[j++] : src[i++];
     }
     while (i < mid) {
         dst[k++] = src[i++];
@@ -118,7 +127,7 @@ merge(const SortItem *src, SortItem *dst, int64_t lo, int64_t mid,
     }
 }
 
-/* Sorts items[0, n) by key, stably; scratch has room for n items. */
+/* Sorts items[0, n) (bottom-up merge sort); scratch has room for n. */
 static void
 merge_sort(SortItem *items, SortItem *scratch, int64_t n)
 {
@@ -139,6 +148,115 @@ merge_sort(SortItem *items, SortItem *scratch, int64_t n)
     if (src != items) {
         memcpy(items, src, (size_t)n * sizeof(*items));
     }
+}
+
+/* LSD radix sort on the keys, one byte per pass: stable, so it gives the
+ * (key, index) order only when the items arrive in index order (a freshly
+ * loaded lane).  Passes where every key has the same byte are skipped
+ * (small integers need only one or two). */
+static void
+radix_sort(SortItem *items, SortItem *scratch, int64_t n)
+{
+    static const int nbytes = (int)sizeof(uint64_t);
+    int64_t counts[sizeof(uint64_t)][256];
+    memset(counts, 0, sizeof(counts));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t key = items[i].key;
+        for (int b = 0; b < nbytes; b++) {
+            counts[b][(key >> (8 * b)) & 0xff]++;
+        }
+    }
+    SortItem *src = items, *dst = scratch;
+    for (int b = 0; b < nbytes; b++) {
+        int shift = 8 * b;
+        if (counts[b][(src[0].key >> shift) & 0xff] == n) {
+            continue; /* one byte value everywhere: nothing to reorder */
+        }
+        int64_t offsets[256];
+        int64_t total = 0;
+        for (int v = 0; v < 256; v++) {
+            offsets[v] = total;
+            total += counts[b][v];
+        }
+        for (int64_t i = 0; i < n; i++) {
+            dst[offsets[(src[i].key >> shift) & 0xff]++] = src[i];
+        }
+        SortItem *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != items) {
+        memcpy(items, src, (size_t)n * sizeof(*items));
+    }
+}
+
+/* Below this, a merge sort beats the radix sort's fixed cost. */
+#define TH_RADIX_MIN 512
+
+/* Sorts items that arrive in index order. */
+static void
+sort_fresh_items(SortItem *items, SortItem *scratch, int64_t n)
+{
+    if (n >= TH_RADIX_MIN) {
+        radix_sort(items, scratch, n);
+    }
+    else {
+        merge_sort(items, scratch, n);
+    }
+}
+
+static inline void
+swap_items(SortItem *items, int64_t i, int64_t j)
+{
+    SortItem t = items[i];
+    items[i] = items[j];
+    items[j] = t;
+}
+
+/* Quickselect: rearranges items[0, n) so items[nth] is the item a full
+ * sort puts there, with every item before it smaller and every one after
+ * it larger (so topk and kthvalue need not sort the whole lane). */
+static void
+select_nth(SortItem *items, int64_t n, int64_t nth)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (hi - lo >= TH_SORT_RUN) {
+        /* median of three as the pivot, which also guards both scans */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (item_less(items[mid], items[lo])) {
+            swap_items(items, mid, lo);
+        }
+        if (item_less(items[hi], items[lo])) {
+            swap_items(items, hi, lo);
+        }
+        if (item_less(items[hi], items[mid])) {
+            swap_items(items, hi, mid);
+        }
+        SortItem pivot = items[mid];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (item_less(items[i], pivot)) {
+                i++;
+            }
+            while (item_less(pivot, items[j])) {
+                j--;
+            }
+            if (i <= j) {
+                swap_items(items, i++, j--);
+            }
+        }
+        /* now [lo, j] < pivot-or-equal, [i, hi] >= it, and (j, i) == it */
+        if (nth <= j) {
+            hi = j;
+        }
+        else if (nth >= i) {
+            lo = i;
+        }
+        else {
+            return;
+        }
+    }
+    insertion_sort(items + lo, hi - lo + 1);
 }
 
 /* Copies one element of `itemsize` bytes (a typed load and store: a
@@ -194,6 +312,28 @@ lane_offsets(const LaneGeometry *outer, int64_t lane, int64_t *offsets)
     }
 }
 
+/* Puts the items a full sort would put at [first, first + count) there,
+ * sorted: a full sort when most of the lane is wanted, else a quickselect
+ * and a sort of what it leaves in front. */
+static void
+order_lane(SortItem *items, SortItem *scratch, int64_t n, int64_t first,
+           int64_t count)
+{
+    int64_t end = first + count;
+    if (count == 0) {
+        return;
+    }
+    if (end > n / 2) {
+        sort_fresh_items(items, scratch, n);
+        return;
+    }
+    select_nth(items, n, end - 1);
+    if (count == 1) {
+        return; /* select_nth put exactly that item at first */
+    }
+    merge_sort(items, scratch, end);
+}
+
 static void
 sort_one_lane(const SortJob *job, int64_t lane, SortItem *items,
               SortItem *scratch)
@@ -207,7 +347,7 @@ sort_one_lane(const SortJob *job, int64_t lane, SortItem *items,
             items[i].key = ~items[i].key;
         }
     }
-    merge_sort(items, scratch, job->lane_len);
+    order_lane(items, scratch, job->lane_len, job->first, job->count);
     char *values = job->values + offsets[1];
     char *indices = job->indices + offsets[2];
     for (int64_t j = 0; j < job->count; j++) {
@@ -459,7 +599,7 @@ unique_impl(THTensor *input, bool sort, THTensor **values,
                                THTensor_itemsize(flat), n);
     }
     if (sort) {
-        merge_sort(items, items + n, n);
+        sort_fresh_items(items, items + n, n);
     }
     int status =
         collect_groups(items, n, flat, input, values, inverse, counts);

@@ -11,10 +11,12 @@
  *     positive: sign bit set), and every NaN mapped to UINT64_MAX, so NaN
  *     sorts after +inf ("NaN is the largest value", as in PyTorch).
  * Descending order sorts the complemented key (~key) ascending, which puts
- * NaN first.  The one sort routine (a stable merge sort of (key, index)
- * pairs) therefore never sees a dtype, and output values are read back from
- * the input by index, so keys never need decoding.  Equal keys keep their
- * input order: every sort here is stable, whatever `stable` says.
+ * NaN first.  Items are (key, index) pairs compared by key, then index: a
+ * total order, so the sort routines (an LSD radix sort on the keys for
+ * long lanes, a merge sort for short ones, a quickselect when topk and
+ * kthvalue want only a few positions) give exactly the stable order
+ * whatever `stable` says, never see a dtype, and output
+ * values are read back from the input by index (keys are never decoded).
  */
 #ifndef TH_SORT_H
 #define TH_SORT_H
