@@ -142,8 +142,9 @@ def test_indexing():
     assert m[0].tolist() == [100] * 4 and m[1].tolist() == [4, -1, -2, 7]
     with pytest.raises(IndexError):
         m[3]
+    assert m[[0, 2]].tolist() == [[100] * 4, [8, 9, 10, 11]]  # advanced: a copy
     with pytest.raises(IndexError):
-        m[[0, 1]]
+        m[[0, 5]]
     with pytest.raises(ValueError):
         m[::-1]
     with pytest.raises(IndexError):
