@@ -158,6 +158,15 @@ def test_addmm_beta_zero_ignores_nan():
     assert np.isnan(ember.addmm(nan, a, b, beta=0.5).numpy()).all()
 
 
+def test_alpha_zero_does_not_read_the_product():
+    for size in (2, 64):  # the row-wise and the packed kernel
+        nan = ember.full((size, size), float("nan"))
+        out = ember.addmm(ember.ones(size, size), nan, nan, alpha=0)
+        assert (out.numpy() == 1).all()
+        out = ember.addmm(ember.ones(size, size), nan, nan, alpha=0, beta=0)
+        assert (out.numpy() == 0).all()
+
+
 def test_baddbmm_matches_numpy():
     rng = np.random.default_rng(0)
     ea, na = operand(rng, (3, 4, 5), np.float64, "transposed")

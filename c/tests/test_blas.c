@@ -302,6 +302,28 @@ test_gemm_empty_k(void)
     free(big);
 }
 
+/* alpha == 0: A and B are not read, so their NaNs do not reach C. */
+static void
+test_gemm_zero_alpha_skips_the_product(void)
+{
+    for (int size = 2; size <= 64; size *= 32) { /* row-wise, packed */
+        double *nans = malloc((size_t)(size * size) * sizeof(double));
+        double *c = malloc((size_t)(size * size) * sizeof(double));
+        for (int i = 0; i < size * size; i++) {
+            nans[i] = NAN;
+            c[i] = 1;
+        }
+        THBlasMatrix a = {(char *)nans, size, 1}, mc = {(char *)c, size, 1};
+        CHECK_OK(THBlas_gemm(TH_Float64, size, size, size,
+                             THScalar_fromInt(0), a, a,
+                             THScalar_fromDouble(2), mc));
+        CHECK_EQ_DBL(c[0], 2);
+        CHECK_EQ_DBL(c[size * size - 1], 2);
+        free(nans);
+        free(c);
+    }
+}
+
 static void
 test_gemm_kernel_selection(void)
 {
@@ -379,6 +401,7 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_integer_dtypes),
     TH_TEST(test_gemm_integer_wraps),
     TH_TEST(test_gemm_empty_k),
+    TH_TEST(test_gemm_zero_alpha_skips_the_product),
     TH_TEST(test_gemm_kernel_selection),
     TH_TEST(test_gemm_tensor_batches),
     TH_TEST_END,

@@ -368,6 +368,14 @@ scalar_as_int64(THScalar s)
     }
 }
 
+static bool
+scalar_is_zero(THScalar s)
+{
+    return s.dtype == TH_Bool ? !s.value.b
+           : s.dtype == TH_Int64 ? s.value.i == 0
+                                 : s.value.d == 0;
+}
+
 /* ---- the row-wise kernel: every dtype ---------------------------------------
  *
  * Loop order i-k-j: the innermost loop runs along a row of B and a row of
@@ -812,6 +820,9 @@ int
 THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
             THBlasMatrix a, THBlasMatrix b, THScalar beta, THBlasMatrix c)
 {
+    if (scalar_is_zero(alpha)) {
+        k = 0; /* A and B are not read (THBlas.h) */
+    }
     GemmArgs g = {m, n, k, alpha, beta, a, b, c};
     if (!is_packed_dtype(dtype) || work_of(m, n, k) < GEMM_PARALLEL_WORK) {
         return gemm_one_thread(dtype, &g, NULL) ? 0 : out_of_memory();
@@ -869,6 +880,9 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
                    const int64_t *b_offsets, THScalar beta, THBlasMatrix c,
                    const int64_t *c_offsets)
 {
+    if (scalar_is_zero(alpha)) {
+        k = 0; /* A and B are not read (THBlas.h) */
+    }
     int64_t work = work_of(m, n, k);
     if (work >= GEMM_PARALLEL_WORK) {
         int itemsize = THDtype_itemsize(dtype);
