@@ -1,6 +1,8 @@
 /*
- * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64 and
- * a simple row-wise kernel for the other dtypes.  See THBlas.h.
+ * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64
+ * matrix products, unpacked dot/axpy kernels for their matrix-vector
+ * shapes, and a simple row-wise kernel for small products and the other
+ * dtypes.  See THBlas.h.
  *
  * Note [GEMM blocking]
  * ~~~~~~~~~~~~~~~~~~~~
@@ -34,7 +36,8 @@
  * MR is 6 in every family and NR is two vectors, so 12 accumulators, two B
  * vectors and one broadcast use 15 of the 16 (AVX2) or 32 (AVX-512)
  * vector registers.  The packing and loop code is shared: it takes NR from
- * the family in use.
+ * the family in use.  The matrix-vector kernels (dot, dot4, axpy4) come in
+ * the same three builds.
  */
 #include "THBlas.h"
 
