@@ -437,3 +437,29 @@ def test_batched_broadcast_large():
     a = rng.uniform(-1, 1, (4, 1, 70, 80)).astype(np.float32)
     b = rng.uniform(-1, 1, (3, 80, 90)).astype(np.float32)
     check_close(ember.tensor(a) @ ember.tensor(b), np.matmul(a, b), 80)
+
+
+@pytest.mark.noleakcheck
+def test_concurrent_python_threads():
+    """Large products release the GIL; two Python threads multiplying at once
+    (one of them then runs its GEMM serially) both get the right answer."""
+    import threading
+
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (200, 150)).astype(np.float32)
+    b = rng.uniform(-1, 1, (150, 180)).astype(np.float32)
+    want = a @ b
+    ea, eb = ember.tensor(a), ember.tensor(b)
+    results = [None] * 4
+
+    def work(i):
+        results[i] = [(ea @ eb).numpy() for _ in range(3)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for per_thread in results:
+        for got in per_thread:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
