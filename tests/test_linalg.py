@@ -96,10 +96,7 @@ def matmul_shapes(draw):
 def test_matmul_matches_numpy(shapes, dtype, la, lb, seed):
     rng = np.random.default_rng(seed)
     (ea, na), (eb, nb) = operand(rng, shapes[0], dtype, la), operand(rng, shapes[1], dtype, lb)
-    try:
-        want = np.matmul(na, nb)
-    except ValueError:  # NumPy refuses some broadcasts we did not draw
-        pytest.skip("shapes NumPy refuses")
+    want = np.matmul(na, nb)
     k = shapes[0][-1]
     check_close(ember.matmul(ea, eb), want, k)
     check_close(ea @ eb, want, k)
@@ -202,7 +199,7 @@ def test_out_receives_the_result():
     version = out._version
     assert ember.mm(a, b, out=out) is out
     assert out.tolist() == [[3.0] * 4] * 2
-    assert out._version > version
+    assert out._version == version + 1
     assert ember.matmul(a, b, out=out) is out
     c = ember.zeros(4)
     assert ember.addmm(c, a, b, beta=1, alpha=2, out=out) is out
@@ -249,7 +246,7 @@ def test_addmm_in_place():
     version = c._version
     assert c.addmm_(ember.ones(2, 3), ember.ones(3, 2), beta=2, alpha=1) is c
     assert c.tolist() == [[5.0, 5.0]] * 2
-    assert c._version > version
+    assert c._version == version + 1
     b = ember.zeros(2, 2, 2)
     b.baddbmm_(ember.ones(2, 2, 3), ember.ones(2, 3, 2))
     assert b.tolist() == [[[3.0, 3.0]] * 2] * 2

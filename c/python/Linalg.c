@@ -305,7 +305,7 @@ expand_batch(THTensor *tensor, int nbatch, const int64_t *batch)
 }
 
 /* Builds the product of a (ndim >= 1) and b (ndim >= 1) whose shapes the
- * caller has checked.  `batch` receives the broadcast batch shape. */
+ * caller has checked.  Returns 0, or -1 with a Python exception. */
 static int
 product_init(Product *p, THTensor *a_in, THTensor *b_in)
 {
@@ -376,12 +376,20 @@ new_gemm_view(const Product *p, THTensor *result)
     return view;
 }
 
+/* Whether the addend is copied into the result first (beta == 0 ignores
+ * it, NaNs included, as in PyTorch). */
+static bool
+adds_init(THTensor *init, THScalar beta)
+{
+    return init != NULL && !scalar_is_zero(beta);
+}
+
 /* target = beta * init + alpha * a @ b (init NULL: no addend). */
 static int
 run_gemm(const Product *p, THTensor *target, THTensor *init, THScalar beta,
          THScalar alpha)
 {
-    bool add_init = init != NULL && !scalar_is_zero(beta);
+    bool add_init = adds_init(init, beta);
     if (add_init && THTensor_copy(target, init) < 0) {
         return -1;
     }
@@ -485,8 +493,8 @@ run_product(const Product *p, THTensor *init, THScalar beta, THScalar alpha,
             status = THTensor_copy(out, target); /* bumps the version */
         }
         THTensor_release(target);
-    } else if (status == 0) {
-        THTensor_bumpVersion(out);
+    } else if (status == 0 && !adds_init(init, beta)) {
+        THTensor_bumpVersion(out); /* (copying the addend in bumped it) */
     }
     if (status < 0) {
         return THPUtils_setErrorFromTH();
