@@ -695,18 +695,17 @@ mv_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 }
 THP_DEFINE_OP(mv)
 
-/* dot and vdot: for real dtypes vdot's conjugation is the identity. */
+/* dot and vdot: for real dtypes vdot's conjugation is the identity.
+ * `other_name` is the second argument's name: "tensor" for dot, "other"
+ * for vdot (PyTorch's). */
 static PyObject *
-dot_like(const char *fname, PyObject *input, PyObject *const *args,
-         Py_ssize_t nargs, PyObject *kwnames)
+dot_like(const char *fname, const char *other_name, PyObject *input,
+         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const char *const names[] = {"other", "out"};
-    static const char *const dot_names[] = {"tensor", "out"};
+    const char *const names[] = {other_name, "out"};
     PyObject *objs[2];
     THTensor *other;
-    if (parse_op_args(fname, args, nargs, kwnames,
-                      strcmp(fname, "dot") == 0 ? dot_names : names, 2, 1,
-                      objs, &other)
+    if (parse_op_args(fname, args, nargs, kwnames, names, 2, 1, objs, &other)
         < 0) {
         return NULL;
     }
@@ -721,7 +720,7 @@ static PyObject *
 dot_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames)
 {
-    return dot_like("dot", input, args, nargs, kwnames);
+    return dot_like("dot", "tensor", input, args, nargs, kwnames);
 }
 THP_DEFINE_OP(dot)
 
@@ -729,7 +728,7 @@ static PyObject *
 vdot_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    return dot_like("vdot", input, args, nargs, kwnames);
+    return dot_like("vdot", "other", input, args, nargs, kwnames);
 }
 THP_DEFINE_OP(vdot)
 
