@@ -305,7 +305,7 @@ expand_batch(THTensor *tensor, int nbatch, const int64_t *batch)
 }
 
 /* Builds the product of a (ndim >= 1) and b (ndim >= 1) whose shapes the
- * caller has checked.  `batch` receives the broadcast batch shape. */
+ * caller has checked.  Returns 0, or -1 with a Python exception. */
 static int
 product_init(Product *p, THTensor *a_in, THTensor *b_in)
 {
@@ -376,12 +376,20 @@ new_gemm_view(const Product *p, THTensor *result)
     return view;
 }
 
+/* Whether the addend is copied into the result first (beta == 0 ignores
+ * it, NaNs included, as in PyTorch). */
+static bool
+adds_init(THTensor *init, THScalar beta)
+{
+    return init != NULL && !scalar_is_zero(beta);
+}
+
 /* target = beta * init + alpha * a @ b (init NULL: no addend). */
 static int
 run_gemm(const Product *p, THTensor *target, THTensor *init, THScalar beta,
          THScalar alpha)
 {
-    bool add_init = init != NULL && !scalar_is_zero(beta);
+    bool add_init = adds_init(init, beta);
     if (add_init && THTensor_copy(target, init) < 0) {
         return -1;
     }
@@ -485,8 +493,8 @@ run_product(const Product *p, THTensor *init, THScalar beta, THScalar alpha,
             status = THTensor_copy(out, target); /* bumps the version */
         }
         THTensor_release(target);
-    } else if (status == 0) {
-        THTensor_bumpVersion(out);
+    } else if (status == 0 && !adds_init(init, beta)) {
+        THTensor_bumpVersion(out); /* (copying the addend in bumped it) */
     }
     if (status < 0) {
         return THPUtils_setErrorFromTH();
@@ -687,18 +695,17 @@ mv_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 }
 THP_DEFINE_OP(mv)
 
-/* dot and vdot: for real dtypes vdot's conjugation is the identity. */
+/* dot and vdot: for real dtypes vdot's conjugation is the identity.
+ * `other_name` is the second argument's name: "tensor" for dot, "other"
+ * for vdot (PyTorch's). */
 static PyObject *
-dot_like(const char *fname, PyObject *input, PyObject *const *args,
-         Py_ssize_t nargs, PyObject *kwnames)
+dot_like(const char *fname, const char *other_name, PyObject *input,
+         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const char *const names[] = {"other", "out"};
-    static const char *const dot_names[] = {"tensor", "out"};
+    const char *const names[] = {other_name, "out"};
     PyObject *objs[2];
     THTensor *other;
-    if (parse_op_args(fname, args, nargs, kwnames,
-                      strcmp(fname, "dot") == 0 ? dot_names : names, 2, 1,
-                      objs, &other)
+    if (parse_op_args(fname, args, nargs, kwnames, names, 2, 1, objs, &other)
         < 0) {
         return NULL;
     }
@@ -713,7 +720,7 @@ static PyObject *
 dot_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames)
 {
-    return dot_like("dot", input, args, nargs, kwnames);
+    return dot_like("dot", "tensor", input, args, nargs, kwnames);
 }
 THP_DEFINE_OP(dot)
 
@@ -721,7 +728,7 @@ static PyObject *
 vdot_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    return dot_like("vdot", input, args, nargs, kwnames);
+    return dot_like("vdot", "other", input, args, nargs, kwnames);
 }
 THP_DEFINE_OP(vdot)
 

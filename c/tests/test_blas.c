@@ -208,6 +208,26 @@ test_gemm_every_layout(void)
     }
 }
 
+/* Matrix-vector shapes (m == 1 or n == 1, and dot products) take their
+ * own path: dot products over contiguous rows, or scaled columns. */
+static void
+test_gemv_shapes_every_layout(void)
+{
+    static const int64_t shapes[][3] = {
+        {1, 70, 90}, {90, 1, 70}, {1, 1, 333}, {1, 1, 0}, {5, 1, 3}};
+    for (int s = 0; s < 5; s++) {
+        for (int la = 0; la < NUM_LAYOUTS; la++) {
+            for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
+                int layouts[3] = {la, lb, (la + lb) % NUM_LAYOUTS};
+                check_case(TH_Float32, shapes[s][0], shapes[s][1],
+                           shapes[s][2], layouts, 1, 0);
+                check_case(TH_Float64, shapes[s][0], shapes[s][1],
+                           shapes[s][2], layouts, 0.5, 2);
+            }
+        }
+    }
+}
+
 /* Large enough to split into bands over two threads, both ways. */
 static void
 test_gemm_two_threads(void)
@@ -218,6 +238,7 @@ test_gemm_two_threads(void)
     int mixed[3] = {LAYOUT_COLS, LAYOUT_STEPPED, LAYOUT_COLS};
     check_case(TH_Float32, 150, 70, 40, rows, 1, 0);  /* row bands */
     check_case(TH_Float64, 40, 170, 50, mixed, 0.5, 2); /* column bands */
+    check_case(TH_Float32, 3000, 1, 100, rows, 1, 0);   /* gemv bands */
     CHECK_OK(THParallel_setNumThreads(saved));
 }
 
@@ -279,6 +300,28 @@ test_gemm_empty_k(void)
     CHECK_EQ_DBL(big[0], 0);
     CHECK_EQ_DBL(big[9999], 0);
     free(big);
+}
+
+/* alpha == 0: A and B are not read, so their NaNs do not reach C. */
+static void
+test_gemm_zero_alpha_skips_the_product(void)
+{
+    for (int size = 2; size <= 64; size *= 32) { /* row-wise, packed */
+        double *nans = malloc((size_t)(size * size) * sizeof(double));
+        double *c = malloc((size_t)(size * size) * sizeof(double));
+        for (int i = 0; i < size * size; i++) {
+            nans[i] = NAN;
+            c[i] = 1;
+        }
+        THBlasMatrix a = {(char *)nans, size, 1}, mc = {(char *)c, size, 1};
+        CHECK_OK(THBlas_gemm(TH_Float64, size, size, size,
+                             THScalar_fromInt(0), a, a,
+                             THScalar_fromDouble(2), mc));
+        CHECK_EQ_DBL(c[0], 2);
+        CHECK_EQ_DBL(c[size * size - 1], 2);
+        free(nans);
+        free(c);
+    }
 }
 
 static void
@@ -353,10 +396,12 @@ test_gemm_tensor_batches(void)
 TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_floating_matches_naive),
     TH_TEST(test_gemm_every_layout),
+    TH_TEST(test_gemv_shapes_every_layout),
     TH_TEST(test_gemm_two_threads),
     TH_TEST(test_gemm_integer_dtypes),
     TH_TEST(test_gemm_integer_wraps),
     TH_TEST(test_gemm_empty_k),
+    TH_TEST(test_gemm_zero_alpha_skips_the_product),
     TH_TEST(test_gemm_kernel_selection),
     TH_TEST(test_gemm_tensor_batches),
     TH_TEST_END,

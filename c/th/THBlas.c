@@ -1,6 +1,8 @@
 /*
- * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64 and
- * a simple row-wise kernel for the other dtypes.  See THBlas.h.
+ * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64
+ * matrix products, unpacked dot/axpy kernels for their matrix-vector
+ * shapes, and a simple row-wise kernel for small products and the other
+ * dtypes.  See THBlas.h.
  *
  * Note [GEMM blocking]
  * ~~~~~~~~~~~~~~~~~~~~
@@ -34,7 +36,8 @@
  * MR is 6 in every family and NR is two vectors, so 12 accumulators, two B
  * vectors and one broadcast use 15 of the 16 (AVX2) or 32 (AVX-512)
  * vector registers.  The packing and loop code is shared: it takes NR from
- * the family in use.
+ * the family in use.  The matrix-vector kernels (dot, dot4, axpy4) come in
+ * the same three builds.
  */
 #include "THBlas.h"
 
@@ -134,6 +137,100 @@ TH_DEFINE_MICROKERNEL(float, v16sf, avx512, TH_TARGET_AVX512)
 TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
 #endif
 
+/* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
+ * the compiler does not vectorise a floating-point sum by itself, since
+ * that reorders the additions. */
+#define TH_DEFINE_DOT(T, VT, family, target_attr)                          \
+    target_attr static T dot_##T##_##family(int64_t k, const T *x,         \
+                                            const T *y)                    \
+    {                                                                      \
+        enum { VLEN = sizeof(VT) / sizeof(T) };                            \
+        VT acc[4] = {{0}, {0}, {0}, {0}};                                  \
+        int64_t p = 0;                                                     \
+        for (; p + 4 * VLEN <= k; p += 4 * VLEN) {                         \
+            for (int u = 0; u < 4; u++) {                                  \
+                VT xv, yv;                                                 \
+                memcpy(&xv, x + p + u * VLEN, sizeof(VT));                 \
+                memcpy(&yv, y + p + u * VLEN, sizeof(VT));                 \
+                acc[u] += xv * yv;                                         \
+            }                                                              \
+        }                                                                  \
+        VT total = (acc[0] + acc[1]) + (acc[2] + acc[3]);                  \
+        T sum = 0;                                                         \
+        for (int i = 0; i < VLEN; i++) {                                   \
+            sum += total[i];                                               \
+        }                                                                  \
+        for (; p < k; p++) {                                               \
+            sum += x[p] * y[p];                                            \
+        }                                                                  \
+        return sum;                                                        \
+    }
+
+/* out[r] = sum_p rows[r][p] * x[p] for four contiguous rows at once: each
+ * vector of x is loaded once for four rows. */
+#define TH_DEFINE_DOT4(T, VT, family, target_attr)                         \
+    target_attr static void dot4_##T##_##family(                          \
+        int64_t k, const T *const *rows, const T *x, T *out)               \
+    {                                                                      \
+        enum { VLEN = sizeof(VT) / sizeof(T) };                            \
+        VT acc[4][2];                                                      \
+        for (int r = 0; r < 4; r++) {                                      \
+            acc[r][0] = acc[r][1] = (VT){0};                               \
+        }                                                                  \
+        int64_t p = 0;                                                     \
+        for (; p + 2 * VLEN <= k; p += 2 * VLEN) {                         \
+            VT x0, x1;                                                     \
+            memcpy(&x0, x + p, sizeof(VT));                                \
+            memcpy(&x1, x + p + VLEN, sizeof(VT));                         \
+            for (int r = 0; r < 4; r++) {                                  \
+                VT r0, r1;                                                 \
+                memcpy(&r0, rows[r] + p, sizeof(VT));                      \
+                memcpy(&r1, rows[r] + p + VLEN, sizeof(VT));               \
+                acc[r][0] += r0 * x0;                                      \
+                acc[r][1] += r1 * x1;                                      \
+            }                                                              \
+        }                                                                  \
+        for (int r = 0; r < 4; r++) {                                      \
+            VT total = acc[r][0] + acc[r][1];                              \
+            T sum = 0;                                                     \
+            for (int i = 0; i < VLEN; i++) {                               \
+                sum += total[i];                                           \
+            }                                                              \
+            for (int64_t q = p; q < k; q++) {                              \
+                sum += rows[r][q] * x[q];                                  \
+            }                                                              \
+            out[r] = sum;                                                  \
+        }                                                                  \
+    }
+
+/* y[j] += s[0] * cols[0][j] + ... + s[3] * cols[3][j] over contiguous
+ * columns: y is read and written once for four columns.  A plain loop the
+ * compiler vectorises for the function's target. */
+#define TH_DEFINE_AXPY4(T, family, target_attr)                            \
+    target_attr static void axpy4_##T##_##family(                          \
+        int64_t n, const T *s, const T *const *cols, T *y)                 \
+    {                                                                      \
+        const T *c0 = cols[0], *c1 = cols[1], *c2 = cols[2], *c3 = cols[3]; \
+        T s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];                      \
+        for (int64_t j = 0; j < n; j++) {                                  \
+            y[j] += s0 * c0[j] + s1 * c1[j] + s2 * c2[j] + s3 * c3[j];     \
+        }                                                                  \
+    }
+
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, family, target_attr) \
+    TH_DEFINE_DOT(T, VT, family, target_attr)                \
+    TH_DEFINE_DOT4(T, VT, family, target_attr)               \
+    TH_DEFINE_AXPY4(T, family, target_attr)
+
+TH_DEFINE_VECTOR_KERNELS(float, v4sf, generic, TH_NO_TARGET)
+TH_DEFINE_VECTOR_KERNELS(double, v2df, generic, TH_NO_TARGET)
+#if defined(__x86_64__)
+TH_DEFINE_VECTOR_KERNELS(float, v8sf, avx2, TH_TARGET_AVX2)
+TH_DEFINE_VECTOR_KERNELS(double, v4df, avx2, TH_TARGET_AVX2)
+TH_DEFINE_VECTOR_KERNELS(float, v16sf, avx512, TH_TARGET_AVX512)
+TH_DEFINE_VECTOR_KERNELS(double, v8df, avx512, TH_TARGET_AVX512)
+#endif
+
 typedef void (*UKernel_float)(int64_t, const float *, const float *, float,
                               float, float *, int64_t, int64_t, int, int);
 typedef void (*UKernel_double)(int64_t, const double *, const double *,
@@ -146,18 +243,32 @@ typedef struct {
     int nr_float, nr_double;
     UKernel_float ukernel_float;
     UKernel_double ukernel_double;
+    float (*dot_float)(int64_t, const float *, const float *);
+    double (*dot_double)(int64_t, const double *, const double *);
+    void (*dot4_float)(int64_t, const float *const *, const float *,
+                       float *);
+    void (*dot4_double)(int64_t, const double *const *, const double *,
+                        double *);
+    void (*axpy4_float)(int64_t, const float *, const float *const *,
+                        float *);
+    void (*axpy4_double)(int64_t, const double *, const double *const *,
+                         double *);
 } KernelFamily;
+
+#define TH_VECTOR_KERNELS(family)                                          \
+    dot_float_##family, dot_double_##family, dot4_float_##family,          \
+        dot4_double_##family, axpy4_float_##family, axpy4_double_##family
 
 /* Best first. */
 static const KernelFamily kernel_families[] = {
 #if defined(__x86_64__)
     {"avx512", {"avx512f", "fma"}, 32, 16, ukernel_float_avx512,
-     ukernel_double_avx512},
+     ukernel_double_avx512, TH_VECTOR_KERNELS(avx512)},
     {"avx2", {"avx2", "fma"}, 16, 8, ukernel_float_avx2,
-     ukernel_double_avx2},
+     ukernel_double_avx2, TH_VECTOR_KERNELS(avx2)},
 #endif
     {"generic", {NULL, NULL}, 8, 4, ukernel_float_generic,
-     ukernel_double_generic},
+     ukernel_double_generic, TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
     ((int)(sizeof(kernel_families) / sizeof(kernel_families[0])))
@@ -258,6 +369,14 @@ scalar_as_int64(THScalar s)
     default:
         return (int64_t)s.value.d;
     }
+}
+
+static bool
+scalar_is_zero(THScalar s)
+{
+    return s.dtype == TH_Bool ? !s.value.b
+           : s.dtype == TH_Int64 ? s.value.i == 0
+                                 : s.value.d == 0;
 }
 
 /* ---- the row-wise kernel: every dtype ---------------------------------------
@@ -499,6 +618,93 @@ TH_DEFINE_PACKING(double)
 TH_DEFINE_BLOCKED_GEMM(float)
 TH_DEFINE_BLOCKED_GEMM(double)
 
+/* C^T = B^T @ A^T: the same product with rows and columns swapped. */
+static GemmArgs
+transposed_product(const GemmArgs *g)
+{
+    GemmArgs t = *g;
+    t.m = g->n;
+    t.n = g->m;
+    t.a = THBlasMatrix_transposed(g->b);
+    t.b = THBlasMatrix_transposed(g->a);
+    t.c = THBlasMatrix_transposed(g->c);
+    return t;
+}
+
+/* Matrix-vector products (m == 1 or n == 1) read each element of the
+ * matrix once, so packing would only add traffic.  As a column c (m x 1)
+ * = A (m x k) @ b (k x 1), they run
+ *   - over contiguous rows of A: one dot product per output, four rows at
+ *     a time (each vector of b loaded once for four rows);
+ *   - over contiguous columns of A: c = sum_p b[p] * A[:, p], four columns
+ *     at a time (c read and written once for four columns);
+ *   - otherwise as the row-wise kernel on the transposed product. */
+#define TH_DEFINE_GEMV(T, Name)                                            \
+    static void gemv_rows_##T(const GemmArgs *g, T alpha, T beta)          \
+    {                                                                      \
+        const KernelFamily *family = current_family();                    \
+        const T *b = (const T *)g->b.data;                                 \
+        int64_t i = 0;                                                     \
+        for (; i < g->m; i += 4) {                                         \
+            int rows = (int)min64(4, g->m - i);                            \
+            const T *row[4];                                               \
+            T sum[4];                                                      \
+            for (int r = 0; r < 4; r++) {                                  \
+                row[r] = (const T *)g->a.data                              \
+                         + (i + (r < rows ? r : 0)) * g->a.row_stride;     \
+            }                                                              \
+            if (rows == 4) {                                               \
+                family->dot4_##T(g->k, row, b, sum);                       \
+            } else {                                                       \
+                for (int r = 0; r < rows; r++) {                           \
+                    sum[r] = family->dot_##T(g->k, row[r], b);             \
+                }                                                          \
+            }                                                              \
+            for (int r = 0; r < rows; r++) {                               \
+                T *out = (T *)g->c.data + (i + r) * g->c.row_stride;       \
+                *out = beta == 0 ? alpha * sum[r]                          \
+                                 : alpha * sum[r] + beta * *out;           \
+            }                                                              \
+        }                                                                  \
+    }                                                                      \
+    static void gemv_columns_##T(const GemmArgs *g, T alpha, T beta)       \
+    {                                                                      \
+        const KernelFamily *family = current_family();                    \
+        T *c = (T *)g->c.data;                                             \
+        for (int64_t i = 0; i < g->m; i++) {                               \
+            c[i] = beta == 0 ? (T)0 : beta * c[i];                         \
+        }                                                                  \
+        const T *b = (const T *)g->b.data;                                 \
+        for (int64_t p = 0; p < g->k; p += 4) {                            \
+            const T *col[4];                                               \
+            T scale[4];                                                    \
+            for (int q = 0; q < 4; q++) {                                  \
+                bool real = p + q < g->k; /* pad with zero-scaled copies */ \
+                int64_t pq = real ? p + q : p;                             \
+                col[q] = (const T *)g->a.data + pq * g->a.col_stride;      \
+                scale[q] = real ? alpha * b[pq * g->b.row_stride] : (T)0;  \
+            }                                                              \
+            family->axpy4_##T(g->m, scale, col, c);                        \
+        }                                                                  \
+    }                                                                      \
+    static void gemv_##T(const GemmArgs *g_in)                             \
+    {                                                                      \
+        GemmArgs g = g_in->n == 1 ? *g_in : transposed_product(g_in);      \
+        T alpha = (T)scalar_as_double(g.alpha);                            \
+        T beta = (T)scalar_as_double(g.beta);                              \
+        if (g.a.col_stride == 1 && g.b.row_stride == 1) {                  \
+            gemv_rows_##T(&g, alpha, beta);                                \
+        } else if (g.a.row_stride == 1 && g.c.row_stride == 1) {           \
+            gemv_columns_##T(&g, alpha, beta);                             \
+        } else {                                                           \
+            GemmArgs t = transposed_product(&g);                           \
+            gemm_rowwise_##Name(&t);                                       \
+        }                                                                  \
+    }
+
+TH_DEFINE_GEMV(float, Float32)
+TH_DEFINE_GEMV(double, Float64)
+
 /* ---- drivers ---------------------------------------------------------------- */
 
 static bool
@@ -517,7 +723,8 @@ nr_for(THDtype dtype)
 static bool
 needs_packing(THDtype dtype, const GemmArgs *g)
 {
-    return is_packed_dtype(dtype) && g->m * g->n * g->k >= GEMM_SMALL_WORK;
+    return is_packed_dtype(dtype) && g->m > 1 && g->n > 1
+           && g->m * g->n * g->k >= GEMM_SMALL_WORK;
 }
 
 static bool
@@ -535,6 +742,14 @@ static bool
 gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
 {
     if (g->m == 0 || g->n == 0) {
+        return true;
+    }
+    if (is_packed_dtype(dtype) && (g->m == 1 || g->n == 1)) {
+        if (dtype == TH_Float32) {
+            gemv_float(g);
+        } else {
+            gemv_double(g);
+        }
         return true;
     }
     if (!needs_packing(dtype, g)) {
@@ -608,6 +823,9 @@ int
 THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
             THBlasMatrix a, THBlasMatrix b, THScalar beta, THBlasMatrix c)
 {
+    if (scalar_is_zero(alpha)) {
+        k = 0; /* A and B are not read (THBlas.h) */
+    }
     GemmArgs g = {m, n, k, alpha, beta, a, b, c};
     if (!is_packed_dtype(dtype) || work_of(m, n, k) < GEMM_PARALLEL_WORK) {
         return gemm_one_thread(dtype, &g, NULL) ? 0 : out_of_memory();
@@ -665,6 +883,9 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
                    const int64_t *b_offsets, THScalar beta, THBlasMatrix c,
                    const int64_t *c_offsets)
 {
+    if (scalar_is_zero(alpha)) {
+        k = 0; /* A and B are not read (THBlas.h) */
+    }
     int64_t work = work_of(m, n, k);
     if (work >= GEMM_PARALLEL_WORK) {
         int itemsize = THDtype_itemsize(dtype);

@@ -19,7 +19,8 @@
  * B[p,j].
  *
  * beta == 0 means C is only written, never read: NaNs already in C do not
- * propagate (BLAS's rule).  k == 0 gives C = beta * C.
+ * propagate; likewise alpha == 0 means A and B are not read (BLAS's rules,
+ * which PyTorch follows).  k == 0 gives C = beta * C.
  */
 #ifndef TH_BLAS_H
 #define TH_BLAS_H
