@@ -167,8 +167,17 @@ extern PyMappingMethods THPVariable_as_mapping;
  * THPVariable_<family>_methods (merged into the tensor type's methods by
  * Variable.c).
  */
+/* The input check of the function form, for hand-written entry points:
+ * args[0] (borrowed) when it is a tensor, else NULL with a TypeError. */
 PyObject *THPUtils_checkOpInput(const char *fname, PyObject *const *args,
                                 Py_ssize_t nargs);
+typedef PyObject *(*THPOpImpl)(PyObject *input, PyObject *const *args,
+                               Py_ssize_t nargs, PyObject *kwnames);
+/* The function form: finds `input` (first positional, or the keyword
+ * input=), checks it is a tensor and calls impl with the rest. */
+PyObject *THPUtils_callOpFunction(const char *fname, THPOpImpl impl,
+                                  PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames);
 
 #define THP_DEFINE_OP(name)                                                  \
     static PyObject *THPFunction_##name(PyObject *module,                    \
@@ -176,10 +185,8 @@ PyObject *THPUtils_checkOpInput(const char *fname, PyObject *const *args,
                                         Py_ssize_t nargs, PyObject *kwnames) \
     {                                                                        \
         (void)module;                                                        \
-        if (THPUtils_checkOpInput(#name, args, nargs) == NULL) {             \
-            return NULL;                                                     \
-        }                                                                    \
-        return name##_impl(args[0], args + 1, nargs - 1, kwnames);           \
+        return THPUtils_callOpFunction(#name, name##_impl, args, nargs,      \
+                                       kwnames);                             \
     }                                                                        \
     static PyObject *THPMethod_##name(PyObject *self, PyObject *const *args, \
                                       Py_ssize_t nargs, PyObject *kwnames)   \

@@ -329,6 +329,67 @@ THPDevice_Parse(PyObject *obj, THDeviceType *out)
     return status;
 }
 
+static PyObject *
+check_op_input(const char *fname, PyObject *input)
+{
+    if (!THPVariable_Check(input)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'input' (position 1) must be Tensor, "
+                     "not %.100s",
+                     fname, Py_TYPE(input)->tp_name);
+        return NULL;
+    }
+    return input;
+}
+
+/* The rare call ember.op(input=t, ...): moves `input` out of the keywords
+ * (vectorcall keeps keyword values after the positionals, named by
+ * kwnames) and calls impl with the others. */
+static PyObject *
+call_with_input_keyword(const char *fname, THPOpImpl impl,
+                        PyObject *const *args, PyObject *kwnames)
+{
+    enum { MAX_KEYWORDS = 16 };
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t at = -1;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k),
+                                             "input") == 0) {
+            at = k;
+        }
+    }
+    if (at < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() missing required argument 'input' (pos 1)", fname);
+        return NULL;
+    }
+    if (nkw > MAX_KEYWORDS) {
+        PyErr_Format(PyExc_TypeError, "%s() got too many keyword arguments",
+                     fname);
+        return NULL;
+    }
+    PyObject *input = check_op_input(fname, args[at]);
+    if (input == NULL) {
+        return NULL;
+    }
+    PyObject *rest[MAX_KEYWORDS]; /* borrowed */
+    PyObject *rest_names = PyTuple_New(nkw - 1);
+    if (rest_names == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t k = 0, j = 0; k < nkw; k++) {
+        if (k != at) {
+            rest[j] = args[k];
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+            PyTuple_SET_ITEM(rest_names, j, Py_NewRef(name));
+            j++;
+        }
+    }
+    PyObject *result = impl(input, rest, 0, nkw > 1 ? rest_names : NULL);
+    Py_DECREF(rest_names);
+    return result;
+}
+
 PyObject *
 THPUtils_checkOpInput(const char *fname, PyObject *const *args,
                       Py_ssize_t nargs)
@@ -338,12 +399,19 @@ THPUtils_checkOpInput(const char *fname, PyObject *const *args,
                      "%s() missing required argument 'input' (pos 1)", fname);
         return NULL;
     }
-    if (!THPVariable_Check(args[0])) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'input' (position 1) must be Tensor, "
-                     "not %.100s",
-                     fname, Py_TYPE(args[0])->tp_name);
+    return check_op_input(fname, args[0]);
+}
+
+PyObject *
+THPUtils_callOpFunction(const char *fname, THPOpImpl impl,
+                        PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames)
+{
+    if (nargs < 1) {
+        return call_with_input_keyword(fname, impl, args, kwnames);
+    }
+    if (check_op_input(fname, args[0]) == NULL) {
         return NULL;
     }
-    return args[0];
+    return impl(args[0], args + 1, nargs - 1, kwnames);
 }
