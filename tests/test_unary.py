@@ -491,6 +491,35 @@ def test_domain_errors_and_signed_zeros():
     assert np.isnan(ember.relu(ember.tensor([math.nan])).item())
 
 
+def _ulp_error(got, exact, np_dtype):
+    """|got - exact| in units of the last place of exact rounded to np_dtype
+    (subnormal results count in units of the smallest subnormal)."""
+    rounded = exact.astype(np_dtype)
+    ulp = np.spacing(np.abs(rounded)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - exact) / ulp
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("name", ["exp", "sigmoid"])
+def test_float32_exp_and_sigmoid_within_a_few_ulp(name):
+    # exp is evaluated by a polynomial for float32 (Note [Vectorisable exp]
+    # in c/th/THUnary.c): sweep its whole finite range densely, subnormal
+    # results and the overflow edge included
+    x = np.concatenate([np.linspace(-104, 89, 400_001, dtype=np.float32),
+                        np.float32(88.72283) + np.arange(-8, 8, dtype=np.float32) * 1e-5,
+                        np.float32(-87.33654) + np.arange(-8, 8, dtype=np.float32) * 1e-5])
+    got = np.asarray(getattr(ember, name)(ember.tensor(x)))
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        exact = np.exp(x64) if name == "exp" else _sigmoid(x64)
+        rounded = exact.astype(np.float32)
+    finite = np.isfinite(rounded)
+    np.testing.assert_array_equal(got[~finite], rounded[~finite])
+    # expf itself is within 0.5 ulp; sigmoid adds a division and a sum
+    bound = {"exp": 1.5, "sigmoid": 2.5}[name]
+    assert _ulp_error(got[finite], exact[finite], np.float32).max() <= bound
+
+
 def test_round_is_half_to_even():
     x = ember.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49999997], dtype=ember.float32)
     assert ember.round(x).tolist() == [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 4.0, 0.0]

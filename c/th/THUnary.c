@@ -17,6 +17,7 @@
 
 #include <float.h>
 #include <stdio.h>
+#include <string.h>
 #include <tgmath.h>
 
 /* ---- per-op facts ---------------------------------------------------------- */
@@ -98,15 +99,119 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
  * are written (scalar_t)0.5 (integer constants like 1 are harmless).
  */
 
+/* ---- a vectorisable float32 exp ----------------------------------------------
+ *
+ * Note [Vectorisable exp]
+ * ~~~~~~~~~~~~~~~~~~~~~~~
+ * gcc never vectorises a loop that calls expf (without -ffast-math it has
+ * no vector exp to call), and exp dominates exp, sigmoid and silu.  So for
+ * float32 we evaluate exp with plain arithmetic, which gcc does vectorise
+ * (4 lanes with the baseline SSE2), about 5x faster than expf here:
+ *   exp(x) = 2^n * exp(r),  n = round(x / ln 2),  r = x - n ln 2 in
+ *   [-ln2/2, ln2/2] (ln 2 split in two so n * ln2_hi is exact),
+ *   exp(r) by Cephes' degree-6 polynomial,
+ *   2^n built from its exponent bits, as 2^(n/2) * 2^(n - n/2) so both
+ *   factors are normal floats and results that overflow to inf or fall
+ *   into the subnormals come out right.
+ * Measured against exp() in double over 23M float32 inputs: at most 0.98
+ * ulp (expf: 0.5); nan, +-inf and the overflow/underflow edges as expf.
+ * Conditionals are written as bitwise selects: under -ftrapping-math (the
+ * default) gcc will not turn `c ? a * b : a` on floats into vector code.
+ */
+
+static inline uint32_t
+float_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof(b));
+    return b;
+}
+
+static inline float
+bits_float(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof(f));
+    return f;
+}
+
+static inline uint64_t
+double_bits(double f)
+{
+    uint64_t b;
+    memcpy(&b, &f, sizeof(b));
+    return b;
+}
+
+static inline double
+bits_double(uint64_t b)
+{
+    double f;
+    memcpy(&f, &b, sizeof(f));
+    return f;
+}
+
+/* cond ? a : b, branch-free (Note [Vectorisable exp]). */
+static inline float
+select_Float32(bool cond, float a, float b)
+{
+    uint32_t mask = -(uint32_t)cond;
+    return bits_float((float_bits(a) & mask) | (float_bits(b) & ~mask));
+}
+
+static inline double
+select_Float64(bool cond, double a, double b)
+{
+    uint64_t mask = -(uint64_t)cond;
+    return bits_double((double_bits(a) & mask) | (double_bits(b) & ~mask));
+}
+
+static inline float
+exp_Float32(float x)
+{
+    /* beyond +-150 the result is inf or 0 anyway; this keeps n small */
+    x = select_Float32(x > 150.0f, 150.0f, x);
+    x = select_Float32(x < -150.0f, -150.0f, x);
+    /* adding 1.5 * 2^23 rounds x / ln 2 to an integer held in the low
+     * mantissa bits of t */
+    const float shifter = 12582912.0f;
+    float t = x * 1.44269504088896341f + shifter;
+    float n = t - shifter;
+    int32_t ni = (int32_t)(float_bits(t) - float_bits(shifter));
+    float r = x - n * 0.693359375f;   /* ln 2, high bits: n * it is exact */
+    r = r - n * -2.12194440e-4f;      /* ln 2, the rest */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    int32_t n1 = ni / 2, n2 = ni - n1;
+    float s1 = bits_float((uint32_t)(n1 + 127) << 23);
+    float s2 = bits_float((uint32_t)(n2 + 127) << 23);
+    return y * s1 * s2;
+}
+
+static inline double
+exp_Float64(double x)
+{
+    return exp(x);
+}
+
+#define vexp(x) _Generic((x), float: exp_Float32, double: exp_Float64)(x)
+#define select(c, a, b) \
+    _Generic((a), float: select_Float32, double: select_Float64)(c, a, b)
+
 /* sigmoid(x) = 1 / (1 + exp(-x)), evaluated through e = exp(-|x|), which
- * lies in (0, 1]: nothing overflows, and for very negative x the result
- * keeps its tiny value instead of flushing to zero. */
-#define TH_DEFINE_SIGMOID(Name, scalar_t)       \
-    static inline scalar_t sigmoid_##Name(scalar_t x) \
-    {                                           \
-        scalar_t e = exp(-fabs(x));             \
-        scalar_t r = 1 / (1 + e);               \
-        return x < 0 ? e * r : r;               \
+ * lies in (0, 1]: 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0.
+ * Nothing overflows, and for very negative x the result keeps its tiny
+ * value instead of flushing to zero. */
+#define TH_DEFINE_SIGMOID(Name, scalar_t)                 \
+    static inline scalar_t sigmoid_##Name(scalar_t x)     \
+    {                                                     \
+        scalar_t e = vexp(-fabs(x));                      \
+        return select(x < 0, e, (scalar_t)1) / (1 + e);   \
     }
 TH_DEFINE_SIGMOID(Float32, float)
 TH_DEFINE_SIGMOID(Float64, double)
@@ -118,7 +223,7 @@ TH_DEFINE_SIGMOID(Float64, double)
 
 /* _(name, formula): float -> same float. */
 #define TH_FORALL_FLOAT_FORMULAS(_)                                          \
-    _(exp, exp(x))                                                           \
+    _(exp, vexp(x))                                                          \
     _(exp2, exp2(x))                                                         \
     _(expm1, expm1(x))                                                       \
     _(log, log(x))                                                           \
@@ -145,7 +250,7 @@ TH_DEFINE_SIGMOID(Float64, double)
       (scalar_t)0.5 * x                                                      \
           * (1 + tanh((scalar_t)GELU_TANH_K                                  \
                       * (x + (scalar_t)GELU_TANH_C * x * x * x))))           \
-    _(silu, x / (1 + exp(-x)))                                               \
+    _(silu, x / (1 + vexp(-x)))                                              \
     _(frac, x - trunc(x))                                                    \
     /* rint rounds half to even in the default rounding mode */              \
     _(round_decimals, p->divide ? rint(x / (scalar_t)p->ten_pow)             \
@@ -156,10 +261,11 @@ TH_DEFINE_SIGMOID(Float64, double)
     _(ceil, ceil(x))                                                         \
     _(round, rint(x))                                                        \
     _(trunc, trunc(x))                                                       \
-    _(nan_to_num, isnan(x)            ? (scalar_t)p->nan                     \
-                  : x == (scalar_t)INFINITY  ? (scalar_t)p->posinf           \
-                  : x == -(scalar_t)INFINITY ? (scalar_t)p->neginf           \
-                                             : x)                            \
+    _(nan_to_num,                                                            \
+      select(isnan(x), (scalar_t)p->nan,                                     \
+             select(x == (scalar_t)INFINITY, (scalar_t)p->posinf,            \
+                    select(x == -(scalar_t)INFINITY, (scalar_t)p->neginf,    \
+                           x))))                                             \
     /* written so that relu(nan) is nan and relu(-0.0) is -0.0 */            \
     _(relu, x < 0 ? 0 : x)                                                   \
     _(square, x * x)
@@ -190,6 +296,23 @@ TH_DEFINE_SIGMOID(Float64, double)
     _(extra, Int32, int32_t)               \
     _(extra, Int64, int64_t)
 
+/* Note [Vector clones]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * The build targets baseline x86-64 (SSE2, 4 floats a vector) so one
+ * binary runs everywhere.  gcc's target_clones compiles each loop twice,
+ * once more for x86-64-v3 (AVX2 + FMA: 8 floats a vector), and picks the
+ * copy for the running CPU when the library loads (an ifunc).  That more
+ * than doubles the speed of the vectorised loops (exp: 2.4 -> 0.9 ns an
+ * element) for about 300 KB of code.  FMA contracts a * b + c, so results
+ * may differ in the last bit between the two copies. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && __GNUC__ >= 12
+#define TH_VECTOR_CLONES \
+    __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TH_VECTOR_CLONES
+#endif
+
 /* ---- loops: unary_<name>_<Dtype>(data, strides, n, ctx) --------------------
  *
  * data[0] is the output (of out_t), data[1] the input (of in_t); they
@@ -197,6 +320,7 @@ TH_DEFINE_SIGMOID(Float64, double)
  * branch repeats the strided loop with constant strides so the compiler can
  * vectorise it (where the formula calls libm it stays a scalar call). */
 #define TH_DEFINE_UNARY_LOOP(name, formula, Dtype, in_t, out_t)          \
+    TH_VECTOR_CLONES                                                         \
     static void unary_##name##_##Dtype(char **data, const int64_t *strides, \
                                        int64_t n, void *ctx)                 \
     {                                                                        \
