@@ -500,23 +500,25 @@ def _ulp_error(got, exact, np_dtype):
 
 
 @pytest.mark.noleakcheck
-@pytest.mark.parametrize("name", ["exp", "sigmoid"])
-def test_float32_exp_and_sigmoid_within_a_few_ulp(name):
-    # exp is evaluated by a polynomial for float32 (Note [Vectorisable exp]
-    # in c/th/THUnary.c): sweep its whole finite range densely, subnormal
-    # results and the overflow edge included
+@pytest.mark.parametrize("name", ["exp", "sigmoid", "tanh"])
+def test_float32_exp_sigmoid_tanh_within_a_few_ulp(name):
+    # these are evaluated by polynomials for float32 (Note [Vectorisable
+    # exp] in c/th/THUnary.c): sweep exp's whole finite range densely,
+    # subnormal results and the overflow edge included
     x = np.concatenate([np.linspace(-104, 89, 400_001, dtype=np.float32),
+                        np.linspace(-1, 1, 100_001, dtype=np.float32),
                         np.float32(88.72283) + np.arange(-8, 8, dtype=np.float32) * 1e-5,
                         np.float32(-87.33654) + np.arange(-8, 8, dtype=np.float32) * 1e-5])
     got = np.asarray(getattr(ember, name)(ember.tensor(x)))
     x64 = x.astype(np.float64)
     with np.errstate(over="ignore"):
-        exact = np.exp(x64) if name == "exp" else _sigmoid(x64)
+        exact = {"exp": np.exp, "sigmoid": _sigmoid, "tanh": np.tanh}[name](x64)
         rounded = exact.astype(np.float32)
     finite = np.isfinite(rounded)
     np.testing.assert_array_equal(got[~finite], rounded[~finite])
-    # expf itself is within 0.5 ulp; sigmoid adds a division and a sum
-    bound = {"exp": 1.5, "sigmoid": 2.5}[name]
+    # expf itself is within 0.5 ulp (tanhf: 2.2); sigmoid adds a division
+    # and a sum
+    bound = {"exp": 1.5, "sigmoid": 2.5, "tanh": 2.0}[name]
     assert _ulp_error(got[finite], exact[finite], np.float32).max() <= bound
 
 
