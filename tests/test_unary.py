@@ -522,6 +522,20 @@ def test_float32_exp_sigmoid_tanh_within_a_few_ulp(name):
     assert _ulp_error(got[finite], exact[finite], np.float32).max() <= bound
 
 
+@pytest.mark.noleakcheck
+def test_float32_log_within_one_ulp_over_every_binade():
+    # every 4099th positive float32 bit pattern: subnormals to the largest
+    bits = np.arange(1, 0x7F800000, 4099, dtype=np.uint32)
+    x = np.concatenate([bits.view(np.float32), np.float32([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan])])
+    got = np.asarray(ember.log(ember.tensor(x)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = np.log(x.astype(np.float64))
+    finite = np.isfinite(exact)
+    assert _ulp_error(got[finite], exact[finite], np.float32).max() <= 1.0
+    assert got[-6:-3].tolist()[:2] == [-math.inf, -math.inf]
+    assert np.isnan(got[-4]) and got[-3] == math.inf and np.isnan(got[-2:]).all()
+
+
 def test_round_is_half_to_even():
     x = ember.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49999997], dtype=ember.float32)
     assert ember.round(x).tolist() == [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 4.0, 0.0]
