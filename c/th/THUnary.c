@@ -74,9 +74,10 @@ static LoopParams
 loop_params(const THUnaryArgs *args, THDtype dtype)
 {
     double max = dtype == TH_Float32 ? FLT_MAX : DBL_MAX;
-    int64_t exponent = args->decimals < 0 ? -args->decimals : args->decimals;
+    /* in double: -INT64_MIN would overflow an int64_t */
+    double exponent = fabs((double)args->decimals);
     LoopParams p = {
-        .ten_pow = saturate(pow(10.0, (double)exponent), dtype),
+        .ten_pow = saturate(pow(10.0, exponent), dtype),
         .divide = args->decimals < 0,
         .nan = saturate(args->nan, dtype),
         .posinf = args->has_posinf ? saturate(args->posinf, dtype) : max,
@@ -84,20 +85,6 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
     };
     return p;
 }
-
-/* ---- formulas ---------------------------------------------------------------
- *
- * Note [Unary formulas]
- * ~~~~~~~~~~~~~~~~~~~~~
- * Each formula is one C expression in `x`, the input element, of type
- * `scalar_t`, and `p`, the call's LoopParams.  The same expression is
- * compiled once per dtype.  <tgmath.h> makes the math functions
- * type-generic: exp(x) calls expf when x is a float and exp when it is a
- * double, so float32 is computed in float32 as PyTorch does.  That only
- * holds while every operand is a scalar_t: a bare constant like 0.5 is a
- * double and would silently promote the float32 computation, so constants
- * are written (scalar_t)0.5 (integer constants like 1 are harmless).
- */
 
 /* ---- a vectorisable float32 exp ----------------------------------------------
  *
@@ -286,6 +273,20 @@ TH_DEFINE_SIGMOID(Float32, float)
 TH_DEFINE_SIGMOID(Float64, double)
 #define stable_sigmoid(x) \
     _Generic((x), float: sigmoid_Float32, double: sigmoid_Float64)(x)
+
+/* ---- formulas ---------------------------------------------------------------
+ *
+ * Note [Unary formulas]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * Each formula is one C expression in `x`, the input element, of type
+ * `scalar_t`, and `p`, the call's LoopParams.  The same expression is
+ * compiled once per dtype.  <tgmath.h> makes the math functions
+ * type-generic: exp(x) calls expf when x is a float and exp when it is a
+ * double, so float32 is computed in float32 as PyTorch does.  That only
+ * holds while every operand is a scalar_t: a bare constant like 0.5 is a
+ * double and would silently promote the float32 computation, so constants
+ * are written (scalar_t)0.5 (integer constants like 1 are harmless).
+ */
 
 #define GELU_TANH_K 0.7978845608028654 /* sqrt(2 / pi) */
 #define GELU_TANH_C 0.044715
