@@ -256,7 +256,7 @@ log_Float64(double x)
 #define vexp(x) _Generic((x), float: exp_Float32, double: exp_Float64)(x)
 #define vlog(x) _Generic((x), float: log_Float32, double: log_Float64)(x)
 #define vtanh(x) _Generic((x), float: tanh_Float32, double: tanh_Float64)(x)
-#define select(c, a, b) \
+#define vselect(c, a, b) \
     _Generic((a), float: select_Float32, double: select_Float64)(c, a, b)
 
 /* sigmoid(x) = 1 / (1 + exp(-x)), evaluated through e = exp(-|x|), which
@@ -267,7 +267,7 @@ log_Float64(double x)
     static inline scalar_t sigmoid_##Name(scalar_t x)     \
     {                                                     \
         scalar_t e = vexp(-fabs(x));                      \
-        return select(x < 0, e, (scalar_t)1) / (1 + e);   \
+        return vselect(x < 0, e, (scalar_t)1) / (1 + e);  \
     }
 TH_DEFINE_SIGMOID(Float32, float)
 TH_DEFINE_SIGMOID(Float64, double)
@@ -332,10 +332,10 @@ TH_DEFINE_SIGMOID(Float64, double)
     _(round, rint(x))                                                        \
     _(trunc, trunc(x))                                                       \
     _(nan_to_num,                                                            \
-      select(isnan(x), (scalar_t)p->nan,                                     \
-             select(x == (scalar_t)INFINITY, (scalar_t)p->posinf,            \
-                    select(x == -(scalar_t)INFINITY, (scalar_t)p->neginf,    \
-                           x))))                                             \
+      vselect(isnan(x), (scalar_t)p->nan,                                    \
+              vselect(x == (scalar_t)INFINITY, (scalar_t)p->posinf,          \
+                      vselect(x == -(scalar_t)INFINITY, (scalar_t)p->neginf, \
+                              x))))                                          \
     /* written so that relu(nan) is nan and relu(-0.0) is -0.0 */            \
     _(relu, x < 0 ? 0 : x)                                                   \
     _(square, x * x)
