@@ -20,7 +20,7 @@
 #include <string.h>
 #include <tgmath.h>
 
-/* ---- per-op facts ---------------------------------------------------------- */
+/* ---- per-op facts ------------------------------------------------------- */
 
 static const struct {
     const char *name;
@@ -51,7 +51,7 @@ static const char *const torch_type_names[TH_NUM_DTYPES] = {
     [TH_Float32] = "Float", [TH_Float64] = "Double",
 };
 
-/* ---- the values a loop reads besides its input ----------------------------- */
+/* ---- the values a loop reads besides its input -------------------------- */
 
 /* Prepared once per call for the dtype the loop computes in, so the loops
  * only ever convert in-range values (converting an out-of-range double to
@@ -86,7 +86,7 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
     return p;
 }
 
-/* ---- a vectorisable float32 exp ----------------------------------------------
+/* ---- a vectorisable float32 exp --------------------------------------------
  *
  * Note [Vectorisable exp]
  * ~~~~~~~~~~~~~~~~~~~~~~~
@@ -274,7 +274,7 @@ TH_DEFINE_SIGMOID(Float64, double)
 #define stable_sigmoid(x) \
     _Generic((x), float: sigmoid_Float32, double: sigmoid_Float64)(x)
 
-/* ---- formulas ---------------------------------------------------------------
+/* ---- formulas --------------------------------------------------------------
  *
  * Note [Unary formulas]
  * ~~~~~~~~~~~~~~~~~~~~~
@@ -465,7 +465,7 @@ fill_bool_loop(char **data, const int64_t *strides, int64_t n, void *ctx)
     }
 }
 
-/* ---- dtype rules (Note [Unary dtype rules]) -------------------------------- */
+/* ---- dtype rules (Note [Unary dtype rules]) ----------------------------- */
 
 static int
 refuse_dtype(THUnaryOp op, THDtype input)
@@ -534,7 +534,7 @@ can_cast(THDtype from, THDtype to)
     return from == TH_Bool || to != TH_Bool;
 }
 
-/* ---- running the kernel ------------------------------------------------------ */
+/* ---- running the kernel ------------------------------------------------- */
 
 /* The tensor the loop reads: the input itself (retained), or the input
  * converted to the dtype the loop computes in (a new tensor laid out like
@@ -606,7 +606,7 @@ THTensor_newUnary(THUnaryOp op, THTensor *input, const THUnaryArgs *args)
     return dst;
 }
 
-/* ---- out= and in-place ------------------------------------------------------- */
+/* ---- out= and in-place -------------------------------------------------- */
 
 /* The byte range [lo, hi) a tensor can touch. */
 static void
