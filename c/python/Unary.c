@@ -30,7 +30,7 @@
     _(sinh) _(cosh) _(tanh) _(sigmoid) _(erf) _(erfc) _(frac) _(floor)       \
     _(ceil) _(trunc) _(relu) _(square) _(round) _(nan_to_num)
 
-/* ---- argument parsing ---------------------------------------------------- */
+/* ---- argument parsing --------------------------------------------------- */
 
 /* The argument names after `input`, "out" last (absent for in-place). */
 static int
@@ -225,7 +225,7 @@ THP_FORALL_PLAIN_UNARY(THP_DEFINE_UNARY)
 THP_FORALL_SPECIAL_UNARY(THP_DEFINE_UNARY)
 THP_FORALL_INPLACE_UNARY(THP_DEFINE_UNARY_INPLACE)
 
-/* ---- tables ---------------------------------------------------------------- */
+/* ---- tables ------------------------------------------------------------- */
 
 #define THP_UNARY_FUNCTION(name) THP_FUNCTION_ENTRY(#name, name, NULL),
 #define THP_UNARY_INPLACE_FUNCTION(name) \
