@@ -761,3 +761,13 @@ def test_fresh_results_start_at_version_zero():
     for r in [ember.cat([a, a]), ember.stack([a, a]), a.flip(0), a.roll(1), a.repeat(2, 1),
               a.tril(), ember.sort(a)[0], ember.unique(a)]:
         assert r._version == 0
+
+
+def test_zero_dim_sort_family_matches_torch():
+    torch = torch_or_skip()
+    for name, args in [("sort", ()), ("topk", (0,)), ("topk", (1,)), ("kthvalue", (1,)),
+                       ("argsort", ()), ("msort", ())]:
+        e = getattr(ember, name)(ember.tensor(5.0), *args)
+        t = getattr(torch, name)(torch.tensor(5.0), *args)
+        for a, b in (zip(e, t) if isinstance(t, tuple) else [(e, t)]):
+            assert tuple(a.shape) == tuple(b.shape) and a.item() == b.item()

@@ -43,12 +43,13 @@ parse_int(const char *fname, const char *name, PyObject *obj, int64_t *out)
 /* One int or a tuple/list of ints, as `shifts` and `dims` take; returns
  * the count or -1. */
 static int
-parse_int_or_ints(const char *fname, PyObject *obj, int64_t *values)
+parse_int_or_ints(const char *fname, const char *name, PyObject *obj,
+                  int64_t *values)
 {
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
         return THPUtils_parseSizeSequence(fname, obj, values);
     }
-    return THPUtils_unpackLong(obj, fname, "dims", values) < 0 ? -1 : 1;
+    return THPUtils_unpackLong(obj, fname, name, values) < 0 ? -1 : 1;
 }
 
 /* The tensors of a tuple or list, as a new array of retained pointers
@@ -640,7 +641,7 @@ parse_dims_varargs(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             < 0) {
             return -1;
         }
-        return parse_int_or_ints(fname, obj, dims);
+        return parse_int_or_ints(fname, kwname, obj, dims);
     }
     if (nargs == 0) {
         PyErr_Format(PyExc_TypeError,
@@ -717,12 +718,12 @@ roll_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                         "roll() missing required argument 'shifts'");
         return NULL;
     }
-    int nshifts = parse_int_or_ints("roll", objs[0], shifts);
+    int nshifts = parse_int_or_ints("roll", "shifts", objs[0], shifts);
     if (nshifts < 0) {
         return NULL;
     }
     if (objs[1] != NULL && objs[1] != Py_None) {
-        ndims = parse_int_or_ints("roll", objs[1], dims);
+        ndims = parse_int_or_ints("roll", "dims", objs[1], dims);
         if (ndims < 0) {
             return NULL;
         }

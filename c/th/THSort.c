@@ -389,6 +389,10 @@ sort_lanes_to_new(THTensor *input, int64_t dim, bool descending,
     if (input->ndim > 0) {
         sizes[dim] = count;
     }
+    else { /* a 0-d result always holds the element (PyTorch: topk(k=0)) */
+        first = 0;
+        count = 1;
+    }
     THDeviceType device = input->storage->device;
     *values = THTensor_newEmpty(input->ndim, sizes, input->dtype, device);
     *indices = THTensor_newEmpty(input->ndim, sizes, TH_Int64, device);
