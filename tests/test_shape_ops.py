@@ -771,3 +771,59 @@ def test_zero_dim_sort_family_matches_torch():
         t = getattr(torch, name)(torch.tensor(5.0), *args)
         for a, b in (zip(e, t) if isinstance(t, tuple) else [(e, t)]):
             assert tuple(a.shape) == tuple(b.shape) and a.item() == b.item()
+
+
+def test_out_by_copy_single_results():
+    m = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for name, call, expected in [
+        ("tril", lambda out: ember.tril(m, out=out), [[1, 0], [3, 4]]),
+        ("triu", lambda out: ember.triu(m, 1, out=out), [[0, 2], [0, 0]]),
+        ("msort", lambda out: ember.msort(m.flip(0), out=out), [[1, 2], [3, 4]]),
+    ]:
+        out = ember.zeros(2, 2)
+        assert call(out) is out
+        np.testing.assert_array_equal(as_numpy(out), expected)
+        bad = ember.full((2, 2), 9, dtype=ember.int64)
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got long int"):
+            call(bad)
+        np.testing.assert_array_equal(as_numpy(bad), np.full((2, 2), 9, dtype=np.int64))
+        wrong = ember.full((3,), 9.0)
+        with pytest.raises(RuntimeError, match="expected out of shape"):
+            call(wrong)
+        np.testing.assert_array_equal(as_numpy(wrong), np.full((3,), 9, dtype=np.float32))
+    d = ember.zeros(2)
+    assert ember.diag(m, out=d) is d
+    np.testing.assert_array_equal(as_numpy(d), [1, 4])
+    # out may alias the input: the result is computed first
+    assert ember.tril(m, out=m) is m
+    np.testing.assert_array_equal(as_numpy(m), [[1, 0], [3, 4]])
+
+
+def test_out_pairs():
+    x = ember.tensor([[3.0, 1.0, 2.0]])
+    v, i = ember.zeros(1, 3), ember.zeros(1, 3, dtype=ember.int64)
+    r = ember.sort(x, out=(v, i))
+    assert r.values is v and r.indices is i and type(r).__name__ == "sort"
+    np.testing.assert_array_equal(as_numpy(v), [[1, 2, 3]])
+    np.testing.assert_array_equal(as_numpy(i), [[1, 2, 0]])
+    v2, i2 = ember.zeros(1, 2), ember.zeros(1, 2, dtype=ember.int64)
+    assert ember.topk(x, 2, out=(v2, i2)).values is v2
+    np.testing.assert_array_equal(as_numpy(i2), [[0, 2]])
+    v3, i3 = ember.zeros(1), ember.zeros(1, dtype=ember.int64)
+    ember.kthvalue(x, 2, out=(v3, i3))
+    assert (v3.item(), i3.item()) == (2.0, 2)
+    # a bad second tensor: neither is written
+    v4, i4 = ember.full((1, 3), 7.0), ember.full((1, 3), 7.0)
+    with pytest.raises(RuntimeError, match="dtype long int, but got float"):
+        ember.sort(x, out=(v4, i4))
+    np.testing.assert_array_equal(as_numpy(v4), np.full((1, 3), 7, dtype=np.float32))
+    with pytest.raises(TypeError, match="tuple of 2 Tensors"):
+        ember.sort(x, out=v4)
+
+
+def test_out_errors_match_torch():
+    torch = torch_or_skip()
+    errors_alike(lambda: ember.tril(ember.ones(2, 2), out=ember.zeros(2, 2, dtype=ember.int64)),
+                 lambda: torch.tril(torch.ones(2, 2), out=torch.zeros(2, 2, dtype=torch.int64)))
+    errors_alike(lambda: ember.sort(ember.ones(2), out=(ember.zeros(2, dtype=ember.int64), ember.zeros(2, dtype=ember.int64))),
+                 lambda: torch.sort(torch.ones(2), out=(torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64))))
