@@ -488,14 +488,25 @@ static PyObject *
 split_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
            PyObject *kwnames)
 {
-    static const char *const names[] = {"split_size_or_sections", "dim"};
-    PyObject *objs[2];
+    /* Tensor.split calls its first argument split_size: take both names */
+    static const char *const names[] = {"split_size_or_sections", "dim",
+                                        "split_size"};
+    PyObject *objs[3];
     int64_t dim = 0, d;
     THTensor *tensor = THPVariable_Unpack(input);
-    if (THPUtils_parseArgs("split", args, nargs, kwnames, names, 2, 2, objs)
+    if (THPUtils_parseArgs("split", args, nargs, kwnames, names, 3, 2, objs)
             < 0
         || parse_int("split", "dim", objs[1], &dim) < 0) {
         return NULL;
+    }
+    if (objs[2] != NULL) {
+        if (objs[0] != NULL) {
+            PyErr_SetString(PyExc_TypeError,
+                            "split() got multiple values for argument "
+                            "'split_size'");
+            return NULL;
+        }
+        objs[0] = objs[2];
     }
     if (objs[0] == NULL) {
         PyErr_SetString(PyExc_TypeError,
@@ -1424,7 +1435,7 @@ unique_consecutive_impl(PyObject *input, PyObject *const *args,
     PyObject *objs[3];
     bool inverse = false, counts = false;
     const char *fname = "unique_consecutive";
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 0, objs)
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 3, objs)
             < 0
         || parse_bool(fname, "return_inverse", objs[0], false, &inverse) < 0
         || parse_bool(fname, "return_counts", objs[1], false, &counts) < 0) {
