@@ -676,8 +676,43 @@ def test_unique_matches_torch():
     for a, b in zip(e, t):
         np.testing.assert_array_equal(as_numpy(a), b.numpy())
     assert ember.unique(ember.tensor(True)).dtype == ember.bool
-    with pytest.raises(NotImplementedError):
-        ember.unique(ember.zeros(3), dim=0)
+    rows = [[1, 2], [0, 5], [1, 2]]
+    for consecutive in (False, True):
+        for dim in (0, 1, -1):
+            f = "unique_consecutive" if consecutive else "unique"
+            e = getattr(ember, f)(ember.tensor(rows), dim=dim, return_inverse=True, return_counts=True)
+            t = getattr(torch, f)(torch.tensor(rows), dim=dim, return_inverse=True, return_counts=True)
+            for a, b in zip(e, t):
+                np.testing.assert_array_equal(as_numpy(a), b.numpy())
+    for case in [lambda m: m.unique(m.zeros(3, 0), dim=0), lambda m: m.unique(m.tensor(1.0), dim=0),
+                 lambda m: m.unique(m.zeros(2, 2), dim=2)]:
+        errors_alike(lambda: case(ember), lambda: case(torch))
+
+
+@HYP
+@given(inputs(min_dims=1, max_dims=3, special=False), st.data())
+def test_unique_dim_matches_numpy(pair, data):
+    e, n = pair
+    dim = data.draw(st.integers(-n.ndim, n.ndim - 1))
+    rows = n.shape[dim]
+    if rows and n.size == 0:
+        with pytest.raises(RuntimeError, match="0 sized dimensions"):
+            ember.unique(e, dim=dim)
+        return
+    values, inverse, counts = ember.unique(e, dim=dim, return_inverse=True, return_counts=True)
+    if n.size == 0:
+        assert tuple(values.shape) == n.shape and inverse.numel() == 0 and counts.numel() == 0
+        return
+    ref = np.unique(n, axis=dim, return_inverse=True, return_counts=True)
+    assert_same(values, ref[0])
+    assert_same(inverse, ref[1].reshape(-1).astype(np.int64))
+    assert_same(counts, ref[2].astype(np.int64))
+    # consecutive: compare slices in input order
+    slices = [np.take(n, i, axis=dim) for i in range(rows)]
+    starts = [i for i in range(rows) if i == 0 or not np.array_equal(slices[i], slices[i - 1])]
+    got = ember.unique_consecutive(e, return_counts=True, dim=dim)
+    assert_same(got[0], np.take(n, starts, axis=dim))
+    assert_same(got[1], np.diff(starts + [rows]).astype(np.int64))
 
 
 # ---- one_hot ------------------------------------------------------------------------
@@ -827,3 +862,15 @@ def test_out_errors_match_torch():
                  lambda: torch.tril(torch.ones(2, 2), out=torch.zeros(2, 2, dtype=torch.int64)))
     errors_alike(lambda: ember.sort(ember.ones(2), out=(ember.zeros(2, dtype=ember.int64), ember.zeros(2, dtype=ember.int64))),
                  lambda: torch.sort(torch.ones(2), out=(torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64))))
+
+
+def test_unique_dim_many_rows():
+    rng = np.random.default_rng(3)
+    for dtype in (np.int8, np.float32, np.int64):
+        n = random_values(rng, (3, 700), dtype)  # 700 columns: the radix path
+        e = ember.from_numpy(n.copy())
+        values, inverse, counts = ember.unique(e, dim=1, return_inverse=True, return_counts=True)
+        ref = np.unique(n, axis=1, return_inverse=True, return_counts=True)
+        assert_same(values, ref[0])
+        assert_same(inverse, ref[1].reshape(-1).astype(np.int64))
+        assert_same(counts, ref[2].astype(np.int64))

@@ -1361,21 +1361,23 @@ typedef int (*UniqueFn)(THTensor *input, THTensor **values,
 /* PyTorch's return convention: the values alone, or a tuple of the values
  * followed by inverse and/or counts when asked for. */
 static PyObject *
-run_unique(const char *fname, UniqueFn unique, THTensor *tensor,
-           PyObject *dim, bool return_inverse, bool return_counts)
+run_unique(const char *fname, UniqueFn unique, bool consecutive,
+           THTensor *tensor, PyObject *dim_obj, bool return_inverse,
+           bool return_counts)
 {
-    if (dim != NULL && dim != Py_None) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "%s(): dim is not supported by ember yet (only the "
-                     "flattened input, dim=None)",
-                     fname);
+    int64_t dim = 0;
+    bool by_dim = dim_obj != NULL && dim_obj != Py_None;
+    if (by_dim && THPUtils_unpackLong(dim_obj, fname, "dim", &dim) < 0) {
         return NULL;
     }
     THTensor *values = NULL, *inverse = NULL, *counts = NULL;
+    THTensor **want_inverse = return_inverse ? &inverse : NULL;
+    THTensor **want_counts = return_counts ? &counts : NULL;
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = unique(tensor, &values, return_inverse ? &inverse : NULL,
-                    return_counts ? &counts : NULL);
+    status = by_dim ? THTensor_uniqueDim(tensor, dim, consecutive, &values,
+                                         want_inverse, want_counts)
+                    : unique(tensor, &values, want_inverse, want_counts);
     Py_END_ALLOW_THREADS
     if (status < 0) {
         return THPUtils_setErrorFromTH();
@@ -1421,8 +1423,8 @@ unique_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     /* sorted=False may return any order; ember's is always ascending. */
-    return run_unique("unique", THTensor_unique, THPVariable_Unpack(input),
-                      objs[3], inverse, counts);
+    return run_unique("unique", THTensor_unique, false,
+                      THPVariable_Unpack(input), objs[3], inverse, counts);
 }
 THP_DEFINE_OP(unique)
 
@@ -1441,7 +1443,7 @@ unique_consecutive_impl(PyObject *input, PyObject *const *args,
         || parse_bool(fname, "return_counts", objs[1], false, &counts) < 0) {
         return NULL;
     }
-    return run_unique(fname, THTensor_uniqueConsecutive,
+    return run_unique(fname, THTensor_uniqueConsecutive, true,
                       THPVariable_Unpack(input), objs[2], inverse, counts);
 }
 THP_DEFINE_OP(unique_consecutive)
