@@ -1,6 +1,6 @@
 /*
- * THShape.c -- cat, stack, flip, roll, repeat, tril/triu and one_hot.
- * See THShape.h.
+ * THShape.c -- cat, stack, flip, roll, repeat, repeat_interleave,
+ * diagonal/diag, tril/triu and one_hot.  See THShape.h.
  *
  * Note [Moving blocks]
  * ~~~~~~~~~~~~~~~~~~~~

@@ -1,5 +1,6 @@
 /*
- * THSort.c -- sort, topk, kthvalue, unique and unique_consecutive.
+ * THSort.c -- sort, topk, kthvalue, unique and unique_consecutive (of
+ * elements, or of slices along a dim).
  *
  * Everything here works lane by lane: a lane is the 1-d slice of the input
  * along the sorted dim, at one position of all the other dims.  A lane is
