@@ -676,8 +676,43 @@ def test_unique_matches_torch():
     for a, b in zip(e, t):
         np.testing.assert_array_equal(as_numpy(a), b.numpy())
     assert ember.unique(ember.tensor(True)).dtype == ember.bool
-    with pytest.raises(NotImplementedError):
-        ember.unique(ember.zeros(3), dim=0)
+    rows = [[1, 2], [0, 5], [1, 2]]
+    for consecutive in (False, True):
+        for dim in (0, 1, -1):
+            f = "unique_consecutive" if consecutive else "unique"
+            e = getattr(ember, f)(ember.tensor(rows), dim=dim, return_inverse=True, return_counts=True)
+            t = getattr(torch, f)(torch.tensor(rows), dim=dim, return_inverse=True, return_counts=True)
+            for a, b in zip(e, t):
+                np.testing.assert_array_equal(as_numpy(a), b.numpy())
+    for case in [lambda m: m.unique(m.zeros(3, 0), dim=0), lambda m: m.unique(m.tensor(1.0), dim=0),
+                 lambda m: m.unique(m.zeros(2, 2), dim=2)]:
+        errors_alike(lambda: case(ember), lambda: case(torch))
+
+
+@HYP
+@given(inputs(min_dims=1, max_dims=3, special=False), st.data())
+def test_unique_dim_matches_numpy(pair, data):
+    e, n = pair
+    dim = data.draw(st.integers(-n.ndim, n.ndim - 1))
+    rows = n.shape[dim]
+    if rows and n.size == 0:
+        with pytest.raises(RuntimeError, match="0 sized dimensions"):
+            ember.unique(e, dim=dim)
+        return
+    values, inverse, counts = ember.unique(e, dim=dim, return_inverse=True, return_counts=True)
+    if n.size == 0:
+        assert tuple(values.shape) == n.shape and inverse.numel() == 0 and counts.numel() == 0
+        return
+    ref = np.unique(n, axis=dim, return_inverse=True, return_counts=True)
+    assert_same(values, ref[0])
+    assert_same(inverse, ref[1].reshape(-1).astype(np.int64))
+    assert_same(counts, ref[2].astype(np.int64))
+    # consecutive: compare slices in input order
+    slices = [np.take(n, i, axis=dim) for i in range(rows)]
+    starts = [i for i in range(rows) if i == 0 or not np.array_equal(slices[i], slices[i - 1])]
+    got = ember.unique_consecutive(e, return_counts=True, dim=dim)
+    assert_same(got[0], np.take(n, starts, axis=dim))
+    assert_same(got[1], np.diff(starts + [rows]).astype(np.int64))
 
 
 # ---- one_hot ------------------------------------------------------------------------
@@ -761,3 +796,81 @@ def test_fresh_results_start_at_version_zero():
     for r in [ember.cat([a, a]), ember.stack([a, a]), a.flip(0), a.roll(1), a.repeat(2, 1),
               a.tril(), ember.sort(a)[0], ember.unique(a)]:
         assert r._version == 0
+
+
+def test_zero_dim_sort_family_matches_torch():
+    torch = torch_or_skip()
+    for name, args in [("sort", ()), ("topk", (0,)), ("topk", (1,)), ("kthvalue", (1,)),
+                       ("argsort", ()), ("msort", ())]:
+        e = getattr(ember, name)(ember.tensor(5.0), *args)
+        t = getattr(torch, name)(torch.tensor(5.0), *args)
+        for a, b in (zip(e, t) if isinstance(t, tuple) else [(e, t)]):
+            assert tuple(a.shape) == tuple(b.shape) and a.item() == b.item()
+
+
+def test_out_by_copy_single_results():
+    m = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for name, call, expected in [
+        ("tril", lambda out: ember.tril(m, out=out), [[1, 0], [3, 4]]),
+        ("triu", lambda out: ember.triu(m, 1, out=out), [[0, 2], [0, 0]]),
+        ("msort", lambda out: ember.msort(m.flip(0), out=out), [[1, 2], [3, 4]]),
+    ]:
+        out = ember.zeros(2, 2)
+        assert call(out) is out
+        np.testing.assert_array_equal(as_numpy(out), expected)
+        bad = ember.full((2, 2), 9, dtype=ember.int64)
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got long int"):
+            call(bad)
+        np.testing.assert_array_equal(as_numpy(bad), np.full((2, 2), 9, dtype=np.int64))
+        wrong = ember.full((3,), 9.0)
+        with pytest.raises(RuntimeError, match="expected out of shape"):
+            call(wrong)
+        np.testing.assert_array_equal(as_numpy(wrong), np.full((3,), 9, dtype=np.float32))
+    d = ember.zeros(2)
+    assert ember.diag(m, out=d) is d
+    np.testing.assert_array_equal(as_numpy(d), [1, 4])
+    # out may alias the input: the result is computed first
+    assert ember.tril(m, out=m) is m
+    np.testing.assert_array_equal(as_numpy(m), [[1, 0], [3, 4]])
+
+
+def test_out_pairs():
+    x = ember.tensor([[3.0, 1.0, 2.0]])
+    v, i = ember.zeros(1, 3), ember.zeros(1, 3, dtype=ember.int64)
+    r = ember.sort(x, out=(v, i))
+    assert r.values is v and r.indices is i and type(r).__name__ == "sort"
+    np.testing.assert_array_equal(as_numpy(v), [[1, 2, 3]])
+    np.testing.assert_array_equal(as_numpy(i), [[1, 2, 0]])
+    v2, i2 = ember.zeros(1, 2), ember.zeros(1, 2, dtype=ember.int64)
+    assert ember.topk(x, 2, out=(v2, i2)).values is v2
+    np.testing.assert_array_equal(as_numpy(i2), [[0, 2]])
+    v3, i3 = ember.zeros(1), ember.zeros(1, dtype=ember.int64)
+    ember.kthvalue(x, 2, out=(v3, i3))
+    assert (v3.item(), i3.item()) == (2.0, 2)
+    # a bad second tensor: neither is written
+    v4, i4 = ember.full((1, 3), 7.0), ember.full((1, 3), 7.0)
+    with pytest.raises(RuntimeError, match="dtype long int, but got float"):
+        ember.sort(x, out=(v4, i4))
+    np.testing.assert_array_equal(as_numpy(v4), np.full((1, 3), 7, dtype=np.float32))
+    with pytest.raises(TypeError, match="tuple of 2 Tensors"):
+        ember.sort(x, out=v4)
+
+
+def test_out_errors_match_torch():
+    torch = torch_or_skip()
+    errors_alike(lambda: ember.tril(ember.ones(2, 2), out=ember.zeros(2, 2, dtype=ember.int64)),
+                 lambda: torch.tril(torch.ones(2, 2), out=torch.zeros(2, 2, dtype=torch.int64)))
+    errors_alike(lambda: ember.sort(ember.ones(2), out=(ember.zeros(2, dtype=ember.int64), ember.zeros(2, dtype=ember.int64))),
+                 lambda: torch.sort(torch.ones(2), out=(torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64))))
+
+
+def test_unique_dim_many_rows():
+    rng = np.random.default_rng(3)
+    for dtype in (np.int8, np.float32, np.int64):
+        n = random_values(rng, (3, 700), dtype)  # 700 columns: the radix path
+        e = ember.from_numpy(n.copy())
+        values, inverse, counts = ember.unique(e, dim=1, return_inverse=True, return_counts=True)
+        ref = np.unique(n, axis=1, return_inverse=True, return_counts=True)
+        assert_same(values, ref[0])
+        assert_same(inverse, ref[1].reshape(-1).astype(np.int64))
+        assert_same(counts, ref[2].astype(np.int64))

@@ -43,12 +43,13 @@ parse_int(const char *fname, const char *name, PyObject *obj, int64_t *out)
 /* One int or a tuple/list of ints, as `shifts` and `dims` take; returns
  * the count or -1. */
 static int
-parse_int_or_ints(const char *fname, PyObject *obj, int64_t *values)
+parse_int_or_ints(const char *fname, const char *name, PyObject *obj,
+                  int64_t *values)
 {
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
         return THPUtils_parseSizeSequence(fname, obj, values);
     }
-    return THPUtils_unpackLong(obj, fname, "dims", values) < 0 ? -1 : 1;
+    return THPUtils_unpackLong(obj, fname, name, values) < 0 ? -1 : 1;
 }
 
 /* The tensors of a tuple or list, as a new array of retained pointers
@@ -119,6 +120,70 @@ parse_out(const char *fname, PyObject *obj, THTensor **out)
     }
     *out = THPVariable_Unpack(obj);
     return 0;
+}
+
+/* Note [out= by copy]
+ * ~~~~~~~~~~~~~~~~~~~
+ * Apart from cat and stack (which write straight into out), the operators
+ * here that take `out=` compute into a fresh tensor and then copy it into
+ * out, after checking every out tensor (shape exactly, dtype exactly, as
+ * PyTorch's "Expected out tensor to have dtype ..." does; ember never
+ * resizes out).  So on any error no out tensor is touched, and an out that
+ * overlaps the input reads nothing stale. */
+
+/* C++'s names for the dtypes, which PyTorch's out= messages print; in the
+ * order of the THDtype enum. */
+static const char *const cxx_type_names[TH_NUM_DTYPES] = {
+    "bool", "unsigned char", "signed char", "short int", "int", "long int",
+    "float", "double",
+};
+
+static int
+check_out_like(const char *fname, THTensor *out, const THTensor *result)
+{
+    if (out->dtype != result->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected out tensor to have dtype %s, but got %s "
+                     "instead",
+                     cxx_type_names[result->dtype], cxx_type_names[out->dtype]);
+        return -1;
+    }
+    if (out->ndim != result->ndim
+        || memcmp(out->sizes, result->sizes,
+                  sizeof(int64_t) * (size_t)out->ndim) != 0) {
+        char want[256], got[256];
+        THShape_format(result->ndim, result->sizes, want, sizeof(want));
+        THShape_format(out->ndim, out->sizes, got, sizeof(got));
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected out of shape %s, but got %s (ember does "
+                     "not resize out tensors)",
+                     fname, want, got);
+        return -1;
+    }
+    return 0;
+}
+
+/* Returns `result` (stolen) as a new tensor, or copied into out_obj when
+ * one is given (Note [out= by copy]). */
+static PyObject *
+result_or_out(const char *fname, PyObject *out_obj, THTensor *result)
+{
+    if (result == NULL || out_obj == NULL || out_obj == Py_None) {
+        return THPVariable_Wrap(result);
+    }
+    THTensor *out;
+    if (parse_out(fname, out_obj, &out) < 0
+        || check_out_like(fname, out, result) < 0) {
+        THTensor_release(result);
+        return NULL;
+    }
+    int status = THTensor_copy(out, result);
+    THTensor_release(result);
+    if (status < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    Py_INCREF(out_obj); /* returned: out */
+    return out_obj;
 }
 
 /* Big kernels run with the GIL released (the core touches no Python). */
@@ -423,14 +488,25 @@ static PyObject *
 split_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
            PyObject *kwnames)
 {
-    static const char *const names[] = {"split_size_or_sections", "dim"};
-    PyObject *objs[2];
+    /* Tensor.split calls its first argument split_size: take both names */
+    static const char *const names[] = {"split_size_or_sections", "dim",
+                                        "split_size"};
+    PyObject *objs[3];
     int64_t dim = 0, d;
     THTensor *tensor = THPVariable_Unpack(input);
-    if (THPUtils_parseArgs("split", args, nargs, kwnames, names, 2, 2, objs)
+    if (THPUtils_parseArgs("split", args, nargs, kwnames, names, 3, 2, objs)
             < 0
         || parse_int("split", "dim", objs[1], &dim) < 0) {
         return NULL;
+    }
+    if (objs[2] != NULL) {
+        if (objs[0] != NULL) {
+            PyErr_SetString(PyExc_TypeError,
+                            "split() got multiple values for argument "
+                            "'split_size'");
+            return NULL;
+        }
+        objs[0] = objs[2];
     }
     if (objs[0] == NULL) {
         PyErr_SetString(PyExc_TypeError,
@@ -640,7 +716,7 @@ parse_dims_varargs(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             < 0) {
             return -1;
         }
-        return parse_int_or_ints(fname, obj, dims);
+        return parse_int_or_ints(fname, kwname, obj, dims);
     }
     if (nargs == 0) {
         PyErr_Format(PyExc_TypeError,
@@ -717,12 +793,12 @@ roll_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                         "roll() missing required argument 'shifts'");
         return NULL;
     }
-    int nshifts = parse_int_or_ints("roll", objs[0], shifts);
+    int nshifts = parse_int_or_ints("roll", "shifts", objs[0], shifts);
     if (nshifts < 0) {
         return NULL;
     }
     if (objs[1] != NULL && objs[1] != Py_None) {
-        ndims = parse_int_or_ints("roll", objs[1], dims);
+        ndims = parse_int_or_ints("roll", "dims", objs[1], dims);
         if (ndims < 0) {
             return NULL;
         }
@@ -766,18 +842,23 @@ tile_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 }
 THP_DEFINE_OP(tile)
 
+/* (diagonal=0) and, where `out` is not NULL, a keyword-only out=. */
 static int
 parse_diagonal(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames, int64_t *diagonal)
+               PyObject *kwnames, int64_t *diagonal, PyObject **out)
 {
-    static const char *const names[] = {"diagonal"};
-    PyObject *obj;
+    static const char *const names[] = {"diagonal", "out"};
+    PyObject *objs[2];
     *diagonal = 0;
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 1, 1, &obj)
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names,
+                           out != NULL ? 2 : 1, 1, objs)
         < 0) {
         return -1;
     }
-    return parse_int(fname, "diagonal", obj, diagonal);
+    if (out != NULL) {
+        *out = objs[1];
+    }
+    return parse_int(fname, "diagonal", objs[0], diagonal);
 }
 
 /* repeats as ints: a Python int, or an int32/int64 tensor of 0 or 1 dims.
@@ -933,11 +1014,12 @@ diag_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
     int64_t diagonal;
-    if (parse_diagonal("diag", args, nargs, kwnames, &diagonal) < 0) {
+    PyObject *out;
+    if (parse_diagonal("diag", args, nargs, kwnames, &diagonal, &out) < 0) {
         return NULL;
     }
-    return THPVariable_Wrap(
-        THTensor_newDiag(THPVariable_Unpack(input), diagonal));
+    return result_or_out(
+        "diag", out, THTensor_newDiag(THPVariable_Unpack(input), diagonal));
 }
 THP_DEFINE_OP(diag)
 
@@ -948,12 +1030,13 @@ triangle(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames, bool upper)
 {
     int64_t diagonal;
-    if (parse_diagonal(upper ? "triu" : "tril", args, nargs, kwnames,
-                       &diagonal)
-        < 0) {
+    PyObject *out;
+    const char *fname = upper ? "triu" : "tril";
+    if (parse_diagonal(fname, args, nargs, kwnames, &diagonal, &out) < 0) {
         return NULL;
     }
-    return THPVariable_Wrap(
+    return result_or_out(
+        fname, out,
         THTensor_newTriangle(THPVariable_Unpack(input), diagonal, upper));
 }
 
@@ -963,8 +1046,8 @@ triangle_(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 {
     int64_t diagonal;
     if (parse_diagonal(upper ? "triu_" : "tril_", args, nargs, kwnames,
-                       &diagonal)
-            < 0) {
+                       &diagonal, NULL)
+        < 0) {
         return NULL;
     }
     if (THTensor_triangle_(THPVariable_Unpack(self), diagonal, upper) < 0) {
@@ -1031,45 +1114,87 @@ static ResultType topk_result = THP_RESULT_TYPE("topk");
 static ResultType kthvalue_result = THP_RESULT_TYPE("kthvalue");
 #undef THP_RESULT_TYPE
 
-/* Packs two core results (both stolen, released on failure too). */
+/* A result tuple of two new references (stolen, released on failure). */
 static PyObject *
-values_indices(ResultType *result_type, THTensor *values, THTensor *indices)
+pack_pair(ResultType *result_type, PyObject *values, PyObject *indices)
 {
-    if (result_type->type == NULL) {
+    if (result_type->type == NULL && values != NULL && indices != NULL) {
         result_type->type = PyStructSequence_NewType(&result_type->desc);
-        if (result_type->type == NULL) {
-            THTensor_release(values);
-            THTensor_release(indices);
-            return NULL;
-        }
     }
-    PyObject *result = PyStructSequence_New(result_type->type);
-    PyObject *v = THPVariable_Wrap(values);
-    PyObject *i = THPVariable_Wrap(indices);
-    if (result == NULL || v == NULL || i == NULL) {
-        Py_XDECREF(result);
-        Py_XDECREF(v);
-        Py_XDECREF(i);
+    PyObject *result = values == NULL || indices == NULL
+                               || result_type->type == NULL
+                           ? NULL
+                           : PyStructSequence_New(result_type->type);
+    if (result == NULL) {
+        Py_XDECREF(values);
+        Py_XDECREF(indices);
         return NULL;
     }
-    PyStructSequence_SET_ITEM(result, 0, v); /* steals v */
-    PyStructSequence_SET_ITEM(result, 1, i); /* steals i */
+    PyStructSequence_SET_ITEM(result, 0, values);  /* steals values */
+    PyStructSequence_SET_ITEM(result, 1, indices); /* steals indices */
     return result;
 }
 
-/* The shared arguments of sort and argsort. */
+/* Two core results (stolen) as a result tuple, or copied into the two
+ * tensors of out_obj, which the tuple then holds (Note [out= by copy]). */
+static PyObject *
+values_indices(const char *fname, ResultType *result_type, PyObject *out_obj,
+               THTensor *values, THTensor *indices)
+{
+    if (out_obj == NULL || out_obj == Py_None) {
+        return pack_pair(result_type, THPVariable_Wrap(values),
+                         THPVariable_Wrap(indices));
+    }
+    PyObject *result = NULL;
+    if (!PyTuple_Check(out_obj) || PyTuple_GET_SIZE(out_obj) != 2
+        || !THPVariable_Check(PyTuple_GET_ITEM(out_obj, 0))
+        || !THPVariable_Check(PyTuple_GET_ITEM(out_obj, 1))) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'out' must be tuple of 2 Tensors, not "
+                     "%.100s",
+                     fname, Py_TYPE(out_obj)->tp_name);
+        goto done;
+    }
+    PyObject *out_values = PyTuple_GET_ITEM(out_obj, 0);  /* borrowed */
+    PyObject *out_indices = PyTuple_GET_ITEM(out_obj, 1); /* borrowed */
+    THTensor *ov = THPVariable_Unpack(out_values);
+    THTensor *oi = THPVariable_Unpack(out_indices);
+    if (check_out_like(fname, ov, values) < 0
+        || check_out_like(fname, oi, indices) < 0) {
+        goto done;
+    }
+    if (THTensor_copy(ov, values) < 0 || THTensor_copy(oi, indices) < 0) {
+        THPUtils_setErrorFromTH();
+        goto done;
+    }
+    Py_INCREF(out_values);  /* held by the result */
+    Py_INCREF(out_indices); /* held by the result */
+    result = pack_pair(result_type, out_values, out_indices);
+done:
+    THTensor_release(values);
+    THTensor_release(indices);
+    return result;
+}
+
+/* The shared arguments of sort and argsort (out=, sort's only, is
+ * returned when `out` is not NULL). */
 static int
 parse_sort_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                PyObject *kwnames, int64_t *dim, bool *descending)
+                PyObject *kwnames, int64_t *dim, bool *descending,
+                PyObject **out)
 {
-    static const char *const names[] = {"dim", "descending", "stable"};
-    PyObject *objs[3];
+    static const char *const names[] = {"dim", "descending", "stable", "out"};
+    PyObject *objs[4];
     bool stable = false; /* every ember sort is stable (THSort.h) */
     *dim = -1;
     *descending = false;
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 2, objs)
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names,
+                           out != NULL ? 4 : 3, 2, objs)
         < 0) {
         return -1;
+    }
+    if (out != NULL) {
+        *out = objs[3];
     }
     return parse_int(fname, "dim", objs[0], dim) < 0
                    || parse_bool(fname, "descending", objs[1], false,
@@ -1102,14 +1227,17 @@ sort_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 {
     int64_t dim;
     bool descending;
+    PyObject *out;
     THTensor *values, *indices;
-    if (parse_sort_args("sort", args, nargs, kwnames, &dim, &descending) < 0
+    if (parse_sort_args("sort", args, nargs, kwnames, &dim, &descending,
+                        &out)
+            < 0
         || run_sort(THPVariable_Unpack(input), dim, descending, &values,
                     &indices)
                < 0) {
         return NULL;
     }
-    return values_indices(&sort_result, values, indices);
+    return values_indices("sort", &sort_result, out, values, indices);
 }
 THP_DEFINE_OP(sort)
 
@@ -1120,7 +1248,8 @@ argsort_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     int64_t dim;
     bool descending;
     THTensor *values, *indices;
-    if (parse_sort_args("argsort", args, nargs, kwnames, &dim, &descending)
+    if (parse_sort_args("argsort", args, nargs, kwnames, &dim, &descending,
+                        NULL)
             < 0
         || run_sort(THPVariable_Unpack(input), dim, descending, &values,
                     &indices)
@@ -1136,15 +1265,17 @@ static PyObject *
 msort_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
            PyObject *kwnames)
 {
+    static const char *const names[] = {"out"};
+    PyObject *out;
     THTensor *values, *indices;
-    if (THPUtils_parseArgs("msort", args, nargs, kwnames, NULL, 0, 0, NULL)
+    if (THPUtils_parseArgs("msort", args, nargs, kwnames, names, 1, 0, &out)
             < 0
         || run_sort(THPVariable_Unpack(input), 0, false, &values, &indices)
                < 0) {
         return NULL;
     }
     THTensor_release(indices);
-    return THPVariable_Wrap(values);
+    return result_or_out("msort", out, values);
 }
 THP_DEFINE_OP(msort)
 
@@ -1152,13 +1283,14 @@ static PyObject *
 topk_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    static const char *const names[] = {"k", "dim", "largest", "sorted"};
-    PyObject *objs[4];
+    static const char *const names[] = {"k", "dim", "largest", "sorted",
+                                        "out"};
+    PyObject *objs[5];
     int64_t k = 0, dim = -1;
     bool largest = true, sorted = true; /* always sorted: a full sort */
     THTensor *tensor = THPVariable_Unpack(input);
     THTensor *values, *indices;
-    if (THPUtils_parseArgs("topk", args, nargs, kwnames, names, 4, 4, objs)
+    if (THPUtils_parseArgs("topk", args, nargs, kwnames, names, 5, 4, objs)
         < 0) {
         return NULL;
     }
@@ -1180,7 +1312,7 @@ topk_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
-    return values_indices(&topk_result, values, indices);
+    return values_indices("topk", &topk_result, objs[4], values, indices);
 }
 THP_DEFINE_OP(topk)
 
@@ -1188,13 +1320,13 @@ static PyObject *
 kthvalue_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
               PyObject *kwnames)
 {
-    static const char *const names[] = {"k", "dim", "keepdim"};
-    PyObject *objs[3];
+    static const char *const names[] = {"k", "dim", "keepdim", "out"};
+    PyObject *objs[4];
     int64_t k = 0, dim = -1;
     bool keepdim = false;
     THTensor *tensor = THPVariable_Unpack(input);
     THTensor *values, *indices;
-    if (THPUtils_parseArgs("kthvalue", args, nargs, kwnames, names, 3, 3,
+    if (THPUtils_parseArgs("kthvalue", args, nargs, kwnames, names, 4, 3,
                            objs)
         < 0) {
         return NULL;
@@ -1216,7 +1348,8 @@ kthvalue_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
-    return values_indices(&kthvalue_result, values, indices);
+    return values_indices("kthvalue", &kthvalue_result, objs[3], values,
+                          indices);
 }
 THP_DEFINE_OP(kthvalue)
 
@@ -1228,21 +1361,23 @@ typedef int (*UniqueFn)(THTensor *input, THTensor **values,
 /* PyTorch's return convention: the values alone, or a tuple of the values
  * followed by inverse and/or counts when asked for. */
 static PyObject *
-run_unique(const char *fname, UniqueFn unique, THTensor *tensor,
-           PyObject *dim, bool return_inverse, bool return_counts)
+run_unique(const char *fname, UniqueFn unique, bool consecutive,
+           THTensor *tensor, PyObject *dim_obj, bool return_inverse,
+           bool return_counts)
 {
-    if (dim != NULL && dim != Py_None) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "%s(): dim is not supported by ember yet (only the "
-                     "flattened input, dim=None)",
-                     fname);
+    int64_t dim = 0;
+    bool by_dim = dim_obj != NULL && dim_obj != Py_None;
+    if (by_dim && THPUtils_unpackLong(dim_obj, fname, "dim", &dim) < 0) {
         return NULL;
     }
     THTensor *values = NULL, *inverse = NULL, *counts = NULL;
+    THTensor **want_inverse = return_inverse ? &inverse : NULL;
+    THTensor **want_counts = return_counts ? &counts : NULL;
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = unique(tensor, &values, return_inverse ? &inverse : NULL,
-                    return_counts ? &counts : NULL);
+    status = by_dim ? THTensor_uniqueDim(tensor, dim, consecutive, &values,
+                                         want_inverse, want_counts)
+                    : unique(tensor, &values, want_inverse, want_counts);
     Py_END_ALLOW_THREADS
     if (status < 0) {
         return THPUtils_setErrorFromTH();
@@ -1288,8 +1423,8 @@ unique_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     /* sorted=False may return any order; ember's is always ascending. */
-    return run_unique("unique", THTensor_unique, THPVariable_Unpack(input),
-                      objs[3], inverse, counts);
+    return run_unique("unique", THTensor_unique, false,
+                      THPVariable_Unpack(input), objs[3], inverse, counts);
 }
 THP_DEFINE_OP(unique)
 
@@ -1302,13 +1437,13 @@ unique_consecutive_impl(PyObject *input, PyObject *const *args,
     PyObject *objs[3];
     bool inverse = false, counts = false;
     const char *fname = "unique_consecutive";
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 0, objs)
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 3, objs)
             < 0
         || parse_bool(fname, "return_inverse", objs[0], false, &inverse) < 0
         || parse_bool(fname, "return_counts", objs[1], false, &counts) < 0) {
         return NULL;
     }
-    return run_unique(fname, THTensor_uniqueConsecutive,
+    return run_unique(fname, THTensor_uniqueConsecutive, true,
                       THPVariable_Unpack(input), objs[2], inverse, counts);
 }
 THP_DEFINE_OP(unique_consecutive)

@@ -1,6 +1,6 @@
 /*
- * THShape.c -- cat, stack, flip, roll, repeat, tril/triu and one_hot.
- * See THShape.h.
+ * THShape.c -- cat, stack, flip, roll, repeat, repeat_interleave,
+ * diagonal/diag, tril/triu and one_hot.  See THShape.h.
  *
  * Note [Moving blocks]
  * ~~~~~~~~~~~~~~~~~~~~
@@ -589,7 +589,10 @@ THTensor_newRepeat(THTensor *tensor, int nrepeats, const int64_t *repeats)
     for (int d = 0; d < nrepeats; d++) {
         src.sizes[d] = d < lead ? 1 : tensor->sizes[d - lead];
         src.strides[d] = d < lead ? 0 : tensor->strides[d - lead];
-        out_sizes[d] = src.sizes[d] * repeats[d];
+        if (TH_mul_overflows(src.sizes[d], repeats[d], &out_sizes[d])) {
+            THError_set(TH_ERR_MEMORY, "repeat: result too big");
+            return NULL;
+        }
     }
     for (int d = 0; d < nrepeats; d++) {
         if (out_sizes[d] < 0) {

@@ -1,9 +1,10 @@
 /*
  * THShape.h -- operators that rearrange elements: cat, stack, flip, roll,
- * repeat, tril/triu, one_hot.
+ * repeat, repeat_interleave, diag, tril/triu, one_hot (and diagonal, the
+ * one view here).
  *
- * Each returns a new tensor (or writes into `out`) with the values moved,
- * never a view; the view-making ones (split, chunk, unbind, ...) are plain
+ * Each returns a new tensor (or writes into `out`) with the values moved;
+ * the other view-making ones (split, chunk, unbind, ...) are plain
  * narrow/select calls in the binding.  Moves within one dtype go through
  * one strided copy keyed by item size (a float32 moves as 4 raw bytes), so
  * no operator here is written per dtype.

@@ -1,5 +1,6 @@
 /*
- * THSort.c -- sort, topk, kthvalue, unique and unique_consecutive.
+ * THSort.c -- sort, topk, kthvalue, unique and unique_consecutive (of
+ * elements, or of slices along a dim).
  *
  * Everything here works lane by lane: a lane is the 1-d slice of the input
  * along the sorted dim, at one position of all the other dims.  A lane is
@@ -389,6 +390,10 @@ sort_lanes_to_new(THTensor *input, int64_t dim, bool descending,
     if (input->ndim > 0) {
         sizes[dim] = count;
     }
+    else { /* a 0-d result always holds the element (PyTorch: topk(k=0)) */
+        first = 0;
+        count = 1;
+    }
     THDeviceType device = input->storage->device;
     *values = THTensor_newEmpty(input->ndim, sizes, input->dtype, device);
     *indices = THTensor_newEmpty(input->ndim, sizes, TH_Int64, device);
@@ -620,4 +625,202 @@ THTensor_uniqueConsecutive(THTensor *input, THTensor **values,
                            THTensor **inverse, THTensor **counts)
 {
     return unique_impl(input, false, values, inverse, counts);
+}
+
+/* ---- unique along a dim ----------------------------------------------------- */
+
+/* Sorts the rows of a rows x cols key matrix lexicographically, stably,
+ * as an LSD sort over columns: the rows are re-sorted (stably) by each
+ * column from the last to the first, so earlier columns decide and ties
+ * keep input order.  order[i] receives the i-th row; items has room for
+ * 2 * rows and tmp for rows. */
+static void
+sort_rows(const SortItem *keys, int64_t rows, int64_t cols, int64_t *order,
+          SortItem *items, int64_t *tmp)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        order[i] = i;
+    }
+    for (int64_t c = cols - 1; c >= 0; c--) {
+        /* index = position in the current order, so sort_fresh_items sees
+         * the items in index order, as it requires */
+        for (int64_t i = 0; i < rows; i++) {
+            items[i].key = keys[order[i] * cols + c].key;
+            items[i].index = i;
+        }
+        sort_fresh_items(items, items + rows, rows);
+        for (int64_t i = 0; i < rows; i++) {
+            tmp[i] = order[items[i].index];
+        }
+        memcpy(order, tmp, (size_t)rows * sizeof(*order));
+    }
+}
+
+static bool
+same_row(const SortItem *keys, int64_t cols, int64_t a, int64_t b,
+         bool floating)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        if (!same_value(keys[a * cols + c].key, keys[b * cols + c].key,
+                        floating)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The permutation that moves dim to the front, keeping the others in
+ * order (PyTorch's moveaxis(dim, 0)), and its inverse. */
+static void
+front_permutation(int ndim, int64_t dim, int64_t *perm, int64_t *inverse)
+{
+    perm[0] = dim;
+    for (int d = 0, k = 1; d < ndim; d++) {
+        if (d != dim) {
+            perm[k++] = d;
+        }
+    }
+    for (int k = 0; k < ndim; k++) {
+        inverse[perm[k]] = k;
+    }
+}
+
+/* values = the rows of `flat` (rows x cols, contiguous) at `first_rows`,
+ * shaped like `front` (dim 0 first) with ngroups rows, then put back in
+ * the input's dim order. */
+static THTensor *
+gather_rows(THTensor *flat, const THTensor *front, const int64_t *first_rows,
+            int64_t ngroups, int64_t cols, const int64_t *unpermute)
+{
+    int64_t sizes[TH_MAX_DIMS];
+    memcpy(sizes, front->sizes, sizeof(sizes));
+    sizes[0] = ngroups;
+    THTensor *rows = THTensor_newEmpty(front->ndim, sizes, flat->dtype,
+                                       flat->storage->device);
+    if (rows == NULL) {
+        return NULL;
+    }
+    size_t row_bytes = (size_t)(cols * THTensor_itemsize(flat));
+    for (int64_t g = 0; g < ngroups && row_bytes > 0; g++) {
+        memcpy(THTensor_data(rows) + (size_t)g * row_bytes,
+               THTensor_data(flat) + (size_t)first_rows[g] * row_bytes,
+               row_bytes);
+    }
+    THTensor *back = THTensor_newPermute(rows, rows->ndim, unpermute);
+    THTensor_release(rows);
+    THTensor *out = back ? THTensor_newContiguous(back) : NULL;
+    THTensor_release(back);
+    return out;
+}
+
+int
+THTensor_uniqueDim(THTensor *input, int64_t dim, bool consecutive,
+                   THTensor **values, THTensor **inverse, THTensor **counts)
+{
+    int64_t d, perm[TH_MAX_DIMS], unpermute[TH_MAX_DIMS];
+    *values = NULL;
+    if (inverse != NULL) {
+        *inverse = NULL;
+    }
+    if (counts != NULL) {
+        *counts = NULL;
+    }
+    if (input->ndim == 0) {
+        return THError_set(TH_ERR_INDEX, "Dimension specified as 0 but "
+                                         "tensor has no dimensions");
+    }
+    if (THTensor_wrapDim(dim, input->ndim, &d) < 0) {
+        return -1;
+    }
+    int64_t rows = input->sizes[d];
+    int64_t cols = rows > 0 ? input->numel / rows : 0;
+    if (rows > 0 && cols == 0) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "There are 0 sized dimensions, and they aren't "
+                           "selected, so unique cannot be applied");
+    }
+    front_permutation(input->ndim, d, perm, unpermute);
+    THTensor *front = THTensor_newPermute(input, input->ndim, perm);
+    THTensor *flat = front ? THTensor_newContiguous(front) : NULL;
+    size_t nkeys = (size_t)(rows * cols);
+    SortItem *keys = malloc((nkeys + 2 * (size_t)rows + 1) * sizeof(SortItem));
+    int64_t *order = malloc((2 * (size_t)rows + 1) * sizeof(int64_t));
+    int status = -1;
+    if (flat == NULL || keys == NULL || order == NULL) {
+        if (flat != NULL) {
+            THError_set(TH_ERR_MEMORY, "unique: out of memory");
+        }
+        goto done;
+    }
+    if (nkeys > 0) {
+        load_keys[flat->dtype](keys, THTensor_data(flat),
+                               THTensor_itemsize(flat), (int64_t)nkeys);
+    }
+    if (consecutive) {
+        for (int64_t i = 0; i < rows; i++) {
+            order[i] = i;
+        }
+    }
+    else {
+        sort_rows(keys, rows, cols, order, keys + nkeys, order + rows);
+    }
+    /* group the ordered rows; first_rows (the second half of `order`, free
+     * again) records each group's first row */
+    bool floating = THDtype_isFloating(flat->dtype);
+    int64_t *first_rows = order + rows;
+    int64_t ngroups = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        if (i == 0 || !same_row(keys, cols, order[i - 1], order[i], floating)) {
+            first_rows[ngroups++] = order[i];
+        }
+    }
+    *values = gather_rows(flat, front, first_rows, ngroups, cols, unpermute);
+    if (*values == NULL) {
+        goto done;
+    }
+    THDeviceType device = flat->storage->device;
+    if (inverse != NULL) {
+        *inverse = THTensor_newEmpty(1, &rows, TH_Int64, device);
+    }
+    if (counts != NULL) {
+        *counts = THTensor_newEmpty(1, &ngroups, TH_Int64, device);
+    }
+    if ((inverse != NULL && *inverse == NULL)
+        || (counts != NULL && *counts == NULL)) {
+        goto done;
+    }
+    int64_t group = -1;
+    for (int64_t i = 0; i < rows; i++) {
+        if (i == 0 || !same_row(keys, cols, order[i - 1], order[i], floating)) {
+            group++;
+            if (counts != NULL) {
+                ((int64_t *)THTensor_data(*counts))[group] = 0;
+            }
+        }
+        if (counts != NULL) {
+            ((int64_t *)THTensor_data(*counts))[group]++;
+        }
+        if (inverse != NULL) {
+            ((int64_t *)THTensor_data(*inverse))[order[i]] = group;
+        }
+    }
+    status = 0;
+done:
+    if (status < 0) {
+        THTensor_release(*values);
+        *values = NULL;
+        if (inverse != NULL) {
+            THTensor_release(*inverse);
+            *inverse = NULL;
+        }
+        if (counts != NULL) {
+            THTensor_release(*counts);
+            *counts = NULL;
+        }
+    }
+    free(keys);
+    free(order);
+    THTensor_release(flat);
+    THTensor_release(front);
+    return status;
 }

@@ -43,5 +43,12 @@ int THTensor_unique(THTensor *input, THTensor **values, THTensor **inverse,
 /* The same for runs of equal neighbours, in input order (no sort). */
 int THTensor_uniqueConsecutive(THTensor *input, THTensor **values,
                                THTensor **inverse, THTensor **counts);
+/* unique (consecutive == false) or unique_consecutive of the slices
+ * input.select(dim, i): values keeps dim, with only the distinct slices
+ * (ascending lexicographically, or in input order); inverse and counts
+ * have one entry per input slice and per distinct slice. */
+int THTensor_uniqueDim(THTensor *input, int64_t dim, bool consecutive,
+                       THTensor **values, THTensor **inverse,
+                       THTensor **counts);
 
 #endif /* TH_SORT_H */
