@@ -27,7 +27,8 @@
     _(copy)               \
     _(factories)          \
     _(random)             \
-    _(parallel)
+    _(parallel)           \
+    _(pointwise)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];
 TH_TEST_SUITES(TH_DECLARE_SUITE)
