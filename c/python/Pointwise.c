@@ -680,19 +680,42 @@ THPFunction_can_cast(PyObject *module, PyObject *const *args,
 
 /* ---- tables ------------------------------------------------------------------------ */
 
-#define THP_FN_ENTRY(name, ...) THP_FUNCTION_ENTRY(#name, name, NULL),
-#define THP_METHOD_ENTRIES(name, ...)            \
-    THP_METHOD_ENTRY(#name, name, NULL),         \
-    THP_METHOD_ENTRY(#name "_", name##_, NULL),
-#define THP_PLAIN_METHOD_ENTRY(name, ...) THP_METHOD_ENTRY(#name, name, NULL),
+/* Docstrings: the signature, built from the argument kind. */
+#define THP_DOC_EXTRA_NONE ""
+#define THP_DOC_EXTRA_ALPHA ", alpha=1"
+#define THP_DOC_EXTRA_ROUNDING_MODE ", rounding_mode=None"
+#define THP_DOC_EXTRA(extra) THP_DOC_##extra
+#define THP_DOC_KW_EXTRA_NONE ""
+#define THP_DOC_KW_EXTRA_ALPHA ", *, alpha=1"
+#define THP_DOC_KW_EXTRA_ROUNDING_MODE ", *, rounding_mode=None"
+#define THP_DOC_KW(extra) THP_DOC_KW_##extra
+#define THP_FN_ENTRY(name, OP, extra)                                        \
+    THP_FUNCTION_ENTRY(#name, name,                                          \
+                       #name "(input, other, *" THP_DOC_EXTRA(extra)         \
+                             ", out=None) -> Tensor"),
+#define THP_METHOD_ENTRIES(name, OP, extra)                                  \
+    THP_METHOD_ENTRY(#name, name,                                            \
+                     #name "(other" THP_DOC_KW(extra) ") -> Tensor"),        \
+    THP_METHOD_ENTRY(#name "_", name##_,                                     \
+                     #name "_(other" THP_DOC_KW(extra)                       \
+                           ") -> Tensor: in place"),
+#define THP_PLAIN_METHOD_ENTRY(name, OP, extra)                              \
+    THP_METHOD_ENTRY(#name, name, #name "(other) -> Tensor"),
+#define THP_UNARY_FN_ENTRY(name, OP) \
+    THP_FUNCTION_ENTRY(#name, name, #name "(input, *, out=None) -> Tensor"),
+#define THP_UNARY_METHOD_ENTRIES(name, OP)                   \
+    THP_METHOD_ENTRY(#name, name, #name "() -> Tensor"),     \
+    THP_METHOD_ENTRY(#name "_", name##_, #name "_() -> Tensor: in place"),
+#define THP_CLAMP_DOC(name) #name "(input, min=None, max=None, *, out=None) -> Tensor"
 
 PyMethodDef THPPointwise_functions[] = {
     THP_FORALL_BINARY(THP_FN_ENTRY)
     THP_FORALL_BINARY_NO_INPLACE(THP_FN_ENTRY)
-    THP_FORALL_UNARY(THP_FN_ENTRY)
-    THP_FUNCTION_ENTRY("positive", positive, NULL),
-    THP_FUNCTION_ENTRY("clamp", clamp, NULL),
-    THP_FUNCTION_ENTRY("clip", clip, NULL),
+    THP_FORALL_UNARY(THP_UNARY_FN_ENTRY)
+    THP_FUNCTION_ENTRY("positive", positive,
+                       "positive(input) -> Tensor: input itself"),
+    THP_FUNCTION_ENTRY("clamp", clamp, THP_CLAMP_DOC(clamp)),
+    THP_FUNCTION_ENTRY("clip", clip, THP_CLAMP_DOC(clip)),
     {"where", THP_FASTCALL_KW(THPFunction_where),
      METH_FASTCALL | METH_KEYWORDS,
      "where(condition, input, other, *, out=None)"},
@@ -711,12 +734,12 @@ PyMethodDef THPPointwise_functions[] = {
 PyMethodDef THPVariable_pointwise_methods[] = {
     THP_FORALL_BINARY(THP_METHOD_ENTRIES)
     THP_FORALL_BINARY_NO_INPLACE(THP_PLAIN_METHOD_ENTRY)
-    THP_FORALL_UNARY(THP_METHOD_ENTRIES)
-    THP_METHOD_ENTRY("positive", positive, NULL),
-    THP_METHOD_ENTRY("clamp", clamp, NULL),
-    THP_METHOD_ENTRY("clamp_", clamp_, NULL),
-    THP_METHOD_ENTRY("clip", clip, NULL),
-    THP_METHOD_ENTRY("clip_", clip_, NULL),
+    THP_FORALL_UNARY(THP_UNARY_METHOD_ENTRIES)
+    THP_METHOD_ENTRY("positive", positive, "positive() -> Tensor: self"),
+    THP_METHOD_ENTRY("clamp", clamp, "clamp(min=None, max=None) -> Tensor"),
+    THP_METHOD_ENTRY("clamp_", clamp_, "clamp_(min=None, max=None): in place"),
+    THP_METHOD_ENTRY("clip", clip, "clip(min=None, max=None) -> Tensor"),
+    THP_METHOD_ENTRY("clip_", clip_, "clip_(min=None, max=None): in place"),
     {"where", THP_FASTCALL_KW(THPMethod_where), METH_FASTCALL | METH_KEYWORDS,
      "where(condition, other)"},
     {NULL, NULL, 0, NULL},

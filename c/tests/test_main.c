@@ -28,6 +28,7 @@
     _(factories)          \
     _(random)             \
     _(parallel)           \
+    _(pointwise)          \
     _(reduce)             \
     _(blas)
 

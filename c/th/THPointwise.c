@@ -850,7 +850,7 @@ make_output(THPointwisePlan *plan, const THPointwiseArg *args, int arity,
             model = args[k].tensor;
         }
     }
-    plan->result = model != NULL
+    plan->result = model != NULL && !model->is_contiguous
                        ? THTensor_newEmptyLike(model, result_dtype)
                        : THTensor_newEmpty(ndim, sizes, result_dtype,
                                            TH_DEVICE_CPU);
