@@ -20,6 +20,9 @@
 #include <string.h>
 #include <tgmath.h>
 
+/* 1/sqrt(2), for the exact gelu (M_SQRT1_2 is not ISO C). */
+#define TH_SQRT1_2 0.70710678118654752440
+
 /* ---- per-op facts ------------------------------------------------------- */
 
 static const struct {
@@ -315,7 +318,7 @@ TH_DEFINE_SIGMOID(Float64, double)
     _(sigmoid, stable_sigmoid(x))                                            \
     _(erf, erf(x))                                                           \
     _(erfc, erfc(x))                                                         \
-    _(gelu, x * (scalar_t)0.5 * (1 + erf(x * (scalar_t)M_SQRT1_2)))          \
+    _(gelu, x * (scalar_t)0.5 * (1 + erf(x * (scalar_t)TH_SQRT1_2)))          \
     _(gelu_tanh,                                                             \
       (scalar_t)0.5 * x                                                      \
           * (1 + vtanh((scalar_t)GELU_TANH_K                                 \
