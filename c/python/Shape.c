@@ -1542,7 +1542,7 @@ PyMethodDef THPShape_functions[] = {
     THP_FUNCTION_ENTRY("unique_consecutive", unique_consecutive,
                        "unique_consecutive(input, return_inverse=False, "
                        "return_counts=False, dim=None)."),
-    THP_FASTCALL_ENTRY("one_hot", THPFunction_one_hot,
+    THP_FASTCALL_ENTRY("_one_hot", THPFunction_one_hot,
                        "one_hot(tensor, num_classes=-1): int64 one-hot "
                        "encoding (torch.nn.functional.one_hot)."),
     {NULL, NULL, 0, NULL},
