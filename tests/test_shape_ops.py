@@ -737,14 +737,14 @@ def test_one_hot_matches_numpy(n, extra):
 
 def test_one_hot_errors_match_torch():
     torch = torch_or_skip()
-    F = torch.nn.functional
+    TF = torch.nn.functional
     cases = [
-        (lambda: F.one_hot(ember.zeros(2)), lambda: F.one_hot(torch.zeros(2))),
-        (lambda: F.one_hot(ember.tensor([-1])), lambda: F.one_hot(torch.tensor([-1]))),
-        (lambda: F.one_hot(ember.tensor([3]), 2), lambda: F.one_hot(torch.tensor([3]), 2)),
-        (lambda: F.one_hot(ember.tensor([1]), -2), lambda: F.one_hot(torch.tensor([1]), -2)),
+        (lambda: F.one_hot(ember.zeros(2)), lambda: TF.one_hot(torch.zeros(2))),
+        (lambda: F.one_hot(ember.tensor([-1])), lambda: TF.one_hot(torch.tensor([-1]))),
+        (lambda: F.one_hot(ember.tensor([3]), 2), lambda: TF.one_hot(torch.tensor([3]), 2)),
+        (lambda: F.one_hot(ember.tensor([1]), -2), lambda: TF.one_hot(torch.tensor([1]), -2)),
         (lambda: F.one_hot(ember.tensor([], dtype=ember.int64)),
-         lambda: F.one_hot(torch.tensor([], dtype=torch.int64))),
+         lambda: TF.one_hot(torch.tensor([], dtype=torch.int64))),
     ]
     msgs = [errors_alike(fe, ft) for fe, ft in cases]
     assert msgs[0] == "one_hot is only applicable to index tensor of type LongTensor."
