@@ -779,6 +779,23 @@ softmax_common(const char *fname, bool log_softmax, PyObject *input,
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
+    THDtype computed = dtype >= 0 ? (THDtype)dtype : self->dtype;
+    if (!THDtype_isFloating(computed)) {
+        /* PyTorch's exception type; the core reports a RuntimeError (the
+         * parent class), having no NotImplementedError kind */
+        int rank = self->ndim > 0 ? self->ndim : 1;
+        bool last_dim = dim == -1 || dim == rank - 1;
+        PyErr_Format(PyExc_NotImplementedError,
+                     "\"%s_%skernel_impl\" not implemented for '%s'", fname,
+                     last_dim ? "lastdim_" : "",
+                     computed == TH_Int64   ? "Long"
+                     : computed == TH_Int32 ? "Int"
+                     : computed == TH_Int16 ? "Short"
+                     : computed == TH_Int8  ? "Char"
+                     : computed == TH_UInt8 ? "Byte"
+                                            : "Bool");
+        return NULL;
+    }
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newSoftmax(
                                            self, dim, log_softmax, dtype));
