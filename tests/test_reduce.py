@@ -375,8 +375,10 @@ def test_softmax_dtype_argument():
     out = ember.softmax(i, 0, dtype=ember.float64)
     assert out.dtype == ember.float64
     assert i.softmax(0, ember.float32).dtype == ember.float32
-    with pytest.raises(NotImplementedError, match="^\"softmax_kernel_impl\" not implemented for 'Long'$"):
+    with pytest.raises(NotImplementedError, match="^\"softmax_lastdim_kernel_impl\" not implemented for 'Long'$"):
         i.softmax(0)
+    with pytest.raises(NotImplementedError, match="^\"softmax_kernel_impl\" not implemented for 'Long'$"):
+        ember.zeros(2, 3, dtype=ember.int64).softmax(0)
     with pytest.raises(NotImplementedError, match="^\"log_softmax_lastdim_kernel_impl\" not implemented for 'Bool'$"):
         ember.log_softmax(ember.tensor([True]), 0)
     with pytest.raises(TypeError, match="dim"):
