@@ -418,6 +418,11 @@ def test_nan_propagation():
     values, indices = ember.tensor([[nan, 1.0, nan], [2.0, 5.0, 1.0]]).max(1)
     assert math.isnan(values[0].item()) and indices.tolist() == [0, 1]
     assert math.isnan(x.sum().item()) and math.isnan(x.norm(float("inf")).item())
+    # over the outer dim of a row-major matrix (the columns driver)
+    m = ember.tensor([[1.0, nan, 0.0], [nan, 2.0, 5.0], [3.0, 4.0, 1.0]])
+    assert [math.isnan(v) for v in m.amax(0).tolist()] == [True, True, False]
+    assert [math.isnan(v) for v in m.amin(0).tolist()] == [True, True, False]
+    assert m.amax(0)[2].item() == 5.0 and m.amin(0)[2].item() == 0.0
     # a long contiguous run takes the vectorised path
     long = ember.zeros(1000)
     long[700] = nan
@@ -627,6 +632,10 @@ def test_large_reductions_on_every_driver(threads):
         np.testing.assert_allclose(em.sum(0).numpy(), m.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
         np.testing.assert_allclose(em.mean(0).numpy(), m.astype(np.float64).mean(0), rtol=1e-4, atol=1e-5)
         np.testing.assert_array_equal(em.sum(0).numpy(), em.contiguous().sum(0).numpy())
+        np.testing.assert_array_equal(em.amax(0).numpy(), m.max(0))
+        np.testing.assert_allclose(em.var(0).numpy(), m.astype(np.float64).var(0, ddof=1), rtol=1e-4)
+        np.testing.assert_allclose(em.narrow(0, 0, 20).prod(0).numpy(),
+                                   m[:20].astype(np.float64).prod(0), rtol=1e-4)
         # per-output driver with many outputs
         np.testing.assert_allclose(em.sum(1).numpy(), m.astype(np.float64).sum(1), rtol=1e-4, atol=1e-3)
         np.testing.assert_array_equal(em.argmax(0).numpy(), np.argmax(m, axis=0))

@@ -234,16 +234,18 @@ TH_FORALL_DTYPES(TH_DEFINE_SUM_PAIRWISE)
                        TH_MAP_SQUARED_DEVIATION)
 TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
 
-/* Columns: accs[k] = sum over the rows of in[r * row_stride + k], k <
- * width <= TH_COLUMN_TILE, halving the rows like the pairwise sum. */
+/* Columns: name(x, rows, row_stride, width, shift, acc) sets acc[k] = the
+ * sum over the rows of MAP(in[r * row_stride + k], k), k < width <=
+ * TH_COLUMN_TILE, halving the rows like the pairwise sum.  MAP may use
+ * shift[k] (the column's mean, for var). */
 #define TH_COLUMN_TILE 128
 #define TH_COLUMN_LEAF 16
 
-#define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                                \
-    static void column_pairwise_##Name(const ctype *x, int64_t rows,         \
-                                       int64_t row_stride, int64_t width,    \
-                                       TH_ACC_##Name *acc)                   \
+#define TH_DEFINE_COLUMN_PAIRWISE(name, ctype, acc_t, MAP)                   \
+    static void name(const ctype *x, int64_t rows, int64_t row_stride,       \
+                     int64_t width, const acc_t *shift, acc_t *acc)          \
     {                                                                        \
+        (void)shift;                                                         \
         if (rows <= TH_COLUMN_LEAF) {                                        \
             for (int64_t k = 0; k < width; k++) {                            \
                 acc[k] = 0;                                                  \
@@ -251,21 +253,34 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
             for (int64_t r = 0; r < rows; r++) {                             \
                 const ctype *row = x + r * row_stride;                       \
                 for (int64_t k = 0; k < width; k++) {                        \
-                    acc[k] += (TH_ACC_##Name)row[k];                         \
+                    acc_t v = (acc_t)row[k];                                 \
+                    acc[k] += MAP(v, k);                                     \
                 }                                                            \
             }                                                                \
             return;                                                          \
         }                                                                    \
-        TH_ACC_##Name later[TH_COLUMN_TILE];                                 \
+        acc_t later[TH_COLUMN_TILE];                                         \
         int64_t half = rows / 2;                                             \
-        column_pairwise_##Name(x, half, row_stride, width, acc);             \
-        column_pairwise_##Name(x + half * row_stride, rows - half,           \
-                               row_stride, width, later);                    \
+        name(x, half, row_stride, width, shift, acc);                        \
+        name(x + half * row_stride, rows - half, row_stride, width, shift,   \
+             later);                                                         \
         for (int64_t k = 0; k < width; k++) {                                \
             acc[k] += later[k];                                              \
         }                                                                    \
     }
+
+#define TH_COLUMN_MAP_IDENTITY(v, k) (v)
+#define TH_COLUMN_MAP_SQUARED_DEVIATION(v, k) \
+    (((v) - shift[k]) * ((v) - shift[k]))
+
+#define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                         \
+    TH_DEFINE_COLUMN_PAIRWISE(column_pairwise_##Name, ctype,          \
+                              TH_ACC_##Name, TH_COLUMN_MAP_IDENTITY)
 TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
+#define TH_DEFINE_COLUMN_DEVIATION(Name, ctype, py)                   \
+    TH_DEFINE_COLUMN_PAIRWISE(column_deviation_##Name, ctype, ctype,  \
+                              TH_COLUMN_MAP_SQUARED_DEVIATION)
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_COLUMN_DEVIATION)
 
 /* ---- sum, mean, prod ---------------------------------------------------- */
 
@@ -299,7 +314,7 @@ TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
     {                                                                        \
         (void)params;                                                        \
         column_pairwise_##Name((const ctype *)in, rows, row_stride, width,   \
-                               (TH_ACC_##Name *)accs);                       \
+                               NULL, (TH_ACC_##Name *)accs);                 \
     }                                                                        \
     static void prod_fold_##Name(const char *in, int64_t n, int64_t stride,  \
                                  int64_t first, void *acc,                   \
@@ -319,6 +334,22 @@ TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
     {                                                                        \
         (void)params;                                                        \
         *(TH_ACC_##Name *)acc *= *(const TH_ACC_##Name *)later;              \
+    }                                                                        \
+    static void prod_column_##Name(const char *in, int64_t rows,             \
+                                   int64_t row_stride, int64_t width,        \
+                                   void *accs, const ReduceParams *params)   \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        TH_ACC_##Name *acc = accs;                                           \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = 1;                                                      \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] *= (TH_ACC_##Name)x[r * row_stride + k];              \
+            }                                                                \
+        }                                                                    \
     }
 TH_FORALL_DTYPES(TH_DEFINE_SUM_KERNEL)
 
@@ -330,7 +361,7 @@ static const ReduceKernel sum_kernels[TH_NUM_DTYPES] = {
 };
 #define TH_PROD_KERNEL_ENTRY(Name, ctype, py)                                \
     {sizeof(TH_ACC_##Name), prod_fold_##Name, prod_merge_##Name,             \
-     sum_finish_##Name, NULL},
+     sum_finish_##Name, prod_column_##Name},
 static const ReduceKernel prod_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_PROD_KERNEL_ENTRY)
 };
@@ -452,6 +483,22 @@ static const ReduceKernel mean_kernels[2] = {
         (void)count;                                                         \
         (void)params;                                                        \
         *(ctype *)out = *(const ctype *)acc;                                 \
+    }                                                                        \
+    static void which##_column_##Name(const char *in, int64_t rows,          \
+                                      int64_t row_stride, int64_t width,     \
+                                      void *accs,                            \
+                                      const ReduceParams *params)            \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype *acc = accs;                                                   \
+        memcpy(acc, x, sizeof(ctype) * (size_t)width);                       \
+        for (int64_t r = 1; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                ctype v = x[r * row_stride + k];                             \
+                acc[k] = STEP(acc[k], v);                                    \
+            }                                                                \
+        }                                                                    \
     }
 
 #define TH_DEFINE_MAX_KERNEL(Name, ctype, py) \
@@ -462,9 +509,11 @@ TH_FORALL_DTYPES(TH_DEFINE_MAX_KERNEL)
 TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
 
 #define TH_MAX_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name, NULL},
+    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name,      \
+     max_column_##Name},
 #define TH_MIN_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name, NULL},
+    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name,      \
+     min_column_##Name},
 static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_MAX_KERNEL_ENTRY)
 };
@@ -587,6 +636,54 @@ static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
             count += x[i * stride] != 0;                                     \
         }                                                                    \
         *(int64_t *)acc = count;                                             \
+    }                                                                        \
+    static void all_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        bool *acc = accs;                                                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = true;                                                   \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] &= x[r * row_stride + k] != 0;                        \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    static void any_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        bool *acc = accs;                                                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = false;                                                  \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] |= x[r * row_stride + k] != 0;                        \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    static void count_column_##Name(const char *in, int64_t rows,            \
+                                    int64_t row_stride, int64_t width,       \
+                                    void *accs, const ReduceParams *params)  \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        int64_t *acc = accs;                                                 \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = 0;                                                      \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] += x[r * row_stride + k] != 0;                        \
+            }                                                                \
+        }                                                                    \
     }
 TH_FORALL_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
 
@@ -633,11 +730,14 @@ int64_finish(const void *acc, char *out, char *out2, int64_t count,
 }
 
 #define TH_ALL_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(bool), all_fold_##Name, all_merge, bool_finish, NULL},
+    {sizeof(bool), all_fold_##Name, all_merge, bool_finish,                  \
+     all_column_##Name},
 #define TH_ANY_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(bool), any_fold_##Name, any_merge, bool_finish, NULL},
+    {sizeof(bool), any_fold_##Name, any_merge, bool_finish,                  \
+     any_column_##Name},
 #define TH_COUNT_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish, NULL},
+    {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish,          \
+     count_column_##Name},
 static const ReduceKernel all_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_ALL_KERNEL_ENTRY)
 };
@@ -797,6 +897,26 @@ typedef struct {
         double dof = (double)a->n - params->correction;                      \
         double var = a->m2 / (dof > 0 ? dof : 0);                            \
         *(ctype *)out = (ctype)(params->take_sqrt ? sqrt(var) : var);        \
+    }                                                                        \
+    static void var_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype mean[TH_COLUMN_TILE];                                          \
+        ctype m2[TH_COLUMN_TILE];                                            \
+        column_pairwise_##Name(x, rows, row_stride, width, NULL, mean);      \
+        for (int64_t k = 0; k < width; k++) {                                \
+            mean[k] /= (ctype)rows;                                          \
+        }                                                                    \
+        column_deviation_##Name(x, rows, row_stride, width, mean, m2);       \
+        VarAcc *a = accs;                                                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            a[k].mean = (double)mean[k];                                     \
+            a[k].m2 = (double)m2[k];                                         \
+            a[k].n = rows;                                                   \
+        }                                                                    \
     }
 TH_FORALL_FLOAT_DTYPES(TH_DEFINE_VAR_KERNEL)
 
@@ -821,8 +941,10 @@ var_merge(void *acc, const void *later, const ReduceParams *params)
 }
 
 static const ReduceKernel var_kernels[2] = {
-    {sizeof(VarAcc), var_fold_Float32, var_merge, var_finish_Float32, NULL},
-    {sizeof(VarAcc), var_fold_Float64, var_merge, var_finish_Float64, NULL},
+    {sizeof(VarAcc), var_fold_Float32, var_merge, var_finish_Float32,
+     var_column_Float32},
+    {sizeof(VarAcc), var_fold_Float64, var_merge, var_finish_Float64,
+     var_column_Float64},
 };
 
 /* logsumexp: (max, sum of exp(x - max)); an infinite max is not
@@ -1162,7 +1284,7 @@ column_job(int64_t begin, int64_t end, void *arg)
     const ReduceJob *job = cj->job;
     const ReducePlan *plan = job->plan;
     size_t acc_size = job->kernel->acc_size;
-    _Alignas(16) unsigned char accs[TH_COLUMN_TILE * sizeof(double)];
+    _Alignas(16) unsigned char accs[TH_COLUMN_TILE * TH_REDUCE_MAX_ACC];
     for (int64_t w = begin; w < end; w++) {
         int64_t outer_index = w / cj->ntiles;
         int64_t first = (w % cj->ntiles) * TH_COLUMN_TILE;
