@@ -22,7 +22,7 @@
         }                                                                    \
     } while (0)
 
-/* ---- argument parsing ------------------------------------------------------ */
+/* ---- argument parsing --------------------------------------------------- */
 
 /* Parses `dim`: absent or None (every dim), an int, or a tuple/list of
  * ints.  Returns the number of dims (0 = every dim) or -1. */
@@ -107,8 +107,9 @@ parse_bool(const char *fname, const char *what, PyObject *obj, bool *out)
         return 0; /* keeps the default */
     }
     if (!PyBool_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be bool, not %s",
-                     fname, what, Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be bool, not %s", fname, what,
+                     Py_TYPE(obj)->tp_name);
         return -1;
     }
     *out = obj == Py_True;
@@ -198,8 +199,8 @@ parse_reduce_args(const char *fname, PyObject *input, PyObject *const *args,
                   ReduceArgs *ra)
 {
     static const char *const names[NARGS] = {"dim", "keepdim", "dtype", "out"};
-    static const char *const names_without_dtype[NARGS - 1] = {"dim", "keepdim",
-                                                               "out"};
+    static const char *const names_without_dtype[NARGS - 1] = {
+        "dim", "keepdim", "out"};
     PyObject *objs[NARGS];
     if (THPUtils_parseArgs(fname, args, nargs, kwnames,
                            takes_dtype ? names : names_without_dtype,
@@ -223,7 +224,7 @@ parse_reduce_args(const char *fname, PyObject *input, PyObject *const *args,
     return 0;
 }
 
-/* ---- sum, mean, prod, amax, amin, all, any, logsumexp ---------------------- */
+/* ---- sum, mean, prod, amax, amin, all, any, logsumexp ------------------- */
 
 typedef THTensor *(*MaskedReduceFn)(THTensor *input, const bool *mask,
                                     bool keepdim, int dtype);
@@ -388,7 +389,7 @@ count_nonzero_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return THPVariable_Wrap(result);
 }
 
-/* ---- max, min, argmax, argmin ------------------------------------------------ */
+/* ---- max, min, argmax, argmin ------------------------------------------- */
 
 /* torch.return_types.max and .min: named (values, indices) tuples. */
 static PyStructSequence_Field minmax_fields[] = {
@@ -551,7 +552,7 @@ argmin_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return argmax_or_argmin(false, input, args, nargs, kwnames);
 }
 
-/* ---- var, std, var_mean, std_mean -------------------------------------------- */
+/* ---- var, std, var_mean, std_mean --------------------------------------- */
 
 /* var(dim=None, *, correction=1, keepdim=False), plus PyTorch's older forms
  * var(unbiased) and var(dim, unbiased, keepdim). */
@@ -707,7 +708,7 @@ std_mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return var_or_std_mean("std_mean", true, input, args, nargs, kwnames);
 }
 
-/* ---- norm ------------------------------------------------------------------- */
+/* ---- norm --------------------------------------------------------------- */
 
 /* p: None or 'fro' (2), or a number (inf allowed). */
 static int
@@ -763,7 +764,7 @@ norm_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return wrap_or_copy_out("norm", result, objs[3]);
 }
 
-/* ---- softmax, log_softmax, cumsum, cumprod ---------------------------------- */
+/* ---- softmax, log_softmax, cumsum, cumprod ------------------------------ */
 
 static PyObject *
 softmax_common(const char *fname, bool log_softmax, PyObject *input,
@@ -853,7 +854,7 @@ cumprod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                        kwnames);
 }
 
-/* ---- tables ----------------------------------------------------------------- */
+/* ---- tables ------------------------------------------------------------- */
 
 #define THP_REDUCE_OPS(_)                                                    \
     _(sum, "Sum of the elements, over all or the given dims.")               \

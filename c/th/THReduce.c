@@ -48,7 +48,7 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- dtype traits ---------------------------------------------------------- */
+/* ---- dtype traits ------------------------------------------------------- */
 
 /* The type sums, products and scans accumulate in: floating dtypes in
  * themselves (as PyTorch), the others in uint64_t, whose arithmetic wraps
@@ -141,7 +141,7 @@ typedef struct {
 
 #define TH_REDUCE_MAX_ACC 32
 
-/* ---- pairwise sums (Note [Accurate sums]) -------------------------------- */
+/* ---- pairwise sums (Note [Accurate sums]) ------------------------------- */
 
 #define TH_PAIRWISE_LEAF 4096
 #define TH_PAIRWISE_LANES 64
@@ -160,11 +160,11 @@ typedef struct {
  *
  * The recursion hands lane vectors, not scalars, up the tree
  * (name##_lanes adds lane l of the left half to lane l of the right half),
- * so a leaf costs one store of its accumulators and the 32 lanes are
+ * so a leaf costs one store of its accumulators and the 64 lanes are
  * reduced to one number only once, at the top. */
 #define TH_DEFINE_PAIRWISE(name, ctype, acc_t, MAP)                          \
-    TH_TARGET_CLONES static void name##_lanes(const ctype *x, int64_t n, int64_t stride,      \
-                             acc_t shift, acc_t *out)                        \
+    TH_TARGET_CLONES static void name##_lanes(                               \
+        const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
     {                                                                        \
         if (n > TH_PAIRWISE_LEAF) {                                          \
             /* A multiple of the lane count: lanes stay aligned. */          \
@@ -509,10 +509,10 @@ TH_FORALL_DTYPES(TH_DEFINE_MAX_KERNEL)
 TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
 
 #define TH_MAX_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name,      \
+    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name,    \
      max_column_##Name},
 #define TH_MIN_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name,      \
+    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name,    \
      min_column_##Name},
 static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_MAX_KERNEL_ENTRY)
@@ -869,6 +869,8 @@ typedef struct {
     double m2;
     int64_t n;
 } VarAcc;
+_Static_assert(sizeof(VarAcc) <= TH_REDUCE_MAX_ACC,
+               "every accumulator fits a partials slot");
 
 #define TH_DEFINE_VAR_KERNEL(Name, ctype, py)                                \
     static void var_fold_##Name(const char *in, int64_t n, int64_t stride,   \
@@ -1014,7 +1016,7 @@ float_index(THDtype dtype)
     return dtype == TH_Float64 ? 1 : 0;
 }
 
-/* ---- walking the kept dims ----------------------------------------------- */
+/* ---- walking the kept dims ---------------------------------------------- */
 
 /* Row-major positions over some dims, with the element offsets of up to two
  * operands that walk them. */
@@ -1056,7 +1058,7 @@ odometer_next(const Odometer *o, OdometerPos *pos)
     }
 }
 
-/* ---- the plan (Note [Reduction plan]) ------------------------------------ */
+/* ---- the plan (Note [Reduction plan]) ----------------------------------- */
 
 typedef struct {
     THTensor *source;  /* owned: the input, or a copy laid out for the run */
@@ -1184,7 +1186,7 @@ plan_uses_columns(const ReducePlan *plan, const ReduceKernel *kernel)
            && plan->len > 1 && plan->kept.strides[0][last] == 1;
 }
 
-/* ---- the drivers ---------------------------------------------------------- */
+/* ---- the drivers -------------------------------------------------------- */
 
 typedef struct {
     const ReducePlan *plan;
@@ -1350,7 +1352,7 @@ run_plan(const ReducePlan *plan, const ReduceKernel *kernel,
     }
 }
 
-/* ---- entry points --------------------------------------------------------- */
+/* ---- entry points ------------------------------------------------------- */
 
 int
 THReduce_dimMask(const THTensor *tensor, int ndims, const int64_t *dims,
