@@ -1725,17 +1725,25 @@ THTensor_newCountNonzero(THTensor *input, const bool *mask)
                   &params, TH_Int64, NULL, TH_Int64);
 }
 
-/* ---- line operations: softmax and the scans --------------------------------
+/* ---- line operations: softmax and the scans -------------------------------
  *
  * A line is the run of elements along `dim` at one position of the other
- * dims; the output has the input's shape, contiguous.  Lines are handed out
- * to the threads, each line processed whole.
+ * dims; the output has the input's shape, contiguous.  A line function
+ * processes `width` adjacent lines at once: element i of line j is at
+ * in[i * in_stride + j] (and out[i * out_stride + j]).  When dim is not the
+ * last dim and the input's last dim is contiguous (softmax over dim 0 of a
+ * row-major matrix), lines go in tiles of up to TH_LINE_TILE, so each step
+ * reads a contiguous piece of a row instead of one element per row; else
+ * each line is one work item of width 1.
  */
+#define TH_LINE_TILE 64
+
 typedef void (*LineFn)(const char *in, int64_t in_stride, char *out,
-                       int64_t out_stride, int64_t n, const void *ctx);
+                       int64_t out_stride, int64_t n, int64_t width,
+                       const void *ctx);
 
 typedef struct {
-    Odometer others;
+    Odometer outer;   /* the dims walked line by line (or tile by tile) */
     const char *in;
     char *out;
     int64_t in_itemsize;
@@ -1743,6 +1751,8 @@ typedef struct {
     int64_t in_stride;
     int64_t out_stride;
     int64_t n;
+    int64_t width;    /* lines side by side: the last dim's size, or 1 */
+    int64_t ntiles;   /* tiles per outer position */
     LineFn fn;
     const void *ctx;
 } LinesJob;
@@ -1751,13 +1761,16 @@ static void
 lines_job(int64_t begin, int64_t end, void *arg)
 {
     const LinesJob *job = arg;
-    OdometerPos pos;
-    odometer_seek(&job->others, begin, &pos);
-    for (int64_t line = begin; line < end; line++) {
-        job->fn(job->in + pos.offset[0] * job->in_itemsize, job->in_stride,
-                job->out + pos.offset[1] * job->out_itemsize,
-                job->out_stride, job->n, job->ctx);
-        odometer_next(&job->others, &pos);
+    for (int64_t item = begin; item < end; item++) {
+        OdometerPos pos;
+        int64_t first = (item % job->ntiles) * TH_LINE_TILE;
+        int64_t width = job->width - first < TH_LINE_TILE ? job->width - first
+                                                          : TH_LINE_TILE;
+        odometer_seek(&job->outer, item / job->ntiles, &pos);
+        job->fn(job->in + (pos.offset[0] + first) * job->in_itemsize,
+                job->in_stride,
+                job->out + (pos.offset[1] + first) * job->out_itemsize,
+                job->out_stride, job->n, width, job->ctx);
     }
 }
 
@@ -1766,6 +1779,8 @@ static void
 run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
           const void *ctx)
 {
+    int last = in->ndim - 1;
+    bool tiled = in->ndim >= 2 && dim != last && in->strides[last] == 1;
     LinesJob job = {
         .in = THTensor_data(in),
         .out = THTensor_data(out),
@@ -1774,96 +1789,133 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
         .in_stride = in->ndim > 0 ? in->strides[dim] : 1,
         .out_stride = out->ndim > 0 ? out->strides[dim] : 1,
         .n = in->ndim > 0 ? in->sizes[dim] : 1,
+        .width = tiled ? in->sizes[last] : 1,
         .fn = fn,
         .ctx = ctx,
     };
-    int64_t nlines = 1;
-    job.others.ndim = 0;
+    job.ntiles = (job.width + TH_LINE_TILE - 1) / TH_LINE_TILE;
+    int64_t nouter = 1;
+    job.outer.ndim = 0;
     for (int d = 0; d < in->ndim; d++) {
-        if (d != dim) {
-            int k = job.others.ndim++;
-            job.others.sizes[k] = in->sizes[d];
-            job.others.strides[0][k] = in->strides[d];
-            job.others.strides[1][k] = out->strides[d];
-            nlines *= in->sizes[d];
+        if (d != dim && !(tiled && d == last)) {
+            int k = job.outer.ndim++;
+            job.outer.sizes[k] = in->sizes[d];
+            job.outer.strides[0][k] = in->strides[d];
+            job.outer.strides[1][k] = out->strides[d];
+            nouter *= in->sizes[d];
         }
     }
-    if (nlines == 0 || job.n == 0) {
+    if (nouter == 0 || job.n == 0 || job.width == 0) {
         return;
     }
-    THParallel_for(nlines,
-                   job.n >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / job.n,
-                   lines_job, &job);
+    int64_t per_item = job.n * (job.width < TH_LINE_TILE ? job.width
+                                                         : TH_LINE_TILE);
+    int64_t grain =
+        per_item >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / per_item;
+    THParallel_for(nouter * job.ntiles, grain, lines_job, &job);
 }
 
-#define TH_DEFINE_SOFTMAX_LINE(Name, ctype, py)                              \
-    static void softmax_line_##Name(const char *in, int64_t in_stride,       \
-                                    char *out, int64_t out_stride,           \
-                                    int64_t n, const void *ctx)              \
+/* softmax: per line, the max, then exp(x - max) and its sum (in double),
+ * then the scaling; log_softmax subtracts log(sum) instead. */
+#define TH_DEFINE_SOFTMAX_LINES(Name, ctype, py)                             \
+    static void softmax_lines_##Name(const char *in, int64_t in_stride,      \
+                                     char *out, int64_t out_stride,          \
+                                     int64_t n, int64_t width,               \
+                                     const void *ctx)                        \
     {                                                                        \
         const bool log_softmax = *(const bool *)ctx;                         \
         const ctype *x = (const ctype *)in;                                  \
         ctype *y = (ctype *)out;                                             \
-        ctype max = max_run_##Name(x, n, in_stride);                         \
-        double total = 0;                                                    \
-        if (log_softmax) {                                                   \
-            for (int64_t i = 0; i < n; i++) {                                \
-                total += (double)TH_EXP_##Name(x[i * in_stride] - max);      \
+        ctype max[TH_LINE_TILE];                                             \
+        double total[TH_LINE_TILE];                                          \
+        if (width == 1) {                                                    \
+            max[0] = max_run_##Name(x, n, in_stride);                        \
+        }                                                                    \
+        else {                                                               \
+            memcpy(max, x, sizeof(ctype) * (size_t)width);                   \
+            for (int64_t i = 1; i < n; i++) {                                \
+                for (int64_t j = 0; j < width; j++) {                        \
+                    ctype v = x[i * in_stride + j];                          \
+                    max[j] = TH_MAX_STEP(max[j], v);                         \
+                }                                                            \
             }                                                                \
-            ctype log_total = (ctype)log(total);                             \
+        }                                                                    \
+        for (int64_t j = 0; j < width; j++) {                                \
+            total[j] = 0;                                                    \
+        }                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            for (int64_t j = 0; j < width; j++) {                            \
+                ctype e = TH_EXP_##Name(x[i * in_stride + j] - max[j]);      \
+                total[j] += (double)e;                                       \
+                if (!log_softmax) {                                          \
+                    y[i * out_stride + j] = e;                               \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        if (log_softmax) {                                                   \
+            for (int64_t j = 0; j < width; j++) {                            \
+                max[j] += (ctype)log(total[j]); /* now the subtrahend */     \
+            }                                                                \
             for (int64_t i = 0; i < n; i++) {                                \
-                y[i * out_stride] = x[i * in_stride] - max - log_total;      \
+                for (int64_t j = 0; j < width; j++) {                        \
+                    y[i * out_stride + j] = x[i * in_stride + j] - max[j];   \
+                }                                                            \
             }                                                                \
             return;                                                          \
         }                                                                    \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            ctype e = TH_EXP_##Name(x[i * in_stride] - max);                 \
-            y[i * out_stride] = e;                                           \
-            total += (double)e;                                              \
+        for (int64_t j = 0; j < width; j++) {                                \
+            max[j] = (ctype)(1 / total[j]); /* now the scale */              \
         }                                                                    \
-        ctype scale = (ctype)(1 / total);                                    \
         for (int64_t i = 0; i < n; i++) {                                    \
-            y[i * out_stride] *= scale;                                      \
+            for (int64_t j = 0; j < width; j++) {                            \
+                y[i * out_stride + j] *= max[j];                             \
+            }                                                                \
         }                                                                    \
     }
-TH_FORALL_FLOAT_DTYPES(TH_DEFINE_SOFTMAX_LINE)
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_SOFTMAX_LINES)
 
-static const LineFn softmax_lines[2] = {softmax_line_Float32,
-                                        softmax_line_Float64};
+static const LineFn softmax_lines[2] = {softmax_lines_Float32,
+                                        softmax_lines_Float64};
 
 /* The scans run in the output dtype (the input is converted first), with
  * integers accumulated as wrapping uint64_t. */
-#define TH_DEFINE_SCAN_LINES(Name, ctype, py)                                \
-    static void cumsum_line_##Name(const char *in, int64_t in_stride,        \
-                                   char *out, int64_t out_stride, int64_t n, \
-                                   const void *ctx)                          \
+#define TH_DEFINE_SCAN_LINES(Name, ctype, py, which, OP, IDENTITY)           \
+    static void which##_lines_##Name(const char *in, int64_t in_stride,      \
+                                     char *out, int64_t out_stride,          \
+                                     int64_t n, int64_t width,               \
+                                     const void *ctx)                        \
     {                                                                        \
         (void)ctx;                                                           \
         const ctype *x = (const ctype *)in;                                  \
         ctype *y = (ctype *)out;                                             \
-        TH_ACC_##Name total = 0;                                             \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            total += (TH_ACC_##Name)x[i * in_stride];                        \
-            y[i * out_stride] = (ctype)total;                                \
+        TH_ACC_##Name total[TH_LINE_TILE];                                   \
+        if (width == 1) { /* one line: the running value in a register */  \
+            TH_ACC_##Name running = IDENTITY;                                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                running OP (TH_ACC_##Name)x[i * in_stride];                  \
+                y[i * out_stride] = (ctype)running;                          \
+            }                                                                \
+            return;                                                          \
         }                                                                    \
-    }                                                                        \
-    static void cumprod_line_##Name(const char *in, int64_t in_stride,       \
-                                    char *out, int64_t out_stride,           \
-                                    int64_t n, const void *ctx)              \
-    {                                                                        \
-        (void)ctx;                                                           \
-        const ctype *x = (const ctype *)in;                                  \
-        ctype *y = (ctype *)out;                                             \
-        TH_ACC_##Name total = 1;                                             \
+        for (int64_t j = 0; j < width; j++) {                                \
+            total[j] = IDENTITY;                                             \
+        }                                                                    \
         for (int64_t i = 0; i < n; i++) {                                    \
-            total *= (TH_ACC_##Name)x[i * in_stride];                        \
-            y[i * out_stride] = (ctype)total;                                \
+            for (int64_t j = 0; j < width; j++) {                            \
+                total[j] OP (TH_ACC_##Name)x[i * in_stride + j];             \
+                y[i * out_stride + j] = (ctype)total[j];                     \
+            }                                                                \
         }                                                                    \
     }
-TH_FORALL_DTYPES(TH_DEFINE_SCAN_LINES)
+#define TH_DEFINE_CUMSUM_LINES(Name, ctype, py) \
+    TH_DEFINE_SCAN_LINES(Name, ctype, py, cumsum, +=, 0)
+#define TH_DEFINE_CUMPROD_LINES(Name, ctype, py) \
+    TH_DEFINE_SCAN_LINES(Name, ctype, py, cumprod, *=, 1)
+TH_FORALL_DTYPES(TH_DEFINE_CUMSUM_LINES)
+TH_FORALL_DTYPES(TH_DEFINE_CUMPROD_LINES)
 
-#define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_line_##Name,
-#define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_line_##Name,
+#define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_lines_##Name,
+#define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_lines_##Name,
 static const LineFn cumsum_lines[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_CUMSUM_ENTRY)
 };
