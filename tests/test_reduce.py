@@ -641,6 +641,13 @@ def test_large_reductions_on_every_driver(threads):
         np.testing.assert_array_equal(em.argmax(0).numpy(), np.argmax(m, axis=0))
         np.testing.assert_allclose(em.softmax(1).numpy().sum(1), 1.0, rtol=1e-5)
         np.testing.assert_allclose(em.cumsum(1).numpy(), np.cumsum(m, axis=1), rtol=1e-4, atol=1e-3)
+        # lines in tiles: along dim 0, 200 columns = 3 full tiles and a part
+        np.testing.assert_allclose(em.cumsum(0).numpy(), np.cumsum(m.astype(np.float64), axis=0),
+                                   rtol=1e-4, atol=1e-2)
+        np.testing.assert_allclose(em.softmax(0).numpy().sum(0), 1.0, rtol=1e-5)
+        x64 = m.astype(np.float64)
+        np.testing.assert_allclose(em.log_softmax(0).numpy(),
+                                   x64 - np.log(np.exp(x64).sum(0)), rtol=1e-5, atol=1e-5)
     finally:
         ember.set_num_threads(saved)
 
