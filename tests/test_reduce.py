@@ -370,6 +370,25 @@ def test_softmax_is_stable_for_large_inputs():
     assert ember.tensor([float("-inf")] * 2).logsumexp(0).item() == float("-inf")
 
 
+def test_softmax_exp_accuracy_and_special_values():
+    # the float32 exps are vectorised (Note [Vectorised exp] in THReduce.c)
+    x = np.linspace(-87, 0, 20001, dtype=np.float32)
+    ref = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(ember.from_numpy(x).softmax(0).numpy(), ref / ref.sum(), rtol=2e-6,
+                               atol=1e-38)  # float32 denormals hold few digits
+    np.testing.assert_allclose(ember.from_numpy(x).logsumexp(0).item(), np.log(ref.sum()), rtol=1e-6)
+    inf, nan = float("inf"), float("nan")
+    assert ember.tensor([-inf, 0.0]).softmax(0).tolist() == [0.0, 1.0]
+    assert ember.tensor([-200.0, 0.0]).softmax(0).tolist() == [0.0, 1.0]
+    assert ember.tensor([-inf, 0.0]).log_softmax(0).tolist() == [-inf, 0.0]
+    assert all(math.isnan(v) for v in ember.tensor([nan, 0.0, 1.0]).softmax(0).tolist())
+    assert all(math.isnan(v) for v in ember.tensor([inf, 0.0]).softmax(0).tolist())
+    wide = np.array([88.0, 80.0, -80.0, -100.0], dtype=np.float32)
+    expected = np.exp(wide.astype(np.float64) - 88.0)
+    np.testing.assert_allclose(ember.from_numpy(wide).softmax(0).numpy(), expected / expected.sum(),
+                               rtol=2e-6, atol=1e-37)
+
+
 def test_softmax_dtype_argument():
     i = ember.tensor([1, 2, 3])
     out = ember.softmax(i, 0, dtype=ember.float64)

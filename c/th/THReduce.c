@@ -75,14 +75,21 @@
     _(Float32, float, "float32")  \
     _(Float64, double, "float64")
 
-#define TH_EXP_Float32 expf
-#define TH_EXP_Float64 exp
-
 /* True only for a NaN; false (and folded away) for integer types. */
 #define TH_ISNAN(v) ((v) != (v))
 /* NaN-propagating max/min step, as PyTorch's max and min. */
 #define TH_MAX_STEP(acc, v) (((v) > (acc)) | TH_ISNAN(v) ? (v) : (acc))
 #define TH_MIN_STEP(acc, v) (((v) < (acc)) | TH_ISNAN(v) ? (v) : (acc))
+
+/* The vectorised kernels (pairwise leaves, max/min scans, exp) are built
+ * twice on x86-64, for AVX2 and for the baseline, and the loader picks one
+ * for the running CPU (GCC function multi-versioning): one binary,
+ * full-width vectors where present. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TH_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TH_TARGET_CLONES
+#endif
 
 static THDtype
 sum_result_dtype(THDtype dtype)
@@ -141,19 +148,120 @@ typedef struct {
 
 #define TH_REDUCE_MAX_ACC 32
 
+/* ---- exp over blocks ------------------------------------------------------
+ *
+ * Note [Vectorised exp]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * softmax and logsumexp spend their time in exp, and libm's expf is one
+ * value per call.  exp_block_Float32 evaluates 8 at a time with GCC vector
+ * types, the Cephes way: exp(x) = 2**k * exp(r), k = round(x / ln 2), r =
+ * x - k ln 2 (ln 2 split in two constants so r is exact), and exp(r) on
+ * |r| <= ln(2) / 2 by a degree-7 polynomial: within 1 ulp of exp over the
+ * normal range (checked against exp in double).  Below ln(FLT_MIN) the
+ * result is flushed to 0 (true results there are denormals, < 1.2e-38),
+ * above ln(FLT_MAX) it is inf, and NaN stays NaN.  float64 keeps libm's
+ * exp.  Comparisons give lane masks, and lanes are selected with bit
+ * operations (C has no ?: on vectors).
+ */
+/* Elements per exp block along one line (softmax over a line of width 1,
+ * logsumexp). */
+#define TH_EXP_CHUNK 256
+
+typedef float th_v8sf __attribute__((vector_size(32)));
+typedef int32_t th_v8si __attribute__((vector_size(32)));
+
+/* Lanes of a where mask is set (all ones), of b elsewhere. */
+#define TH_V8SF_SELECT(mask, a, b) \
+    ((th_v8sf)(((mask) & (th_v8si)(a)) | (~(mask) & (th_v8si)(b))))
+
+/* *v = exp(*v), lane by lane (through a pointer: passing 32-byte vectors
+ * by value would tie the ABI to AVX). */
+static inline void
+v8sf_exp(th_v8sf *v)
+{
+    const th_v8sf x = *v;
+    const th_v8sf zero = {0};
+    const th_v8sf lo = zero - 87.33654f; /* ln(FLT_MIN) */
+    const th_v8sf hi = zero + 88.72283f; /* ln(FLT_MAX) */
+    th_v8sf c = TH_V8SF_SELECT(x < lo, lo, x);
+    c = TH_V8SF_SELECT(c > hi, hi, c);
+    th_v8sf t = c * 1.44269504088896341f + 0.5f;
+    th_v8si k = __builtin_convertvector(t, th_v8si); /* truncates */
+    k += (th_v8si)(__builtin_convertvector(k, th_v8sf) > t); /* floor */
+    th_v8sf kf = __builtin_convertvector(k, th_v8sf);
+    th_v8sf r = c - kf * 0.693359375f + kf * 2.12194440e-4f;
+    th_v8sf q = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    q = q * r + 8.3334519073e-3f;
+    q = q * r + 4.1665795894e-2f;
+    q = q * r + 1.6666665459e-1f;
+    q = q * r + 5.0000001201e-1f;
+    th_v8sf p = q * (r * r) + r + 1.0f;
+    /* k reaches 128 at the top of the range: 2**128 is no float, so
+     * scale by 2**127 and double p */
+    th_v8si top = k > 127;
+    p = TH_V8SF_SELECT(top, p + p, p);
+    k = (top & 127) | (~top & k);
+    th_v8sf out = p * (th_v8sf)((k + 127) << 23);
+    out = TH_V8SF_SELECT(x < lo, zero, out);
+    out = TH_V8SF_SELECT(x > hi, zero + INFINITY, out);
+    *v = TH_V8SF_SELECT(x != x, x, out);
+}
+
+/* y[i] = exp(x[i] - shift[i * shift_step]) for i < n; y may be x. */
+TH_TARGET_CLONES static void
+exp_block_Float32(const float *x, const float *shift, int64_t shift_step,
+                  float *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        th_v8sf v;
+        th_v8sf s;
+        memcpy(&v, x + i, sizeof(v));
+        if (shift_step == 0) {
+            s = (th_v8sf){0} + shift[0];
+        }
+        else {
+            memcpy(&s, shift + i, sizeof(s));
+        }
+        v -= s;
+        v8sf_exp(&v);
+        memcpy(y + i, &v, sizeof(v));
+    }
+    if (i < n) { /* the tail, padded with zeros */
+        float tail[8] = {0};
+        float tail_shift[8] = {0};
+        for (int64_t j = i; j < n; j++) {
+            tail[j - i] = x[j];
+            tail_shift[j - i] = shift[j * shift_step];
+        }
+        th_v8sf v;
+        th_v8sf s;
+        memcpy(&v, tail, sizeof(v));
+        memcpy(&s, tail_shift, sizeof(s));
+        v -= s;
+        v8sf_exp(&v);
+        memcpy(tail, &v, sizeof(v));
+        for (int64_t j = i; j < n; j++) {
+            y[j] = tail[j - i];
+        }
+    }
+}
+
+static void
+exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
+                  double *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = exp(x[i] - shift[i * shift_step]);
+    }
+
 /* ---- pairwise sums (Note [Accurate sums]) ------------------------------- */
 
 #define TH_PAIRWISE_LEAF 4096
 #define TH_PAIRWISE_LANES 64
 
-/* The pairwise leaves are built twice on x86-64, for AVX2 and for the
- * baseline, and the loader picks one for the running CPU (GCC function
- * multi-versioning): one binary, full-width vectors where present. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TH_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TH_TARGET_CLONES
-#endif
+}
+
 
 /* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
  * may use `shift` (the mean, for the squared deviations of var).
@@ -974,9 +1082,15 @@ lse_shift(double max)
         LogSumExpAcc *a = acc;                                               \
         a->max = n > 0 ? (double)max_run_##Name(x, n, stride) : -INFINITY;  \
         a->sum = 0;                                                          \
-        double shift = lse_shift(a->max);                                    \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            a->sum += exp((double)x[i * stride] - shift);                    \
+        ctype shift = (ctype)lse_shift(a->max);                              \
+        ctype e[TH_EXP_CHUNK];                                               \
+        for (int64_t i = 0; i < n; i += TH_EXP_CHUNK) {                      \
+            int64_t m = n - i < TH_EXP_CHUNK ? n - i : TH_EXP_CHUNK;         \
+            for (int64_t c = 0; c < m; c++) {                                \
+                e[c] = x[(i + c) * stride];                                  \
+            }                                                                \
+            exp_block_##Name(e, &shift, 0, e, m);                            \
+            a->sum += (double)sum_pairwise_##Name(e, m, 1, 0);               \
         }                                                                    \
     }                                                                        \
     static void lse_finish_##Name(const void *acc, char *out, char *out2,    \
@@ -1816,7 +1930,9 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
 }
 
 /* softmax: per line, the max, then exp(x - max) and its sum (in double),
- * then the scaling; log_softmax subtracts log(sum) instead. */
+ * then the scaling; log_softmax subtracts log(sum) instead.  The exps go
+ * through exp_block_<Name> (Note [Vectorised exp]): along the line in
+ * chunks for a single line, across the tile row by row for tiles. */
 #define TH_DEFINE_SOFTMAX_LINES(Name, ctype, py)                             \
     static void softmax_lines_##Name(const char *in, int64_t in_stride,      \
                                      char *out, int64_t out_stride,          \
@@ -1827,9 +1943,25 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
         const ctype *x = (const ctype *)in;                                  \
         ctype *y = (ctype *)out;                                             \
         ctype max[TH_LINE_TILE];                                             \
-        double total[TH_LINE_TILE];                                          \
+        double total[TH_LINE_TILE] = {0};                                    \
+        ctype e[TH_EXP_CHUNK];                                               \
         if (width == 1) {                                                    \
             max[0] = max_run_##Name(x, n, in_stride);                        \
+            for (int64_t i = 0; i < n; i += TH_EXP_CHUNK) {                  \
+                int64_t m = n - i < TH_EXP_CHUNK ? n - i : TH_EXP_CHUNK;     \
+                for (int64_t c = 0; c < m && in_stride != 1; c++) {          \
+                    e[c] = x[(i + c) * in_stride];                           \
+                }                                                            \
+                exp_block_##Name(in_stride == 1 ? x + i : e, max, 0, e, m);  \
+                total[0] += (double)sum_pairwise_##Name(e, m, 1, 0);         \
+                if (!log_softmax && out_stride == 1) {                       \
+                    memcpy(y + i, e, sizeof(ctype) * (size_t)m);             \
+                }                                                            \
+                for (int64_t c = 0; c < m && !log_softmax && out_stride != 1; \
+                     c++) {                                                  \
+                    y[(i + c) * out_stride] = e[c];                          \
+                }                                                            \
+            }                                                                \
         }                                                                    \
         else {                                                               \
             memcpy(max, x, sizeof(ctype) * (size_t)width);                   \
@@ -1839,36 +1971,33 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
                     max[j] = TH_MAX_STEP(max[j], v);                         \
                 }                                                            \
             }                                                                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                exp_block_##Name(x + i * in_stride, max, 1, e, width);       \
+                for (int64_t j = 0; j < width; j++) {                        \
+                    total[j] += (double)e[j];                                \
+                }                                                            \
+                for (int64_t j = 0; j < width && !log_softmax; j++) {        \
+                    y[i * out_stride + j] = e[j];                            \
+                }                                                            \
+            }                                                                \
         }                                                                    \
         for (int64_t j = 0; j < width; j++) {                                \
-            total[j] = 0;                                                    \
+            /* log_softmax: y = x - (max + log(sum)); softmax: y *= 1/sum */ \
+            max[j] = log_softmax ? max[j] + (ctype)log(total[j])             \
+                                 : (ctype)(1 / total[j]);                    \
         }                                                                    \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            for (int64_t j = 0; j < width; j++) {                            \
-                ctype e = TH_EXP_##Name(x[i * in_stride + j] - max[j]);      \
-                total[j] += (double)e;                                       \
-                if (!log_softmax) {                                          \
-                    y[i * out_stride + j] = e;                               \
-                }                                                            \
-            }                                                                \
-        }                                                                    \
-        if (log_softmax) {                                                   \
-            for (int64_t j = 0; j < width; j++) {                            \
-                max[j] += (ctype)log(total[j]); /* now the subtrahend */     \
-            }                                                                \
+        if (width == 1 && in_stride == 1 && out_stride == 1) {               \
+            ctype factor = max[0]; /* one contiguous line: vectorised */     \
             for (int64_t i = 0; i < n; i++) {                                \
-                for (int64_t j = 0; j < width; j++) {                        \
-                    y[i * out_stride + j] = x[i * in_stride + j] - max[j];   \
-                }                                                            \
+                y[i] = log_softmax ? x[i] - factor : y[i] * factor;          \
             }                                                                \
             return;                                                          \
         }                                                                    \
-        for (int64_t j = 0; j < width; j++) {                                \
-            max[j] = (ctype)(1 / total[j]); /* now the scale */              \
-        }                                                                    \
         for (int64_t i = 0; i < n; i++) {                                    \
             for (int64_t j = 0; j < width; j++) {                            \
-                y[i * out_stride + j] *= max[j];                             \
+                y[i * out_stride + j] = log_softmax                          \
+                                            ? x[i * in_stride + j] - max[j]  \
+                                            : y[i * out_stride + j] * max[j]; \
             }                                                                \
         }                                                                    \
     }
