@@ -737,3 +737,32 @@ def test_values_match_torch_for_named_cases(torch):
                  lambda x: x.logsumexp((0, 1)), lambda x: x.log_softmax(0), lambda x: x.cumprod(1),
                  lambda x: x.max(1).indices, lambda x: x.argmin(), lambda x: x.norm(p="fro", dim=0)):
         np.testing.assert_allclose(call(e).numpy(), call(t).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.noleakcheck
+def test_gil_released_kernels_with_python_allocator_and_threads():
+    # large inputs run without the GIL: a Python allocator must still work
+    # (it takes the GIL back) and concurrent callers get the same results
+    import threading
+    from ember import memory
+
+    a = np.random.default_rng(3).random((40, 40, 40), dtype=np.float32)
+    e = ember.from_numpy(a)
+    with memory.use_allocator(memory.CountingAllocator()) as alloc:
+        r = e.sum((0, 2))  # dims that do not merge: a copy, allocated without the GIL
+        np.testing.assert_allclose(r.numpy(), a.astype(np.float64).sum((0, 2)), rtol=1e-5)
+        del r
+    assert alloc.live_blocks == 0 and alloc.num_allocs >= 2
+    results = []
+
+    def work():
+        for _ in range(5):
+            results.append(e.sum().item())
+            e.softmax(0)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 15 and len(set(results)) == 1
