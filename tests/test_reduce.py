@@ -556,6 +556,10 @@ def test_max_return_type_is_a_named_tuple():
     assert values is result[0] and indices is result[1]
     assert repr(result).startswith("ember.return_types.max(values=tensor(")
     assert type(ember.min(x, 0)).__name__ == "min"
+    types = ember._C._reduce_return_types()
+    assert types["max"] is type(result) and types["min"] is type(ember.min(x, 0))
+    if hasattr(ember, "return_types"):  # published by the package once wired
+        assert ember.return_types.max is type(result)
     assert ember.max(x, dim=1, keepdim=True).values.shape == (2, 1)
 
 

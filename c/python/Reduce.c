@@ -418,6 +418,22 @@ minmax_type(bool is_max)
     return *slot;
 }
 
+/* _C._reduce_return_types(): {"max": type, "min": type}, for the Python
+ * package to publish as ember.return_types. */
+static PyObject *
+reduce_return_types(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    PyTypeObject *max = minmax_type(true);
+    PyTypeObject *min = minmax_type(false);
+    if (max == NULL || min == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("{sOsO}", "max", (PyObject *)max, "min",
+                         (PyObject *)min);
+}
+
 /* A new (values, indices) named tuple; steals both tensors. */
 static PyObject *
 new_minmax_tuple(bool is_max, THTensor *values, THTensor *indices)
@@ -907,6 +923,8 @@ THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_DEFINE_FUNCTION)
 PyMethodDef THPReduce_functions[] = {
     THP_REDUCE_OPS(THP_REDUCE_FUNCTION)
     THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_FUNCTION)
+    {"_reduce_return_types", reduce_return_types, METH_NOARGS,
+     "The named-tuple types of max(dim) and min(dim), by name."},
     {NULL, NULL, 0, NULL},
 };
 
