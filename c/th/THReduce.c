@@ -20,9 +20,11 @@
  *     partial results, and the partials are merged in chunk order, so the
  *     result depends only on the thread count, never on timing;
  *   - columns: when the run is not contiguous but the innermost kept dim
- *     is (sum(dim=0) of a row-major matrix), whole rows are added into a
+ *     is (sum(dim=0) of a row-major matrix), whole rows are folded into a
  *     row of accumulators, vectorised along the row, instead of walking
- *     each column with a large stride.
+ *     each column with a large stride.  Kernels with a column form: sum,
+ *     mean, prod, max/min, all/any, count_nonzero, var/std; the others
+ *     (arg-reductions, norms, logsumexp) walk the columns per output.
  *
  * Note [Accurate sums]
  * ~~~~~~~~~~~~~~~~~~~~
