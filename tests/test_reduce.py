@@ -370,13 +370,37 @@ def test_softmax_is_stable_for_large_inputs():
     assert ember.tensor([float("-inf")] * 2).logsumexp(0).item() == float("-inf")
 
 
+def test_softmax_exp_accuracy_and_special_values():
+    # the float32 exps are vectorised (Note [Vectorised exp] in THReduce.c)
+    # (np.linspace leaks a reference per call in NumPy 2.x: built by hand)
+    x = (np.arange(20001, dtype=np.float64) * (87 / 20000) - 87).astype(np.float32)
+    ref = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(ember.from_numpy(x).softmax(0).numpy(), ref / ref.sum(), rtol=2e-6,
+                               atol=1e-38)  # float32 denormals hold few digits
+    np.testing.assert_allclose(ember.from_numpy(x).logsumexp(0).item(), np.log(ref.sum()), rtol=1e-6)
+    inf, nan = float("inf"), float("nan")
+    assert ember.tensor([-inf, 0.0]).softmax(0).tolist() == [0.0, 1.0]
+    assert ember.tensor([-200.0, 0.0]).softmax(0).tolist() == [0.0, 1.0]
+    assert ember.tensor([-inf, 0.0]).log_softmax(0).tolist() == [-inf, 0.0]
+    assert all(math.isnan(v) for v in ember.tensor([nan, 0.0, 1.0]).softmax(0).tolist())
+    assert all(math.isnan(v) for v in ember.tensor([inf, 0.0]).softmax(0).tolist())
+    wide = np.array([88.0, 80.0, -80.0, -100.0], dtype=np.float32)
+    expected = np.exp(wide.astype(np.float64) - 88.0)
+    np.testing.assert_allclose(ember.from_numpy(wide).softmax(0).numpy(), expected / expected.sum(),
+                               rtol=2e-6, atol=1e-37)
+
+
 def test_softmax_dtype_argument():
     i = ember.tensor([1, 2, 3])
     out = ember.softmax(i, 0, dtype=ember.float64)
     assert out.dtype == ember.float64
     assert i.softmax(0, ember.float32).dtype == ember.float32
-    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+    with pytest.raises(NotImplementedError, match="^\"softmax_lastdim_kernel_impl\" not implemented for 'Long'$"):
         i.softmax(0)
+    with pytest.raises(NotImplementedError, match="^\"softmax_kernel_impl\" not implemented for 'Long'$"):
+        ember.zeros(2, 3, dtype=ember.int64).softmax(0)
+    with pytest.raises(NotImplementedError, match="^\"log_softmax_lastdim_kernel_impl\" not implemented for 'Bool'$"):
+        ember.log_softmax(ember.tensor([True]), 0)
     with pytest.raises(TypeError, match="dim"):
         i.softmax()
 
@@ -414,6 +438,11 @@ def test_nan_propagation():
     values, indices = ember.tensor([[nan, 1.0, nan], [2.0, 5.0, 1.0]]).max(1)
     assert math.isnan(values[0].item()) and indices.tolist() == [0, 1]
     assert math.isnan(x.sum().item()) and math.isnan(x.norm(float("inf")).item())
+    # over the outer dim of a row-major matrix (the columns driver)
+    m = ember.tensor([[1.0, nan, 0.0], [nan, 2.0, 5.0], [3.0, 4.0, 1.0]])
+    assert [math.isnan(v) for v in m.amax(0).tolist()] == [True, True, False]
+    assert [math.isnan(v) for v in m.amin(0).tolist()] == [True, True, False]
+    assert m.amax(0)[2].item() == 5.0 and m.amin(0)[2].item() == 0.0
     # a long contiguous run takes the vectorised path
     long = ember.zeros(1000)
     long[700] = nan
@@ -528,6 +557,10 @@ def test_max_return_type_is_a_named_tuple():
     assert values is result[0] and indices is result[1]
     assert repr(result).startswith("ember.return_types.max(values=tensor(")
     assert type(ember.min(x, 0)).__name__ == "min"
+    types = ember._C._reduce_return_types()
+    assert types["max"] is type(result) and types["min"] is type(ember.min(x, 0))
+    if hasattr(ember, "return_types"):  # published by the package once wired
+        assert ember.return_types.max is type(result)
     assert ember.max(x, dim=1, keepdim=True).values.shape == (2, 1)
 
 
@@ -623,11 +656,22 @@ def test_large_reductions_on_every_driver(threads):
         np.testing.assert_allclose(em.sum(0).numpy(), m.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
         np.testing.assert_allclose(em.mean(0).numpy(), m.astype(np.float64).mean(0), rtol=1e-4, atol=1e-5)
         np.testing.assert_array_equal(em.sum(0).numpy(), em.contiguous().sum(0).numpy())
+        np.testing.assert_array_equal(em.amax(0).numpy(), m.max(0))
+        np.testing.assert_allclose(em.var(0).numpy(), m.astype(np.float64).var(0, ddof=1), rtol=1e-4)
+        np.testing.assert_allclose(em.narrow(0, 0, 20).prod(0).numpy(),
+                                   m[:20].astype(np.float64).prod(0), rtol=1e-4)
         # per-output driver with many outputs
         np.testing.assert_allclose(em.sum(1).numpy(), m.astype(np.float64).sum(1), rtol=1e-4, atol=1e-3)
         np.testing.assert_array_equal(em.argmax(0).numpy(), np.argmax(m, axis=0))
         np.testing.assert_allclose(em.softmax(1).numpy().sum(1), 1.0, rtol=1e-5)
         np.testing.assert_allclose(em.cumsum(1).numpy(), np.cumsum(m, axis=1), rtol=1e-4, atol=1e-3)
+        # lines in tiles: along dim 0, 200 columns = 3 full tiles and a part
+        np.testing.assert_allclose(em.cumsum(0).numpy(), np.cumsum(m.astype(np.float64), axis=0),
+                                   rtol=1e-4, atol=1e-2)
+        np.testing.assert_allclose(em.softmax(0).numpy().sum(0), 1.0, rtol=1e-5)
+        x64 = m.astype(np.float64)
+        np.testing.assert_allclose(em.log_softmax(0).numpy(),
+                                   x64 - np.log(np.exp(x64).sum(0)), rtol=1e-5, atol=1e-5)
     finally:
         ember.set_num_threads(saved)
 
@@ -698,3 +742,32 @@ def test_values_match_torch_for_named_cases(torch):
                  lambda x: x.logsumexp((0, 1)), lambda x: x.log_softmax(0), lambda x: x.cumprod(1),
                  lambda x: x.max(1).indices, lambda x: x.argmin(), lambda x: x.norm(p="fro", dim=0)):
         np.testing.assert_allclose(call(e).numpy(), call(t).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.noleakcheck
+def test_gil_released_kernels_with_python_allocator_and_threads():
+    # large inputs run without the GIL: a Python allocator must still work
+    # (it takes the GIL back) and concurrent callers get the same results
+    import threading
+    from ember import memory
+
+    a = np.random.default_rng(3).random((40, 40, 40), dtype=np.float32)
+    e = ember.from_numpy(a)
+    with memory.use_allocator(memory.CountingAllocator()) as alloc:
+        r = e.sum((0, 2))  # dims that do not merge: a copy, allocated without the GIL
+        np.testing.assert_allclose(r.numpy(), a.astype(np.float64).sum((0, 2)), rtol=1e-5)
+        del r
+    assert alloc.live_blocks == 0 and alloc.num_allocs >= 2
+    results = []
+
+    def work():
+        for _ in range(5):
+            results.append(e.sum().item())
+            e.softmax(0)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 15 and len(set(results)) == 1

@@ -22,7 +22,7 @@
         }                                                                    \
     } while (0)
 
-/* ---- argument parsing ------------------------------------------------------ */
+/* ---- argument parsing --------------------------------------------------- */
 
 /* Parses `dim`: absent or None (every dim), an int, or a tuple/list of
  * ints.  Returns the number of dims (0 = every dim) or -1. */
@@ -107,8 +107,9 @@ parse_bool(const char *fname, const char *what, PyObject *obj, bool *out)
         return 0; /* keeps the default */
     }
     if (!PyBool_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be bool, not %s",
-                     fname, what, Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be bool, not %s", fname, what,
+                     Py_TYPE(obj)->tp_name);
         return -1;
     }
     *out = obj == Py_True;
@@ -198,8 +199,8 @@ parse_reduce_args(const char *fname, PyObject *input, PyObject *const *args,
                   ReduceArgs *ra)
 {
     static const char *const names[NARGS] = {"dim", "keepdim", "dtype", "out"};
-    static const char *const names_without_dtype[NARGS - 1] = {"dim", "keepdim",
-                                                               "out"};
+    static const char *const names_without_dtype[NARGS - 1] = {
+        "dim", "keepdim", "out"};
     PyObject *objs[NARGS];
     if (THPUtils_parseArgs(fname, args, nargs, kwnames,
                            takes_dtype ? names : names_without_dtype,
@@ -223,7 +224,7 @@ parse_reduce_args(const char *fname, PyObject *input, PyObject *const *args,
     return 0;
 }
 
-/* ---- sum, mean, prod, amax, amin, all, any, logsumexp ---------------------- */
+/* ---- sum, mean, prod, amax, amin, all, any, logsumexp ------------------- */
 
 typedef THTensor *(*MaskedReduceFn)(THTensor *input, const bool *mask,
                                     bool keepdim, int dtype);
@@ -388,7 +389,7 @@ count_nonzero_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return THPVariable_Wrap(result);
 }
 
-/* ---- max, min, argmax, argmin ------------------------------------------------ */
+/* ---- max, min, argmax, argmin ------------------------------------------- */
 
 /* torch.return_types.max and .min: named (values, indices) tuples. */
 static PyStructSequence_Field minmax_fields[] = {
@@ -415,6 +416,22 @@ minmax_type(bool is_max)
         *slot = PyStructSequence_NewType(is_max ? &max_desc : &min_desc);
     }
     return *slot;
+}
+
+/* _C._reduce_return_types(): {"max": type, "min": type}, for the Python
+ * package to publish as ember.return_types. */
+static PyObject *
+reduce_return_types(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    PyTypeObject *max = minmax_type(true);
+    PyTypeObject *min = minmax_type(false);
+    if (max == NULL || min == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("{sOsO}", "max", (PyObject *)max, "min",
+                         (PyObject *)min);
 }
 
 /* A new (values, indices) named tuple; steals both tensors. */
@@ -551,7 +568,7 @@ argmin_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return argmax_or_argmin(false, input, args, nargs, kwnames);
 }
 
-/* ---- var, std, var_mean, std_mean -------------------------------------------- */
+/* ---- var, std, var_mean, std_mean --------------------------------------- */
 
 /* var(dim=None, *, correction=1, keepdim=False), plus PyTorch's older forms
  * var(unbiased) and var(dim, unbiased, keepdim). */
@@ -707,7 +724,7 @@ std_mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return var_or_std_mean("std_mean", true, input, args, nargs, kwnames);
 }
 
-/* ---- norm ------------------------------------------------------------------- */
+/* ---- norm --------------------------------------------------------------- */
 
 /* p: None or 'fro' (2), or a number (inf allowed). */
 static int
@@ -763,7 +780,7 @@ norm_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     return wrap_or_copy_out("norm", result, objs[3]);
 }
 
-/* ---- softmax, log_softmax, cumsum, cumprod ---------------------------------- */
+/* ---- softmax, log_softmax, cumsum, cumprod ------------------------------ */
 
 static PyObject *
 softmax_common(const char *fname, bool log_softmax, PyObject *input,
@@ -779,6 +796,23 @@ softmax_common(const char *fname, bool log_softmax, PyObject *input,
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
+    THDtype computed = dtype >= 0 ? (THDtype)dtype : self->dtype;
+    if (!THDtype_isFloating(computed)) {
+        /* PyTorch's exception type; the core reports a RuntimeError (the
+         * parent class), having no NotImplementedError kind */
+        int rank = self->ndim > 0 ? self->ndim : 1;
+        bool last_dim = dim == -1 || dim == rank - 1;
+        PyErr_Format(PyExc_NotImplementedError,
+                     "\"%s_%skernel_impl\" not implemented for '%s'", fname,
+                     last_dim ? "lastdim_" : "",
+                     computed == TH_Int64   ? "Long"
+                     : computed == TH_Int32 ? "Int"
+                     : computed == TH_Int16 ? "Short"
+                     : computed == TH_Int8  ? "Char"
+                     : computed == TH_UInt8 ? "Byte"
+                                            : "Bool");
+        return NULL;
+    }
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newSoftmax(
                                            self, dim, log_softmax, dtype));
@@ -836,7 +870,7 @@ cumprod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                        kwnames);
 }
 
-/* ---- tables ----------------------------------------------------------------- */
+/* ---- tables ------------------------------------------------------------- */
 
 #define THP_REDUCE_OPS(_)                                                    \
     _(sum, "Sum of the elements, over all or the given dims.")               \
@@ -889,6 +923,8 @@ THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_DEFINE_FUNCTION)
 PyMethodDef THPReduce_functions[] = {
     THP_REDUCE_OPS(THP_REDUCE_FUNCTION)
     THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_FUNCTION)
+    {"_reduce_return_types", reduce_return_types, METH_NOARGS,
+     "The named-tuple types of max(dim) and min(dim), by name."},
     {NULL, NULL, 0, NULL},
 };
 

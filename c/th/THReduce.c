@@ -20,9 +20,11 @@
  *     partial results, and the partials are merged in chunk order, so the
  *     result depends only on the thread count, never on timing;
  *   - columns: when the run is not contiguous but the innermost kept dim
- *     is (sum(dim=0) of a row-major matrix), whole rows are added into a
+ *     is (sum(dim=0) of a row-major matrix), whole rows are folded into a
  *     row of accumulators, vectorised along the row, instead of walking
- *     each column with a large stride.
+ *     each column with a large stride.  Kernels with a column form: sum,
+ *     mean, prod, max/min, all/any, count_nonzero, var/std; the others
+ *     (arg-reductions, norms, logsumexp) walk the columns per output.
  *
  * Note [Accurate sums]
  * ~~~~~~~~~~~~~~~~~~~~
@@ -48,7 +50,7 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- dtype traits ---------------------------------------------------------- */
+/* ---- dtype traits ------------------------------------------------------- */
 
 /* The type sums, products and scans accumulate in: floating dtypes in
  * themselves (as PyTorch), the others in uint64_t, whose arithmetic wraps
@@ -75,14 +77,21 @@
     _(Float32, float, "float32")  \
     _(Float64, double, "float64")
 
-#define TH_EXP_Float32 expf
-#define TH_EXP_Float64 exp
-
 /* True only for a NaN; false (and folded away) for integer types. */
 #define TH_ISNAN(v) ((v) != (v))
 /* NaN-propagating max/min step, as PyTorch's max and min. */
 #define TH_MAX_STEP(acc, v) (((v) > (acc)) | TH_ISNAN(v) ? (v) : (acc))
 #define TH_MIN_STEP(acc, v) (((v) < (acc)) | TH_ISNAN(v) ? (v) : (acc))
+
+/* The vectorised kernels (pairwise leaves, max/min scans, exp) are built
+ * twice on x86-64, for AVX2 and for the baseline, and the loader picks one
+ * for the running CPU (GCC function multi-versioning): one binary,
+ * full-width vectors where present. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TH_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TH_TARGET_CLONES
+#endif
 
 static THDtype
 sum_result_dtype(THDtype dtype)
@@ -141,30 +150,131 @@ typedef struct {
 
 #define TH_REDUCE_MAX_ACC 32
 
-/* ---- pairwise sums (Note [Accurate sums]) -------------------------------- */
+/* ---- exp over blocks ------------------------------------------------------
+ *
+ * Note [Vectorised exp]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * softmax and logsumexp spend their time in exp, and libm's expf is one
+ * value per call.  exp_block_Float32 evaluates 8 at a time with GCC vector
+ * types, the Cephes way: exp(x) = 2**k * exp(r), k = round(x / ln 2), r =
+ * x - k ln 2 (ln 2 split in two constants so r is exact), and exp(r) on
+ * |r| <= ln(2) / 2 by a degree-7 polynomial: within 1 ulp of exp over the
+ * normal range (checked against exp in double).  Below ln(FLT_MIN) the
+ * result is flushed to 0 (true results there are denormals, < 1.2e-38),
+ * above ln(FLT_MAX) it is inf, and NaN stays NaN.  float64 keeps libm's
+ * exp.  Comparisons give lane masks, and lanes are selected with bit
+ * operations (C has no ?: on vectors).
+ */
+/* Elements per exp block along one line (softmax over a line of width 1,
+ * logsumexp). */
+#define TH_EXP_CHUNK 256
+
+typedef float th_v8sf __attribute__((vector_size(32)));
+typedef int32_t th_v8si __attribute__((vector_size(32)));
+
+/* Lanes of a where mask is set (all ones), of b elsewhere. */
+#define TH_V8SF_SELECT(mask, a, b) \
+    ((th_v8sf)(((mask) & (th_v8si)(a)) | (~(mask) & (th_v8si)(b))))
+
+/* *v = exp(*v), lane by lane (through a pointer: passing 32-byte vectors
+ * by value would tie the ABI to AVX). */
+static inline void
+v8sf_exp(th_v8sf *v)
+{
+    const th_v8sf x = *v;
+    const th_v8sf zero = {0};
+    const th_v8sf lo = zero - 87.33654f; /* ln(FLT_MIN) */
+    const th_v8sf hi = zero + 88.72283f; /* ln(FLT_MAX) */
+    th_v8sf c = TH_V8SF_SELECT(x < lo, lo, x);
+    c = TH_V8SF_SELECT(c > hi, hi, c);
+    th_v8sf t = c * 1.44269504088896341f + 0.5f;
+    th_v8si k = __builtin_convertvector(t, th_v8si); /* truncates */
+    k += (th_v8si)(__builtin_convertvector(k, th_v8sf) > t); /* floor */
+    th_v8sf kf = __builtin_convertvector(k, th_v8sf);
+    th_v8sf r = c - kf * 0.693359375f + kf * 2.12194440e-4f;
+    th_v8sf q = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    q = q * r + 8.3334519073e-3f;
+    q = q * r + 4.1665795894e-2f;
+    q = q * r + 1.6666665459e-1f;
+    q = q * r + 5.0000001201e-1f;
+    th_v8sf p = q * (r * r) + r + 1.0f;
+    /* k reaches 128 at the top of the range: 2**128 is no float, so
+     * scale by 2**127 and double p */
+    th_v8si top = k > 127;
+    p = TH_V8SF_SELECT(top, p + p, p);
+    k = (top & 127) | (~top & k);
+    th_v8sf out = p * (th_v8sf)((k + 127) << 23);
+    out = TH_V8SF_SELECT(x < lo, zero, out);
+    out = TH_V8SF_SELECT(x > hi, zero + INFINITY, out);
+    *v = TH_V8SF_SELECT(x != x, x, out);
+}
+
+/* y[i] = exp(x[i] - shift[i * shift_step]) for i < n; y may be x. */
+TH_TARGET_CLONES static void
+exp_block_Float32(const float *x, const float *shift, int64_t shift_step,
+                  float *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        th_v8sf v;
+        th_v8sf s;
+        memcpy(&v, x + i, sizeof(v));
+        if (shift_step == 0) {
+            s = (th_v8sf){0} + shift[0];
+        }
+        else {
+            memcpy(&s, shift + i, sizeof(s));
+        }
+        v -= s;
+        v8sf_exp(&v);
+        memcpy(y + i, &v, sizeof(v));
+    }
+    if (i < n) { /* the tail, padded with zeros */
+        float tail[8] = {0};
+        float tail_shift[8] = {0};
+        for (int64_t j = i; j < n; j++) {
+            tail[j - i] = x[j];
+            tail_shift[j - i] = shift[j * shift_step];
+        }
+        th_v8sf v;
+        th_v8sf s;
+        memcpy(&v, tail, sizeof(v));
+        memcpy(&s, tail_shift, sizeof(s));
+        v -= s;
+        v8sf_exp(&v);
+        memcpy(tail, &v, sizeof(v));
+        for (int64_t j = i; j < n; j++) {
+            y[j] = tail[j - i];
+        }
+    }
+}
+
+static void
+exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
+                  double *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = exp(x[i] - shift[i * shift_step]);
+    }
+
+/* ---- pairwise sums (Note [Accurate sums]) ------------------------------- */
 
 #define TH_PAIRWISE_LEAF 4096
 #define TH_PAIRWISE_LANES 64
 
-/* The pairwise leaves are built twice on x86-64, for AVX2 and for the
- * baseline, and the loader picks one for the running CPU (GCC function
- * multi-versioning): one binary, full-width vectors where present. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TH_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TH_TARGET_CLONES
-#endif
+}
+
 
 /* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
  * may use `shift` (the mean, for the squared deviations of var).
  *
  * The recursion hands lane vectors, not scalars, up the tree
  * (name##_lanes adds lane l of the left half to lane l of the right half),
- * so a leaf costs one store of its accumulators and the 32 lanes are
+ * so a leaf costs one store of its accumulators and the 64 lanes are
  * reduced to one number only once, at the top. */
 #define TH_DEFINE_PAIRWISE(name, ctype, acc_t, MAP)                          \
-    TH_TARGET_CLONES static void name##_lanes(const ctype *x, int64_t n, int64_t stride,      \
-                             acc_t shift, acc_t *out)                        \
+    TH_TARGET_CLONES static void name##_lanes(                               \
+        const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
     {                                                                        \
         if (n > TH_PAIRWISE_LEAF) {                                          \
             /* A multiple of the lane count: lanes stay aligned. */          \
@@ -234,16 +344,18 @@ TH_FORALL_DTYPES(TH_DEFINE_SUM_PAIRWISE)
                        TH_MAP_SQUARED_DEVIATION)
 TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
 
-/* Columns: accs[k] = sum over the rows of in[r * row_stride + k], k <
- * width <= TH_COLUMN_TILE, halving the rows like the pairwise sum. */
+/* Columns: name(x, rows, row_stride, width, shift, acc) sets acc[k] = the
+ * sum over the rows of MAP(in[r * row_stride + k], k), k < width <=
+ * TH_COLUMN_TILE, halving the rows like the pairwise sum.  MAP may use
+ * shift[k] (the column's mean, for var). */
 #define TH_COLUMN_TILE 128
 #define TH_COLUMN_LEAF 16
 
-#define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                                \
-    static void column_pairwise_##Name(const ctype *x, int64_t rows,         \
-                                       int64_t row_stride, int64_t width,    \
-                                       TH_ACC_##Name *acc)                   \
+#define TH_DEFINE_COLUMN_PAIRWISE(name, ctype, acc_t, MAP)                   \
+    static void name(const ctype *x, int64_t rows, int64_t row_stride,       \
+                     int64_t width, const acc_t *shift, acc_t *acc)          \
     {                                                                        \
+        (void)shift;                                                         \
         if (rows <= TH_COLUMN_LEAF) {                                        \
             for (int64_t k = 0; k < width; k++) {                            \
                 acc[k] = 0;                                                  \
@@ -251,21 +363,34 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
             for (int64_t r = 0; r < rows; r++) {                             \
                 const ctype *row = x + r * row_stride;                       \
                 for (int64_t k = 0; k < width; k++) {                        \
-                    acc[k] += (TH_ACC_##Name)row[k];                         \
+                    acc_t v = (acc_t)row[k];                                 \
+                    acc[k] += MAP(v, k);                                     \
                 }                                                            \
             }                                                                \
             return;                                                          \
         }                                                                    \
-        TH_ACC_##Name later[TH_COLUMN_TILE];                                 \
+        acc_t later[TH_COLUMN_TILE];                                         \
         int64_t half = rows / 2;                                             \
-        column_pairwise_##Name(x, half, row_stride, width, acc);             \
-        column_pairwise_##Name(x + half * row_stride, rows - half,           \
-                               row_stride, width, later);                    \
+        name(x, half, row_stride, width, shift, acc);                        \
+        name(x + half * row_stride, rows - half, row_stride, width, shift,   \
+             later);                                                         \
         for (int64_t k = 0; k < width; k++) {                                \
             acc[k] += later[k];                                              \
         }                                                                    \
     }
+
+#define TH_COLUMN_MAP_IDENTITY(v, k) (v)
+#define TH_COLUMN_MAP_SQUARED_DEVIATION(v, k) \
+    (((v) - shift[k]) * ((v) - shift[k]))
+
+#define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                         \
+    TH_DEFINE_COLUMN_PAIRWISE(column_pairwise_##Name, ctype,          \
+                              TH_ACC_##Name, TH_COLUMN_MAP_IDENTITY)
 TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
+#define TH_DEFINE_COLUMN_DEVIATION(Name, ctype, py)                   \
+    TH_DEFINE_COLUMN_PAIRWISE(column_deviation_##Name, ctype, ctype,  \
+                              TH_COLUMN_MAP_SQUARED_DEVIATION)
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_COLUMN_DEVIATION)
 
 /* ---- sum, mean, prod ---------------------------------------------------- */
 
@@ -299,7 +424,7 @@ TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
     {                                                                        \
         (void)params;                                                        \
         column_pairwise_##Name((const ctype *)in, rows, row_stride, width,   \
-                               (TH_ACC_##Name *)accs);                       \
+                               NULL, (TH_ACC_##Name *)accs);                 \
     }                                                                        \
     static void prod_fold_##Name(const char *in, int64_t n, int64_t stride,  \
                                  int64_t first, void *acc,                   \
@@ -319,6 +444,22 @@ TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
     {                                                                        \
         (void)params;                                                        \
         *(TH_ACC_##Name *)acc *= *(const TH_ACC_##Name *)later;              \
+    }                                                                        \
+    static void prod_column_##Name(const char *in, int64_t rows,             \
+                                   int64_t row_stride, int64_t width,        \
+                                   void *accs, const ReduceParams *params)   \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        TH_ACC_##Name *acc = accs;                                           \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = 1;                                                      \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] *= (TH_ACC_##Name)x[r * row_stride + k];              \
+            }                                                                \
+        }                                                                    \
     }
 TH_FORALL_DTYPES(TH_DEFINE_SUM_KERNEL)
 
@@ -330,7 +471,7 @@ static const ReduceKernel sum_kernels[TH_NUM_DTYPES] = {
 };
 #define TH_PROD_KERNEL_ENTRY(Name, ctype, py)                                \
     {sizeof(TH_ACC_##Name), prod_fold_##Name, prod_merge_##Name,             \
-     sum_finish_##Name, NULL},
+     sum_finish_##Name, prod_column_##Name},
 static const ReduceKernel prod_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_PROD_KERNEL_ENTRY)
 };
@@ -452,6 +593,22 @@ static const ReduceKernel mean_kernels[2] = {
         (void)count;                                                         \
         (void)params;                                                        \
         *(ctype *)out = *(const ctype *)acc;                                 \
+    }                                                                        \
+    static void which##_column_##Name(const char *in, int64_t rows,          \
+                                      int64_t row_stride, int64_t width,     \
+                                      void *accs,                            \
+                                      const ReduceParams *params)            \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype *acc = accs;                                                   \
+        memcpy(acc, x, sizeof(ctype) * (size_t)width);                       \
+        for (int64_t r = 1; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                ctype v = x[r * row_stride + k];                             \
+                acc[k] = STEP(acc[k], v);                                    \
+            }                                                                \
+        }                                                                    \
     }
 
 #define TH_DEFINE_MAX_KERNEL(Name, ctype, py) \
@@ -462,9 +619,11 @@ TH_FORALL_DTYPES(TH_DEFINE_MAX_KERNEL)
 TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
 
 #define TH_MAX_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name, NULL},
+    {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name,    \
+     max_column_##Name},
 #define TH_MIN_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name, NULL},
+    {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name,    \
+     min_column_##Name},
 static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_MAX_KERNEL_ENTRY)
 };
@@ -587,6 +746,54 @@ static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
             count += x[i * stride] != 0;                                     \
         }                                                                    \
         *(int64_t *)acc = count;                                             \
+    }                                                                        \
+    static void all_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        bool *acc = accs;                                                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = true;                                                   \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] &= x[r * row_stride + k] != 0;                        \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    static void any_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        bool *acc = accs;                                                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = false;                                                  \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] |= x[r * row_stride + k] != 0;                        \
+            }                                                                \
+        }                                                                    \
+    }                                                                        \
+    static void count_column_##Name(const char *in, int64_t rows,            \
+                                    int64_t row_stride, int64_t width,       \
+                                    void *accs, const ReduceParams *params)  \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        int64_t *acc = accs;                                                 \
+        for (int64_t k = 0; k < width; k++) {                                \
+            acc[k] = 0;                                                      \
+        }                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                 \
+            for (int64_t k = 0; k < width; k++) {                            \
+                acc[k] += x[r * row_stride + k] != 0;                        \
+            }                                                                \
+        }                                                                    \
     }
 TH_FORALL_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
 
@@ -633,11 +840,14 @@ int64_finish(const void *acc, char *out, char *out2, int64_t count,
 }
 
 #define TH_ALL_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(bool), all_fold_##Name, all_merge, bool_finish, NULL},
+    {sizeof(bool), all_fold_##Name, all_merge, bool_finish,                  \
+     all_column_##Name},
 #define TH_ANY_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(bool), any_fold_##Name, any_merge, bool_finish, NULL},
+    {sizeof(bool), any_fold_##Name, any_merge, bool_finish,                  \
+     any_column_##Name},
 #define TH_COUNT_KERNEL_ENTRY(Name, ctype, py) \
-    {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish, NULL},
+    {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish,          \
+     count_column_##Name},
 static const ReduceKernel all_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_ALL_KERNEL_ENTRY)
 };
@@ -769,6 +979,8 @@ typedef struct {
     double m2;
     int64_t n;
 } VarAcc;
+_Static_assert(sizeof(VarAcc) <= TH_REDUCE_MAX_ACC,
+               "every accumulator fits a partials slot");
 
 #define TH_DEFINE_VAR_KERNEL(Name, ctype, py)                                \
     static void var_fold_##Name(const char *in, int64_t n, int64_t stride,   \
@@ -797,6 +1009,26 @@ typedef struct {
         double dof = (double)a->n - params->correction;                      \
         double var = a->m2 / (dof > 0 ? dof : 0);                            \
         *(ctype *)out = (ctype)(params->take_sqrt ? sqrt(var) : var);        \
+    }                                                                        \
+    static void var_column_##Name(const char *in, int64_t rows,              \
+                                  int64_t row_stride, int64_t width,         \
+                                  void *accs, const ReduceParams *params)    \
+    {                                                                        \
+        (void)params;                                                        \
+        const ctype *x = (const ctype *)in;                                  \
+        ctype mean[TH_COLUMN_TILE];                                          \
+        ctype m2[TH_COLUMN_TILE];                                            \
+        column_pairwise_##Name(x, rows, row_stride, width, NULL, mean);      \
+        for (int64_t k = 0; k < width; k++) {                                \
+            mean[k] /= (ctype)rows;                                          \
+        }                                                                    \
+        column_deviation_##Name(x, rows, row_stride, width, mean, m2);       \
+        VarAcc *a = accs;                                                    \
+        for (int64_t k = 0; k < width; k++) {                                \
+            a[k].mean = (double)mean[k];                                     \
+            a[k].m2 = (double)m2[k];                                         \
+            a[k].n = rows;                                                   \
+        }                                                                    \
     }
 TH_FORALL_FLOAT_DTYPES(TH_DEFINE_VAR_KERNEL)
 
@@ -821,8 +1053,10 @@ var_merge(void *acc, const void *later, const ReduceParams *params)
 }
 
 static const ReduceKernel var_kernels[2] = {
-    {sizeof(VarAcc), var_fold_Float32, var_merge, var_finish_Float32, NULL},
-    {sizeof(VarAcc), var_fold_Float64, var_merge, var_finish_Float64, NULL},
+    {sizeof(VarAcc), var_fold_Float32, var_merge, var_finish_Float32,
+     var_column_Float32},
+    {sizeof(VarAcc), var_fold_Float64, var_merge, var_finish_Float64,
+     var_column_Float64},
 };
 
 /* logsumexp: (max, sum of exp(x - max)); an infinite max is not
@@ -850,9 +1084,15 @@ lse_shift(double max)
         LogSumExpAcc *a = acc;                                               \
         a->max = n > 0 ? (double)max_run_##Name(x, n, stride) : -INFINITY;  \
         a->sum = 0;                                                          \
-        double shift = lse_shift(a->max);                                    \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            a->sum += exp((double)x[i * stride] - shift);                    \
+        ctype shift = (ctype)lse_shift(a->max);                              \
+        ctype e[TH_EXP_CHUNK];                                               \
+        for (int64_t i = 0; i < n; i += TH_EXP_CHUNK) {                      \
+            int64_t m = n - i < TH_EXP_CHUNK ? n - i : TH_EXP_CHUNK;         \
+            for (int64_t c = 0; c < m; c++) {                                \
+                e[c] = x[(i + c) * stride];                                  \
+            }                                                                \
+            exp_block_##Name(e, &shift, 0, e, m);                            \
+            a->sum += (double)sum_pairwise_##Name(e, m, 1, 0);               \
         }                                                                    \
     }                                                                        \
     static void lse_finish_##Name(const void *acc, char *out, char *out2,    \
@@ -892,7 +1132,7 @@ float_index(THDtype dtype)
     return dtype == TH_Float64 ? 1 : 0;
 }
 
-/* ---- walking the kept dims ----------------------------------------------- */
+/* ---- walking the kept dims ---------------------------------------------- */
 
 /* Row-major positions over some dims, with the element offsets of up to two
  * operands that walk them. */
@@ -934,7 +1174,7 @@ odometer_next(const Odometer *o, OdometerPos *pos)
     }
 }
 
-/* ---- the plan (Note [Reduction plan]) ------------------------------------ */
+/* ---- the plan (Note [Reduction plan]) ----------------------------------- */
 
 typedef struct {
     THTensor *source;  /* owned: the input, or a copy laid out for the run */
@@ -1062,7 +1302,7 @@ plan_uses_columns(const ReducePlan *plan, const ReduceKernel *kernel)
            && plan->len > 1 && plan->kept.strides[0][last] == 1;
 }
 
-/* ---- the drivers ---------------------------------------------------------- */
+/* ---- the drivers -------------------------------------------------------- */
 
 typedef struct {
     const ReducePlan *plan;
@@ -1162,7 +1402,7 @@ column_job(int64_t begin, int64_t end, void *arg)
     const ReduceJob *job = cj->job;
     const ReducePlan *plan = job->plan;
     size_t acc_size = job->kernel->acc_size;
-    _Alignas(16) unsigned char accs[TH_COLUMN_TILE * sizeof(double)];
+    _Alignas(16) unsigned char accs[TH_COLUMN_TILE * TH_REDUCE_MAX_ACC];
     for (int64_t w = begin; w < end; w++) {
         int64_t outer_index = w / cj->ntiles;
         int64_t first = (w % cj->ntiles) * TH_COLUMN_TILE;
@@ -1228,7 +1468,7 @@ run_plan(const ReducePlan *plan, const ReduceKernel *kernel,
     }
 }
 
-/* ---- entry points --------------------------------------------------------- */
+/* ---- entry points ------------------------------------------------------- */
 
 int
 THReduce_dimMask(const THTensor *tensor, int ndims, const int64_t *dims,
@@ -1601,17 +1841,25 @@ THTensor_newCountNonzero(THTensor *input, const bool *mask)
                   &params, TH_Int64, NULL, TH_Int64);
 }
 
-/* ---- line operations: softmax and the scans --------------------------------
+/* ---- line operations: softmax and the scans -------------------------------
  *
  * A line is the run of elements along `dim` at one position of the other
- * dims; the output has the input's shape, contiguous.  Lines are handed out
- * to the threads, each line processed whole.
+ * dims; the output has the input's shape, contiguous.  A line function
+ * processes `width` adjacent lines at once: element i of line j is at
+ * in[i * in_stride + j] (and out[i * out_stride + j]).  When dim is not the
+ * last dim and the input's last dim is contiguous (softmax over dim 0 of a
+ * row-major matrix), lines go in tiles of up to TH_LINE_TILE, so each step
+ * reads a contiguous piece of a row instead of one element per row; else
+ * each line is one work item of width 1.
  */
+#define TH_LINE_TILE 64
+
 typedef void (*LineFn)(const char *in, int64_t in_stride, char *out,
-                       int64_t out_stride, int64_t n, const void *ctx);
+                       int64_t out_stride, int64_t n, int64_t width,
+                       const void *ctx);
 
 typedef struct {
-    Odometer others;
+    Odometer outer;   /* the dims walked line by line (or tile by tile) */
     const char *in;
     char *out;
     int64_t in_itemsize;
@@ -1619,6 +1867,8 @@ typedef struct {
     int64_t in_stride;
     int64_t out_stride;
     int64_t n;
+    int64_t width;    /* lines side by side: the last dim's size, or 1 */
+    int64_t ntiles;   /* tiles per outer position */
     LineFn fn;
     const void *ctx;
 } LinesJob;
@@ -1627,13 +1877,16 @@ static void
 lines_job(int64_t begin, int64_t end, void *arg)
 {
     const LinesJob *job = arg;
-    OdometerPos pos;
-    odometer_seek(&job->others, begin, &pos);
-    for (int64_t line = begin; line < end; line++) {
-        job->fn(job->in + pos.offset[0] * job->in_itemsize, job->in_stride,
-                job->out + pos.offset[1] * job->out_itemsize,
-                job->out_stride, job->n, job->ctx);
-        odometer_next(&job->others, &pos);
+    for (int64_t item = begin; item < end; item++) {
+        OdometerPos pos;
+        int64_t first = (item % job->ntiles) * TH_LINE_TILE;
+        int64_t width = job->width - first < TH_LINE_TILE ? job->width - first
+                                                          : TH_LINE_TILE;
+        odometer_seek(&job->outer, item / job->ntiles, &pos);
+        job->fn(job->in + (pos.offset[0] + first) * job->in_itemsize,
+                job->in_stride,
+                job->out + (pos.offset[1] + first) * job->out_itemsize,
+                job->out_stride, job->n, width, job->ctx);
     }
 }
 
@@ -1642,6 +1895,8 @@ static void
 run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
           const void *ctx)
 {
+    int last = in->ndim - 1;
+    bool tiled = in->ndim >= 2 && dim != last && in->strides[last] == 1;
     LinesJob job = {
         .in = THTensor_data(in),
         .out = THTensor_data(out),
@@ -1650,96 +1905,148 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
         .in_stride = in->ndim > 0 ? in->strides[dim] : 1,
         .out_stride = out->ndim > 0 ? out->strides[dim] : 1,
         .n = in->ndim > 0 ? in->sizes[dim] : 1,
+        .width = tiled ? in->sizes[last] : 1,
         .fn = fn,
         .ctx = ctx,
     };
-    int64_t nlines = 1;
-    job.others.ndim = 0;
+    job.ntiles = (job.width + TH_LINE_TILE - 1) / TH_LINE_TILE;
+    int64_t nouter = 1;
+    job.outer.ndim = 0;
     for (int d = 0; d < in->ndim; d++) {
-        if (d != dim) {
-            int k = job.others.ndim++;
-            job.others.sizes[k] = in->sizes[d];
-            job.others.strides[0][k] = in->strides[d];
-            job.others.strides[1][k] = out->strides[d];
-            nlines *= in->sizes[d];
+        if (d != dim && !(tiled && d == last)) {
+            int k = job.outer.ndim++;
+            job.outer.sizes[k] = in->sizes[d];
+            job.outer.strides[0][k] = in->strides[d];
+            job.outer.strides[1][k] = out->strides[d];
+            nouter *= in->sizes[d];
         }
     }
-    if (nlines == 0 || job.n == 0) {
+    if (nouter == 0 || job.n == 0 || job.width == 0) {
         return;
     }
-    THParallel_for(nlines,
-                   job.n >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / job.n,
-                   lines_job, &job);
+    int64_t per_item = job.n * (job.width < TH_LINE_TILE ? job.width
+                                                         : TH_LINE_TILE);
+    int64_t grain =
+        per_item >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / per_item;
+    THParallel_for(nouter * job.ntiles, grain, lines_job, &job);
 }
 
-#define TH_DEFINE_SOFTMAX_LINE(Name, ctype, py)                              \
-    static void softmax_line_##Name(const char *in, int64_t in_stride,       \
-                                    char *out, int64_t out_stride,           \
-                                    int64_t n, const void *ctx)              \
+/* softmax: per line, the max, then exp(x - max) and its sum (in double),
+ * then the scaling; log_softmax subtracts log(sum) instead.  The exps go
+ * through exp_block_<Name> (Note [Vectorised exp]): along the line in
+ * chunks for a single line, across the tile row by row for tiles. */
+#define TH_DEFINE_SOFTMAX_LINES(Name, ctype, py)                             \
+    static void softmax_lines_##Name(const char *in, int64_t in_stride,      \
+                                     char *out, int64_t out_stride,          \
+                                     int64_t n, int64_t width,               \
+                                     const void *ctx)                        \
     {                                                                        \
         const bool log_softmax = *(const bool *)ctx;                         \
         const ctype *x = (const ctype *)in;                                  \
         ctype *y = (ctype *)out;                                             \
-        ctype max = max_run_##Name(x, n, in_stride);                         \
-        double total = 0;                                                    \
-        if (log_softmax) {                                                   \
-            for (int64_t i = 0; i < n; i++) {                                \
-                total += (double)TH_EXP_##Name(x[i * in_stride] - max);      \
+        ctype max[TH_LINE_TILE];                                             \
+        double total[TH_LINE_TILE] = {0};                                    \
+        ctype e[TH_EXP_CHUNK];                                               \
+        if (width == 1) {                                                    \
+            max[0] = max_run_##Name(x, n, in_stride);                        \
+            for (int64_t i = 0; i < n; i += TH_EXP_CHUNK) {                  \
+                int64_t m = n - i < TH_EXP_CHUNK ? n - i : TH_EXP_CHUNK;     \
+                for (int64_t c = 0; c < m && in_stride != 1; c++) {          \
+                    e[c] = x[(i + c) * in_stride];                           \
+                }                                                            \
+                exp_block_##Name(in_stride == 1 ? x + i : e, max, 0, e, m);  \
+                total[0] += (double)sum_pairwise_##Name(e, m, 1, 0);         \
+                if (!log_softmax && out_stride == 1) {                       \
+                    memcpy(y + i, e, sizeof(ctype) * (size_t)m);             \
+                }                                                            \
+                for (int64_t c = 0; c < m && !log_softmax && out_stride != 1; \
+                     c++) {                                                  \
+                    y[(i + c) * out_stride] = e[c];                          \
+                }                                                            \
             }                                                                \
-            ctype log_total = (ctype)log(total);                             \
+        }                                                                    \
+        else {                                                               \
+            memcpy(max, x, sizeof(ctype) * (size_t)width);                   \
+            for (int64_t i = 1; i < n; i++) {                                \
+                for (int64_t j = 0; j < width; j++) {                        \
+                    ctype v = x[i * in_stride + j];                          \
+                    max[j] = TH_MAX_STEP(max[j], v);                         \
+                }                                                            \
+            }                                                                \
             for (int64_t i = 0; i < n; i++) {                                \
-                y[i * out_stride] = x[i * in_stride] - max - log_total;      \
+                exp_block_##Name(x + i * in_stride, max, 1, e, width);       \
+                for (int64_t j = 0; j < width; j++) {                        \
+                    total[j] += (double)e[j];                                \
+                }                                                            \
+                for (int64_t j = 0; j < width && !log_softmax; j++) {        \
+                    y[i * out_stride + j] = e[j];                            \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        for (int64_t j = 0; j < width; j++) {                                \
+            /* log_softmax: y = x - (max + log(sum)); softmax: y *= 1/sum */ \
+            max[j] = log_softmax ? max[j] + (ctype)log(total[j])             \
+                                 : (ctype)(1 / total[j]);                    \
+        }                                                                    \
+        if (width == 1 && in_stride == 1 && out_stride == 1) {               \
+            ctype factor = max[0]; /* one contiguous line: vectorised */     \
+            for (int64_t i = 0; i < n; i++) {                                \
+                y[i] = log_softmax ? x[i] - factor : y[i] * factor;          \
             }                                                                \
             return;                                                          \
         }                                                                    \
         for (int64_t i = 0; i < n; i++) {                                    \
-            ctype e = TH_EXP_##Name(x[i * in_stride] - max);                 \
-            y[i * out_stride] = e;                                           \
-            total += (double)e;                                              \
-        }                                                                    \
-        ctype scale = (ctype)(1 / total);                                    \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            y[i * out_stride] *= scale;                                      \
+            for (int64_t j = 0; j < width; j++) {                            \
+                y[i * out_stride + j] = log_softmax                          \
+                                            ? x[i * in_stride + j] - max[j]  \
+                                            : y[i * out_stride + j] * max[j]; \
+            }                                                                \
         }                                                                    \
     }
-TH_FORALL_FLOAT_DTYPES(TH_DEFINE_SOFTMAX_LINE)
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_SOFTMAX_LINES)
 
-static const LineFn softmax_lines[2] = {softmax_line_Float32,
-                                        softmax_line_Float64};
+static const LineFn softmax_lines[2] = {softmax_lines_Float32,
+                                        softmax_lines_Float64};
 
 /* The scans run in the output dtype (the input is converted first), with
  * integers accumulated as wrapping uint64_t. */
-#define TH_DEFINE_SCAN_LINES(Name, ctype, py)                                \
-    static void cumsum_line_##Name(const char *in, int64_t in_stride,        \
-                                   char *out, int64_t out_stride, int64_t n, \
-                                   const void *ctx)                          \
+#define TH_DEFINE_SCAN_LINES(Name, ctype, py, which, OP, IDENTITY)           \
+    static void which##_lines_##Name(const char *in, int64_t in_stride,      \
+                                     char *out, int64_t out_stride,          \
+                                     int64_t n, int64_t width,               \
+                                     const void *ctx)                        \
     {                                                                        \
         (void)ctx;                                                           \
         const ctype *x = (const ctype *)in;                                  \
         ctype *y = (ctype *)out;                                             \
-        TH_ACC_##Name total = 0;                                             \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            total += (TH_ACC_##Name)x[i * in_stride];                        \
-            y[i * out_stride] = (ctype)total;                                \
+        TH_ACC_##Name total[TH_LINE_TILE];                                   \
+        if (width == 1) { /* one line: the running value in a register */  \
+            TH_ACC_##Name running = IDENTITY;                                \
+            for (int64_t i = 0; i < n; i++) {                                \
+                running OP (TH_ACC_##Name)x[i * in_stride];                  \
+                y[i * out_stride] = (ctype)running;                          \
+            }                                                                \
+            return;                                                          \
         }                                                                    \
-    }                                                                        \
-    static void cumprod_line_##Name(const char *in, int64_t in_stride,       \
-                                    char *out, int64_t out_stride,           \
-                                    int64_t n, const void *ctx)              \
-    {                                                                        \
-        (void)ctx;                                                           \
-        const ctype *x = (const ctype *)in;                                  \
-        ctype *y = (ctype *)out;                                             \
-        TH_ACC_##Name total = 1;                                             \
+        for (int64_t j = 0; j < width; j++) {                                \
+            total[j] = IDENTITY;                                             \
+        }                                                                    \
         for (int64_t i = 0; i < n; i++) {                                    \
-            total *= (TH_ACC_##Name)x[i * in_stride];                        \
-            y[i * out_stride] = (ctype)total;                                \
+            for (int64_t j = 0; j < width; j++) {                            \
+                total[j] OP (TH_ACC_##Name)x[i * in_stride + j];             \
+                y[i * out_stride + j] = (ctype)total[j];                     \
+            }                                                                \
         }                                                                    \
     }
-TH_FORALL_DTYPES(TH_DEFINE_SCAN_LINES)
+#define TH_DEFINE_CUMSUM_LINES(Name, ctype, py) \
+    TH_DEFINE_SCAN_LINES(Name, ctype, py, cumsum, +=, 0)
+#define TH_DEFINE_CUMPROD_LINES(Name, ctype, py) \
+    TH_DEFINE_SCAN_LINES(Name, ctype, py, cumprod, *=, 1)
+TH_FORALL_DTYPES(TH_DEFINE_CUMSUM_LINES)
+TH_FORALL_DTYPES(TH_DEFINE_CUMPROD_LINES)
 
-#define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_line_##Name,
-#define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_line_##Name,
+#define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_lines_##Name,
+#define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_lines_##Name,
 static const LineFn cumsum_lines[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_CUMSUM_ENTRY)
 };
