@@ -316,9 +316,13 @@ new_zero_offsets(int ndim, const int64_t *sizes)
         etype value = *(const etype *)data[2];                             \
         if (strides[0] == sizeof(etype) && strides[1] == sizeof(bool)) {   \
             etype *out = (etype *)data[0];                                 \
-            const bool *mask = (const bool *)data[1];                      \
+            /* a bool is one byte holding 0 or 1 */                       \
+            const uint8_t *mask = (const uint8_t *)data[1];                \
+            /* a bitwise blend (all ones where the mask is true), which */ \
+            /* vectorises where `mask[k] ? value : out[k]` does not */     \
             for (int64_t k = 0; k < n; k++) {                              \
-                out[k] = mask[k] ? value : out[k];                         \
+                etype select = (etype)0 - (etype)mask[k];                  \
+                out[k] = (etype)((out[k] & ~select) | (value & select));   \
             }                                                              \
             return;                                                        \
         }                                                                  \
