@@ -495,8 +495,8 @@ SPELLINGS = ["ndarray64", "ndarray32", "list", "tensor64", "tensor32"]
 def spell(arr, how):
     if arr.dtype == np.bool_:
         how = {"ndarray32": "ndarray64", "tensor32": "tensor64"}.get(how, how)
-        if how == "list" and arr.size == 0:
-            how = "ndarray64"  # an empty list is an (empty) integer index
+    if how == "list" and arr.size == 0:
+        how = "ndarray64"  # [] has lost the shape (and for a mask the dtype)
     if how == "ndarray64":
         return arr if arr.dtype == np.bool_ else arr.astype(np.int64)
     if how == "ndarray32":

@@ -293,17 +293,18 @@ new_zero_offsets(int ndim, const int64_t *sizes)
         }                                                                  \
     }
 
-/* Operands: 0 the destination restrided, 1 the values, 2 byte offsets into
- * the destination. */
+/* Operands: 0 the order placeholder (Note [Order of puts]), 1 the
+ * destination restrided, 2 the values, 3 byte offsets into the
+ * destination. */
 #define TH_DEFINE_PUT(bytes, etype)                                         \
     static void put_##bytes(char **data, const int64_t *strides, int64_t n,\
                             void *ctx)                                     \
     {                                                                      \
         (void)ctx;                                                         \
         for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
-            *(etype *)(data[0] + k * strides[0] + offset) =                \
-                *(const etype *)(data[1] + k * strides[1]);                \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
+            *(etype *)(data[1] + k * strides[1] + offset) =                \
+                *(const etype *)(data[2] + k * strides[2]);                \
         }                                                                  \
     }
 
@@ -351,17 +352,18 @@ static const THLoop fill_where_loops[9] = {
 };
 
 /* Accumulating puts, per dtype: dst += value * alpha and dst *= value.
- * ctx points at alpha, stored in the dtype.  (Bool: + is "or", * "and".) */
+ * ctx points at alpha, stored in the dtype.  (Bool: + is "or", * "and".)
+ * Operands as for put_<bytes>. */
 #define TH_DEFINE_PUT_ADD(Name, ctype, py)                                  \
     static void put_add_##Name(char **data, const int64_t *strides,        \
                                int64_t n, void *ctx)                       \
     {                                                                      \
         ctype alpha = *(const ctype *)ctx;                                 \
         for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
-            ctype *dst = (ctype *)(data[0] + k * strides[0] + offset);     \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
+            ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
             *dst = (ctype)(*dst                                            \
-                           + *(const ctype *)(data[1] + k * strides[1])    \
+                           + *(const ctype *)(data[2] + k * strides[2])    \
                                  * alpha);                                 \
         }                                                                  \
     }
@@ -371,9 +373,9 @@ static const THLoop fill_where_loops[9] = {
     {                                                                      \
         (void)ctx;                                                         \
         for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
-            ctype *dst = (ctype *)(data[0] + k * strides[0] + offset);     \
-            ctype value = *(const ctype *)(data[1] + k * strides[1]);      \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
+            ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
+            ctype value = *(const ctype *)(data[2] + k * strides[2]);      \
             /* in the promoted type: for bool, a product is no truth */    \
             __typeof__(*dst * value) product = *dst * value;               \
             *dst = (ctype)product;                                         \
@@ -423,14 +425,28 @@ put_mode(THScatterReduce reduce, THDtype dtype, THScalar alpha,
     return 0;
 }
 
-/* Runs a put over three operands (destination, values, offsets) on one
- * thread: with repeated offsets, parallel writes would race. */
+/* Note [Order of puts]
+ * ~~~~~~~~~~~~~~~~~~~~
+ * THIter walks its operand 0 in memory order, but the destination of a put
+ * has stride 0 along the dims the offsets move in (Note [Advanced
+ * indexing]), so it would put those innermost: t[rows] = v would write
+ * column by column.  A put therefore runs with a placeholder operand 0
+ * whose strides are all 0: every dim ties, and THIter keeps ties in
+ * row-major order, so elements go in the order of the indexing result,
+ * reading values and offsets sequentially.  The loops skip data[0].
+ * One thread: with repeated offsets, parallel writes would race.
+ */
 static int
 run_put(const THIterOperand *ops, int ndim, const int64_t *sizes,
         PutMode *mode)
 {
+    static char placeholder;
+    THIterOperand ordered[4] = {
+        {.data = &placeholder, .ndim = 0, .itemsize = 1},
+        ops[0], ops[1], ops[2],
+    };
     THIter iter;
-    if (THIter_initOperands(&iter, 3, ops, ndim, sizes) < 0) {
+    if (THIter_initOperands(&iter, 4, ordered, ndim, sizes) < 0) {
         return -1;
     }
     THIter_run(&iter, mode->loop, mode->alpha);
@@ -464,21 +480,27 @@ run_gather(const THIterOperand *ops, int ndim, const int64_t *sizes)
 TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
 
 /* Writes the coordinates of each non-zero element of a row-major block
- * of the given shape, one row of `out` per element. */
+ * of the given shape (ndim >= 1), one row of `out` per element.  The last
+ * dim is walked as a plain loop; an odometer steps the others. */
 #define TH_DEFINE_LIST_NONZERO(Name, ctype, py)                             \
     static void list_nonzero_##Name(const char *data, int64_t n, int ndim, \
                                     const int64_t *sizes, int64_t *out)    \
     {                                                                      \
         const ctype *values = (const ctype *)data;                         \
-        int64_t coords[TH_MAX_DIMS] = {0};                                 \
-        for (int64_t k = 0; k < n; k++) {                                  \
-            if (values[k] != 0) {                                          \
-                memcpy(out, coords, (size_t)ndim * sizeof(int64_t));       \
-                out += ndim;                                               \
+        int64_t inner = sizes[ndim - 1];                                   \
+        int64_t outer[TH_MAX_DIMS] = {0};                                  \
+        for (int64_t row = 0; row < n; row += inner) {                     \
+            for (int64_t j = 0; j < inner; j++) {                          \
+                if (values[row + j] != 0) {                                \
+                    for (int d = 0; d < ndim - 1; d++) {                   \
+                        out[d] = outer[d];                                 \
+                    }                                                      \
+                    out[ndim - 1] = j;                                     \
+                    out += ndim;                                           \
+                }                                                          \
             }                                                              \
-            for (int d = ndim - 1; d >= 0 && ++coords[d] == sizes[d];      \
-                 d--) {                                                    \
-                coords[d] = 0;                                             \
+            for (int d = ndim - 2; d >= 0 && ++outer[d] == sizes[d]; d--) {\
+                outer[d] = 0;                                              \
             }                                                              \
         }                                                                  \
     }
@@ -509,7 +531,7 @@ THTensor_newNonzero(THTensor *self)
                      : 0;
     int64_t sizes[2] = {count, self->ndim};
     THTensor *result = THTensor_newEmpty(2, sizes, TH_Int64, TH_DEVICE_CPU);
-    if (result != NULL && count > 0) {
+    if (result != NULL && count > 0 && self->ndim > 0) {
         list_nonzero_fns[values->dtype](data, values->numel, values->ndim,
                                         values->sizes,
                                         (int64_t *)THTensor_data(result));
