@@ -280,12 +280,19 @@ new_zero_offsets(int ndim, const int64_t *sizes)
     _(4, uint32_t)                 \
     _(8, uint64_t)
 
-/* Operands: 0 the result, 1 the source restrided, 2 byte offsets into it. */
+/* Operands: 0 the result, 1 the source restrided, 2 byte offsets into it.
+ * A run with one offset along contiguous memory (a row of t[rows]) is a
+ * block copy. */
 #define TH_DEFINE_GATHER(bytes, etype)                                      \
     static void gather_##bytes(char **data, const int64_t *strides,        \
                                int64_t n, void *ctx)                       \
     {                                                                      \
         (void)ctx;                                                         \
+        if (strides[2] == 0 && strides[0] == bytes && strides[1] == bytes) {\
+            memcpy(data[0], data[1] + *(const int64_t *)data[2],           \
+                   (size_t)n * bytes);                                     \
+            return;                                                        \
+        }                                                                  \
         for (int64_t k = 0; k < n; k++) {                                  \
             int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
             *(etype *)(data[0] + k * strides[0]) =                         \
@@ -301,6 +308,21 @@ new_zero_offsets(int ndim, const int64_t *sizes)
                             void *ctx)                                     \
     {                                                                      \
         (void)ctx;                                                         \
+        if (strides[3] == 0 && strides[1] == bytes) {                      \
+            /* one offset along contiguous memory: a row of t[rows] = v */ \
+            etype *dst = (etype *)(data[1] + *(const int64_t *)data[3]);   \
+            if (strides[2] == bytes) {                                     \
+                memcpy(dst, data[2], (size_t)n * bytes);                   \
+                return;                                                    \
+            }                                                              \
+            if (strides[2] == 0) {                                         \
+                etype value = *(const etype *)data[2];                     \
+                for (int64_t k = 0; k < n; k++) {                          \
+                    dst[k] = value;                                        \
+                }                                                          \
+                return;                                                    \
+            }                                                              \
+        }                                                                  \
         for (int64_t k = 0; k < n; k++) {                                  \
             int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
             *(etype *)(data[1] + k * strides[1] + offset) =                \
@@ -481,7 +503,10 @@ TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
 
 /* Writes the coordinates of each non-zero element of a row-major block
  * of the given shape (ndim >= 1), one row of `out` per element.  The last
- * dim is walked as a plain loop; an odometer steps the others. */
+ * dim is walked as a plain loop; an odometer steps the others.  The loop
+ * is branch-free: every element's coordinates are written, and `out` only
+ * moves past them when the element is non-zero (so `out` needs one spare
+ * row at the end). */
 #define TH_DEFINE_LIST_NONZERO(Name, ctype, py)                             \
     static void list_nonzero_##Name(const char *data, int64_t n, int ndim, \
                                     const int64_t *sizes, int64_t *out)    \
@@ -491,13 +516,11 @@ TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
         int64_t outer[TH_MAX_DIMS] = {0};                                  \
         for (int64_t row = 0; row < n; row += inner) {                     \
             for (int64_t j = 0; j < inner; j++) {                          \
-                if (values[row + j] != 0) {                                \
-                    for (int d = 0; d < ndim - 1; d++) {                   \
-                        out[d] = outer[d];                                 \
-                    }                                                      \
-                    out[ndim - 1] = j;                                     \
-                    out += ndim;                                           \
+                for (int d = 0; d < ndim - 1; d++) {                       \
+                    out[d] = outer[d];                                     \
                 }                                                          \
+                out[ndim - 1] = j;                                         \
+                out += (values[row + j] != 0) * ndim;                      \
             }                                                              \
             for (int d = ndim - 2; d >= 0 && ++outer[d] == sizes[d]; d--) {\
                 outer[d] = 0;                                              \
@@ -529,13 +552,17 @@ THTensor_newNonzero(THTensor *self)
     int64_t count =
         data != NULL ? count_nonzero_fns[values->dtype](data, values->numel)
                      : 0;
-    int64_t sizes[2] = {count, self->ndim};
-    THTensor *result = THTensor_newEmpty(2, sizes, TH_Int64, TH_DEVICE_CPU);
-    if (result != NULL && count > 0 && self->ndim > 0) {
+    /* one spare row for list_nonzero's branch-free writes */
+    int64_t sizes[2] = {count + 1, self->ndim};
+    THTensor *rows = THTensor_newEmpty(2, sizes, TH_Int64, TH_DEVICE_CPU);
+    if (rows != NULL && count > 0 && self->ndim > 0) {
         list_nonzero_fns[values->dtype](data, values->numel, values->ndim,
                                         values->sizes,
-                                        (int64_t *)THTensor_data(result));
+                                        (int64_t *)THTensor_data(rows));
     }
+    THTensor *result =
+        rows == NULL ? NULL : THTensor_newNarrow(rows, 0, 0, count);
+    THTensor_release(rows);
     THTensor_release(values);
     return result;
 }
