@@ -670,6 +670,23 @@ check_index_dtypes(const THTensor *self, int nindices,
     return 0;
 }
 
+/* A mask standing at dims [dim, dim + mask->ndim) of self must have their
+ * sizes. */
+static int
+check_mask_shape(const THTensor *self, const THTensor *mask, int dim)
+{
+    for (int j = 0; j < mask->ndim; j++) {
+        if (mask->sizes[j] != self->sizes[dim + j]) {
+            return THError_set(TH_ERR_INDEX,
+                               "The shape of the mask %s at index %d does "
+                               "not match the shape of the indexed tensor %s "
+                               "at index %d",
+                               SHAPE(mask), j, SHAPE(self), dim + j);
+        }
+    }
+    return 0;
+}
+
 /* The index tensor standing at each dim of self (a new reference, or NULL
  * for a dim kept whole), masks replaced by their nonzero() columns. */
 static int
@@ -690,16 +707,9 @@ index_per_dim(THTensor *self, int nindices, THTensor *const *indices,
             per_dim[dim++] = index;
             continue;
         }
-        for (int j = 0; j < index->ndim; j++) {
-            if (index->sizes[j] != self->sizes[dim + j]) {
-                THError_set(TH_ERR_INDEX,
-                            "The shape of the mask %s at index %d does not "
-                            "match the shape of the indexed tensor %s at "
-                            "index %d",
-                            SHAPE(index), j, SHAPE(self), dim + j);
-                release_all(per_dim, TH_MAX_DIMS);
-                return -1;
-            }
+        if (check_mask_shape(self, index, dim) < 0) {
+            release_all(per_dim, TH_MAX_DIMS);
+            return -1;
         }
         THTensor *positions = THTensor_newNonzero(index);
         for (int j = 0; positions != NULL && j < index->ndim; j++) {
@@ -841,6 +851,92 @@ plan_offsets(IndexPlan *plan, THTensor *const *indexed, int first,
     return 0;
 }
 
+/* The byte offsets into self of the true elements of `mask`, standing at
+ * dims [first, first + mask->ndim) of self, in row-major order: what
+ * nonzero() and plan_offsets would compute, in one branch-free pass (as in
+ * list_nonzero, `out` moves only past true elements; one spare slot). */
+static THTensor *
+new_mask_offsets(const THTensor *self, int first, THTensor *mask)
+{
+    THTensor *bytes = THTensor_newContiguous(mask);
+    if (bytes == NULL) {
+        return NULL;
+    }
+    const uint8_t *m = bytes->numel > 0 ? (const uint8_t *)THTensor_data(bytes)
+                                        : NULL;
+    int64_t count = m == NULL ? 0
+                              : count_nonzero_fns[TH_UInt8]((const char *)m,
+                                                            bytes->numel);
+    int64_t slots = count + 1;
+    THTensor *offsets = THTensor_newEmpty(1, &slots, TH_Int64, TH_DEVICE_CPU);
+    if (offsets != NULL && count > 0) {
+        int k = mask->ndim;
+        int64_t itemsize = THTensor_itemsize(self);
+        int64_t inner = mask->sizes[k - 1];
+        int64_t inner_step = self->strides[first + k - 1] * itemsize;
+        int64_t coords[TH_MAX_DIMS] = {0};
+        int64_t *out = (int64_t *)THTensor_data(offsets);
+        for (int64_t row = 0; row < bytes->numel; row += inner) {
+            int64_t base = 0;
+            for (int d = 0; d < k - 1; d++) {
+                base += coords[d] * self->strides[first + d] * itemsize;
+            }
+            for (int64_t j = 0; j < inner; j++) {
+                *out = base + j * inner_step;
+                out += m[row + j] != 0;
+            }
+            for (int d = k - 2; d >= 0 && ++coords[d] == mask->sizes[d]; d--) {
+                coords[d] = 0;
+            }
+        }
+    }
+    THTensor *result =
+        offsets == NULL ? NULL : THTensor_newNarrow(offsets, 0, 0, count);
+    THTensor_release(offsets);
+    THTensor_release(bytes);
+    return result;
+}
+
+/* The one mask of t[mask] or t[:, mask] (and NULL when the index list has
+ * anything else): its positions need no nonzero() and no range checks. */
+static THTensor *
+lone_mask(int nindices, THTensor *const *indices, int *first)
+{
+    THTensor *mask = NULL;
+    for (int i = 0; i < nindices; i++) {
+        if (indices[i] == NULL) {
+            continue;
+        }
+        if (mask != NULL || !is_mask_dtype(indices[i]->dtype)
+            || indices[i]->ndim == 0) {
+            return NULL;
+        }
+        mask = indices[i];
+        *first = i; /* every entry before it is NULL: one dim each */
+    }
+    return mask;
+}
+
+static int
+plan_init_lone_mask(IndexPlan *plan, THTensor *self, int nindices,
+                    THTensor *const *indices, THTensor *mask, int first)
+{
+    if (check_index_dtypes(self, nindices, indices) < 0
+        || check_mask_shape(self, mask, first) < 0) {
+        return -1;
+    }
+    THTensor_retain(self);
+    plan->self = self;
+    plan->offsets = new_mask_offsets(self, first, mask);
+    if (plan->offsets == NULL
+        || plan_geometry(plan, first, mask->ndim, 1, plan->offsets->sizes)
+               < 0) {
+        plan_release(plan);
+        return -1;
+    }
+    return 0;
+}
+
 /* Prepares self[indices].  On failure a TH error is set and, when a
  * position was out of range, `bad` says which (callers may reword it). */
 static int
@@ -849,6 +945,12 @@ plan_init(IndexPlan *plan, THTensor *self, int nindices,
 {
     memset(plan, 0, sizeof(*plan));
     memset(bad, 0, sizeof(*bad));
+    int mask_dim;
+    THTensor *mask = lone_mask(nindices, indices, &mask_dim);
+    if (mask != NULL) {
+        return plan_init_lone_mask(plan, self, nindices, indices, mask,
+                                   mask_dim);
+    }
     THTensor *per_dim[TH_MAX_DIMS];
     if (index_per_dim(self, nindices, indices, per_dim) < 0) {
         return -1;
