@@ -945,7 +945,7 @@ plan_init(IndexPlan *plan, THTensor *self, int nindices,
 {
     memset(plan, 0, sizeof(*plan));
     memset(bad, 0, sizeof(*bad));
-    int mask_dim;
+    int mask_dim = 0;
     THTensor *mask = lone_mask(nindices, indices, &mask_dim);
     if (mask != NULL) {
         return plan_init_lone_mask(plan, self, nindices, indices, mask,
