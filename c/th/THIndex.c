@@ -280,12 +280,19 @@ new_zero_offsets(int ndim, const int64_t *sizes)
     _(4, uint32_t)                 \
     _(8, uint64_t)
 
-/* Operands: 0 the result, 1 the source restrided, 2 byte offsets into it. */
+/* Operands: 0 the result, 1 the source restrided, 2 byte offsets into it.
+ * A run with one offset along contiguous memory (a row of t[rows]) is a
+ * block copy. */
 #define TH_DEFINE_GATHER(bytes, etype)                                      \
     static void gather_##bytes(char **data, const int64_t *strides,        \
                                int64_t n, void *ctx)                       \
     {                                                                      \
         (void)ctx;                                                         \
+        if (strides[2] == 0 && strides[0] == bytes && strides[1] == bytes) {\
+            memcpy(data[0], data[1] + *(const int64_t *)data[2],           \
+                   (size_t)n * bytes);                                     \
+            return;                                                        \
+        }                                                                  \
         for (int64_t k = 0; k < n; k++) {                                  \
             int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
             *(etype *)(data[0] + k * strides[0]) =                         \
@@ -293,17 +300,33 @@ new_zero_offsets(int ndim, const int64_t *sizes)
         }                                                                  \
     }
 
-/* Operands: 0 the destination restrided, 1 the values, 2 byte offsets into
- * the destination. */
+/* Operands: 0 the order placeholder (Note [Order of puts]), 1 the
+ * destination restrided, 2 the values, 3 byte offsets into the
+ * destination. */
 #define TH_DEFINE_PUT(bytes, etype)                                         \
     static void put_##bytes(char **data, const int64_t *strides, int64_t n,\
                             void *ctx)                                     \
     {                                                                      \
         (void)ctx;                                                         \
+        if (strides[3] == 0 && strides[1] == bytes) {                      \
+            /* one offset along contiguous memory: a row of t[rows] = v */ \
+            etype *dst = (etype *)(data[1] + *(const int64_t *)data[3]);   \
+            if (strides[2] == bytes) {                                     \
+                memcpy(dst, data[2], (size_t)n * bytes);                   \
+                return;                                                    \
+            }                                                              \
+            if (strides[2] == 0) {                                         \
+                etype value = *(const etype *)data[2];                     \
+                for (int64_t k = 0; k < n; k++) {                          \
+                    dst[k] = value;                                        \
+                }                                                          \
+                return;                                                    \
+            }                                                              \
+        }                                                                  \
         for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
-            *(etype *)(data[0] + k * strides[0] + offset) =                \
-                *(const etype *)(data[1] + k * strides[1]);                \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
+            *(etype *)(data[1] + k * strides[1] + offset) =                \
+                *(const etype *)(data[2] + k * strides[2]);                \
         }                                                                  \
     }
 
@@ -316,9 +339,13 @@ new_zero_offsets(int ndim, const int64_t *sizes)
         etype value = *(const etype *)data[2];                             \
         if (strides[0] == sizeof(etype) && strides[1] == sizeof(bool)) {   \
             etype *out = (etype *)data[0];                                 \
-            const bool *mask = (const bool *)data[1];                      \
+            /* a bool is one byte holding 0 or 1 */                       \
+            const uint8_t *mask = (const uint8_t *)data[1];                \
+            /* a bitwise blend (all ones where the mask is true), which */ \
+            /* vectorises where `mask[k] ? value : out[k]` does not */     \
             for (int64_t k = 0; k < n; k++) {                              \
-                out[k] = mask[k] ? value : out[k];                         \
+                etype select = (etype)0 - (etype)mask[k];                  \
+                out[k] = (etype)((out[k] & ~select) | (value & select));   \
             }                                                              \
             return;                                                        \
         }                                                                  \
@@ -347,17 +374,18 @@ static const THLoop fill_where_loops[9] = {
 };
 
 /* Accumulating puts, per dtype: dst += value * alpha and dst *= value.
- * ctx points at alpha, stored in the dtype.  (Bool: + is "or", * "and".) */
+ * ctx points at alpha, stored in the dtype.  (Bool: + is "or", * "and".)
+ * Operands as for put_<bytes>. */
 #define TH_DEFINE_PUT_ADD(Name, ctype, py)                                  \
     static void put_add_##Name(char **data, const int64_t *strides,        \
                                int64_t n, void *ctx)                       \
     {                                                                      \
         ctype alpha = *(const ctype *)ctx;                                 \
         for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
-            ctype *dst = (ctype *)(data[0] + k * strides[0] + offset);     \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
+            ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
             *dst = (ctype)(*dst                                            \
-                           + *(const ctype *)(data[1] + k * strides[1])    \
+                           + *(const ctype *)(data[2] + k * strides[2])    \
                                  * alpha);                                 \
         }                                                                  \
     }
@@ -367,9 +395,9 @@ static const THLoop fill_where_loops[9] = {
     {                                                                      \
         (void)ctx;                                                         \
         for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[2] + k * strides[2]); \
-            ctype *dst = (ctype *)(data[0] + k * strides[0] + offset);     \
-            ctype value = *(const ctype *)(data[1] + k * strides[1]);      \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
+            ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
+            ctype value = *(const ctype *)(data[2] + k * strides[2]);      \
             /* in the promoted type: for bool, a product is no truth */    \
             __typeof__(*dst * value) product = *dst * value;               \
             *dst = (ctype)product;                                         \
@@ -419,14 +447,28 @@ put_mode(THScatterReduce reduce, THDtype dtype, THScalar alpha,
     return 0;
 }
 
-/* Runs a put over three operands (destination, values, offsets) on one
- * thread: with repeated offsets, parallel writes would race. */
+/* Note [Order of puts]
+ * ~~~~~~~~~~~~~~~~~~~~
+ * THIter walks its operand 0 in memory order, but the destination of a put
+ * has stride 0 along the dims the offsets move in (Note [Advanced
+ * indexing]), so it would put those innermost: t[rows] = v would write
+ * column by column.  A put therefore runs with a placeholder operand 0
+ * whose strides are all 0: every dim ties, and THIter keeps ties in
+ * row-major order, so elements go in the order of the indexing result,
+ * reading values and offsets sequentially.  The loops skip data[0].
+ * One thread: with repeated offsets, parallel writes would race.
+ */
 static int
 run_put(const THIterOperand *ops, int ndim, const int64_t *sizes,
         PutMode *mode)
 {
+    static char placeholder;
+    THIterOperand ordered[4] = {
+        {.data = &placeholder, .ndim = 0, .itemsize = 1},
+        ops[0], ops[1], ops[2],
+    };
     THIter iter;
-    if (THIter_initOperands(&iter, 3, ops, ndim, sizes) < 0) {
+    if (THIter_initOperands(&iter, 4, ordered, ndim, sizes) < 0) {
         return -1;
     }
     THIter_run(&iter, mode->loop, mode->alpha);
@@ -460,21 +502,28 @@ run_gather(const THIterOperand *ops, int ndim, const int64_t *sizes)
 TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
 
 /* Writes the coordinates of each non-zero element of a row-major block
- * of the given shape, one row of `out` per element. */
+ * of the given shape (ndim >= 1), one row of `out` per element.  The last
+ * dim is walked as a plain loop; an odometer steps the others.  The loop
+ * is branch-free: every element's coordinates are written, and `out` only
+ * moves past them when the element is non-zero (so `out` needs one spare
+ * row at the end). */
 #define TH_DEFINE_LIST_NONZERO(Name, ctype, py)                             \
     static void list_nonzero_##Name(const char *data, int64_t n, int ndim, \
                                     const int64_t *sizes, int64_t *out)    \
     {                                                                      \
         const ctype *values = (const ctype *)data;                         \
-        int64_t coords[TH_MAX_DIMS] = {0};                                 \
-        for (int64_t k = 0; k < n; k++) {                                  \
-            if (values[k] != 0) {                                          \
-                memcpy(out, coords, (size_t)ndim * sizeof(int64_t));       \
-                out += ndim;                                               \
+        int64_t inner = sizes[ndim - 1];                                   \
+        int64_t outer[TH_MAX_DIMS] = {0};                                  \
+        for (int64_t row = 0; row < n; row += inner) {                     \
+            for (int64_t j = 0; j < inner; j++) {                          \
+                for (int d = 0; d < ndim - 1; d++) {                       \
+                    out[d] = outer[d];                                     \
+                }                                                          \
+                out[ndim - 1] = j;                                         \
+                out += (values[row + j] != 0) * ndim;                      \
             }                                                              \
-            for (int d = ndim - 1; d >= 0 && ++coords[d] == sizes[d];      \
-                 d--) {                                                    \
-                coords[d] = 0;                                             \
+            for (int d = ndim - 2; d >= 0 && ++outer[d] == sizes[d]; d--) {\
+                outer[d] = 0;                                              \
             }                                                              \
         }                                                                  \
     }
@@ -503,13 +552,17 @@ THTensor_newNonzero(THTensor *self)
     int64_t count =
         data != NULL ? count_nonzero_fns[values->dtype](data, values->numel)
                      : 0;
-    int64_t sizes[2] = {count, self->ndim};
-    THTensor *result = THTensor_newEmpty(2, sizes, TH_Int64, TH_DEVICE_CPU);
-    if (result != NULL && count > 0) {
+    /* one spare row for list_nonzero's branch-free writes */
+    int64_t sizes[2] = {count + 1, self->ndim};
+    THTensor *rows = THTensor_newEmpty(2, sizes, TH_Int64, TH_DEVICE_CPU);
+    if (rows != NULL && count > 0 && self->ndim > 0) {
         list_nonzero_fns[values->dtype](data, values->numel, values->ndim,
                                         values->sizes,
-                                        (int64_t *)THTensor_data(result));
+                                        (int64_t *)THTensor_data(rows));
     }
+    THTensor *result =
+        rows == NULL ? NULL : THTensor_newNarrow(rows, 0, 0, count);
+    THTensor_release(rows);
     THTensor_release(values);
     return result;
 }
@@ -617,6 +670,23 @@ check_index_dtypes(const THTensor *self, int nindices,
     return 0;
 }
 
+/* A mask standing at dims [dim, dim + mask->ndim) of self must have their
+ * sizes. */
+static int
+check_mask_shape(const THTensor *self, const THTensor *mask, int dim)
+{
+    for (int j = 0; j < mask->ndim; j++) {
+        if (mask->sizes[j] != self->sizes[dim + j]) {
+            return THError_set(TH_ERR_INDEX,
+                               "The shape of the mask %s at index %d does "
+                               "not match the shape of the indexed tensor %s "
+                               "at index %d",
+                               SHAPE(mask), j, SHAPE(self), dim + j);
+        }
+    }
+    return 0;
+}
+
 /* The index tensor standing at each dim of self (a new reference, or NULL
  * for a dim kept whole), masks replaced by their nonzero() columns. */
 static int
@@ -637,16 +707,9 @@ index_per_dim(THTensor *self, int nindices, THTensor *const *indices,
             per_dim[dim++] = index;
             continue;
         }
-        for (int j = 0; j < index->ndim; j++) {
-            if (index->sizes[j] != self->sizes[dim + j]) {
-                THError_set(TH_ERR_INDEX,
-                            "The shape of the mask %s at index %d does not "
-                            "match the shape of the indexed tensor %s at "
-                            "index %d",
-                            SHAPE(index), j, SHAPE(self), dim + j);
-                release_all(per_dim, TH_MAX_DIMS);
-                return -1;
-            }
+        if (check_mask_shape(self, index, dim) < 0) {
+            release_all(per_dim, TH_MAX_DIMS);
+            return -1;
         }
         THTensor *positions = THTensor_newNonzero(index);
         for (int j = 0; positions != NULL && j < index->ndim; j++) {
@@ -788,6 +851,92 @@ plan_offsets(IndexPlan *plan, THTensor *const *indexed, int first,
     return 0;
 }
 
+/* The byte offsets into self of the true elements of `mask`, standing at
+ * dims [first, first + mask->ndim) of self, in row-major order: what
+ * nonzero() and plan_offsets would compute, in one branch-free pass (as in
+ * list_nonzero, `out` moves only past true elements; one spare slot). */
+static THTensor *
+new_mask_offsets(const THTensor *self, int first, THTensor *mask)
+{
+    THTensor *bytes = THTensor_newContiguous(mask);
+    if (bytes == NULL) {
+        return NULL;
+    }
+    const uint8_t *m = bytes->numel > 0 ? (const uint8_t *)THTensor_data(bytes)
+                                        : NULL;
+    int64_t count = m == NULL ? 0
+                              : count_nonzero_fns[TH_UInt8]((const char *)m,
+                                                            bytes->numel);
+    int64_t slots = count + 1;
+    THTensor *offsets = THTensor_newEmpty(1, &slots, TH_Int64, TH_DEVICE_CPU);
+    if (offsets != NULL && count > 0) {
+        int k = mask->ndim;
+        int64_t itemsize = THTensor_itemsize(self);
+        int64_t inner = mask->sizes[k - 1];
+        int64_t inner_step = self->strides[first + k - 1] * itemsize;
+        int64_t coords[TH_MAX_DIMS] = {0};
+        int64_t *out = (int64_t *)THTensor_data(offsets);
+        for (int64_t row = 0; row < bytes->numel; row += inner) {
+            int64_t base = 0;
+            for (int d = 0; d < k - 1; d++) {
+                base += coords[d] * self->strides[first + d] * itemsize;
+            }
+            for (int64_t j = 0; j < inner; j++) {
+                *out = base + j * inner_step;
+                out += m[row + j] != 0;
+            }
+            for (int d = k - 2; d >= 0 && ++coords[d] == mask->sizes[d]; d--) {
+                coords[d] = 0;
+            }
+        }
+    }
+    THTensor *result =
+        offsets == NULL ? NULL : THTensor_newNarrow(offsets, 0, 0, count);
+    THTensor_release(offsets);
+    THTensor_release(bytes);
+    return result;
+}
+
+/* The one mask of t[mask] or t[:, mask] (and NULL when the index list has
+ * anything else): its positions need no nonzero() and no range checks. */
+static THTensor *
+lone_mask(int nindices, THTensor *const *indices, int *first)
+{
+    THTensor *mask = NULL;
+    for (int i = 0; i < nindices; i++) {
+        if (indices[i] == NULL) {
+            continue;
+        }
+        if (mask != NULL || !is_mask_dtype(indices[i]->dtype)
+            || indices[i]->ndim == 0) {
+            return NULL;
+        }
+        mask = indices[i];
+        *first = i; /* every entry before it is NULL: one dim each */
+    }
+    return mask;
+}
+
+static int
+plan_init_lone_mask(IndexPlan *plan, THTensor *self, int nindices,
+                    THTensor *const *indices, THTensor *mask, int first)
+{
+    if (check_index_dtypes(self, nindices, indices) < 0
+        || check_mask_shape(self, mask, first) < 0) {
+        return -1;
+    }
+    THTensor_retain(self);
+    plan->self = self;
+    plan->offsets = new_mask_offsets(self, first, mask);
+    if (plan->offsets == NULL
+        || plan_geometry(plan, first, mask->ndim, 1, plan->offsets->sizes)
+               < 0) {
+        plan_release(plan);
+        return -1;
+    }
+    return 0;
+}
+
 /* Prepares self[indices].  On failure a TH error is set and, when a
  * position was out of range, `bad` says which (callers may reword it). */
 static int
@@ -796,6 +945,12 @@ plan_init(IndexPlan *plan, THTensor *self, int nindices,
 {
     memset(plan, 0, sizeof(*plan));
     memset(bad, 0, sizeof(*bad));
+    int mask_dim = 0;
+    THTensor *mask = lone_mask(nindices, indices, &mask_dim);
+    if (mask != NULL) {
+        return plan_init_lone_mask(plan, self, nindices, indices, mask,
+                                   mask_dim);
+    }
     THTensor *per_dim[TH_MAX_DIMS];
     if (index_per_dim(self, nindices, indices, per_dim) < 0) {
         return -1;
