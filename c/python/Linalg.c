@@ -30,27 +30,6 @@
 
 /* ---- PyTorch's names for dtypes in messages -------------------------------- */
 
-_Static_assert(TH_NUM_DTYPES == 8, "name the new dtype below");
-
-/* "Float", as in "expected scalar type Float but found Double". */
-static const char *
-scalar_type_name(THDtype dtype)
-{
-    static const char *const names[] = {"Bool", "Byte",  "Char",  "Short",
-                                        "Int",  "Long",  "Float", "Double"};
-    return names[dtype];
-}
-
-/* "float", as in "expected m1 and m2 to have the same dtype, but got:
- * float != double" (PyTorch prints the C++ type). */
-static const char *
-cpp_type_name(THDtype dtype)
-{
-    static const char *const names[] = {
-        "bool", "unsigned char", "signed char", "short int",
-        "int",  "long int",      "float",       "double"};
-    return names[dtype];
-}
 
 /* "[2, 3]" */
 static void
@@ -177,7 +156,7 @@ check_mm(int64_t m, int64_t k1, int64_t k2, int64_t n, THDtype dtype1,
     if (dtype1 != dtype2) {
         return runtime_error("expected m1 and m2 to have the same dtype, "
                              "but got: %s != %s",
-                             cpp_type_name(dtype1), cpp_type_name(dtype2));
+                             THDtype_cppTypeName(dtype1), THDtype_cppTypeName(dtype2));
     }
     return check_not_bool(dtype1, "addmm_impl_cpu_");
 }
@@ -196,9 +175,9 @@ check_mv(int64_t m, int64_t k, int64_t vec_len, THDtype mat_dtype,
     if (mat_dtype != vec_dtype) {
         return runtime_error("addmv input tensors must have the same dtype, "
                              "but got %s, %s, and %s",
-                             scalar_type_name(vec_dtype),
-                             scalar_type_name(mat_dtype),
-                             scalar_type_name(vec_dtype));
+                             THDtype_scalarTypeName(vec_dtype),
+                             THDtype_scalarTypeName(mat_dtype),
+                             THDtype_scalarTypeName(vec_dtype));
     }
     return check_not_bool(mat_dtype, "addmv_impl_cpu");
 }
@@ -215,8 +194,8 @@ check_dot(const char *fname, THTensor *a, THTensor *b)
     if (a->dtype != b->dtype) {
         return runtime_error("%s : expected both vectors to have same dtype, "
                              "but found %s and %s",
-                             fname, scalar_type_name(a->dtype),
-                             scalar_type_name(b->dtype));
+                             fname, THDtype_scalarTypeName(a->dtype),
+                             THDtype_scalarTypeName(b->dtype));
     }
     if (a->sizes[0] != b->sizes[0]) {
         return runtime_error("inconsistent tensor size, expected tensor "
@@ -243,8 +222,8 @@ check_bmm(int64_t batch, int64_t k1, int64_t k2, THDtype dtype1,
     }
     if (dtype1 != dtype2) {
         return runtime_error("expected scalar type %s but found %s",
-                             scalar_type_name(dtype1),
-                             scalar_type_name(dtype2));
+                             THDtype_scalarTypeName(dtype1),
+                             THDtype_scalarTypeName(dtype2));
     }
     return check_not_bool(dtype1, "bmm");
 }
@@ -441,7 +420,7 @@ check_out(const Product *p, THTensor *out, bool in_place)
     if (out->dtype != dtype) {
         return runtime_error("Expected out tensor to have dtype %s, but got "
                              "%s instead",
-                             cpp_type_name(dtype), cpp_type_name(out->dtype));
+                             THDtype_cppTypeName(dtype), THDtype_cppTypeName(out->dtype));
     }
     if (THTensor_checkWritable(out) < 0) {
         return THPUtils_setErrorFromTH_int();
@@ -843,15 +822,15 @@ addmm_common(const char *fname, PyObject *input, PyObject *const *args,
     if (self->dtype != mats[1]->dtype) {
         runtime_error("self and mat2 must have the same dtype, but got %s "
                       "and %s",
-                      scalar_type_name(self->dtype),
-                      scalar_type_name(mats[1]->dtype));
+                      THDtype_scalarTypeName(self->dtype),
+                      THDtype_scalarTypeName(mats[1]->dtype));
         return NULL;
     }
     if (mats[0]->dtype != mats[1]->dtype) {
         runtime_error("mat1 and mat2 must have the same dtype, but got %s "
                       "and %s",
-                      scalar_type_name(mats[0]->dtype),
-                      scalar_type_name(mats[1]->dtype));
+                      THDtype_scalarTypeName(mats[0]->dtype),
+                      THDtype_scalarTypeName(mats[1]->dtype));
         return NULL;
     }
     if (check_mm(mats[0]->sizes[0], mats[0]->sizes[1], mats[1]->sizes[0],
@@ -902,8 +881,8 @@ baddbmm_common(const char *fname, PyObject *input, PyObject *const *args,
     }
     if (b1->dtype != b2->dtype) {
         runtime_error("expected scalar type %s but found %s",
-                      scalar_type_name(b1->dtype),
-                      scalar_type_name(b2->dtype));
+                      THDtype_scalarTypeName(b1->dtype),
+                      THDtype_scalarTypeName(b2->dtype));
         return NULL;
     }
     if (b1->sizes[0] != b2->sizes[0] || b1->sizes[2] != b2->sizes[1]) {
@@ -916,8 +895,8 @@ baddbmm_common(const char *fname, PyObject *input, PyObject *const *args,
     if (self->dtype != b1->dtype || b1->dtype == TH_Bool) {
         runtime_error("Input dtypes must be the same, got: input %s, "
                       "batch1: %s, batch2: %s",
-                      cpp_type_name(self->dtype), cpp_type_name(b1->dtype),
-                      cpp_type_name(b2->dtype));
+                      THDtype_cppTypeName(self->dtype), THDtype_cppTypeName(b1->dtype),
+                      THDtype_cppTypeName(b2->dtype));
         return NULL;
     }
     return add_product(input, b1, b2, objs[2], objs[3],

@@ -109,6 +109,7 @@ PyInit__C(void)
         || THPVariable_InitModule(module) < 0
         || THPAllocator_InitModule(module) < 0
         || THPNumpy_InitModule(module) < 0
+        || THPReturnTypes_InitModule(module) < 0
         || PyModule_AddFunctions(module, THPCreation_methods) < 0
         || PyModule_AddFunctions(module, THPNumpy_methods) < 0
         || PyModule_AddFunctions(module, THPAllocator_methods) < 0

@@ -391,72 +391,6 @@ count_nonzero_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 
 /* ---- max, min, argmax, argmin ------------------------------------------- */
 
-/* torch.return_types.max and .min: named (values, indices) tuples. */
-static PyStructSequence_Field minmax_fields[] = {
-    {"values", "the largest (smallest) values"},
-    {"indices", "their indices along the reduced dim"},
-    {NULL, NULL},
-};
-static PyStructSequence_Desc max_desc = {
-    "ember.return_types.max", "max(dim): (values, indices)", minmax_fields, 2,
-};
-static PyStructSequence_Desc min_desc = {
-    "ember.return_types.min", "min(dim): (values, indices)", minmax_fields, 2,
-};
-/* Created on first use and kept for the life of the process. */
-static PyTypeObject *max_type;
-static PyTypeObject *min_type;
-
-/* Borrowed reference to the named-tuple type. */
-static PyTypeObject *
-minmax_type(bool is_max)
-{
-    PyTypeObject **slot = is_max ? &max_type : &min_type;
-    if (*slot == NULL) {
-        *slot = PyStructSequence_NewType(is_max ? &max_desc : &min_desc);
-    }
-    return *slot;
-}
-
-/* _C._reduce_return_types(): {"max": type, "min": type}, for the Python
- * package to publish as ember.return_types. */
-static PyObject *
-reduce_return_types(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    PyTypeObject *max = minmax_type(true);
-    PyTypeObject *min = minmax_type(false);
-    if (max == NULL || min == NULL) {
-        return NULL;
-    }
-    return Py_BuildValue("{sOsO}", "max", (PyObject *)max, "min",
-                         (PyObject *)min);
-}
-
-/* A new (values, indices) named tuple; steals both tensors. */
-static PyObject *
-new_minmax_tuple(bool is_max, THTensor *values, THTensor *indices)
-{
-    PyTypeObject *type = minmax_type(is_max);
-    PyObject *tuple = type == NULL ? NULL : PyStructSequence_New(type);
-    if (tuple == NULL) {
-        THTensor_release(values);
-        THTensor_release(indices);
-        return NULL;
-    }
-    PyObject *v = THPVariable_Wrap(values);
-    PyObject *i = THPVariable_Wrap(indices);
-    if (v == NULL || i == NULL) {
-        Py_XDECREF(v);
-        Py_XDECREF(i);
-        Py_DECREF(tuple);
-        return NULL;
-    }
-    PyStructSequence_SetItem(tuple, 0, v); /* steals v */
-    PyStructSequence_SetItem(tuple, 1, i); /* steals i */
-    return tuple;
-}
 
 /* max(), max(dim, keepdim=False) and max(other), the elementwise maximum
  * (served by the `maximum` method). */
@@ -505,7 +439,8 @@ max_or_min(bool is_max, PyObject *input, PyObject *const *args,
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
-    return new_minmax_tuple(is_max, values, indices);
+    return THPReturnTypes_packTensors(is_max ? THP_RESULT_MAX : THP_RESULT_MIN,
+                                      values, indices);
 }
 
 static PyObject *
@@ -805,12 +740,7 @@ softmax_common(const char *fname, bool log_softmax, PyObject *input,
         PyErr_Format(PyExc_NotImplementedError,
                      "\"%s_%skernel_impl\" not implemented for '%s'", fname,
                      last_dim ? "lastdim_" : "",
-                     computed == TH_Int64   ? "Long"
-                     : computed == TH_Int32 ? "Int"
-                     : computed == TH_Int16 ? "Short"
-                     : computed == TH_Int8  ? "Char"
-                     : computed == TH_UInt8 ? "Byte"
-                                            : "Bool");
+                     THDtype_scalarTypeName(computed));
         return NULL;
     }
     THTensor *result;
@@ -923,8 +853,6 @@ THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_DEFINE_FUNCTION)
 PyMethodDef THPReduce_functions[] = {
     THP_REDUCE_OPS(THP_REDUCE_FUNCTION)
     THP_REDUCE_FUNCTION_ONLY_OPS(THP_REDUCE_FUNCTION)
-    {"_reduce_return_types", reduce_return_types, METH_NOARGS,
-     "The named-tuple types of max(dim) and min(dim), by name."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1089,61 +1089,15 @@ triu__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
 
 /* ---- sort, argsort, msort, topk, kthvalue ----------------------------------- */
 
-/* Note [Named result tuples]
- * ~~~~~~~~~~~~~~~~~~~~~~~~~~
- * sort, topk and kthvalue return (values, indices) as a struct sequence
- * named like PyTorch's torch.return_types.sort: a tuple that also has
- * .values and .indices.  Each type is made on first use and kept for the
- * life of the process; its description must stay valid as long, hence
- * the static storage. */
-static PyStructSequence_Field values_indices_fields[] = {
-    {"values", "the selected values"},
-    {"indices", "their positions along the dim"},
-    {NULL, NULL},
-};
-
-typedef struct {
-    PyStructSequence_Desc desc;
-    PyTypeObject *type; /* owned, made on first use */
-} ResultType;
-
-#define THP_RESULT_TYPE(name) \
-    {{"ember.return_types." name, NULL, values_indices_fields, 2}, NULL}
-static ResultType sort_result = THP_RESULT_TYPE("sort");
-static ResultType topk_result = THP_RESULT_TYPE("topk");
-static ResultType kthvalue_result = THP_RESULT_TYPE("kthvalue");
-#undef THP_RESULT_TYPE
-
-/* A result tuple of two new references (stolen, released on failure). */
+/* Two core results (stolen) as a result tuple (Note [Named result tuples]
+ * in ReturnTypes.c), or copied into the two tensors of out_obj, which the
+ * tuple then holds (Note [out= by copy]). */
 static PyObject *
-pack_pair(ResultType *result_type, PyObject *values, PyObject *indices)
-{
-    if (result_type->type == NULL && values != NULL && indices != NULL) {
-        result_type->type = PyStructSequence_NewType(&result_type->desc);
-    }
-    PyObject *result = values == NULL || indices == NULL
-                               || result_type->type == NULL
-                           ? NULL
-                           : PyStructSequence_New(result_type->type);
-    if (result == NULL) {
-        Py_XDECREF(values);
-        Py_XDECREF(indices);
-        return NULL;
-    }
-    PyStructSequence_SET_ITEM(result, 0, values);  /* steals values */
-    PyStructSequence_SET_ITEM(result, 1, indices); /* steals indices */
-    return result;
-}
-
-/* Two core results (stolen) as a result tuple, or copied into the two
- * tensors of out_obj, which the tuple then holds (Note [out= by copy]). */
-static PyObject *
-values_indices(const char *fname, ResultType *result_type, PyObject *out_obj,
+values_indices(const char *fname, THPResultType result_type, PyObject *out_obj,
                THTensor *values, THTensor *indices)
 {
     if (out_obj == NULL || out_obj == Py_None) {
-        return pack_pair(result_type, THPVariable_Wrap(values),
-                         THPVariable_Wrap(indices));
+        return THPReturnTypes_packTensors(result_type, values, indices);
     }
     PyObject *result = NULL;
     if (!PyTuple_Check(out_obj) || PyTuple_GET_SIZE(out_obj) != 2
@@ -1169,7 +1123,7 @@ values_indices(const char *fname, ResultType *result_type, PyObject *out_obj,
     }
     Py_INCREF(out_values);  /* held by the result */
     Py_INCREF(out_indices); /* held by the result */
-    result = pack_pair(result_type, out_values, out_indices);
+    result = THPReturnTypes_pack(result_type, out_values, out_indices);
 done:
     THTensor_release(values);
     THTensor_release(indices);
@@ -1237,7 +1191,7 @@ sort_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                < 0) {
         return NULL;
     }
-    return values_indices("sort", &sort_result, out, values, indices);
+    return values_indices("sort", THP_RESULT_SORT, out, values, indices);
 }
 THP_DEFINE_OP(sort)
 
@@ -1312,7 +1266,7 @@ topk_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
-    return values_indices("topk", &topk_result, objs[4], values, indices);
+    return values_indices("topk", THP_RESULT_TOPK, objs[4], values, indices);
 }
 THP_DEFINE_OP(topk)
 
@@ -1348,7 +1302,7 @@ kthvalue_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
-    return values_indices("kthvalue", &kthvalue_result, objs[3], values,
+    return values_indices("kthvalue", THP_RESULT_KTHVALUE, objs[3], values,
                           indices);
 }
 THP_DEFINE_OP(kthvalue)

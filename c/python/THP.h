@@ -224,6 +224,31 @@ THP_FORALL_OP_FAMILIES(THP_DECLARE_OP_FAMILY)
 void THPPointwise_initTypeSlots(PyTypeObject *type, PyNumberMethods *number);
 void THPLinalg_initTypeSlots(PyNumberMethods *number);
 
+/* ember.return_types (ReturnTypes.c, Note [Named result tuples]). */
+#define THP_FORALL_RESULT_TYPES(_) \
+    _(MAX, "max")                   \
+    _(MIN, "min")                   \
+    _(SORT, "sort")                 \
+    _(TOPK, "topk")                 \
+    _(KTHVALUE, "kthvalue")
+
+typedef enum {
+#define THP_RESULT_ENUM(KIND, name) THP_RESULT_##KIND,
+    THP_FORALL_RESULT_TYPES(THP_RESULT_ENUM)
+#undef THP_RESULT_ENUM
+    THP_NUM_RESULT_TYPES
+} THPResultType;
+
+int THPReturnTypes_InitModule(PyObject *module);
+/* A new (values, indices) named tuple; steals both references (either may
+ * be NULL after a failed wrap: then the other is released and NULL
+ * returned). */
+PyObject *THPReturnTypes_pack(THPResultType kind, PyObject *values,
+                              PyObject *indices);
+/* The same from two core tensors (stolen). */
+PyObject *THPReturnTypes_packTensors(THPResultType kind, THTensor *values,
+                                     THTensor *indices);
+
 /* The threading knobs (ember.set_num_threads and friends), Module.c. */
 extern PyMethodDef THPParallel_methods[];
 

@@ -333,22 +333,13 @@ THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
         THTensor *grad = THPVariable_Unpack(value);
         if (grad->dtype != tensor->dtype) {
             /* PyTorch's words: the C++ type name, then the ScalarType's. */
-            static const char *const cpp_names[TH_NUM_DTYPES] = {
-                [TH_Bool] = "bool",         [TH_UInt8] = "unsigned char",
-                [TH_Int8] = "signed char",  [TH_Int16] = "short int",
-                [TH_Int32] = "int",         [TH_Int64] = "long int",
-                [TH_Float32] = "float",     [TH_Float64] = "double"};
-            static const char *const scalar_names[TH_NUM_DTYPES] = {
-                [TH_Bool] = "Bool",   [TH_UInt8] = "Byte",
-                [TH_Int8] = "Char",   [TH_Int16] = "Short",
-                [TH_Int32] = "Int",   [TH_Int64] = "Long",
-                [TH_Float32] = "Float", [TH_Float64] = "Double"};
             PyErr_Format(PyExc_RuntimeError,
                          "attempting to assign a gradient with dtype '%s' "
                          "to a tensor with grad_dtype '%s'. The gradient "
                          "must match the tensor's grad_dtype (defaults to "
                          "the tensor's dtype).",
-                         cpp_names[grad->dtype], scalar_names[tensor->dtype]);
+                         THDtype_cppTypeName(grad->dtype),
+                         THDtype_scalarTypeName(tensor->dtype));
             return -1;
         }
         if (grad->ndim != tensor->ndim

@@ -160,3 +160,39 @@ THDtype_promote(THDtype a, THDtype b)
     }
     return a > b ? a : b;
 }
+
+/* PyTorch's names for the dtypes in its messages: the ScalarType ("Float",
+ * as in "expected scalar type Float") and the C++ element type ("float"). */
+#define TH_SCALAR_TYPE_NAMES(_) \
+    _(Bool, "Bool", "bool")                \
+    _(UInt8, "Byte", "unsigned char")      \
+    _(Int8, "Char", "signed char")         \
+    _(Int16, "Short", "short int")         \
+    _(Int32, "Int", "int")                 \
+    _(Int64, "Long", "long int")           \
+    _(Float32, "Float", "float")           \
+    _(Float64, "Double", "double")
+
+const char *
+THDtype_scalarTypeName(THDtype dtype)
+{
+    switch (dtype) {
+#define TH_NAME_CASE(Name, scalar, cpp) \
+    case TH_##Name: return scalar;
+        TH_SCALAR_TYPE_NAMES(TH_NAME_CASE)
+#undef TH_NAME_CASE
+    default: return "invalid";
+    }
+}
+
+const char *
+THDtype_cppTypeName(THDtype dtype)
+{
+    switch (dtype) {
+#define TH_NAME_CASE(Name, scalar, cpp) \
+    case TH_##Name: return cpp;
+        TH_SCALAR_TYPE_NAMES(TH_NAME_CASE)
+#undef TH_NAME_CASE
+    default: return "invalid";
+    }
+}

@@ -74,4 +74,9 @@ int THDtype_fromBufferFormat(const char *format, int itemsize,
  * lattice: bool < integers < floating; within integers, by range). */
 THDtype THDtype_promote(THDtype a, THDtype b);
 
+/* PyTorch's names for a dtype in its error messages: the ScalarType
+ * ("Float", "Long") and the C++ element type ("float", "long int"). */
+const char *THDtype_scalarTypeName(THDtype dtype);
+const char *THDtype_cppTypeName(THDtype dtype);
+
 #endif /* TH_DTYPE_H */

@@ -71,9 +71,5 @@ THTensor *THTensor_newNonzero(THTensor *self);
 /* self.flatten()[index], shaped like index. */
 THTensor *THTensor_newTake(THTensor *self, THTensor *index);
 
-/* PyTorch's names for dtypes in error messages: "Float" (ScalarType) and
- * "float" (the C++ element type). */
-const char *THDtype_scalarTypeName(THDtype dtype);
-const char *THDtype_cppTypeName(THDtype dtype);
 
 #endif /* TH_INDEX_H */

@@ -472,18 +472,6 @@ THPointwise_arity(THPointwiseOp op)
     return op_arity[op];
 }
 
-const char *
-THPointwise_dtypeTitle(THDtype dtype)
-{
-    static const char *const titles[TH_NUM_DTYPES] = {
-        [TH_Bool] = "Bool",   [TH_UInt8] = "Byte",    [TH_Int8] = "Char",
-        [TH_Int16] = "Short", [TH_Int32] = "Int",     [TH_Int64] = "Long",
-        [TH_Float32] = "Float", [TH_Float64] = "Double",
-    };
-    return THDtype_isValid(dtype) && titles[dtype] ? titles[dtype]
-                                                  : "Undefined";
-}
-
 /* Writes a number converted to dtype at `buffer`.  Promotion never makes a
  * floating number meet an integer compute dtype, so the conversion is
  * defined (integers wrap into narrower integer dtypes, as in PyTorch). */
@@ -709,7 +697,7 @@ compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
         return THError_set(TH_ERR_RUNTIME,
                            "where expected condition to be a boolean tensor, "
                            "but got a tensor with dtype %s",
-                           THPointwise_dtypeTitle(arg_dtype(&args[0])));
+                           THDtype_scalarTypeName(arg_dtype(&args[0])));
     }
     THDtype dtype = THPointwise_resultType(arity - first, args + first,
                                            options->default_float);
@@ -729,7 +717,7 @@ compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
     }
     if (loops[op][dtype] == NULL) {
         return THError_set(TH_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
-                           op_names[op], THPointwise_dtypeTitle(dtype));
+                           op_names[op], THDtype_scalarTypeName(dtype));
     }
     *out = dtype;
     return 0;
@@ -808,8 +796,8 @@ check_output(const THTensor *out, int ndim, const int64_t *sizes,
         return THError_set(TH_ERR_RUNTIME,
                            "result type %s can't be cast to the desired "
                            "output type %s",
-                           THPointwise_dtypeTitle(result_dtype),
-                           THPointwise_dtypeTitle(out->dtype));
+                           THDtype_scalarTypeName(result_dtype),
+                           THDtype_scalarTypeName(out->dtype));
     }
     if (THTensor_checkWritable(out) < 0 || check_no_internal_overlap(out) < 0) {
         return -1;

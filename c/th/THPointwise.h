@@ -165,7 +165,5 @@ THDtype THPointwise_resultType(int nargs, const THPointwiseArg *args,
                                THDtype default_float);
 /* PyTorch's canCast: no floating -> integral, nothing but bool -> bool. */
 bool THPointwise_canCast(THDtype from, THDtype to);
-/* PyTorch's name for a dtype in messages: "Float", "Long", ... */
-const char *THPointwise_dtypeTitle(THDtype dtype);
 
 #endif /* TH_POINTWISE_H */

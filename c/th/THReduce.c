@@ -99,15 +99,6 @@ sum_result_dtype(THDtype dtype)
     return THDtype_isFloating(dtype) ? dtype : TH_Int64;
 }
 
-/* PyTorch's ScalarType names, for its messages ("Got: Long"). */
-static const char *
-torch_type_name(THDtype dtype)
-{
-    static const char *const names[TH_NUM_DTYPES] = {
-        "Bool", "Byte", "Char", "Short", "Int", "Long", "Float", "Double",
-    };
-    return THDtype_isValid(dtype) ? names[dtype] : "invalid";
-}
 
 /* ---- kernels ---------------------------------------------------------------
  *
@@ -1597,14 +1588,14 @@ THTensor_newMean(THTensor *input, const bool *mask, bool keepdim, int dtype)
                     "mean(): could not infer output dtype. Optional dtype "
                     "must be either a floating point or complex dtype. Got: "
                     "%s",
-                    torch_type_name((THDtype)dtype));
+                    THDtype_scalarTypeName((THDtype)dtype));
         return NULL;
     }
     if (dtype < 0 && !THDtype_isFloating(input->dtype)) {
         THError_set(TH_ERR_RUNTIME,
                     "mean(): could not infer output dtype. Input dtype must "
                     "be either a floating point or complex dtype. Got: %s",
-                    torch_type_name(input->dtype));
+                    THDtype_scalarTypeName(input->dtype));
         return NULL;
     }
     THTensor *source = new_input_as(input, dtype);
@@ -1730,7 +1721,7 @@ check_floating(const THTensor *input, const char *message_prefix)
 {
     if (!THDtype_isFloating(input->dtype)) {
         return THError_set(TH_ERR_RUNTIME, "%s%s", message_prefix,
-                           torch_type_name(input->dtype));
+                           THDtype_scalarTypeName(input->dtype));
     }
     return 0;
 }
@@ -1766,7 +1757,7 @@ THTensor_newNorm(THTensor *input, double p, const bool *mask, bool keepdim,
         THError_set(TH_ERR_RUNTIME,
                     "linalg.vector_norm: dtype should be floating point or "
                     "complex, but got %s",
-                    torch_type_name((THDtype)dtype));
+                    THDtype_scalarTypeName((THDtype)dtype));
         return NULL;
     }
     bool no_identity = isinf(p) || p < 0;
@@ -2086,7 +2077,7 @@ THTensor_newSoftmax(THTensor *input, int64_t dim, bool log_softmax,
         THError_set(TH_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                     log_softmax ? "log_softmax_kernel_impl"
                                 : "softmax_kernel_impl",
-                    torch_type_name(source->dtype));
+                    THDtype_scalarTypeName(source->dtype));
         THTensor_release(source);
         return NULL;
     }

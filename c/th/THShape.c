@@ -127,11 +127,6 @@ THShape_format(int ndim, const int64_t *sizes, char *buf, size_t len)
 
 /* ---- cat and stack ------------------------------------------------------------- */
 
-/* PyTorch's names for the dtypes (ScalarType), used in its messages; in
- * the order of the THDtype enum. */
-static const char *const torch_scalar_names[TH_NUM_DTYPES] = {
-    "Bool", "Byte", "Char", "Short", "Int", "Long", "Float", "Double",
-};
 
 /* PyTorch's canCast: a same-kind-or-wider rule that forbids floating to
  * integral and anything but bool to bool. */
@@ -309,7 +304,7 @@ check_out(const char *fname, const THTensor *out, int ndim,
         return THError_set(TH_ERR_TYPE,
                            "%s(): input types can't be cast to the desired "
                            "output type %s",
-                           fname, torch_scalar_names[out->dtype]);
+                           fname, THDtype_scalarTypeName(out->dtype));
     }
     for (int d = 0; d < out->ndim; d++) {
         if (out->strides[d] == 0 && out->sizes[d] > 1) {

@@ -47,12 +47,6 @@ THUnaryArgs_default(THDtype default_float)
     return args;
 }
 
-/* PyTorch's names for the dtypes, as its error messages print them. */
-static const char *const torch_type_names[TH_NUM_DTYPES] = {
-    [TH_Bool] = "Bool",   [TH_UInt8] = "Byte",  [TH_Int8] = "Char",
-    [TH_Int16] = "Short", [TH_Int32] = "Int",   [TH_Int64] = "Long",
-    [TH_Float32] = "Float", [TH_Float64] = "Double",
-};
 
 /* ---- the values a loop reads besides its input -------------------------- */
 
@@ -478,7 +472,7 @@ refuse_dtype(THUnaryOp op, THDtype input)
                            "Boolean inputs not supported for relu");
     }
     return THError_set(TH_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
-                       op_info[op].name, torch_type_names[input]);
+                       op_info[op].name, THDtype_scalarTypeName(input));
 }
 
 int
@@ -682,8 +676,8 @@ check_out(THUnaryOp op, const THTensor *out, const THTensor *input,
     if (check_same_shape(op, out, input) < 0) {
         return -1;
     }
-    const char *result_name = torch_type_names[result];
-    const char *out_name = torch_type_names[out->dtype];
+    const char *result_name = THDtype_scalarTypeName(result);
+    const char *out_name = THDtype_scalarTypeName(out->dtype);
     if (op_info[op].rule == TH_UNARY_PREDICATE && out->dtype != TH_Bool) {
         return THError_set(TH_ERR_RUNTIME,
                            "%s does not support non-boolean outputs.",

@@ -6,6 +6,9 @@ The layers (see DESIGN.md):
     c/th            the pure-C core: THTensor, THStorage, THAllocator
 """
 
+import sys as _sys
+import types as _types
+
 from . import _C
 from ._device import device
 from ._tensor import Tensor
@@ -55,6 +58,12 @@ from ._C import (  # noqa: F401  (re-exported)
 for _name in _C._public_functions:
     globals()[_name] = getattr(_C, _name)
 del _name
+
+# ember.return_types: the named (values, indices) tuples of max(dim), sort,
+# topk, ... (Note [Named result tuples] in c/python/ReturnTypes.c).
+return_types = _types.ModuleType("ember.return_types")
+return_types.__dict__.update(_C.return_types)
+_sys.modules["ember.return_types"] = return_types
 
 # PyTorch's aliases for the dtypes.
 float = float32
