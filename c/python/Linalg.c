@@ -425,11 +425,8 @@ check_out(const Product *p, THTensor *out, bool in_place)
     if (THTensor_checkWritable(out) < 0) {
         return THPUtils_setErrorFromTH_int();
     }
-    if (THBlas_hasInternalOverlap(out)) {
-        return runtime_error("unsupported operation: more than one element "
-                             "of the written-to tensor refers to a single "
-                             "memory location. Please clone() the tensor "
-                             "before performing the operation.");
+    if (THTensor_checkNoInternalOverlap(out) < 0) {
+        return THPUtils_setErrorFromTH_int();
     }
     return 0;
 }
@@ -457,7 +454,7 @@ run_product(const Product *p, THTensor *init, THScalar beta, THScalar alpha,
     }
     /* An out that shares memory with an operand is written last, from a
      * temporary, so no operand changes while it is read. */
-    bool aside = THBlas_mayOverlap(out, p->a) || THBlas_mayOverlap(out, p->b);
+    bool aside = THTensor_mayOverlap(out, p->a) || THTensor_mayOverlap(out, p->b);
     THTensor *target = out;
     if (aside) {
         target = THTensor_newEmpty(p->ndim, p->sizes, out->dtype,

@@ -910,47 +910,6 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
 
 /* ---- tensors ---------------------------------------------------------------- */
 
-static void
-memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
-{
-    int64_t last = 0;
-    for (int d = 0; d < tensor->ndim; d++) {
-        last += (tensor->sizes[d] - 1) * tensor->strides[d];
-    }
-    *lo = (uintptr_t)THTensor_data(tensor);
-    *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
-}
-
-bool
-THBlas_mayOverlap(const THTensor *x, const THTensor *y)
-{
-    uintptr_t xlo, xhi, ylo, yhi;
-    if (x->numel == 0 || y->numel == 0 || x->storage != y->storage) {
-        return false;
-    }
-    memory_span(x, &xlo, &xhi);
-    memory_span(y, &ylo, &yhi);
-    return xlo < yhi && ylo < xhi;
-}
-
-bool
-THBlas_hasInternalOverlap(const THTensor *tensor)
-{
-    if (tensor->numel <= 1) {
-        return false;
-    }
-    /* Dense tensors tile their memory; otherwise look for a stride 0. */
-    if (THTensor_isNonOverlappingAndDense(tensor)) {
-        return false;
-    }
-    for (int d = 0; d < tensor->ndim; d++) {
-        if (tensor->strides[d] == 0 && tensor->sizes[d] > 1) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The batch dims of a product, after folding (THBlas_gemmTensor). */
 typedef struct {
     int ndim;
@@ -985,8 +944,8 @@ check_gemm_tensors(const THTensor *c, const THTensor *a, const THTensor *b)
         || a->sizes[nd - 1] != b->sizes[nd - 2]) {
         return THError_set(TH_ERR_RUNTIME, "gemm: shapes do not multiply");
     }
-    if (THBlas_mayOverlap(c, a) || THBlas_mayOverlap(c, b)
-        || THBlas_hasInternalOverlap(c)) {
+    if (THTensor_mayOverlap(c, a) || THTensor_mayOverlap(c, b)
+        || THTensor_checkNoInternalOverlap(c) < 0) {
         return THError_set(TH_ERR_RUNTIME,
                            "gemm: the result overlaps an operand");
     }

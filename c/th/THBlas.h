@@ -65,16 +65,12 @@ int THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * dims are expanded views: stride 0 is fine for a and b).  a is
  * (..., m, k), b (..., k, n), c (..., m, n), one dtype, ndim >= 2.  c is
  * only written: it must not overlap a or b nor have two elements at one
- * address (THBlas_mayOverlap; the caller computes into a temporary then).
+ * address (THTensor_mayOverlap; the caller computes into a temporary then).
  * Batch dims that continue c's and a's rows while b stays fixed are folded
  * into m, so a (B, m, k) @ (k, n) product runs as one (B*m, k) GEMM. */
 int THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                       THScalar alpha);
 
-/* True when two tensors may share memory (their address ranges meet). */
-bool THBlas_mayOverlap(const THTensor *x, const THTensor *y);
-/* True when some element of `tensor` shares its address with another. */
-bool THBlas_hasInternalOverlap(const THTensor *tensor);
 
 /* The micro-kernel family in use: "avx512", "avx2" or "generic". */
 const char *THBlas_kernelName(void);

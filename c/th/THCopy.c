@@ -72,8 +72,8 @@ THTensor_checkWritable(const THTensor *tensor)
 
 /* Refuses writes through a tensor in which several elements share one
  * memory location (an expanded dim): the result would depend on order. */
-static int
-check_no_internal_overlap(const THTensor *tensor)
+int
+THTensor_checkNoInternalOverlap(const THTensor *tensor)
 {
     if (tensor->numel == 0) {
         return 0; /* nothing is written (PyTorch: empty means no overlap) */
@@ -102,8 +102,8 @@ memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
     *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
 }
 
-static bool
-may_overlap(const THTensor *a, const THTensor *b)
+bool
+THTensor_mayOverlap(const THTensor *a, const THTensor *b)
 {
     uintptr_t alo, ahi, blo, bhi;
     if (a->numel == 0 || b->numel == 0) {
@@ -112,6 +112,13 @@ may_overlap(const THTensor *a, const THTensor *b)
     memory_span(a, &alo, &ahi);
     memory_span(b, &blo, &bhi);
     return alo < bhi && blo < ahi;
+}
+
+bool
+THTensor_overlapsPartially(const THTensor *output, const THTensor *input)
+{
+    return THTensor_mayOverlap(output, input)
+           && !THTensor_isSameView(output, input);
 }
 
 /* The copy itself, once overlap is ruled out. */
@@ -131,7 +138,7 @@ int
 THTensor_copy(THTensor *dst, THTensor *src)
 {
     if (THTensor_checkWritable(dst) < 0
-        || check_no_internal_overlap(dst) < 0) {
+        || THTensor_checkNoInternalOverlap(dst) < 0) {
         return -1;
     }
     if (THTensor_isSameView(dst, src)) {
@@ -139,7 +146,7 @@ THTensor_copy(THTensor *dst, THTensor *src)
         return 0;
     }
     int status;
-    if (may_overlap(dst, src)) {
+    if (THTensor_mayOverlap(dst, src)) {
         /* Like NumPy, read the source before writing anything: copy it
          * aside first (PyTorch raises instead). */
         THTensor *aside = THTensor_newClone(src);
@@ -232,7 +239,7 @@ THTensor_fill(THTensor *tensor, THScalar value)
     THStorage storage;
     THTensor source;
     if (THTensor_checkWritable(tensor) < 0
-        || check_no_internal_overlap(tensor) < 0
+        || THTensor_checkNoInternalOverlap(tensor) < 0
         || THScalar_checkFits(value, tensor->dtype) < 0) {
         return -1;
     }

@@ -83,31 +83,11 @@ is_mask_dtype(THDtype dtype)
     return dtype == TH_Bool || dtype == TH_UInt8;
 }
 
-/* Writes through a tensor in which several elements share memory would
- * depend on the order of the loop (THCopy.c refuses them the same way). */
-static int
-check_no_internal_overlap(const THTensor *tensor)
-{
-    if (tensor->numel == 0) {
-        return 0;
-    }
-    for (int d = 0; d < tensor->ndim; d++) {
-        if (tensor->strides[d] == 0 && tensor->sizes[d] > 1) {
-            return THError_set(TH_ERR_RUNTIME,
-                               "unsupported operation: more than one element "
-                               "of the written-to tensor refers to a single "
-                               "memory location. Please clone() the tensor "
-                               "before performing the operation.");
-        }
-    }
-    return 0;
-}
-
 static int
 check_written(const THTensor *tensor)
 {
     if (THTensor_checkWritable(tensor) < 0
-        || check_no_internal_overlap(tensor) < 0) {
+        || THTensor_checkNoInternalOverlap(tensor) < 0) {
         return -1;
     }
     return 0;
@@ -1484,7 +1464,7 @@ THTensor_maskedFill(THTensor *self, THTensor *mask, THScalar value)
                            "broadcast shape %s",
                            SHAPE(self), shape_text(ndim, sizes).text);
     }
-    if (check_no_internal_overlap(self) < 0) {
+    if (THTensor_checkNoInternalOverlap(self) < 0) {
         return -1;
     }
     THTensor *fill = new_scalar_tensor(value, self->dtype);

@@ -725,50 +725,6 @@ compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
 
 /* ---- memory overlap ------------------------------------------------------- */
 
-static void
-memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
-{
-    int64_t last = 0;
-    for (int d = 0; d < tensor->ndim; d++) {
-        last += (tensor->sizes[d] - 1) * tensor->strides[d];
-    }
-    *lo = (uintptr_t)THTensor_data(tensor);
-    *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
-}
-
-/* Reading `input` while writing `output` element by element is only safe
- * when they are disjoint or the very same view. */
-static bool
-overlaps_partially(const THTensor *output, const THTensor *input)
-{
-    uintptr_t olo, ohi, ilo, ihi;
-    if (output->numel == 0 || input->numel == 0
-        || output->storage != input->storage) {
-        return false;
-    }
-    memory_span(output, &olo, &ohi);
-    memory_span(input, &ilo, &ihi);
-    if (olo >= ihi || ilo >= ohi) {
-        return false;
-    }
-    return !THTensor_isSameView(output, input);
-}
-
-static int
-check_no_internal_overlap(const THTensor *tensor)
-{
-    for (int d = 0; d < tensor->ndim && tensor->numel > 0; d++) {
-        if (tensor->strides[d] == 0 && tensor->sizes[d] > 1) {
-            return THError_set(TH_ERR_RUNTIME,
-                               "unsupported operation: more than one element "
-                               "of the written-to tensor refers to a single "
-                               "memory location. Please clone() the tensor "
-                               "before performing the operation.");
-        }
-    }
-    return 0;
-}
-
 /* ---- prepare --------------------------------------------------------------- */
 
 static bool
@@ -799,7 +755,7 @@ check_output(const THTensor *out, int ndim, const int64_t *sizes,
                            THDtype_scalarTypeName(result_dtype),
                            THDtype_scalarTypeName(out->dtype));
     }
-    if (THTensor_checkWritable(out) < 0 || check_no_internal_overlap(out) < 0) {
+    if (THTensor_checkWritable(out) < 0 || THTensor_checkNoInternalOverlap(out) < 0) {
         return -1;
     }
     return 0;
@@ -874,7 +830,7 @@ make_input(THPointwisePlan *plan, int k, const THPointwiseArg *arg,
     if (t->dtype != dtype) {
         t = plan->temporaries[k] = THTensor_newCast(t, dtype, false);
     }
-    else if (overlaps_partially(plan->written, t)) {
+    else if (THTensor_overlapsPartially(plan->written, t)) {
         t = plan->temporaries[k] = THTensor_newClone(t);
     }
     if (t == NULL) {

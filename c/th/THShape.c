@@ -256,30 +256,6 @@ THTensor_newCat(int n, THTensor *const *tensors, int64_t dim)
     return out;
 }
 
-/* The byte range [lo, hi) a tensor can touch. */
-static void
-memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
-{
-    int64_t last = 0;
-    for (int d = 0; d < tensor->ndim; d++) {
-        last += (tensor->sizes[d] - 1) * tensor->strides[d];
-    }
-    *lo = (uintptr_t)THTensor_data(tensor);
-    *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
-}
-
-static bool
-may_overlap(const THTensor *a, const THTensor *b)
-{
-    uintptr_t alo, ahi, blo, bhi;
-    if (a->numel == 0 || b->numel == 0) {
-        return false;
-    }
-    memory_span(a, &alo, &ahi);
-    memory_span(b, &blo, &bhi);
-    return alo < bhi && blo < ahi;
-}
-
 /* Everything that makes `out` unusable for a result of this shape and
  * dtype, checked before anything is written. */
 static int
@@ -306,17 +282,11 @@ check_out(const char *fname, const THTensor *out, int ndim,
                            "output type %s",
                            fname, THDtype_scalarTypeName(out->dtype));
     }
-    for (int d = 0; d < out->ndim; d++) {
-        if (out->strides[d] == 0 && out->sizes[d] > 1) {
-            return THError_set(TH_ERR_RUNTIME,
-                               "unsupported operation: more than one element "
-                               "of the written-to tensor refers to a single "
-                               "memory location. Please clone() the tensor "
-                               "before performing the operation.");
-        }
+    if (THTensor_checkNoInternalOverlap(out) < 0) {
+        return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (may_overlap(out, inputs[i])) {
+        if (THTensor_mayOverlap(out, inputs[i])) {
             return THError_set(TH_ERR_RUNTIME,
                                "unsupported operation: some elements of the "
                                "input tensor and the written-to tensor refer "

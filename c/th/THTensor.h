@@ -199,6 +199,20 @@ void THTensor_bumpVersion(THTensor *tensor);
 /* dst[...] = src broadcast to dst's shape, converting dtypes.  Overlapping
  * memory is handled (src is copied aside first). */
 int THTensor_copy(THTensor *dst, THTensor *src);
+
+/* ---- memory overlap: the checks every writing operator makes ------------- */
+
+/* Fails (RuntimeError, PyTorch's message) when several elements of a
+ * tensor that is about to be written share one address (a stride 0 over a
+ * dim longer than 1, as expand() makes). */
+int THTensor_checkNoInternalOverlap(const THTensor *tensor);
+/* True when the byte ranges two tensors can touch intersect (a cheap,
+ * conservative test: interleaved views count as overlapping). */
+bool THTensor_mayOverlap(const THTensor *a, const THTensor *b);
+/* True when writing `output` element by element may change an element of
+ * `input` before it is read: overlapping memory, but not the very same
+ * view (an elementwise op reads each element just before writing it). */
+bool THTensor_overlapsPartially(const THTensor *output, const THTensor *input);
 int THTensor_fill(THTensor *tensor, THScalar value);
 
 /* ---- factories that fill a fresh contiguous tensor ----------------------

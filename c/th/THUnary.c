@@ -605,34 +605,6 @@ THTensor_newUnary(THUnaryOp op, THTensor *input, const THUnaryArgs *args)
 
 /* ---- out= and in-place -------------------------------------------------- */
 
-/* The byte range [lo, hi) a tensor can touch. */
-static void
-memory_span(const THTensor *tensor, uintptr_t *lo, uintptr_t *hi)
-{
-    int64_t last = 0;
-    for (int d = 0; d < tensor->ndim; d++) {
-        last += (tensor->sizes[d] - 1) * tensor->strides[d];
-    }
-    *lo = (uintptr_t)THTensor_data(tensor);
-    *hi = *lo + (uintptr_t)((last + 1) * THTensor_itemsize(tensor));
-}
-
-/* May writing `out` change an element of `src` before it is read?  Only a
- * different view of overlapping memory can (an in-place op reads each
- * element just before writing it). */
-static bool
-may_clobber_input(const THTensor *out, const THTensor *src)
-{
-    if (out->numel == 0 || src->numel == 0
-        || THTensor_isSameView(out, src)) {
-        return false;
-    }
-    uintptr_t olo, ohi, slo, shi;
-    memory_span(out, &olo, &ohi);
-    memory_span(src, &slo, &shi);
-    return olo < shi && slo < ohi;
-}
-
 /* "[2, 3]" */
 static void
 format_sizes(const THTensor *tensor, char *buf, size_t len)
@@ -698,16 +670,7 @@ check_out(THUnaryOp op, const THTensor *out, const THTensor *input,
     if (THTensor_checkWritable(out) < 0) {
         return -1;
     }
-    for (int d = 0; out->numel > 0 && d < out->ndim; d++) {
-        if (out->strides[d] == 0 && out->sizes[d] > 1) {
-            return THError_set(TH_ERR_RUNTIME,
-                               "unsupported operation: more than one element "
-                               "of the written-to tensor refers to a single "
-                               "memory location. Please clone() the tensor "
-                               "before performing the operation.");
-        }
-    }
-    return 0;
+    return THTensor_checkNoInternalOverlap(out);
 }
 
 /* out = op(src) through a temporary of the result dtype, then copied (and
@@ -746,7 +709,7 @@ THTensor_unaryOut(THUnaryOp op, THTensor *out, THTensor *input,
         return -1;
     }
     int status;
-    if (out->dtype != result || may_clobber_input(out, src)) {
+    if (out->dtype != result || THTensor_overlapsPartially(out, src)) {
         status = unary_through_temporary(op, out, src, result, args);
     }
     else {
