@@ -109,7 +109,35 @@ def chapter_allocators():
     print()
 
 
-CHAPTERS = [chapter_tensor, chapter_views, chapter_numpy, chapter_allocators]
+def chapter_operators():
+    _say("""
+        == 5. Operators: broadcasting, promotion, threads ==
+        `a + b` goes straight from the tensor type's nb_add slot to a C
+        kernel.  Shapes broadcast as in NumPy, dtypes promote as in PyTorch
+        (a Python number only lifts the category), and large kernels split
+        over threads with the GIL released.
+    """)
+    col = ember.arange(3, dtype=ember.int32).view(3, 1)
+    row = ember.tensor([10, 20], dtype=ember.int32)
+    print("col + row =")
+    print(col + row)
+    _show("int32 tensor + 2.5 ->", (col + 2.5).dtype)
+    _show("int32 tensor / 2 ->", (col / 2).dtype)
+    _show("(col > 0).dtype", (col > 0).dtype)
+    try:
+        ember.ones(2, 3) + ember.ones(4)
+    except RuntimeError as error:
+        _show("(2,3) + (4,)", f"RuntimeError: {error}")
+    m = ember.randn(64, 64)
+    probs = (m @ m.t()).softmax(dim=1)    # GEMM, then a stable softmax
+    _show("softmax row sums", probs.sum(dim=1)[:3])
+    _show("argmax of rows 0..2", probs.max(dim=1).indices[:3].tolist())
+    _show("get_num_threads()", ember.get_num_threads())
+    print()
+
+
+CHAPTERS = [chapter_tensor, chapter_views, chapter_numpy, chapter_allocators,
+            chapter_operators]
 
 
 def main(argv=None):
