@@ -353,3 +353,65 @@ def test_allocator_error_paths():
         sys.unraisablehook = old_hook
     assert seen == [ValueError]
     assert isinstance(memory.get_allocator(), memory.CAllocator)
+
+
+# ---- operators: each family once, with its error paths -----------------------
+
+
+def test_pointwise_operators():
+    a = ember.arange(6, dtype=ember.float32).view(2, 3)
+    b = ember.tensor([1.0, 2.0, 4.0])
+    assert (a + b).tolist() == [[1, 3, 6], [4, 6, 9]]
+    assert (2 - a)[0].tolist() == [2, 1, 0] and (a * 2.0 / b).shape == (2, 3)
+    assert ember.add(a, b, alpha=2, out=ember.empty(2, 3)).shape == (2, 3)
+    assert (a > 2).dtype == ember.bool and (~(a > 2)).any().item()
+    assert ember.where(a > 2, a, -a).sum().item() == 9.0
+    assert a.clamp(1, 4).max().item() == 4.0
+    i = ember.arange(4)
+    i += 1
+    assert (i // 2).tolist() == [0, 1, 1, 2] and i._version == 1
+    with pytest.raises(RuntimeError, match="must match the size"):
+        ember.ones(2, 3) + ember.ones(4)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i += 0.5
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        i // 0
+    assert (a.__add__("x")) is NotImplemented
+
+
+def test_unary_and_reductions():
+    x = ember.linspace(-2, 2, 5)
+    assert ember.exp(x).shape == (5,) and x.sigmoid().min().item() > 0
+    assert ember.relu(x).tolist() == [0.0, 0.0, 0.0, 1.0, 2.0]
+    assert ember.isnan(x.log()).sum().item() == 2
+    y = x.view(1, 5).expand(2, 5)
+    assert y.sum(dim=1).tolist() == [0.0, 0.0] and y.mean().item() == 0.0
+    values, indices = y.max(dim=1)
+    assert values.tolist() == [2.0, 2.0] and indices.tolist() == [4, 4]
+    assert (ember.softmax(y, dim=1).sum(dim=1) - 1).abs().max().item() < 1e-6
+    assert x.cumsum(0)[-1].item() == 0.0 and x.var().item() > 0
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.sum(dim=3)
+    with pytest.raises(RuntimeError):
+        ember.exp(x, out=ember.empty(2))
+
+
+def test_linalg_indexing_and_shape():
+    m = ember.arange(6, dtype=ember.float32).view(2, 3)
+    assert (m @ m.t()).tolist() == [[5.0, 14.0], [14.0, 50.0]]
+    assert ember.addmm(ember.ones(2, 2), m, m.t(), beta=0).shape == (2, 2)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        m @ m
+    assert m[[1, 0], [0, 2]].tolist() == [3.0, 2.0] and m[m > 3].tolist() == [4.0, 5.0]
+    m[m > 4] = -1.0
+    assert m.gather(1, ember.tensor([[0], [1]])).tolist() == [[0.0], [4.0]]
+    assert ember.nonzero(m < 0).tolist() == [[1, 2]]
+    with pytest.raises(IndexError, match="out of bounds"):
+        m[[0, 5]]
+    assert ember.cat([m, m]).shape == (4, 3) and ember.stack([m, m], 1).shape == (2, 2, 3)
+    assert [p.shape for p in m.split(2, dim=1)] == [(2, 2), (2, 1)]
+    assert m.sort(dim=1).indices[1].tolist() == [2, 0, 1]
+    assert ember.unique(ember.tensor([3, 1, 3])).tolist() == [1, 3]
+    assert m.flip(0).roll(1, 1).tril().shape == (2, 3)
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+        ember.cat([m, ember.ones(2, 2)])
