@@ -145,14 +145,23 @@ bench: build $(BENCH_INSTALLED)
 
 # --- leak gates ---------------------------------------------------------------
 
-leakcheck: $(INSTALLED)
-	@rc=0; summary=""; for gate in leak-asan leak-refs leak-valgrind; do \
-	  start=$$(date +%s); \
-	  if $(MAKE) --no-print-directory $$gate; then res=PASS; else res=FAIL; rc=1; fi; \
-	  line="$$gate: $$res ($$(( $$(date +%s) - start ))s)"; echo "== $$line"; \
-	  summary="$$summary  $$line"$$'\n'; \
+# The gates are independent single-threaded processes, so they run side by
+# side (two cores: the refcount gate alone takes longest); each one's output
+# goes to build/leakcheck/GATE.log and is printed when all have finished.
+LEAKCHECK_DIR := build/leakcheck
+leakcheck: build dbg-venv
+	@rm -rf $(LEAKCHECK_DIR); mkdir -p $(LEAKCHECK_DIR); \
+	for gate in leak-asan leak-refs leak-valgrind; do \
+	  ( start=$$(date +%s); \
+	    if $(MAKE) --no-print-directory $$gate > $(LEAKCHECK_DIR)/$$gate.log 2>&1; \
+	    then res=PASS; else res=FAIL; fi; \
+	    echo "$$gate: $$res ($$(( $$(date +%s) - start ))s)" > $(LEAKCHECK_DIR)/$$gate.result ) & \
+	done; wait; \
+	rc=0; for gate in leak-asan leak-refs leak-valgrind; do \
+	  echo "== $$gate output:"; cat $(LEAKCHECK_DIR)/$$gate.log; \
+	  grep -q PASS $(LEAKCHECK_DIR)/$$gate.result || rc=1; \
 	done; \
-	printf '== leakcheck summary:\n%s' "$$summary"; exit $$rc
+	echo "== leakcheck summary:"; sed 's/^/  /' $(LEAKCHECK_DIR)/*.result; exit $$rc
 
 # a) AddressSanitizer + LeakSanitizer.  A separate build (build/asan/lib holds
 # the pure-Python package and the ASan _C .so) so the in-place .so is left
