@@ -31,20 +31,6 @@
 /* ---- PyTorch's names for dtypes in messages -------------------------------- */
 
 
-/* "[2, 3]" */
-static void
-format_sizes(char *buf, size_t len, int ndim, const int64_t *sizes)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < ndim && used < len; d++) {
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld",
-                                 d > 0 ? ", " : "", (long long)sizes[d]);
-    }
-    if (used < len) {
-        snprintf(buf + used, len - used, "]");
-    }
-}
-
 #define SIZES_BUFFER (TH_MAX_DIMS * 24 + 4)
 
 static int
@@ -406,8 +392,8 @@ check_out(const Product *p, THTensor *out, bool in_place)
     char want[SIZES_BUFFER], got[SIZES_BUFFER];
     THDtype dtype = p->a->dtype;
     if (!same_sizes(out, p->ndim, p->sizes)) {
-        format_sizes(want, sizeof(want), p->ndim, p->sizes);
-        format_sizes(got, sizeof(got), out->ndim, out->sizes);
+        THTensor_formatSizes(want, sizeof(want), p->ndim, p->sizes);
+        THTensor_formatSizes(got, sizeof(got), out->ndim, out->sizes);
         if (in_place) {
             return runtime_error("Bad in-place call: input tensor size %s "
                                  "and output tensor size %s should match",

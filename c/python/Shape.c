@@ -152,8 +152,8 @@ check_out_like(const char *fname, THTensor *out, const THTensor *result)
         || memcmp(out->sizes, result->sizes,
                   sizeof(int64_t) * (size_t)out->ndim) != 0) {
         char want[256], got[256];
-        THShape_format(result->ndim, result->sizes, want, sizeof(want));
-        THShape_format(out->ndim, out->sizes, got, sizeof(got));
+        THTensor_formatSizes(want, sizeof(want), result->ndim, result->sizes);
+        THTensor_formatSizes(got, sizeof(got), out->ndim, out->sizes);
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): expected out of shape %s, but got %s (ember does "
                      "not resize out tensors)",

@@ -38,14 +38,7 @@ static ShapeText
 shape_text(int ndim, const int64_t *sizes)
 {
     ShapeText s;
-    size_t used = 0;
-    s.text[used++] = '[';
-    for (int d = 0; d < ndim; d++) {
-        used += (size_t)snprintf(s.text + used, sizeof(s.text) - used,
-                                 d == 0 ? "%lld" : ", %lld",
-                                 (long long)sizes[d]);
-    }
-    snprintf(s.text + used, sizeof(s.text) - used, "]");
+    THTensor_formatSizes(s.text, sizeof(s.text), ndim, sizes);
     return s;
 }
 

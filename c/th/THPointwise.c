@@ -602,21 +602,6 @@ arg_sizes(const THPointwiseArg *arg)
     return arg->tensor != NULL ? arg->tensor->sizes : NULL;
 }
 
-/* "[2, 3]" into buf. */
-static const char *
-format_shape(char *buf, size_t size, int ndim, const int64_t *sizes)
-{
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < ndim && used < size; d++) {
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld",
-                                 d > 0 ? ", " : "", (long long)sizes[d]);
-    }
-    if (used < size) {
-        snprintf(buf + used, size - used, "]");
-    }
-    return buf;
-}
-
 /* PyTorch's own messages for bool inputs of - and unary -. */
 static int
 check_bool_arithmetic(THPointwiseOp op, const THPointwiseArg *args)
@@ -744,9 +729,9 @@ check_output(const THTensor *out, int ndim, const int64_t *sizes,
         return THError_set(TH_ERR_RUNTIME,
                            "output with shape %s doesn't match the broadcast "
                            "shape %s",
-                           format_shape(have, sizeof(have), out->ndim,
+                           THTensor_formatSizes(have, sizeof(have), out->ndim,
                                         out->sizes),
-                           format_shape(want, sizeof(want), ndim, sizes));
+                           THTensor_formatSizes(want, sizeof(want), ndim, sizes));
     }
     if (!THPointwise_canCast(result_dtype, out->dtype)) {
         return THError_set(TH_ERR_RUNTIME,

@@ -110,19 +110,6 @@ move_block(const Block *dst, const Block *src, int64_t itemsize)
     return 0;
 }
 
-void
-THShape_format(int ndim, const int64_t *sizes, char *buf, size_t len)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < ndim && used < len; d++) {
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld",
-                                 d > 0 ? ", " : "", (long long)sizes[d]);
-    }
-    if (used < len) {
-        snprintf(buf + used, len - used, "]");
-    }
-}
-
 #define TH_SHAPE_BUF 512
 
 /* ---- cat and stack ------------------------------------------------------------- */
@@ -269,8 +256,8 @@ check_out(const char *fname, const THTensor *out, int ndim,
     if (out->ndim != ndim
         || memcmp(out->sizes, sizes, sizeof(int64_t) * (size_t)ndim) != 0) {
         char want[TH_SHAPE_BUF], got[TH_SHAPE_BUF];
-        THShape_format(ndim, sizes, want, sizeof(want));
-        THShape_format(out->ndim, out->sizes, got, sizeof(got));
+        THTensor_formatSizes(want, sizeof(want), ndim, sizes);
+        THTensor_formatSizes(got, sizeof(got), out->ndim, out->sizes);
         return THError_set(TH_ERR_RUNTIME,
                            "%s(): expected out of shape %s, but got %s "
                            "(ember does not resize out tensors)",
@@ -336,8 +323,8 @@ stack_views(int n, THTensor *const *tensors, int64_t dim, int64_t *new_dim)
             || memcmp(t->sizes, first->sizes,
                       sizeof(int64_t) * (size_t)t->ndim) != 0) {
             char a[TH_SHAPE_BUF], b[TH_SHAPE_BUF];
-            THShape_format(first->ndim, first->sizes, a, sizeof(a));
-            THShape_format(t->ndim, t->sizes, b, sizeof(b));
+            THTensor_formatSizes(a, sizeof(a), first->ndim, first->sizes);
+            THTensor_formatSizes(b, sizeof(b), t->ndim, t->sizes);
             THError_set(TH_ERR_RUNTIME,
                         "stack expects each tensor to be equal size, but "
                         "got %s at entry 0 and %s at entry %d",
@@ -562,7 +549,7 @@ THTensor_newRepeat(THTensor *tensor, int nrepeats, const int64_t *repeats)
     for (int d = 0; d < nrepeats; d++) {
         if (out_sizes[d] < 0) {
             char shape[TH_SHAPE_BUF];
-            THShape_format(nrepeats, out_sizes, shape, sizeof(shape));
+            THTensor_formatSizes(shape, sizeof(shape), nrepeats, out_sizes);
             THError_set(TH_ERR_RUNTIME,
                         "Trying to create tensor with negative dimension "
                         "%lld: %s",

@@ -59,7 +59,4 @@ int THTensor_triangle_(THTensor *tensor, int64_t diagonal, bool upper);
  * -1 means max + 1. */
 THTensor *THTensor_newOneHot(THTensor *tensor, int64_t num_classes);
 
-/* Writes "[2, 3]" (PyTorch's way of printing a shape) into buf. */
-void THShape_format(int ndim, const int64_t *sizes, char *buf, size_t len);
-
 #endif /* TH_SHAPE_H */

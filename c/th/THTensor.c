@@ -133,9 +133,8 @@ mul_saturating(int64_t a, int64_t b)
     return TH_mul_overflows(a, b, &out) ? INT64_MAX : out;
 }
 
-/* Writes "[2, 3, 4]" into buf (truncating politely) for error messages. */
-static const char *
-format_sizes(char *buf, size_t buflen, int ndim, const int64_t *sizes)
+const char *
+THTensor_formatSizes(char *buf, size_t buflen, int ndim, const int64_t *sizes)
 {
     size_t used = (size_t)snprintf(buf, buflen, "[");
     for (int d = 0; d < ndim && used < buflen; d++) {
@@ -190,7 +189,7 @@ THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel)
                                "Trying to create tensor with negative "
                                "dimension %lld: %s",
                                (long long)sizes[d],
-                               format_sizes(buf, sizeof(buf), ndim, sizes));
+                               THTensor_formatSizes(buf, sizeof(buf), ndim, sizes));
         }
     }
     for (int d = 0; d < ndim; d++) {
@@ -198,7 +197,7 @@ THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel)
             return THError_set(TH_ERR_RUNTIME,
                                "Storage size calculation overflowed with "
                                "sizes=%s",
-                               format_sizes(buf, sizeof(buf), ndim, sizes));
+                               THTensor_formatSizes(buf, sizeof(buf), ndim, sizes));
         }
     }
     *numel = n;
@@ -271,7 +270,7 @@ check_in_bounds(int64_t nbytes, int64_t offset, int ndim,
             return THError_set(TH_ERR_RUNTIME,
                                "as_strided: Negative strides are not "
                                "supported at the moment, got strides: %s",
-                               format_sizes(strides_buf, sizeof(strides_buf),
+                               THTensor_formatSizes(strides_buf, sizeof(strides_buf),
                                             ndim, strides));
         }
     }
@@ -293,9 +292,9 @@ check_in_bounds(int64_t nbytes, int64_t offset, int ndim,
                            "%lld, and itemsize %lld requiring a storage size "
                            "of %lld are out of bounds for storage of size "
                            "%lld",
-                           format_sizes(sizes_buf, sizeof(sizes_buf), ndim,
+                           THTensor_formatSizes(sizes_buf, sizeof(sizes_buf), ndim,
                                         sizes),
-                           format_sizes(strides_buf, sizeof(strides_buf),
+                           THTensor_formatSizes(strides_buf, sizeof(strides_buf),
                                         ndim, strides),
                            (long long)offset, (long long)itemsize,
                            overflow ? (long long)-1 : (long long)needed,
@@ -363,7 +362,7 @@ THTensor_inferSize(int ndim, int64_t *sizes, int64_t numel)
         else if (TH_mul_overflows(known, sizes[d], &known)) {
             return THError_set(TH_ERR_RUNTIME,
                                "shape %s is too large",
-                               format_sizes(buf, sizeof(buf), ndim, sizes));
+                               THTensor_formatSizes(buf, sizeof(buf), ndim, sizes));
         }
     }
     if (infer_dim >= 0 && known != 0 && numel % known == 0) {
@@ -378,11 +377,11 @@ THTensor_inferSize(int ndim, int64_t *sizes, int64_t numel)
                            "cannot reshape tensor of 0 elements into shape "
                            "%s because the unspecified dimension size -1 "
                            "can be any value and is ambiguous",
-                           format_sizes(buf, sizeof(buf), ndim, sizes));
+                           THTensor_formatSizes(buf, sizeof(buf), ndim, sizes));
     }
     return THError_set(TH_ERR_RUNTIME,
                        "shape '%s' is invalid for input of size %lld",
-                       format_sizes(buf, sizeof(buf), ndim, sizes),
+                       THTensor_formatSizes(buf, sizeof(buf), ndim, sizes),
                        (long long)numel);
 }
 
@@ -875,9 +874,9 @@ THTensor_newExpand(THTensor *tensor, int ndim, const int64_t *sizes)
                     "expand(ember.Tensor{%s}, size=%s): the number of "
                     "sizes provided (%d) must be greater or equal to the "
                     "number of dimensions in the tensor (%d)",
-                    format_sizes(actual, sizeof(actual), tensor->ndim,
+                    THTensor_formatSizes(actual, sizeof(actual), tensor->ndim,
                                  tensor->sizes),
-                    format_sizes(target, sizeof(target), ndim, sizes), ndim,
+                    THTensor_formatSizes(target, sizeof(target), ndim, sizes), ndim,
                     tensor->ndim);
         return NULL;
     }
@@ -910,7 +909,7 @@ THTensor_newExpand(THTensor *tensor, int ndim, const int64_t *sizes)
                         "Trying to create tensor with negative dimension "
                         "%lld: %s",
                         (long long)want,
-                        format_sizes(target, sizeof(target), ndim, sizes));
+                        THTensor_formatSizes(target, sizeof(target), ndim, sizes));
             return NULL;
         }
         if (have == want) {
@@ -927,8 +926,8 @@ THTensor_newExpand(THTensor *tensor, int ndim, const int64_t *sizes)
                         "the existing size (%lld) at non-singleton dimension "
                         "%d.  Target sizes: %s.  Tensor sizes: %s",
                         (long long)want, (long long)have, d,
-                        format_sizes(target, sizeof(target), ndim, sizes),
-                        format_sizes(actual, sizeof(actual), tensor->ndim,
+                        THTensor_formatSizes(target, sizeof(target), ndim, sizes),
+                        THTensor_formatSizes(actual, sizeof(actual), tensor->ndim,
                                      tensor->sizes));
             return NULL;
         }

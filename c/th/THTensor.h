@@ -117,6 +117,10 @@ THTensor_itemsize(const THTensor *tensor)
 /* Wraps a possibly negative dim into [0, ndim) (ndim 0 counts as 1, as in
  * PyTorch).  Returns -1 with an IndexError-kind error when out of range. */
 int THTensor_wrapDim(int64_t dim, int ndim, int64_t *out);
+/* Writes sizes as PyTorch's messages print them, "[2, 3, 4]", into buf
+ * (truncated to fit) and returns buf. */
+const char *THTensor_formatSizes(char *buf, size_t buflen, int ndim,
+                                 const int64_t *sizes);
 /* numel of the sizes, with overflow and negative-size checks. */
 int THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel);
 /* Contiguous (row-major) strides for sizes. */

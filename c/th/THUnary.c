@@ -605,21 +605,6 @@ THTensor_newUnary(THUnaryOp op, THTensor *input, const THUnaryArgs *args)
 
 /* ---- out= and in-place -------------------------------------------------- */
 
-/* "[2, 3]" */
-static void
-format_sizes(const THTensor *tensor, char *buf, size_t len)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < tensor->ndim && used < len; d++) {
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld",
-                                 d > 0 ? ", " : "",
-                                 (long long)tensor->sizes[d]);
-    }
-    if (used < len) {
-        snprintf(buf + used, len - used, "]");
-    }
-}
-
 static int
 check_same_shape(THUnaryOp op, const THTensor *out, const THTensor *input)
 {
@@ -631,8 +616,8 @@ check_same_shape(THUnaryOp op, const THTensor *out, const THTensor *input)
         return 0;
     }
     char want[256], got[256];
-    format_sizes(input, want, sizeof(want));
-    format_sizes(out, got, sizeof(got));
+    THTensor_formatSizes(want, sizeof(want), input->ndim, input->sizes);
+    THTensor_formatSizes(got, sizeof(got), out->ndim, out->sizes);
     return THError_set(TH_ERR_RUNTIME,
                        "%s(): the out tensor has shape %s but the result has "
                        "shape %s",
