@@ -1,7 +1,15 @@
-"""ember.nn: neural-network building blocks.
+"""ember.nn: neural-network building blocks (PyTorch's torch.nn).
 
-For now only `ember.nn.functional`, the stateless functions that are thin
-names for C operators; modules, layers and losses come with autograd.
+    Parameter          a tensor a Module registers as learnable
+    Module             the base class: registration, walks, state_dict, hooks
+    modules/           layers, containers and losses built on it
+    functional         the stateless functions the layers call
+    init               in-place weight initialisers
 """
 
-from . import functional  # noqa: F401
+from . import functional, init  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
+
+__all__ = ["Parameter", "functional", "init"] + list(_modules_all)
