@@ -1,0 +1,191 @@
+"""ember.optim.Optimizer: the base class of the optimizers (PyTorch's).
+
+An optimizer holds `param_groups`, a list of dicts each with "params" (a
+list of tensors) and the hyper-parameters of that group, and `state`, a
+dict keyed by parameter of per-parameter tensors (momentum buffers, ...).
+state_dict() replaces each parameter by its index in the order of the
+groups, so a state dict is independent of tensor identity:
+
+    {"state": {0: {...}, 1: {...}},
+     "param_groups": [{"lr": 0.1, ..., "params": [0, 1]}]}
+"""
+
+import functools
+import warnings
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+import ember
+from ember.nn.modules.module import _typename, _zero_grad
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Singleton marking a hyper-parameter that has no default."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _use_grad(step):
+    """Runs an optimizer's step(closure=None) under ember.no_grad(); the
+    closure (which recomputes the loss) runs with grad enabled."""
+
+    @functools.wraps(step)
+    def wrapper(self, closure=None):
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+        with ember.no_grad():
+            step(self)
+        return loss
+
+    return wrapper
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, ember.Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of "
+                "Tensors or dicts, but got " + _typename(params))
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def add_param_group(self, param_group):
+        """Appends a group, filling the hyper-parameters it does not set
+        from `defaults`."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, ember.Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but "
+                "the ordering of tensors in sets will change between runs. Please use "
+                "a list instead.")
+        else:
+            param_group["params"] = list(params)
+        for param in param_group["params"]:
+            if not isinstance(param, ember.Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    + _typename(param))
+            if not self.defaults.get("differentiable", None) and not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization "
+                    f"parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len(set(params)):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in "
+                "future, this will cause an error; see "
+                "github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3)
+        existing = set()
+        for group in self.param_groups:
+            existing.update(group["params"])
+        if not existing.isdisjoint(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for param in group["params"]:
+                _zero_grad(param, set_to_none)
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    # ---- state_dict ---------------------------------------------------------
+
+    def state_dict(self):
+        """{"state": {index: per-param state}, "param_groups": [...]}, the
+        parameters replaced by their running index over the groups.  The
+        state tensors are the optimizer's own (not copies), as in PyTorch."""
+        index_of = {}
+        packed_groups = []
+        for group in self.param_groups:
+            packed = {key: value for key, value in group.items() if key != "params"}
+            for param in group["params"]:
+                index_of.setdefault(id(param), len(index_of))
+            packed["params"] = [index_of[id(param)] for param in group["params"]]
+            packed_groups.append(packed)
+        packed_state = {
+            (index_of[id(key)] if isinstance(key, ember.Tensor) else key): value
+            for key, value in self.state.items()}
+        return {"state": packed_state, "param_groups": packed_groups}
+
+    def load_state_dict(self, state_dict):
+        """Restores hyper-parameters and per-parameter state saved by
+        state_dict() for the same parameter layout.  Floating-point state
+        tensors take their parameter's dtype; "step" is kept as saved."""
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the "
+                "size of optimizer's group")
+        param_of = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                            chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in param_of:
+                param = param_of[key]
+                state[param] = _cast_state(param, value)
+            else:
+                state[key] = value
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+        self.state = state
+        self.param_groups = saved_groups
+
+    def __repr__(self):
+        text = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+def _cast_state(param, value, key=None):
+    """A loaded state value, its tensors converted to `param`'s dtype."""
+    if isinstance(value, ember.Tensor):
+        if key != "step" and param.is_floating_point():
+            return value.to(param.dtype)
+        return value
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, key=k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v, key=key) for v in value)
+    return value

@@ -1,0 +1,65 @@
+"""SGD with momentum, dampening, Nesterov, weight decay and maximize."""
+
+import ember
+
+from .optimizer import Optimizer, _use_grad
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """PyTorch's SGD; the update (per parameter p with gradient g):
+
+        g = -g if maximize;  g = g + weight_decay * p
+        buf = g (first step) | momentum * buf + (1 - dampening) * g
+        g = g + momentum * buf if nesterov else buf     (when momentum != 0)
+        p = p - lr * g
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None,
+                 differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        # foreach/fused only choose PyTorch's kernels: ember always runs the
+        # single-tensor loop, which they agree with.  Kept for state_dict layout.
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov,
+                        maximize=maximize, foreach=foreach,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+
+    @_use_grad
+    def step(self):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    self._update(param, group)
+
+    def _update(self, param, group):
+        grad = -param.grad if group["maximize"] else param.grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(param, alpha=group["weight_decay"])
+        momentum = group["momentum"]
+        if momentum != 0:
+            state = self.state[param]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = grad.clone().detach()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        param.add_(grad, alpha=-group["lr"])
