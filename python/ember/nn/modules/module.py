@@ -136,7 +136,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, ember.Tensor):
             raise TypeError(
                 f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                "(torch Tensor or None required)")
+                "(ember Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -154,7 +154,7 @@ class Module:
         elif not isinstance(param, Parameter):
             raise TypeError(
                 f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                "(torch.nn.Parameter or None required)")
+                "(ember.nn.Parameter or None required)")
         elif param.grad_fn is not None:
             raise ValueError(
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
@@ -238,7 +238,7 @@ class Module:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                    "(torch.nn.Parameter or None expected)")
+                    "(ember.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             if self.__dict__.get("_modules") is None:
@@ -250,13 +250,13 @@ class Module:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as child module '{name}' "
-                    "(torch.nn.Module or None expected)")
+                    "(ember.nn.Module or None expected)")
             self._modules[name] = value
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, ember.Tensor):
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                    "(torch.Tensor or None expected)")
+                    "(ember.Tensor or None expected)")
             self._buffers[name] = value
         else:
             super().__setattr__(name, value)
@@ -530,7 +530,7 @@ class Module:
             if not isinstance(input_param, ember.Tensor):
                 error_msgs.append(
                     f'While copying the parameter named "{key}", expected '
-                    "torch.Tensor or Tensor-like object from checkpoint but "
+                    "ember.Tensor or Tensor-like object from checkpoint but "
                     f"received {type(input_param)}")
                 continue
             # PyTorch's backward compatibility: a 0-dim param from a (1,) one.
