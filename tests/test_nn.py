@@ -13,6 +13,8 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.nn as nn
@@ -820,3 +822,54 @@ def test_embedding_padding_row_gets_no_gradient(torch):
     out = forward_or_skip(lambda: e(ember.tensor([0, 1, 0, 3])).sum())
     backward_or_skip(out)
     assert to_numpy(e.weight.grad).tolist() == [[0, 0], [1, 1], [0, 0], [1, 1]]
+
+
+# ---- varying shapes and dtypes ------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.integers(1, 4), n_classes=st.integers(1, 5),
+       extra=st.lists(st.integers(1, 3), max_size=2),
+       dtype=st.sampled_from(["float32", "float64"]),
+       reduction=st.sampled_from(REDUCTIONS), label_smoothing=st.sampled_from([0.0, 0.15]),
+       use_weight=st.booleans(), seed=st.integers(0, 2**16))
+def test_cross_entropy_shapes_and_dtypes(batch, n_classes, extra, dtype, reduction,
+                                         label_smoothing, use_weight, seed):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((batch, n_classes, *extra)).astype(dtype) * 3
+    target = rng.integers(0, n_classes, size=(batch, *extra)).astype(np.int64)
+    target.reshape(-1)[::4] = -100
+    weight = rng.random(n_classes).astype(dtype) + 0.1 if use_weight else None
+    kwargs = dict(reduction=reduction, label_smoothing=label_smoothing)
+    got = F.cross_entropy(ember.from_numpy(logits), ember.from_numpy(target),
+                          None if weight is None else ember.from_numpy(weight), **kwargs)
+    want = torch.nn.functional.cross_entropy(
+        torch.from_numpy(logits), torch.from_numpy(target),
+        None if weight is None else torch.from_numpy(weight), **kwargs)
+    assert got.dtype == getattr(ember, dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=tol, atol=tol, equal_nan=True)
+
+@settings(max_examples=20, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       n_norm=st.integers(1, 3), dtype=st.sampled_from(["float32", "float64"]),
+       seed=st.integers(0, 2**16))
+def test_layer_norm_and_linear_shapes(shape, n_norm, dtype, seed):
+    torch = pytest.importorskip("torch")
+    n_norm = min(n_norm, len(shape))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype) * 4 + 1
+    w = rng.standard_normal(shape[len(shape) - n_norm:]).astype(dtype)
+    b = rng.standard_normal(w.shape).astype(dtype)
+    normalized = list(w.shape)
+    got = F.layer_norm(ember.from_numpy(x), normalized, ember.from_numpy(w), ember.from_numpy(b))
+    want = torch.nn.functional.layer_norm(torch.from_numpy(x), normalized,
+                                          torch.from_numpy(w), torch.from_numpy(b))
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=tol, atol=tol)
+    weight = rng.standard_normal((3, shape[-1])).astype(dtype)
+    bias = rng.standard_normal(3).astype(dtype)
+    got = F.linear(ember.from_numpy(x), ember.from_numpy(weight), ember.from_numpy(bias))
+    want = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(weight),
+                                      torch.from_numpy(bias))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=tol, atol=tol)
