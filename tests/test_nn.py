@@ -494,7 +494,7 @@ def test_dropout():
     drop = nn.Dropout(0.25)
     out = to_numpy(drop(x))
     kept = out != 0
-    assert set(np.unique(out).tolist()) <= {0.0, np.float32(1 / 0.75)}
+    np.testing.assert_allclose(out[kept], 1 / 0.75, rtol=1e-6)  # the survivors are scaled
     assert 0.70 < kept.mean() < 0.80
     drop.eval()
     assert drop(x) is x
