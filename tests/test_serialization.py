@@ -11,6 +11,8 @@ import tempfile
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ember
 from ember.serialization import SafetensorsError
@@ -228,6 +230,41 @@ def test_file_objects_read_from_current_position_and_unseekable_streams():
             return self._data.readinto(b)
 
     assert ember.load(Pipe(buffer.getvalue()[6:]))["a"].numpy().tolist() == [0, 1, 2]
+
+
+def test_numpy_and_subclassed_scalars_load_as_plain_python_values():
+    class Flag(int):
+        pass
+
+    values = [np.float32(0.5), np.int64(-3), np.bool_(True), np.str_("s"), Flag(4)]
+    loaded = roundtrip({"v": values})["v"]
+    assert loaded == [0.5, -3, True, "s", 4]
+    assert [type(x) for x in loaded] == [float, int, bool, str, int]
+
+
+def test_save_finishes_short_writes_of_raw_streams():
+    class ThreeBytesAtATime(io.RawIOBase):
+        def __init__(self):
+            self.data = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            chunk = bytes(memoryview(b)[:3])
+            self.data += chunk
+            return len(chunk)
+
+    sink = ThreeBytesAtATime()
+    ember.save({"x": ember.arange(5, dtype=ember.int64)}, sink)
+    assert ember.load(io.BytesIO(bytes(sink.data)))["x"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_load_refuses_text_mode_files(tmp_dir):
+    path = tmp_dir / "t.safetensors"
+    ember.save({"x": ember.ones(1)}, path)
+    with open(path) as text, pytest.raises(TypeError, match="binary mode"):
+        ember.load(text)
 
 
 @pytest.mark.parametrize("bad, error, message", [
@@ -478,10 +515,6 @@ def test_bool_bytes_other_than_one_load_as_true():
 
 
 # --------------------------------------------------------------- hypothesis
-
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, strategies as st  # noqa: E402
-
 
 @given(dtype=st.sampled_from(DTYPES),
        shape=st.lists(st.integers(0, 4), max_size=4),

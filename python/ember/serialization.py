@@ -166,7 +166,12 @@ _NOT_SCALAR = object()
 
 
 def _json_scalar(obj):
-    """obj as a plain JSON scalar (bool, int, float, str, None), or _NOT_SCALAR."""
+    """obj as a plain JSON scalar (bool, int, float, str, None), or _NOT_SCALAR.
+
+    Subclasses (IntEnum, np.float64) and NumPy scalars become the plain type.
+    """
+    if isinstance(obj, (np.bool_, np.integer, np.floating, np.str_)):
+        obj = obj.item()
     if obj is None or isinstance(obj, bool):
         return obj
     if isinstance(obj, int):
@@ -227,12 +232,20 @@ def _write_stream(stream, tensors, metadata):
     arrays = {name: _little_endian_array(name, t) for name, t in tensors.items()}
     codes = {name: _CODE_OF_DTYPE[t.dtype] for name, t in tensors.items()}
     header = _build_header(arrays, codes, metadata)
-    stream.write(len(header).to_bytes(8, "little"))
-    stream.write(header)
+    _write_all(stream, len(header).to_bytes(8, "little"))
+    _write_all(stream, header)
     for name in _buffer_order(arrays):
         array = arrays[name]
         if array.size:
-            stream.write(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+            _write_all(stream, np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+def _write_all(stream, data):
+    """stream.write until all of `data` is written (a raw stream may write less)."""
+    view, done = memoryview(data), 0
+    while done < len(view):
+        written = stream.write(view[done:])
+        done += len(view) - done if written is None else written
 
 
 def _little_endian_array(name, tensor):
@@ -279,12 +292,14 @@ def load(f):
     """
     if isinstance(f, (str, bytes, os.PathLike)):
         with open(f, "rb") as stream:
-            return _load_stream(stream, os.fstat(stream.fileno()).st_size)
+            return _load_stream(*_sized_stream(stream))
     return _load_stream(*_sized_stream(f))
 
 
 def _sized_stream(f):
     """(stream, bytes from the current position to the end) for a file object."""
+    if isinstance(f, io.TextIOBase):
+        raise TypeError("ember.load: the file must be opened in binary mode ('rb')")
     try:
         if f.seekable():
             start = f.tell()
