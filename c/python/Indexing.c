@@ -352,6 +352,10 @@ apply_basic_items(THTensor *tensor, const ParsedIndex *parsed,
 static PyObject *
 THPVariable_getitem(PyObject *self, PyObject *index)
 {
+    PyObject *operands[2] = {self, index}, *routed;
+    if (THPAutograd_maybeDispatch("__getitem__", operands, 2, &routed)) {
+        return routed;
+    }
     ParsedIndex parsed;
     THTensor *advanced[THP_MAX_INDEX_ITEMS];
     int nadvanced;
@@ -427,6 +431,11 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
         PyErr_SetString(PyExc_TypeError, "tensors do not support item "
                         "deletion");
         return -1;
+    }
+    PyObject *operands[3] = {self, index, value}, *routed;
+    if (THPAutograd_maybeDispatch("__setitem__", operands, 3, &routed)) {
+        Py_XDECREF(routed); /* the handler's None */
+        return routed == NULL ? -1 : 0;
     }
     THScalar scalar;
     PyObject *source;

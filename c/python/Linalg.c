@@ -556,6 +556,10 @@ THPVariable_matmul_slot(PyObject *a, PyObject *b)
     if (!THPVariable_Check(a) || !THPVariable_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;
     }
+    PyObject *operands[2] = {a, b}, *routed;
+    if (THPAutograd_maybeDispatch("__matmul__", operands, 2, &routed)) {
+        return routed;
+    }
     THTensor *ta = THPVariable_Unpack(a), *tb = THPVariable_Unpack(b);
     if (check_matmul(ta, tb) < 0) {
         return NULL;

@@ -57,7 +57,11 @@ add_operator_functions(PyObject *module)
         return -1;
     }
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
-        if (PyModule_AddFunctions(module, tables[t]) < 0) {
+        int is_operator_table = tables[t] != THPParallel_methods;
+        if ((is_operator_table
+                 ? THPAutograd_addOpFunctions(module, tables[t])
+                 : PyModule_AddFunctions(module, tables[t]))
+            < 0) {
             Py_DECREF(names);
             return -1;
         }
@@ -104,7 +108,8 @@ PyInit__C(void)
         PyErr_SetString(PyExc_RuntimeError, "ember: no room for an atexit hook");
         return NULL;
     }
-    if (THPDtype_InitModule(module) < 0 || THPSize_InitModule(module) < 0
+    if (THPAutograd_InitModule(module) < 0  /* first: the others add ops */
+        || THPDtype_InitModule(module) < 0 || THPSize_InitModule(module) < 0
         || THPStorage_InitModule(module) < 0
         || THPVariable_InitModule(module) < 0
         || THPAllocator_InitModule(module) < 0

@@ -130,9 +130,17 @@ static const THScalar alpha_one = {.dtype = TH_Int64, .value.i = 1};
 
 /* ---- operator slots ----------------------------------------------------------- */
 
+/* `name` is the slot's dunder name, autograd's handler key (NULL: an
+ * operator without a derivative). */
 static PyObject *
-binary_operator(THPointwiseOp op, PyObject *a, PyObject *b, bool inplace)
+binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
+                bool inplace)
 {
+    PyObject *operands[2] = {a, b}, *routed;
+    if (name != NULL
+        && THPAutograd_maybeDispatch(name, operands, 2, &routed)) {
+        return routed;
+    }
     THPointwiseArg args[2];
     int status_a = parse_operand(a, &args[0]);
     if (status_a <= 0) {
@@ -149,26 +157,26 @@ binary_operator(THPointwiseOp op, PyObject *a, PyObject *b, bool inplace)
                          inplace ? a : NULL);
 }
 
-#define THP_BINARY_SLOTS(slot, OP)                                          \
+#define THP_BINARY_SLOTS(slot, OP, dunder)                                  \
     static PyObject *THPVariable_##slot(PyObject *a, PyObject *b)          \
     {                                                                       \
-        return binary_operator(TH_OP_##OP, a, b, false);                    \
+        return binary_operator("__" dunder "__", TH_OP_##OP, a, b, false);  \
     }                                                                       \
     static PyObject *THPVariable_inplace_##slot(PyObject *a, PyObject *b)  \
     {                                                                       \
-        return binary_operator(TH_OP_##OP, a, b, true);                     \
+        return binary_operator("__i" dunder "__", TH_OP_##OP, a, b, true);  \
     }
-THP_BINARY_SLOTS(add, ADD)
-THP_BINARY_SLOTS(subtract, SUB)
-THP_BINARY_SLOTS(multiply, MUL)
-THP_BINARY_SLOTS(true_divide, DIV)
-THP_BINARY_SLOTS(floor_divide, DIV_FLOOR)
-THP_BINARY_SLOTS(remainder, REMAINDER)
-THP_BINARY_SLOTS(and, BITWISE_AND)
-THP_BINARY_SLOTS(or, BITWISE_OR)
-THP_BINARY_SLOTS(xor, BITWISE_XOR)
-THP_BINARY_SLOTS(lshift, LSHIFT)
-THP_BINARY_SLOTS(rshift, RSHIFT)
+THP_BINARY_SLOTS(add, ADD, "add")
+THP_BINARY_SLOTS(subtract, SUB, "sub")
+THP_BINARY_SLOTS(multiply, MUL, "mul")
+THP_BINARY_SLOTS(true_divide, DIV, "truediv")
+THP_BINARY_SLOTS(floor_divide, DIV_FLOOR, "floordiv")
+THP_BINARY_SLOTS(remainder, REMAINDER, "mod")
+THP_BINARY_SLOTS(and, BITWISE_AND, "and")
+THP_BINARY_SLOTS(or, BITWISE_OR, "or")
+THP_BINARY_SLOTS(xor, BITWISE_XOR, "xor")
+THP_BINARY_SLOTS(lshift, LSHIFT, "lshift")
+THP_BINARY_SLOTS(rshift, RSHIFT, "rshift")
 #undef THP_BINARY_SLOTS
 
 /* a ** b and pow(a, b); three-argument pow(a, b, m) is not supported. */
@@ -178,7 +186,7 @@ THPVariable_power(PyObject *a, PyObject *b, PyObject *modulo)
     if (modulo != Py_None) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    return binary_operator(TH_OP_POW, a, b, false);
+    return binary_operator("__pow__", TH_OP_POW, a, b, false);
 }
 
 static PyObject *
@@ -187,12 +195,16 @@ THPVariable_inplace_power(PyObject *a, PyObject *b, PyObject *modulo)
     if (modulo != Py_None) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    return binary_operator(TH_OP_POW, a, b, true);
+    return binary_operator("__ipow__", TH_OP_POW, a, b, true);
 }
 
 static PyObject *
-unary_operator(THPointwiseOp op, PyObject *self)
+unary_operator(const char *name, THPointwiseOp op, PyObject *self)
 {
+    PyObject *routed;
+    if (THPAutograd_maybeDispatch(name, &self, 1, &routed)) {
+        return routed;
+    }
     THPointwiseArg arg = THPointwiseArg_tensor(THPVariable_Unpack(self));
     return run_pointwise(op, &arg, NULL, false, alpha_one, NULL);
 }
@@ -200,13 +212,13 @@ unary_operator(THPointwiseOp op, PyObject *self)
 static PyObject *
 THPVariable_negative(PyObject *self)
 {
-    return unary_operator(TH_OP_NEG, self);
+    return unary_operator("__neg__", TH_OP_NEG, self);
 }
 
 static PyObject *
 THPVariable_absolute(PyObject *self)
 {
-    return unary_operator(TH_OP_ABS, self);
+    return unary_operator("__abs__", TH_OP_ABS, self);
 }
 
 static PyObject *
@@ -218,7 +230,7 @@ THPVariable_invert(PyObject *self)
                         "and Boolean-type tensors");
         return NULL;
     }
-    return unary_operator(TH_OP_BITWISE_NOT, self);
+    return unary_operator("__invert__", TH_OP_BITWISE_NOT, self);
 }
 
 /* +t is t itself, as torch.positive; PyTorch refuses it on bool. */
@@ -241,7 +253,8 @@ THPVariable_richcompare(PyObject *self, PyObject *other, int cmp)
         [Py_LT] = TH_OP_LT, [Py_LE] = TH_OP_LE, [Py_EQ] = TH_OP_EQ,
         [Py_NE] = TH_OP_NE, [Py_GT] = TH_OP_GT, [Py_GE] = TH_OP_GE,
     };
-    return binary_operator(ops[cmp], self, other, false);
+    /* Comparisons have no derivative: no autograd name. */
+    return binary_operator(NULL, ops[cmp], self, other, false);
 }
 
 /* ---- functions and methods -------------------------------------------------- */

@@ -36,9 +36,10 @@ typedef struct {
     PyObject *grad;         /* owned or NULL: the accumulated gradient */
     PyObject *grad_fn;      /* owned or NULL: the node that made this */
     PyObject *backward_hooks; /* owned or NULL: hooks from register_hook */
-    PyObject *autograd_meta;  /* owned or NULL: free slot for autograd */
+    PyObject *autograd_meta;  /* owned or NULL: the base, for a view */
+    PyObject *weakreflist;  /* weak references to this tensor, or NULL */
+    int output_nr;          /* which output of grad_fn this tensor is */
     char requires_grad;
-    char retains_grad;
 } THPVariable;
 
 extern PyTypeObject THPVariableType;
@@ -248,6 +249,34 @@ PyObject *THPReturnTypes_pack(THPResultType kind, PyObject *values,
 /* The same from two core tensors (stolen). */
 PyObject *THPReturnTypes_packTensors(THPResultType kind, THTensor *values,
                                      THTensor *indices);
+
+/* ---- the autograd boundary (Autograd.c) --------------------------------------
+ * See Note [The autograd boundary] there. */
+extern _Thread_local int THPAutograd_gradEnabled;
+/* Whether one of args[0..n) is a tensor requiring grad, or a list/tuple
+ * holding one. */
+int THPAutograd_anyRequiresGrad(PyObject *const *args, Py_ssize_t n);
+/* The whole check: grad mode on and an argument requires grad.  `args` is a
+ * vectorcall argument array (keyword values after the positionals). */
+static inline int
+THPAutograd_needsDispatch(PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames)
+{
+    if (!THPAutograd_gradEnabled) {
+        return 0;
+    }
+    Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    return THPAutograd_anyRequiresGrad(args, n);
+}
+/* For entry points that are not THPOps (number slots, indexing): returns 0
+ * when the C path should run, else 1 with *result set to the handler's
+ * result (NULL with an exception on error). */
+int THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject **result);
+/* Publish an operator table as THPOps: module functions or tensor methods. */
+int THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table);
+int THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table);
+int THPAutograd_InitModule(PyObject *module);
 
 /* The threading knobs (ember.set_num_threads and friends), Module.c. */
 extern PyMethodDef THPParallel_methods[];

@@ -73,6 +73,9 @@ static void
 THPVariable_dealloc(PyObject *self)
 {
     PyObject_GC_UnTrack(self);
+    if (((THPVariable *)self)->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
     THPVariable_clear(self);
     THTensor_release(((THPVariable *)self)->cdata);
     Py_TYPE(self)->tp_free(self);
@@ -214,6 +217,10 @@ static PyObject *
 THPVariable_get_T(PyObject *self, void *closure)
 {
     (void)closure;
+    PyObject *routed;
+    if (THPAutograd_maybeDispatch("T", &self, 1, &routed)) {
+        return routed;
+    }
     int64_t dims[TH_MAX_DIMS];
     int ndim = SELF_TENSOR->ndim;
     for (int d = 0; d < ndim; d++) {
@@ -267,6 +274,13 @@ THPVariable_set_requires_grad(PyObject *self, PyObject *value, void *closure)
         return -1;
     }
     return set_requires_grad_flag((THPVariable *)self, value == Py_True, 0);
+}
+
+static PyObject *
+THPVariable_get_output_nr(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(((THPVariable *)self)->output_nr);
 }
 
 static PyObject *
@@ -416,6 +430,8 @@ static PyGetSetDef THPVariable_getset[] = {
     {"requires_grad", THPVariable_get_requires_grad,
      THPVariable_set_requires_grad, "Whether autograd records ops on it.",
      NULL},
+    {"output_nr", THPVariable_get_output_nr, NULL,
+     "Which output of grad_fn this tensor is.", NULL},
     {"is_leaf", THPVariable_get_is_leaf, NULL,
      "True unless made by an op autograd recorded.", NULL},
     {"grad", get_object_field, THPVariable_set_grad,
@@ -820,6 +836,10 @@ THPVariable_iter(PyObject *self)
         PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
         return NULL;
     }
+    PyObject *routed;
+    if (THPAutograd_maybeDispatch("__iter__", &self, 1, &routed)) {
+        return routed; /* autograd iterates over unbind(0) */
+    }
     THPVariableIterator *it =
         PyObject_GC_New(THPVariableIterator, &THPVariableIteratorType);
     if (it == NULL) {
@@ -849,6 +869,7 @@ PyTypeObject THPVariableType = {
     .tp_hash = THPVariable_hash,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "The C base of ember.Tensor.",
+    .tp_weaklistoffset = offsetof(THPVariable, weakreflist),
     .tp_traverse = THPVariable_traverse,
     .tp_clear = THPVariable_clear,
     .tp_iter = THPVariable_iter,
@@ -856,33 +877,42 @@ PyTypeObject THPVariableType = {
     .tp_new = THPVariable_pynew,
 };
 
-/* Concatenates NULL-terminated method tables into one (static storage). */
-static PyMethodDef all_methods[512];
+/* Concatenates the NULL-terminated tables of plain methods (the ones that
+ * read a tensor, and NumPy's) into one (static storage). */
+static PyMethodDef plain_methods[128];
 
 static int
-collect_methods(void)
+collect_plain_methods(void)
 {
-#define THP_OP_FAMILY_METHODS(Family, family) THPVariable_##family##_methods,
-    PyMethodDef *tables[] = {THPVariable_methods, THPVariable_view_methods,
-                             THPVariable_numpy_methods,
-                             THP_FORALL_OP_FAMILIES(THP_OP_FAMILY_METHODS)};
-#undef THP_OP_FAMILY_METHODS
+    PyMethodDef *tables[] = {THPVariable_methods, THPVariable_numpy_methods};
     size_t n = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
-            if (n + 1 >= sizeof(all_methods) / sizeof(all_methods[0])) {
+            if (n + 1 >= sizeof(plain_methods) / sizeof(plain_methods[0])) {
                 PyErr_SetString(PyExc_SystemError,
-                                "too many tensor methods for all_methods");
+                                "too many tensor methods for plain_methods");
                 return -1;
             }
-            for (size_t seen = 0; seen < n; seen++) {
-                if (strcmp(all_methods[seen].ml_name, m->ml_name) == 0) {
-                    PyErr_Format(PyExc_SystemError,
-                                 "tensor method %s defined twice", m->ml_name);
-                    return -1;
-                }
-            }
-            all_methods[n++] = *m;
+            plain_methods[n++] = *m;
+        }
+    }
+    return 0;
+}
+
+/* The operator methods (views, copies and every operator family) become
+ * THPOps, which route to autograd when needed (Note [The autograd
+ * boundary] in Autograd.c).  Added after PyType_Ready; a name defined
+ * twice is an error. */
+static int
+add_operator_methods(void)
+{
+#define THP_OP_FAMILY_METHODS(Family, family) THPVariable_##family##_methods,
+    PyMethodDef *tables[] = {THPVariable_view_methods,
+                             THP_FORALL_OP_FAMILIES(THP_OP_FAMILY_METHODS)};
+#undef THP_OP_FAMILY_METHODS
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (THPAutograd_addOpMethods(&THPVariableType, tables[t]) < 0) {
+            return -1;
         }
     }
     return 0;
@@ -918,14 +948,15 @@ static PyMethodDef THPVariable_module_methods[] = {
 int
 THPVariable_InitModule(PyObject *module)
 {
-    if (collect_methods() < 0) {
+    if (collect_plain_methods() < 0) {
         return -1;
     }
-    THPVariableType.tp_methods = all_methods;
+    THPVariableType.tp_methods = plain_methods;
     THPPointwise_initTypeSlots(&THPVariableType, &THPVariable_as_number);
     THPLinalg_initTypeSlots(&THPVariable_as_number);
     if (PyType_Ready(&THPVariableType) < 0
-        || PyType_Ready(&THPVariableIteratorType) < 0) {
+        || PyType_Ready(&THPVariableIteratorType) < 0
+        || add_operator_methods() < 0) {
         return -1;
     }
     if (PyModule_AddObjectRef(module, "_TensorBase",

@@ -75,6 +75,11 @@ short = int16
 
 _C._set_python_types(Tensor, device("cpu"))
 
+from . import autograd  # noqa: E402  (registers the derivative formulas)
+from .autograd.grad_mode import (  # noqa: E402,F401
+    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled)
+
 __version__ = "0.1.0"
 
 

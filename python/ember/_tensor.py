@@ -39,8 +39,18 @@ class Tensor(_C._TensorBase):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        result = self.clone()
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            result = self.clone()
         result.requires_grad = self.requires_grad
+        if self.grad is not None:
+            result.grad = self.grad.__deepcopy__(memo)
         memo[id(self)] = result
         return result
 
@@ -79,3 +89,49 @@ class Tensor(_C._TensorBase):
 
 def _rebuild_tensor(array, requires_grad):
     return _C.tensor(array, requires_grad=requires_grad)
+
+
+# ---- autograd methods (python/ember/autograd) ----------------------------------
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates the gradient of this tensor into the leaves' .grad."""
+    from .autograd import engine
+    engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _register_hook(self, hook):
+    """hook(grad) runs when this tensor's gradient is computed; returning a
+    tensor replaces the gradient.  Returns a handle with .remove()."""
+    from .autograd.graph import _HookHandle
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        return self.grad_fn._register_tensor_hook(self.output_nr, hook)
+    hooks = self._backward_hooks
+    if hooks is None:
+        hooks = self._backward_hooks = []
+    return _HookHandle(hooks, hook)
+
+
+def _retain_grad(self):
+    """Keep .grad for this non-leaf tensor after backward (a no-op on leaves)."""
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None:
+        return
+    import weakref
+    self.grad_fn._get_hooks().retain[self.output_nr] = weakref.ref(self)
+
+
+def _retains_grad(self):
+    grad_fn = self.grad_fn
+    if grad_fn is None or grad_fn._hooks is None:
+        return False
+    ref = grad_fn._hooks.retain.get(self.output_nr)
+    return ref is not None and ref() is self
+
+
+Tensor.backward = _backward
+Tensor.register_hook = _register_hook
+Tensor.retain_grad = _retain_grad
+Tensor.retains_grad = property(_retains_grad)

@@ -1,0 +1,663 @@
+/*
+ * Autograd.c -- the boundary between the C operators and Python autograd.
+ *
+ * Note [The autograd boundary]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Autograd is written in Python (python/ember/autograd/): PyTorch's
+ * "VariableType" layer.  The operators stay in C, so something must decide,
+ * on every call, whether autograd has to see it.  That is this file:
+ *
+ *   - Every operator (each entry of the family tables and of the view
+ *     methods) is published as a THPOp: a callable that checks, before the C
+ *     implementation runs, whether grad mode is on AND some tensor argument
+ *     (or a tensor inside a list/tuple argument) requires grad.
+ *   - If not (the common case: inference, optimizer updates, every op in
+ *     no_grad), it calls the C implementation directly.  The check is a
+ *     thread-local load and a scan of the arguments: no Python frame, no
+ *     allocation.
+ *   - If so, it calls the Python handler registered for the op's name in
+ *     _C._autograd_handlers, with the same arguments and with grad mode
+ *     switched OFF for the duration (so the handler's own call of the op
+ *     takes the C path).  The handler computes the result and records the
+ *     graph node.  A handler of None marks an op without a derivative
+ *     (comparisons, argmax, ...): the C path runs and the result does not
+ *     require grad.  An op with no entry at all raises NotImplementedError,
+ *     never a silently gradient-free result.
+ *
+ * Number slots (a + b), __getitem__/__setitem__ and iteration are not table
+ * entries; they ask THPAutograd_maybeDispatch by their dunder name.
+ */
+#include "THP.h"
+
+#include <string.h>
+
+_Thread_local int THPAutograd_gradEnabled = 1;
+
+/* op name -> handler (callable) or None; filled by ember.autograd. */
+static PyObject *autograd_handlers = NULL;
+/* Names of every THPOp, for the test that all of them are registered. */
+static PyObject *op_names = NULL;
+
+/* ---- the check ---------------------------------------------------------------- */
+
+static inline int
+tensor_requires_grad(PyObject *obj)
+{
+    return THPVariable_Check(obj) && ((THPVariable *)obj)->requires_grad;
+}
+
+int
+THPAutograd_anyRequiresGrad(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *arg = args[i];
+        if (tensor_requires_grad(arg)) {
+            return 1;
+        }
+        /* cat([a, b]), stack((a, b)), where(c, x, y) take tensors in lists. */
+        if (PyList_CheckExact(arg) || PyTuple_CheckExact(arg)) {
+            PyObject **items = PySequence_Fast_ITEMS(arg);
+            for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(arg); k++) {
+                if (tensor_requires_grad(items[k])) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- calling a handler ------------------------------------------------------------ */
+
+/* handler(*args, **kwargs) with grad mode off while it runs. */
+static PyObject *
+call_handler(PyObject *handler, PyObject *const *args, size_t nargsf,
+             PyObject *kwnames)
+{
+    int was_enabled = THPAutograd_gradEnabled;
+    THPAutograd_gradEnabled = 0;
+    Py_INCREF(handler); /* the dict entry may be replaced during the call */
+    PyObject *result = PyObject_Vectorcall(handler, args, nargsf, kwnames);
+    Py_DECREF(handler);
+    THPAutograd_gradEnabled = was_enabled;
+    return result;
+}
+
+/* Borrowed handler for `name`, Py_None for "no derivative", or NULL with
+ * NotImplementedError. */
+static PyObject *
+find_handler(PyObject *name)
+{
+    PyObject *handler = autograd_handlers == NULL
+                            ? NULL
+                            : PyDict_GetItemWithError(autograd_handlers, name);
+    if (handler == NULL && !PyErr_Occurred()) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "the derivative for '%U' is not implemented", name);
+    }
+    return handler;
+}
+
+/* Borrowed handler key for a slot's name: interned once per name and kept
+ * for the life of the process (the names are string literals, so their
+ * addresses identify them). */
+static PyObject *
+slot_key(const char *name)
+{
+    static struct {
+        const char *name;
+        PyObject *key;
+    } keys[64];
+    static int nkeys = 0;
+    for (int i = 0; i < nkeys; i++) {
+        if (keys[i].name == name) {
+            return keys[i].key;
+        }
+    }
+    if (nkeys == (int)(sizeof(keys) / sizeof(keys[0]))) {
+        PyErr_SetString(PyExc_SystemError, "too many autograd slot names");
+        return NULL;
+    }
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (key != NULL) {
+        keys[nkeys].name = name;
+        keys[nkeys].key = key; /* the table's reference, never released */
+        nkeys++;
+    }
+    return key;
+}
+
+int
+THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject **result)
+{
+    if (!THPAutograd_needsDispatch(args, nargs, NULL)) {
+        return 0;
+    }
+    PyObject *key = slot_key(name);
+    if (key == NULL) {
+        *result = NULL;
+        return 1;
+    }
+    PyObject *handler = find_handler(key);
+    if (handler == Py_None) {
+        return 0;
+    }
+    *result = handler == NULL ? NULL
+                              : call_handler(handler, args, (size_t)nargs,
+                                             NULL);
+    return 1;
+}
+
+/* ---- THPOp: an operator entry point that knows about autograd -------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyMethodDef *def;  /* the C implementation */
+    PyObject *name;    /* owned, interned: the handler key */
+    PyObject *module;  /* borrowed, the functions' `self`; NULL for methods */
+} THPOp;
+
+static PyObject *
+wrong_arguments(THPOp *op, const char *what)
+{
+    PyErr_Format(PyExc_TypeError, "%U() %s", op->name, what);
+    return NULL;
+}
+
+/* METH_VARARGS: the arguments as a tuple (and a dict of keywords). */
+static PyObject *
+call_varargs(THPOp *op, PyObject *self, PyObject *const *args,
+             Py_ssize_t nargs, PyObject *kwnames)
+{
+    int takes_keywords = (op->def->ml_flags & METH_KEYWORDS) != 0;
+    if (!takes_keywords && kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
+        return wrong_arguments(op, "takes no keyword arguments");
+    }
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    }
+    PyObject *kwargs = NULL;
+    for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames);
+         i++) {
+        if ((kwargs == NULL && (kwargs = PyDict_New()) == NULL)
+            || PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i),
+                              args[nargs + i])
+                   < 0) {
+            Py_DECREF(tuple);
+            Py_XDECREF(kwargs);
+            return NULL;
+        }
+    }
+    PyObject *result =
+        takes_keywords
+            ? ((PyCFunctionWithKeywords)(void (*)(void))op->def->ml_meth)(
+                self, tuple, kwargs)
+            : op->def->ml_meth(self, tuple);
+    Py_DECREF(tuple);
+    Py_XDECREF(kwargs);
+    return result;
+}
+
+/* Calls the C implementation per its calling convention.  `self` is the
+ * tensor for methods, the module for functions. */
+static PyObject *
+call_impl(THPOp *op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    PyMethodDef *def = op->def;
+    int has_kwargs = kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0;
+    switch (def->ml_flags & (METH_VARARGS | METH_FASTCALL | METH_NOARGS
+                             | METH_O | METH_KEYWORDS)) {
+    case METH_FASTCALL | METH_KEYWORDS:
+        return ((_PyCFunctionFastWithKeywords)(void (*)(void))def->ml_meth)(
+            self, args, nargs, kwnames);
+    case METH_FASTCALL:
+        if (has_kwargs) {
+            return wrong_arguments(op, "takes no keyword arguments");
+        }
+        return ((_PyCFunctionFast)(void (*)(void))def->ml_meth)(self, args,
+                                                               nargs);
+    case METH_O:
+        if (has_kwargs || nargs != 1) {
+            return wrong_arguments(op, "takes exactly one argument");
+        }
+        return def->ml_meth(self, args[0]);
+    case METH_NOARGS:
+        if (has_kwargs || nargs != 0) {
+            return wrong_arguments(op, "takes no arguments");
+        }
+        return def->ml_meth(self, NULL);
+    case METH_VARARGS:
+    case METH_VARARGS | METH_KEYWORDS:
+        return call_varargs(op, self, args, nargs, kwnames);
+    default:
+        PyErr_Format(PyExc_SystemError, "%U: unsupported calling convention",
+                     op->name);
+        return NULL;
+    }
+}
+
+static PyObject *
+dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
+                 size_t nargsf, PyObject *kwnames, Py_ssize_t skip)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (THPAutograd_needsDispatch(args, nargs, kwnames)) {
+        PyObject *handler = find_handler(op->name);
+        if (handler == NULL) {
+            return NULL;
+        }
+        if (handler != Py_None) {
+            return call_handler(handler, args, nargsf, kwnames);
+        }
+    }
+    return call_impl(op, self, args + skip, nargs - skip, kwnames);
+}
+
+static PyObject *
+op_function_vectorcall(PyObject *callable, PyObject *const *args,
+                       size_t nargsf, PyObject *kwnames)
+{
+    THPOp *op = (THPOp *)callable;
+    return dispatch_or_call(op, op->module, args, nargsf, kwnames, 0);
+}
+
+/* Methods are called unbound, with the tensor first: CPython's LOAD_METHOD
+ * does that for types flagged Py_TPFLAGS_METHOD_DESCRIPTOR, so t.add(b)
+ * creates no bound-method object. */
+static PyObject *
+op_method_vectorcall(PyObject *callable, PyObject *const *args,
+                     size_t nargsf, PyObject *kwnames)
+{
+    THPOp *op = (THPOp *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1 || !THPVariable_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError,
+                     "descriptor '%U' for '_TensorBase' objects needs a "
+                     "tensor as its first argument, not %s",
+                     op->name,
+                     nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    return dispatch_or_call(op, args[0], args, nargsf, kwnames, 1);
+}
+
+static PyObject *
+op_method_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self);
+    }
+    return PyMethod_New(self, obj);
+}
+
+static void
+op_dealloc(PyObject *self)
+{
+    Py_XDECREF(((THPOp *)self)->name);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *
+op_repr(PyObject *self)
+{
+    THPOp *op = (THPOp *)self;
+    return op->module == NULL
+               ? PyUnicode_FromFormat(
+                   "<method '%U' of 'ember._C._TensorBase' objects>", op->name)
+               : PyUnicode_FromFormat("<built-in function %U>", op->name);
+}
+
+static PyObject *
+op_get_name(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((THPOp *)self)->name);
+}
+
+static PyObject *
+op_get_doc(PyObject *self, void *closure)
+{
+    (void)closure;
+    const char *doc = ((THPOp *)self)->def->ml_doc;
+    if (doc == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyUnicode_FromString(doc);
+}
+
+static PyGetSetDef op_getset[] = {
+    {"__name__", op_get_name, NULL, NULL, NULL},
+    {"__qualname__", op_get_name, NULL, NULL, NULL},
+    {"__doc__", op_get_doc, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject THPOpFunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._C.builtin_op",
+    .tp_basicsize = sizeof(THPOp),
+    .tp_dealloc = op_dealloc,
+    .tp_vectorcall_offset = offsetof(THPOp, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = op_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "An ember operator: the C kernel, or autograd's handler when "
+              "an input requires grad (Note [The autograd boundary]).",
+    .tp_getset = op_getset,
+};
+
+static PyTypeObject THPOpMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._C.op_method",
+    .tp_basicsize = sizeof(THPOp),
+    .tp_dealloc = op_dealloc,
+    .tp_vectorcall_offset = offsetof(THPOp, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = op_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "An ember tensor method (see ember._C.builtin_op).",
+    .tp_getset = op_getset,
+    .tp_descr_get = op_method_get,
+};
+
+static PyObject *
+new_op(PyMethodDef *def, PyObject *module)
+{
+    THPOp *op = PyObject_New(THPOp, module == NULL ? &THPOpMethodType
+                                                   : &THPOpFunctionType);
+    if (op == NULL) {
+        return NULL;
+    }
+    op->def = def;
+    op->module = module;
+    op->vectorcall = module == NULL ? op_method_vectorcall
+                                    : op_function_vectorcall;
+    op->name = PyUnicode_InternFromString(def->ml_name);
+    if (op->name == NULL || PySet_Add(op_names, op->name) < 0) {
+        Py_DECREF(op);
+        return NULL;
+    }
+    return (PyObject *)op;
+}
+
+/* Publishes each entry of `table` as a THPOp in `dict` (a module's or a
+ * type's), refusing a name already there. */
+static int
+add_ops(PyObject *dict, PyMethodDef *table, PyObject *module)
+{
+    for (PyMethodDef *def = table; def->ml_name != NULL; def++) {
+        if (PyDict_GetItemString(dict, def->ml_name) != NULL) {
+            PyErr_Format(PyExc_SystemError, "operator %s defined twice",
+                         def->ml_name);
+            return -1;
+        }
+        PyObject *op = new_op(def, module);
+        if (op == NULL) {
+            return -1;
+        }
+        int rc = PyDict_SetItemString(dict, def->ml_name, op);
+        Py_DECREF(op);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table)
+{
+    return add_ops(PyModule_GetDict(module), table, module);
+}
+
+int
+THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table)
+{
+    if (add_ops(type->tp_dict, table, NULL) < 0) {
+        return -1;
+    }
+    PyType_Modified(type);
+    return 0;
+}
+
+/* ---- module functions ------------------------------------------------------------- */
+
+static PyObject *
+THPModule_isGradEnabled(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(THPAutograd_gradEnabled);
+}
+
+static PyObject *
+THPModule_setGradEnabled(PyObject *module, PyObject *flag)
+{
+    (void)module;
+    if (!PyBool_Check(flag)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_grad_enabled(): argument 'mode' must be bool, not "
+                     "%s",
+                     Py_TYPE(flag)->tp_name);
+        return NULL;
+    }
+    THPAutograd_gradEnabled = flag == Py_True;
+    Py_RETURN_NONE;
+}
+
+/* _set_history(tensor, grad_fn, output_nr): `tensor` is output `output_nr`
+ * of node `grad_fn` (None: make it a leaf again).  One call instead of
+ * three attribute writes on the recording path. */
+static PyObject *
+THPModule_setHistory(PyObject *module, PyObject *const *args,
+                     Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3 || !THPVariable_Check(args[0]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_set_history(tensor, grad_fn, output_nr)");
+        return NULL;
+    }
+    THPVariable *var = (THPVariable *)args[0];
+    long output_nr = PyLong_AsLong(args[2]);
+    if ((output_nr == -1 && PyErr_Occurred()) || output_nr < 0
+        || output_nr > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "_set_history: bad output_nr");
+        return NULL;
+    }
+    PyObject *grad_fn = args[1] == Py_None ? NULL : args[1];
+    Py_XINCREF(grad_fn); /* the tensor's reference to its node */
+    Py_XSETREF(var->grad_fn, grad_fn);
+    var->output_nr = (int)output_nr;
+    if (grad_fn != NULL) {
+        var->requires_grad = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+/* _make_subclass(cls, data, requires_grad=False): an instance of `cls` (a
+ * subclass of ember.Tensor, e.g. nn.Parameter) sharing data's memory and
+ * version counter, with no history. */
+static PyObject *
+THPModule_makeSubclass(PyObject *module, PyObject *const *args,
+                       Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs < 2 || nargs > 3 || !PyType_Check(args[0])
+        || !PyType_IsSubtype((PyTypeObject *)args[0], &THPVariableType)
+        || !THPVariable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_make_subclass(cls, data, requires_grad=False): cls "
+                        "must subclass ember.Tensor and data be a tensor");
+        return NULL;
+    }
+    int requires_grad = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
+    if (requires_grad < 0) {
+        return NULL;
+    }
+    THTensor *source = THPVariable_Unpack(args[1]);
+    if (requires_grad && !THDtype_isFloating(source->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Only Tensors of floating point and complex dtype "
+                        "can require gradients");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    THPVariable *self = (THPVariable *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->cdata = THTensor_newAlias(source);
+    if (self->cdata == NULL) {
+        Py_DECREF(self);
+        return THPUtils_setErrorFromTH();
+    }
+    self->requires_grad = (char)requires_grad;
+    return (PyObject *)self;
+}
+
+/* _owns_its_memory(t): no other tensor (view, alias, NumPy export) shares
+ * t's storage, so the engine may adopt t as a .grad without copying. */
+static PyObject *
+THPModule_ownsItsMemory(PyObject *module, PyObject *obj)
+{
+    (void)module;
+    if (!THPVariable_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "_owns_its_memory(tensor)");
+        return NULL;
+    }
+    THTensor *t = THPVariable_Unpack(obj);
+    return PyBool_FromLong(t->refcount == 1 && t->storage->refcount == 1);
+}
+
+/* The graph edge of one input (Note [The graph] in autograd/graph.py):
+ * (grad_fn, output_nr), (tensor, 0) for a leaf requiring grad, or None. */
+static PyObject *
+edge_of(PyObject *obj)
+{
+    if (!THPVariable_Check(obj)) {
+        Py_RETURN_NONE;
+    }
+    THPVariable *var = (THPVariable *)obj;
+    if (var->grad_fn == NULL && !var->requires_grad) {
+        Py_RETURN_NONE;
+    }
+    PyObject *target = var->grad_fn != NULL ? var->grad_fn : obj;
+    PyObject *nr = PyLong_FromLong(var->grad_fn != NULL ? var->output_nr : 0);
+    if (nr == NULL) {
+        return NULL;
+    }
+    PyObject *edge = PyTuple_Pack(2, target, nr);
+    Py_DECREF(nr);
+    return edge;
+}
+
+/* _edges(*inputs): the tuple of their edges, the recording path's hot
+ * loop in C. */
+static PyObject *
+THPModule_edges(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    PyObject *edges = PyTuple_New(nargs);
+    if (edges == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *edge = edge_of(args[i]);
+        if (edge == NULL) {
+            Py_DECREF(edges);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(edges, i, edge); /* stolen */
+    }
+    return edges;
+}
+
+/* _versions(*values): each tensor's version counter, None for values
+ * without one; other objects (SavedOutput) are asked for `_version`. */
+static PyObject *
+THPModule_versions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    PyObject *versions = PyTuple_New(nargs);
+    if (versions == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *value = args[i], *version;
+        if (THPVariable_Check(value)) {
+            version = PyLong_FromLongLong(
+                THPVariable_Unpack(value)->version_counter->version);
+        }
+        else if (value == Py_None || PyFloat_Check(value)
+                 || PyLong_Check(value) || PyTuple_Check(value)) {
+            version = Py_NewRef(Py_None);
+        }
+        else {
+            version = PyObject_GetAttrString(value, "_version");
+            if (version == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                version = Py_NewRef(Py_None);
+            }
+        }
+        if (version == NULL) {
+            Py_DECREF(versions);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(versions, i, version); /* stolen */
+    }
+    return versions;
+}
+
+static PyObject *
+THPModule_opNames(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PySequence_List(op_names);
+}
+
+static PyMethodDef THPAutograd_methods[] = {
+    {"is_grad_enabled", THPModule_isGradEnabled, METH_NOARGS,
+     "Whether operators record the autograd graph (thread-local)."},
+    {"_set_grad_enabled", THPModule_setGradEnabled, METH_O, NULL},
+    {"_set_history", (PyCFunction)(void (*)(void))THPModule_setHistory,
+     METH_FASTCALL, NULL},
+    {"_make_subclass", (PyCFunction)(void (*)(void))THPModule_makeSubclass,
+     METH_FASTCALL, NULL},
+    {"_edges", (PyCFunction)(void (*)(void))THPModule_edges, METH_FASTCALL,
+     "The graph edges of the inputs of an op being recorded."},
+    {"_versions", (PyCFunction)(void (*)(void))THPModule_versions,
+     METH_FASTCALL, "The version counters of values being saved."},
+    {"_owns_its_memory", THPModule_ownsItsMemory, METH_O, NULL},
+    {"_op_names", THPModule_opNames, METH_NOARGS,
+     "The names of every operator entry point (functions and methods)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+THPAutograd_InitModule(PyObject *module)
+{
+    if (PyType_Ready(&THPOpFunctionType) < 0
+        || PyType_Ready(&THPOpMethodType) < 0) {
+        return -1;
+    }
+    autograd_handlers = PyDict_New();
+    op_names = PySet_New(NULL);
+    if (autograd_handlers == NULL || op_names == NULL
+        || PyModule_AddObjectRef(module, "_autograd_handlers",
+                                 autograd_handlers)
+               < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, THPAutograd_methods);
+}

@@ -1,0 +1,425 @@
+"""The backward engine: runs the recorded graph from outputs to leaves.
+
+Note [How the engine walks the graph]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Recursion would hit Python's recursion limit on long chains, so the engine
+is two loops over explicit containers, as PyTorch's C++ engine is:
+
+1. Dependencies.  A depth-first walk with a list as the stack counts, for
+   every node and leaf reachable from the roots, how many edges point at it.
+2. Execution.  Gradients arriving for a node are summed in its input
+   buffer; a node runs when its count drops to zero, i.e. when every
+   producer of its gradient has run.  Ready nodes wait in a heap ordered
+   newest first (PyTorch's order).  A leaf's buffer, once complete, goes
+   through the leaf's hooks and accumulates into `.grad` (or, for
+   autograd.grad, is captured instead).
+
+Gradients that never arrive (an unused output of split, say) are None.  A
+node whose every gradient is None is not run; its edges still count down so
+the rest of the graph proceeds.  After a node runs, its saved tensors are
+released unless retain_graph was asked for.
+"""
+
+import heapq
+import sys
+
+from .. import _C
+from .graph import Node, edge_of
+
+_TensorBase = _C._TensorBase
+_set_grad_enabled = _C._set_grad_enabled
+_is_grad_enabled = _C.is_grad_enabled
+_owns_its_memory = _C._owns_its_memory
+
+
+def _as_tuple(obj):
+    if isinstance(obj, _TensorBase):
+        return (obj,)
+    return tuple(obj)
+
+
+def _make_root_grads(outputs, grad_outputs, create_graph):
+    grads = []
+    for i, (out, grad) in enumerate(zip(outputs, grad_outputs)):
+        if grad is None:
+            if not out.requires_grad:
+                grads.append(None)
+                continue
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.is_floating_point():
+                raise RuntimeError(
+                    "grad can be implicitly created only for real scalar outputs "
+                    f"but got {out.dtype}")
+            grads.append(_C.ones_like(out))
+        elif isinstance(grad, _TensorBase):
+            if grad.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} "
+                    f"and output[{i}] has a shape of {out.shape}.")
+            if out.is_floating_point() != grad.is_floating_point():
+                raise TypeError(
+                    f"For grad_output[{i}], expected a floating point tensor like "
+                    f"output[{i}] ({out.dtype}) but got {grad.dtype}")
+            grads.append(grad if create_graph else grad.detach())
+        else:
+            raise TypeError(
+                "gradients can be either Tensors or None, but got "
+                f"{type(grad).__name__}")
+    return grads
+
+
+def _root_edges(outputs):
+    edges = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, _TensorBase):
+            raise TypeError(f"expected a tensor at position {i}, got {type(out).__name__}")
+        edge = edge_of(out)
+        if edge is None:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(edge)
+    return edges
+
+
+def _count_dependencies(root_edges):
+    """Edges pointing at each node and leaf reachable from the roots."""
+    dependencies = {}
+    stack = []
+    for target, _ in root_edges:
+        if target not in dependencies:
+            dependencies[target] = 0
+            if not isinstance(target, _TensorBase):
+                stack.append(target)
+    while stack:
+        node = stack.pop()
+        for edge in node._edges:
+            if edge is None:
+                continue
+            target = edge[0]
+            count = dependencies.get(target)
+            if count is None:
+                dependencies[target] = 1
+                if not isinstance(target, _TensorBase):
+                    stack.append(target)
+            else:
+                dependencies[target] = count + 1
+    return dependencies
+
+
+def _needed_nodes(root_edges, targets):
+    """The nodes with a path to one of `targets` (nodes or leaves)."""
+    parents = {}
+    seen = set()
+    stack = [t for t, _ in root_edges if not isinstance(t, _TensorBase)]
+    seen.update(stack)
+    while stack:
+        node = stack.pop()
+        for edge in node._edges:
+            if edge is None:
+                continue
+            target = edge[0]
+            parents.setdefault(target, []).append(node)
+            if target not in seen and not isinstance(target, _TensorBase):
+                seen.add(target)
+                stack.append(target)
+    needed = set()
+    stack = [t for t in targets if t in parents or t in seen]
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        stack.extend(parents.get(node, ()))
+    return needed
+
+
+class _GraphTask:
+    """The state of one backward call (PyTorch's GraphTask)."""
+
+    def __init__(self, keep_graph, create_graph, accumulate, captures, only_inputs):
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate    # write leaves' .grad
+        self.captures = captures        # {(target, nr): index} for autograd.grad
+        self.captured = [None] * len(captures) if captures else None
+        self.only_inputs = only_inputs  # backward(inputs=...): accumulate into these only
+        self.needed = None              # pruning set, or None: run everything
+        self.adopted = []               # (leaf, grad): see _unshare_adopted_grads
+
+    # ---- leaves ----
+
+    def finish_leaf(self, leaf, grad):
+        if grad is None:
+            return
+        hooks = leaf._backward_hooks
+        if hooks:
+            for hook in tuple(hooks):
+                result = hook(grad)
+                if result is not None:
+                    grad = result
+        if self.captures:
+            index = self.captures.get((leaf, 0))
+            if index is not None:
+                self.captured[index] = grad
+            return
+        if self.only_inputs is not None and id(leaf) not in self.only_inputs:
+            return
+        if self.accumulate:
+            _accumulate_grad(leaf, grad, self.create_graph, self.adopted)
+
+    # ---- nodes ----
+
+    def run_node(self, node, grads):
+        """Runs one node with its summed gradients; returns one gradient
+        per edge, or None when it is pruned.  The buffer holds a gradient
+        for at least one output, or it would not exist."""
+        hooks = node._hooks
+        if hooks is not None:
+            grads = _run_pre_hooks(node, hooks, grads)
+        if self.captures:
+            for nr, grad in enumerate(grads):
+                index = self.captures.get((node, nr))
+                if index is not None:
+                    self.captured[index] = grad
+        if self.needed is not None and node not in self.needed:
+            return None
+        results = node.apply(*grads)
+        if hooks is not None and hooks.post:
+            for hook in tuple(hooks.post):
+                replaced = hook(results, grads)
+                if replaced is not None:
+                    results = tuple(replaced)
+        if not self.keep_graph and node._saved:
+            node._saved = None
+        return results
+
+
+def _run_pre_hooks(node, hooks, grads):
+    grads = list(grads)
+    for nr, tensor_hooks in hooks.tensor.items():
+        if grads[nr] is None:
+            continue
+        for hook in tuple(tensor_hooks):
+            result = hook(grads[nr])
+            if result is not None:
+                grads[nr] = result
+    for nr, tensor_ref in hooks.retain.items():
+        tensor = tensor_ref()
+        if tensor is not None and grads[nr] is not None:
+            old = tensor.grad
+            tensor.grad = grads[nr].clone() if old is None else old + grads[nr]
+    for hook in tuple(hooks.pre):
+        result = hook(tuple(grads))
+        if result is not None:
+            grads = list(result)
+    return grads
+
+
+def _accumulate_grad(leaf, grad, create_graph, adopted):
+    """PyTorch's AccumulateGrad: leaf.grad = grad, or += grad."""
+    if grad.dtype != leaf.dtype:
+        grad = grad.to(leaf.dtype)
+    if grad.shape != leaf.shape:
+        raise RuntimeError(
+            f"Function returned an invalid gradient - got {list(grad.shape)} but "
+            f"expected shape compatible with {list(leaf.shape)}")
+    old = leaf.grad
+    if old is None:
+        leaf.grad = grad
+        if not create_graph:
+            adopted.append((leaf, grad))
+    elif create_graph or old.requires_grad:
+        leaf.grad = old + grad
+    else:
+        old.add_(grad)
+
+
+def _execute(root_edges, root_grads, task):
+    dependencies = _count_dependencies(root_edges)
+    buffers = {}
+    for (target, nr), grad in zip(root_edges, root_grads):
+        if grad is None:
+            continue
+        buffer = buffers.get(target)
+        if buffer is None:
+            num_outputs = 1 if isinstance(target, _TensorBase) else target.num_outputs
+            buffer = buffers[target] = [None] * num_outputs
+        buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+
+    ready = []
+    for target, _ in root_edges:
+        if dependencies.get(target) == 0:
+            dependencies[target] = -1  # queued once even if it is two roots
+            if isinstance(target, _TensorBase):
+                task.finish_leaf(target, buffers.pop(target, [None])[0])
+            else:
+                heapq.heappush(ready, (-target._sequence_nr, target))
+
+    # The loop below is the engine's hot path (Note [How the engine walks
+    # the graph]); plain nodes (no hooks, no pruning) run inline.
+    plain = not task.captures and task.needed is None
+    keep_graph = task.keep_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
+    while ready:
+        node = heappop(ready)[1]
+        grads = buffers.pop(node, None)
+        if grads is None:
+            results = ()
+        elif plain and node._hooks is None:
+            results = node.apply(*grads)
+            if not keep_graph and node._saved:
+                node._saved = None
+        else:
+            results = task.run_node(node, grads) or ()
+        edges = node._edges
+        if not results:  # not run (pruned, or no gradient arrived)
+            results = (None,) * len(edges)
+        for edge, grad in zip(edges, results):
+            if edge is None:
+                continue
+            target, nr = edge
+            if grad is not None:
+                buffer = buffers.get(target)
+                if buffer is None:
+                    if nr == 0 and (isinstance(target, _TensorBase) or target.num_outputs == 1):
+                        buffers[target] = [grad]
+                    else:
+                        buffer = buffers[target] = [None] * target.num_outputs
+                        buffer[nr] = grad
+                elif buffer[nr] is None:
+                    buffer[nr] = grad
+                else:
+                    buffer[nr] = buffer[nr] + grad
+            remaining = dependencies[target] - 1
+            dependencies[target] = remaining
+            if remaining == 0:
+                if isinstance(target, _TensorBase):
+                    buffer = buffers.pop(target, None)
+                    task.finish_leaf(target, None if buffer is None else buffer[0])
+                else:
+                    heappush(ready, (-target._sequence_nr, target))
+
+
+# References to an adopted gradient when only its leaf has it: the leaf's
+# .grad, the adopted list's tuple, the loop variable, getrefcount's argument.
+_ADOPTED_SOLE_REFCOUNT = 4
+
+
+def _unshare_adopted_grads(adopted):
+    """Note [Adopting gradients]: a leaf's first gradient is stored without a
+    copy, as PyTorch's AccumulateGrad steals it.  That is only right if
+    nothing else sees that memory: a formula may hand the same tensor (or a
+    view of it) to two leaves, and the caller's `gradient` argument may be
+    it.  Once the engine's own references are gone, a gradient that is
+    still shared is replaced by a copy, so a later in-place accumulation
+    into one .grad cannot change another tensor."""
+    for leaf, grad in adopted:
+        if leaf.grad is grad and (sys.getrefcount(grad) > _ADOPTED_SOLE_REFCOUNT
+                                  or not _owns_its_memory(grad)):
+            leaf.grad = grad.clone()
+
+
+def _run(root_edges, root_grads, task):
+    was_enabled = _is_grad_enabled()
+    _set_grad_enabled(task.create_graph)
+    try:
+        _execute(root_edges, root_grads, task)
+    finally:
+        _set_grad_enabled(was_enabled)
+    root_grads.clear()
+    _unshare_adopted_grads(task.adopted)
+    task.adopted.clear()
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulates d(tensors)/d(leaf) into the .grad of every leaf (or of `inputs`)."""
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = grad_variables
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    else:
+        grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, (list, tuple)) \
+            else tuple(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(
+            f"got {len(grad_tensors)} tensors and {len(tensors)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    only_inputs = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        only_inputs = {id(t) for t in inputs}
+    root_edges = _root_edges(tensors)
+    root_grads = _make_root_grads(tensors, grad_tensors, create_graph)
+    task = _GraphTask(retain_graph, create_graph, True, None, only_inputs)
+    if inputs is not None:
+        for t in inputs:
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+        task.needed = _needed_nodes(root_edges, [edge_of(t)[0] for t in inputs])
+        _run_non_leaf_inputs(inputs, task)
+    _run(root_edges, root_grads, task)
+
+
+def _run_non_leaf_inputs(inputs, task):
+    """backward(inputs=[non_leaf]): their gradient goes into .grad as if retained."""
+    for t in inputs:
+        if t.grad_fn is not None:
+            t.retain_grad()
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
+    """d(outputs)/d(inputs), returned instead of accumulated into .grad."""
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"grad requires one grad_output per output: got {len(grad_outputs)} "
+            f"grad_outputs and {len(outputs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    captures = {}
+    for i, t in enumerate(inputs):
+        if not isinstance(t, _TensorBase):
+            raise TypeError(f"grad(): inputs must be tensors, got {type(t).__name__}")
+        edge = edge_of(t)
+        if edge is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        captures.setdefault(edge, i)
+    root_edges = _root_edges(outputs)
+    root_grads = _make_root_grads(outputs, grad_outputs, create_graph)
+    task = _GraphTask(retain_graph, create_graph, False, captures, None)
+    task.needed = _needed_nodes(root_edges, [edge[0] for edge in captures])
+    _run(root_edges, root_grads, task)
+    results = []
+    for i, t in enumerate(inputs):
+        g = task.captured[captures[edge_of(t)]]
+        if g is None:
+            if materialize_grads:
+                g = _C.zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used "
+                    "in the graph. Set allow_unused=True if this is the desired behavior.")
+        elif g.dtype != t.dtype:
+            g = g.to(t.dtype)
+        results.append(g)
+    return tuple(results)
+
+
+__all__ = ["backward", "grad", "Node"]
