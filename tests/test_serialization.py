@@ -110,9 +110,10 @@ def test_shared_memory_is_saved_as_independent_copies():
 
 def test_requires_grad_is_not_saved():
     w = ember.ones(2, 3, dtype=ember.float32).requires_grad_(True)
-    back = roundtrip({"w": w})["w"]
-    assert back.requires_grad is False
-    assert_same_tensor(back, w)
+    loaded = roundtrip({"w": w, "y": w * 2})   # a leaf and a non-leaf
+    for name, expected in [("w", w), ("y", w * 2)]:
+        assert loaded[name].requires_grad is False and loaded[name].grad_fn is None
+        assert_same_tensor(loaded[name], expected)
 
 
 def test_loaded_tensors_own_their_memory(tmp_dir):
