@@ -824,6 +824,48 @@ def test_embedding_padding_row_gets_no_gradient(torch):
     assert to_numpy(e.weight.grad).tolist() == [[0, 0], [1, 1], [0, 0], [1, 1]]
 
 
+
+def _loss_cases(lib):
+    """(name, loss function of (x, aux), x shape) with lib = torch or ember."""
+    F_ = lib.nn.functional
+    return [
+        ("cross_entropy", lambda x, a: F_.cross_entropy(x, a["target"], a["weight"], ignore_index=1,
+                                                        label_smoothing=0.2), (4, 3)),
+        ("cross_entropy_probs", lambda x, a: F_.cross_entropy(x, a["probs"]), (4, 3)),
+        ("nll_loss_3d", lambda x, a: F_.nll_loss(x, a["target3"], reduction="sum"), (2, 3, 2)),
+        ("mse_loss", lambda x, a: F_.mse_loss(x, a["y"]), (4, 3)),
+        ("l1_loss", lambda x, a: F_.l1_loss(x, a["y"], reduction="sum"), (4, 3)),
+        ("bce", lambda x, a: F_.binary_cross_entropy(F_.sigmoid(x), a["t01"]), (4, 3)),
+        ("bce_with_logits", lambda x, a: F_.binary_cross_entropy_with_logits(
+            x, a["t01"], pos_weight=a["pos_weight"]), (4, 3)),
+        ("logsigmoid_at_zero", lambda x, a: F_.logsigmoid(x * 0).sum() + F_.logsigmoid(x).sum(), (4, 3)),
+        ("layer_norm", lambda x, a: (F_.layer_norm(x, [3], a["w3"], a["b3"]) * a["y"]).sum(), (4, 3)),
+        ("softmax", lambda x, a: (F_.softmax(x, 1) * a["y"]).sum(), (4, 3)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_loss_gradients_match_torch(torch, case):
+    """The composites differentiate to torch's gradients."""
+    if not hasattr(ember, "autograd"):
+        pytest.skip("ember.autograd is not available")
+    rng = np.random.default_rng(case)
+    aux = dict(target=np.array([0, 1, 2, 2]), target3=np.array([[0, 2], [1, 1]]),
+               weight=np.array([0.5, 1.0, 2.0]), probs=rng.dirichlet(np.ones(3), size=4),
+               y=rng.standard_normal((4, 3)), t01=rng.random((4, 3)),
+               pos_weight=np.array([0.5, 2.0, 1.0]), w3=rng.standard_normal(3),
+               b3=rng.standard_normal(3))
+    name, ember_fn, shape = _loss_cases(ember)[case]
+    _, torch_fn, _ = _loss_cases(torch)[case]
+    x = rng.standard_normal(shape)
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    loss = forward_or_skip(lambda: ember_fn(ex, {k: ember.from_numpy(v) for k, v in aux.items()}))
+    backward_or_skip(loss)
+    torch_fn(tx, {k: torch.from_numpy(v) for k, v in aux.items()}).backward()
+    assert_close(ex.grad, tx.grad, rtol=1e-9, atol=1e-12)
+
+
 # ---- varying shapes and dtypes ------------------------------------------------------
 
 @settings(max_examples=25, deadline=None)

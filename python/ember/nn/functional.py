@@ -39,8 +39,12 @@ def silu(input, inplace=False):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), which never overflows."""
-    return ember.minimum(input, ember.zeros_like(input)) - ember.log1p(ember.exp(-ember.abs(input)))
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), which never overflows.
+
+    min(x, 0) is written (x - |x|) / 2 (exact in floating point) so that the
+    composite's derivative at x = 0 is sigmoid(0) = 1/2, as PyTorch's."""
+    magnitude = ember.abs(input)
+    return (input - magnitude) * 0.5 - ember.log1p(ember.exp(-magnitude))
 
 
 def _softmax_dim(name, ndim, stacklevel):
