@@ -674,6 +674,18 @@ def test_cross_entropy_probability_targets(torch, shape, reduction, use_weight, 
     assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_one_dim_input_with_one_element_target(torch, reduction):
+    x = np.array([0.3, -1.2, 2.0])
+    for e_fn, t_fn in [(F.cross_entropy, torch.nn.functional.cross_entropy),
+                       (F.nll_loss, torch.nn.functional.nll_loss)]:
+        for target in ([2], [-100]):
+            got = e_fn(ember.from_numpy(x), ember.tensor(target), reduction=reduction)
+            want = t_fn(torch.from_numpy(x), torch.tensor(target), reduction=reduction)
+            assert got.shape == want.shape
+            np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-12)
+
+
 def test_cross_entropy_all_ignored_is_nan(torch):
     got = F.cross_entropy(ember.randn(2, 3), ember.tensor([-100, -100]))
     assert math.isnan(got.item())
@@ -689,6 +701,8 @@ def test_class_loss_errors_match_torch(torch):
         ((2, 3, 4), [[0] * 5, [1] * 5], {}),
         ((2, 3, 4), [0, 1], {}),
         ((3,), [0, 1], {}),
+        ((2, 3, 4), 1, {}),
+        ((2, 3), 1, {}),
         ((4, 3), [0, 1, 2, 0], {"reduction": "avg"}),
         ((4, 3), [0, 1, 2, 0], {"label_smoothing": 1.5}),
         ((4, 3), [0, 1, 2, 0], {"weight": [1.0, 2.0]}),

@@ -215,24 +215,24 @@ def _check_class_weight(weight, n_classes):
 
 
 def _check_class_targets(input, target, weight, ignore_index):
-    """PyTorch's nll_loss_nd checks, in its order."""
+    """PyTorch's nll_loss_nd checks, in its order.  Returns the target,
+    a (1,) target of a (C,) input read as the 0-dim one it stands for."""
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if input.dim() == 1 and target.dim() == 1 and target.size(0) != 1:
-        raise ValueError(
-            "For 1D input, 1D target must have size 1, but got target size: "
-            f"{target.size(0)}")
-    if input.dim() != 1 and target.dim() >= 1 and input.size(0) != target.size(0):
+    if input.dim() == 1 and target.dim() == 1:
+        if target.size(0) != 1:
+            raise ValueError(
+                "For 1D input, 1D target must have size 1, but got target size: "
+                f"{target.size(0)}")
+        target = target.reshape(())
+    target_batch = target.size(0) if target.dim() > 0 else 0
+    if input.dim() != 1 and input.size(0) != target_batch:
         raise ValueError(
             f"Expected input batch_size ({input.size(0)}) to match target "
-            f"batch_size ({target.size(0)}).")
+            f"batch_size ({target_batch}).")
     if input.dim() <= 2:
         if target.dim() > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        if input.dim() == 2 and target.dim() == 0:
-            raise ValueError(
-                f"Expected input batch_size ({input.size(0)}) to match target "
-                "batch_size (0).")
     else:
         expected = [input.size(0)] + list(input.shape[2:])
         if list(target.shape) != expected:
@@ -248,6 +248,7 @@ def _check_class_targets(input, target, weight, ignore_index):
     if out_of_range.any().item():
         first = ember.masked_select(target, out_of_range)[0].item()
         raise IndexError(f"Target {first} is out of bounds.")
+    return target
 
 
 def _class_dim(input):
@@ -284,7 +285,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     _check_reduction(reduction)
-    _check_class_targets(input, target, weight, ignore_index)
+    target = _check_class_targets(input, target, weight, ignore_index)
     loss, element_weight = _nll(input, target, weight, ignore_index)
     return _reduce_nll(loss, element_weight, reduction)
 
@@ -325,7 +326,7 @@ def _cross_entropy_classes(input, target, weight, ignore_index, reduction,
                            label_smoothing):
     """Cross entropy against class indices, with PyTorch's label smoothing:
     (1 - eps) * nll + eps / C * (sum over classes of -weight * log p)."""
-    _check_class_targets(input, target, weight, ignore_index)
+    target = _check_class_targets(input, target, weight, ignore_index)
     class_dim = _class_dim(input)
     n_classes = input.size(class_dim)
     log_probs = log_softmax(input, class_dim)
