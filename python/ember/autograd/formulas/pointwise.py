@@ -25,7 +25,8 @@ class AddBackward0(Node):
         if self._edges[1] is not None:
             scaled = grad if self.alpha == 1 else grad * self.alpha
             grad_other = reduce_grad(scaled, self.other_meta)
-        return (reduce_grad(grad, self.input_meta) if self._edges[0] is not None else None, grad_other)
+        grad_input = reduce_grad(grad, self.input_meta) if self._edges[0] is not None else None
+        return grad_input, grad_other
 
 
 class SubBackward0(AddBackward0):
@@ -82,20 +83,26 @@ class MulBackward0(Node):
                 reduce_grad(grad * input, other) if self._edges[1] is not None else None)
 
 
+def _record_mul(input, other, result):
+    # Each factor is saved only for the other one's gradient, as PyTorch
+    # does (otherwise its shape and dtype), so that y * 2 followed by an
+    # in-place write into y stays legal.
+    edges = edges_of(input, other)
+    node = MulBackward0(edges)
+    node.save(input if edges[1] is not None else meta_of(input),
+              other if edges[0] is not None else meta_of(other))
+    return record(node, result)
+
+
 @register("mul", "multiply")
 def mul(input, other, *, out=None):
     refuse_out("mul", out)
-    result = ember.mul(input, other)
-    node = MulBackward0(edges_of(input, other))
-    node.save(input, other)
-    return record(node, result)
+    return _record_mul(input, other, ember.mul(input, other))
 
 
 @register("__mul__")
 def mul_operator(a, b):
-    node = MulBackward0(edges_of(a, b))
-    node.save(a, b)
-    return record(node, a * b)
+    return _record_mul(a, b, a * b)
 
 
 class DivBackward0(Node):
@@ -120,17 +127,20 @@ def div(input, other, *, rounding_mode=None, out=None):
         node = _ZeroBackward(edges_of(input, other))
         node.metas = (meta_of(input), meta_of(other))
         return record(node, result)
-    result = ember.div(input, other)
-    node = DivBackward0(edges_of(input, other))
-    node.save(input, other)
-    return record(node, result)
+    return _record_div(input, other, ember.div(input, other))
 
 
 @register("__truediv__")
 def div_operator(a, b):
-    node = DivBackward0(edges_of(a, b))
-    node.save(a, b)
-    return record(node, a / b)
+    return _record_div(a, b, a / b)
+
+
+def _record_div(input, other, result):
+    # The dividend is needed only for the divisor's gradient (as _record_mul).
+    edges = edges_of(input, other)
+    node = DivBackward0(edges)
+    node.save(input if edges[1] is not None else meta_of(input), other)
+    return record(node, result)
 
 
 class _ZeroBackward(Node):
@@ -192,12 +202,12 @@ class PowBackward1(Node):
     def apply(self, grad):
         input, exponent, result = self.unpack_saved()
         grad_input = grad_exponent = None
-        if _needs(self, 0):
+        if self._edges[0] is not None:
             # exponent 0 has derivative 0 everywhere, even at input 0
             # (where exponent * input ** -1 would be nan).
             local = ember.where(exponent == 0, 0.0, exponent * input.pow(exponent - 1))
             grad_input = reduce_grad(grad * local, input)
-        if _needs(self, 1):
+        if self._edges[1] is not None:
             grad_exponent = reduce_grad(grad * _log_base_term(input, exponent, result),
                                         exponent)
         return grad_input, grad_exponent
@@ -271,9 +281,9 @@ class RemainderBackward1(Node):
 
     def apply(self, grad):
         input, other = self.unpack_saved()
-        return (reduce_grad(grad, input) if _needs(self, 0) else None,
+        return (reduce_grad(grad, input) if self._edges[0] is not None else None,
                 reduce_grad(-grad * input.div(other, rounding_mode="floor"), other)
-                if _needs(self, 1) else None)
+                if self._edges[1] is not None else None)
 
 
 class FmodBackward0(RemainderBackward0):
@@ -289,9 +299,9 @@ class FmodBackward1(Node):
 
     def apply(self, grad):
         input, other = self.unpack_saved()
-        return (reduce_grad(grad, input) if _needs(self, 0) else None,
+        return (reduce_grad(grad, input) if self._edges[0] is not None else None,
                 reduce_grad(-grad * input.div(other, rounding_mode="trunc"), other)
-                if _needs(self, 1) else None)
+                if self._edges[1] is not None else None)
 
 
 class _NotImplementedNode(Node):
@@ -362,8 +372,8 @@ class Atan2Backward0(Node):
     def apply(self, grad):
         input, other = self.unpack_saved()
         scale = grad / (input * input + other * other)
-        return (reduce_grad(scale * other, input) if _needs(self, 0) else None,
-                reduce_grad(scale * -input, other) if _needs(self, 1) else None)
+        return (reduce_grad(scale * other, input) if self._edges[0] is not None else None,
+                reduce_grad(scale * -input, other) if self._edges[1] is not None else None)
 
 
 @register("atan2", "arctan2")
@@ -387,9 +397,9 @@ class MaximumBackward0(Node):
         input, other = self.unpack_saved()
         shared = ember.where(input == other, grad / 2, grad)
         grad_input = grad_other = None
-        if _needs(self, 0):
+        if self._edges[0] is not None:
             grad_input = reduce_grad(ember.where(self._loses(input, other), 0.0, shared), input)
-        if _needs(self, 1):
+        if self._edges[1] is not None:
             grad_other = reduce_grad(ember.where(self._loses(other, input), 0.0, shared), other)
         return grad_input, grad_other
 
@@ -446,14 +456,14 @@ class ClampBackward0(Node):
     def apply(self, grad):
         input, min, max = self.unpack_saved()
         grads = [None, None, None]
-        if _needs(self, 0):
+        if self._edges[0] is not None:
             grads[0] = reduce_grad(ember.where(_inside(input, min, max), grad, 0.0), input)
-        if _needs(self, 1):
+        if self._edges[1] is not None:
             takes_min = input < min
             if max is not None:
                 takes_min = ember.logical_and(takes_min, min < max)
             grads[1] = reduce_grad(ember.where(takes_min, grad, 0.0), min)
-        if _needs(self, 2):
+        if self._edges[2] is not None:
             takes_max = input > max
             if min is not None:
                 takes_max = ember.logical_or(takes_max, max < min)
@@ -501,9 +511,9 @@ class WhereBackward0(Node):
     def apply(self, grad):
         condition, = self.unpack_saved()
         return (reduce_grad(ember.where(condition, grad, 0.0), self.input_meta)
-                if _needs(self, 0) else None,
+                if self._edges[0] is not None else None,
                 reduce_grad(ember.where(condition, 0.0, grad), self.other_meta)
-                if _needs(self, 1) else None)
+                if self._edges[1] is not None else None)
 
 
 @register("where")

@@ -5,15 +5,17 @@ operators, and a handler built by one of the factories below: the handler
 saves either the input or, where the derivative is cheapest in terms of
 the result (exp, tanh, sigmoid, sqrt, relu, ...), the output through
 SavedOutput, so that create_graph=True differentiates the backward too.
-In-place variants (exp_) come from register_inplace.
+In-place variants come from register_inplace, except for the operators
+saving their output: x.exp_() saves x itself after the write (as PyTorch),
+so a later in-place write into x makes backward refuse, and no copy is kept.
 """
 
 import math
 
 import ember
 
-from ._common import (Node, SavedOutput, edges_of, nondifferentiable, record,
-                      refuse_out, register, register_inplace)
+from ._common import (Node, SavedOutput, check_inplace, commit_inplace, edges_of,
+                      nondifferentiable, record, refuse_out, register, register_inplace)
 from .pointwise import PowBackward0
 
 _LN2 = math.log(2.0)
@@ -310,6 +312,20 @@ def _saving_output(name, node_class):
     return handler
 
 
+def _saving_output_inplace(name, node_class):
+    """x.name_(): the derivative needs only the new x, so the node saves x
+    itself once the values are written (Note [In-place operations])."""
+    op = getattr(ember, name)
+
+    def handler(self):
+        check_inplace(self)
+        node = node_class(edges_of(self))
+        commit_inplace(self, record(node, op(self)))
+        node.save(SavedOutput(self))
+        return self
+    return handler
+
+
 def _saving_input(name, node_class):
     op = getattr(ember, name)
 
@@ -349,6 +365,8 @@ _FORMULAS = [
 for _factory, _table in _FORMULAS:
     for _name, _node_class in _table.items():
         register(_name)(_factory(_name, _node_class))
+        if _factory is _saving_output:
+            register(_name + "_")(_saving_output_inplace(_name, _node_class))
 
 
 @register("square")
@@ -389,10 +407,9 @@ def nan_to_num(input, *args, out=None, **kwargs):
     return record(node, result)
 
 
-for _name in ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-              "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-              "tanh", "sigmoid", "erf", "erfc", "frac", "floor", "ceil", "trunc", "relu",
-              "square", "round", "nan_to_num"]:
+for _name in ["log", "log2", "log10", "log1p", "sin", "cos", "asin", "acos", "atan", "sinh",
+              "cosh", "erf", "erfc", "frac", "floor", "ceil", "trunc", "square", "round",
+              "nan_to_num"]:
     register_inplace(_name + "_", getattr(ember, _name))
 
 # Predicates: bool results.
