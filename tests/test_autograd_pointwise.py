@@ -14,10 +14,6 @@ from autograd_utils import check_against_torch, check_gradcheck, leaf, noncontig
 RNG_SEED = 1234
 
 
-def rng():
-    return np.random.default_rng(RNG_SEED)
-
-
 def uniform(shape, low=-1.0, high=1.0, seed=RNG_SEED):
     return np.random.default_rng(seed).uniform(low, high, size=shape)
 

@@ -10,9 +10,26 @@ import operator
 
 import ember
 
-from ._common import (Node, SavedOutput, _TensorBase, check_inplace, commit_inplace,
-                      edges_of, meta_of, nondifferentiable, record, reduce_grad,
+from ._common import (Node, SavedOutput, TensorMeta, _TensorBase, check_inplace,
+                      commit_inplace, edges_of, meta_of, nondifferentiable, record, reduce_grad,
                       refuse_out, register, register_inplace)
+
+
+# ---- gradients of broadcasting operands -------------------------------------------
+
+def _reduce(grad, meta):
+    """reduce_grad, where meta None means the gradient already has its
+    input's shape and dtype (see _reduction_meta)."""
+    return grad if meta is None else reduce_grad(grad, meta)
+
+
+def _reduction_meta(operand, result):
+    """The operand's TensorMeta when its gradient must be summed or cast
+    back (the result broadcast it or promoted its dtype), else None:
+    cheaper than always keeping one."""
+    if operand.shape != result.shape or operand.dtype != result.dtype:
+        return TensorMeta(operand)
+    return None
 
 
 # ---- add, sub ------------------------------------------------------------------
@@ -24,8 +41,8 @@ class AddBackward0(Node):
         grad_other = None
         if self._edges[1] is not None:
             scaled = grad if self.alpha == 1 else grad * self.alpha
-            grad_other = reduce_grad(scaled, self.other_meta)
-        grad_input = reduce_grad(grad, self.input_meta) if self._edges[0] is not None else None
+            grad_other = _reduce(scaled, self.other_meta)
+        grad_input = _reduce(grad, self.input_meta) if self._edges[0] is not None else None
         return grad_input, grad_other
 
 
@@ -65,32 +82,35 @@ def sub_operator(a, b):
 
 
 def _record_alpha(node_class, alpha, a, b, result):
-    node = node_class(edges_of(a, b))
+    edges = edges_of(a, b)
+    node = node_class(edges)
     node.alpha = alpha
-    node.input_meta = meta_of(a)
-    node.other_meta = meta_of(b)
+    node.input_meta = _reduction_meta(a, result) if edges[0] is not None else None
+    node.other_meta = _reduction_meta(b, result) if edges[1] is not None else None
     return record(node, result)
 
 
 # ---- mul, div ------------------------------------------------------------------
 
 class MulBackward0(Node):
-    __slots__ = ()
+    """Each factor is saved only for the other one's gradient, as PyTorch
+    does, so that y * 2 followed by an in-place write into y stays legal."""
+
+    __slots__ = ("input_meta", "other_meta")
 
     def apply(self, grad):
         input, other = self.unpack_saved()
-        return (reduce_grad(grad * other, input) if self._edges[0] is not None else None,
-                reduce_grad(grad * input, other) if self._edges[1] is not None else None)
+        return (_reduce(grad * other, self.input_meta) if self._edges[0] is not None else None,
+                _reduce(grad * input, self.other_meta) if self._edges[1] is not None else None)
 
 
 def _record_mul(input, other, result):
-    # Each factor is saved only for the other one's gradient, as PyTorch
-    # does (otherwise its shape and dtype), so that y * 2 followed by an
-    # in-place write into y stays legal.
     edges = edges_of(input, other)
     node = MulBackward0(edges)
-    node.save(input if edges[1] is not None else meta_of(input),
-              other if edges[0] is not None else meta_of(other))
+    node.input_meta = _reduction_meta(input, result) if edges[0] is not None else None
+    node.other_meta = _reduction_meta(other, result) if edges[1] is not None else None
+    node.save(input if edges[1] is not None else None,
+              other if edges[0] is not None else None)
     return record(node, result)
 
 
@@ -106,15 +126,17 @@ def mul_operator(a, b):
 
 
 class DivBackward0(Node):
-    __slots__ = ()
+    """The dividend is saved only for the divisor's gradient (as MulBackward0)."""
+
+    __slots__ = ("input_meta", "other_meta")
 
     def apply(self, grad):
         input, other = self.unpack_saved()
         grad_input = grad_other = None
         if self._edges[0] is not None:
-            grad_input = reduce_grad(grad / other, input)
+            grad_input = _reduce(grad / other, self.input_meta)
         if self._edges[1] is not None:
-            grad_other = reduce_grad(-grad * input / (other * other), other)
+            grad_other = _reduce(-grad * input / (other * other), self.other_meta)
         return grad_input, grad_other
 
 
@@ -136,10 +158,11 @@ def div_operator(a, b):
 
 
 def _record_div(input, other, result):
-    # The dividend is needed only for the divisor's gradient (as _record_mul).
     edges = edges_of(input, other)
     node = DivBackward0(edges)
-    node.save(input if edges[1] is not None else meta_of(input), other)
+    node.input_meta = _reduction_meta(input, result) if edges[0] is not None else None
+    node.other_meta = _reduction_meta(other, result) if edges[1] is not None else None
+    node.save(input if edges[1] is not None else None, other)
     return record(node, result)
 
 
@@ -505,14 +528,16 @@ def clip(input, min=None, max=None, *, out=None):
 
 # ---- where ---------------------------------------------------------------------
 
+_BOOL = ember.bool
+
 class WhereBackward0(Node):
     __slots__ = ("input_meta", "other_meta")
 
     def apply(self, grad):
         condition, = self.unpack_saved()
-        return (reduce_grad(ember.where(condition, grad, 0.0), self.input_meta)
+        return (_reduce(ember.where(condition, grad, 0.0), self.input_meta)
                 if self._edges[0] is not None else None,
-                reduce_grad(ember.where(condition, 0.0, grad), self.other_meta)
+                _reduce(ember.where(condition, 0.0, grad), self.other_meta)
                 if self._edges[1] is not None else None)
 
 
@@ -523,9 +548,10 @@ def where(*args, **kwargs):
     condition, input, other, out = _where_arguments(args, kwargs)
     refuse_out("where", out)
     result = ember.where(condition, input, other)
-    node = WhereBackward0(edges_of(input, other))
-    node.input_meta = meta_of(input)
-    node.other_meta = meta_of(other)
+    edges = edges_of(input, other)
+    node = WhereBackward0(edges)
+    node.input_meta = _reduction_meta(input, result) if edges[0] is not None else None
+    node.other_meta = _reduction_meta(other, result) if edges[1] is not None else None
     node.save(condition)
     return record(node, result)
 
@@ -536,13 +562,14 @@ def _where_arguments(args, kwargs):
     The condition must be a bool tensor, so a first argument that is not
     one, followed by a bool tensor, is the method form (self first).  Both
     bool is ambiguous only for a bool `input`; it is read as the function."""
-    if kwargs:
-        if "input" in kwargs or "out" in kwargs or len(args) >= 3:
-            return _where_function(*args, **kwargs)
-        return _where_method(*args, **kwargs)
-    if len(args) == 3 and not _is_bool_tensor(args[0]) and _is_bool_tensor(args[1]):
-        return _where_method(*args)
-    return _where_function(*args)
+    if not kwargs and len(args) == 3:
+        first, second, third = args
+        if not _is_bool_tensor(first) and _is_bool_tensor(second):
+            return second, first, third, None
+        return first, second, third, None
+    if "input" in kwargs or "out" in kwargs or len(args) >= 3:
+        return _where_function(*args, **kwargs)
+    return _where_method(*args, **kwargs)
 
 
 def _where_function(condition, input, other, *, out=None):
@@ -554,7 +581,7 @@ def _where_method(input, condition, other):
 
 
 def _is_bool_tensor(value):
-    return isinstance(value, _TensorBase) and value.dtype == ember.bool
+    return isinstance(value, _TensorBase) and value.dtype is _BOOL
 
 
 # ---- abs, sign, positive -----------------------------------------------------------
