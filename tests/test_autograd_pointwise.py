@@ -105,6 +105,28 @@ def test_node_names_match_torch(name):
     assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__ == TORCH_NODE_NAMES[name]
 
 
+@pytest.mark.parametrize("program", [
+    lambda lib, a, b: a ** b, lambda lib, a, b: a ** 2, lambda lib, a, b: 2 ** a,
+    lambda lib, a, b: a % b, lambda lib, a, b: a % 2, lambda lib, a, b: lib.fmod(a, b),
+    lambda lib, a, b: lib.fmod(a, 2), lambda lib, a, b: lib.atan2(a, b),
+    lambda lib, a, b: lib.maximum(a, b), lambda lib, a, b: lib.minimum(a, b),
+    lambda lib, a, b: a.clamp(0, 1), lambda lib, a, b: a.clamp(min=b),
+    lambda lib, a, b: lib.where(a > 0, a, b), lambda lib, a, b: abs(a),
+    lambda lib, a, b: a.sign(), lambda lib, a, b: lib.div(a, b, rounding_mode="floor"),
+    lambda lib, a, b: 2 - a, lambda lib, a, b: a - 2, lambda lib, a, b: a / b,
+    lambda lib, a, b: a // b,
+])
+def test_binary_node_names_match_torch(program):
+    torch = pytest.importorskip("torch")
+    x, y = np.array([0.5, 1.5]), np.array([2.0, 0.25])
+    e = program(ember, leaf(x), leaf(y))
+    t = program(torch, torch.from_numpy(x).requires_grad_(), torch.from_numpy(y).requires_grad_())
+    assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+    # ember keeps a (None, 0) slot for a Python-number operand, torch none.
+    assert (sum(f is not None for f, _ in e.grad_fn.next_functions)
+            == sum(f is not None for f, _ in t.grad_fn.next_functions))
+
+
 def test_create_graph_through_saved_outputs():
     """Ops saving their output (SavedOutput) differentiate twice."""
     torch = pytest.importorskip("torch")

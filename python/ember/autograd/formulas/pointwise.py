@@ -1,4 +1,6 @@
-"""Derivatives of the elementwise operators (c/python/Pointwise.c, Unary.c).
+"""Derivatives of the elementwise operators of c/python/Pointwise.c: their
+functions, methods, in-place variants and number slots (the unary math of
+Unary.c is in unary.py).
 
 Binary operators broadcast: each gradient is reduced back to its input's
 shape and dtype with reduce_grad.  Python numbers are constants: they get no
@@ -50,6 +52,12 @@ class SubBackward0(AddBackward0):
     __slots__ = ()
 
 
+class RsubBackward1(AddBackward0):
+    """number - tensor."""
+
+    __slots__ = ()
+
+
 def _add_like(node_class, op, input, other, alpha, out, name):
     refuse_out(name, out)
     result = op(input, other, alpha=alpha)
@@ -78,7 +86,8 @@ def add_operator(a, b):
 
 @register("__sub__")
 def sub_operator(a, b):
-    return _record_alpha(SubBackward0, -1, a, b, a - b)
+    node_class = SubBackward0 if isinstance(a, _TensorBase) else RsubBackward1
+    return _record_alpha(node_class, -1, a, b, a - b)
 
 
 def _record_alpha(node_class, alpha, a, b, result):
@@ -146,7 +155,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is not None:
         # trunc/floor division is piecewise constant: zero gradient, as PyTorch.
         result = ember.div(input, other, rounding_mode=rounding_mode)
-        node = _ZeroBackward(edges_of(input, other))
+        node = DivBackward2(edges_of(input, other))
         node.metas = (meta_of(input), meta_of(other))
         return record(node, result)
     return _record_div(input, other, ember.div(input, other))
@@ -167,7 +176,8 @@ def _record_div(input, other, result):
 
 
 class _ZeroBackward(Node):
-    """Gradient zero everywhere (floor, trunc division, ...)."""
+    """Gradient zero everywhere (floor, trunc division, comparisons written
+    in place, ...): `metas` holds each input's TensorMeta."""
 
     __slots__ = ("metas",)
 
@@ -175,6 +185,12 @@ class _ZeroBackward(Node):
         return tuple(ember.zeros(meta.shape, dtype=meta.dtype)
                      if meta is not None and edge is not None else None
                      for meta, edge in zip(self.metas, self._edges))
+
+
+class DivBackward2(_ZeroBackward):
+    """div with rounding_mode='trunc' or 'floor'."""
+
+    __slots__ = ()
 
 
 # ---- neg -----------------------------------------------------------------------
@@ -654,22 +670,12 @@ nondifferentiable(*_COMPARISONS, *_LOGICAL, *_BITWISE, *(n + "_" for n in _BITWI
                   "result_type", "promote_types", "can_cast")
 
 
-class _ZeroGradInplace(Node):
-    """A comparison written in place into a float tensor (x.lt_(y)): the
-    new values are step functions of the inputs, so every gradient is zero."""
-
-    __slots__ = ("metas",)
-
-    def apply(self, grad):
-        return tuple(ember.zeros(meta.shape, dtype=meta.dtype) if edge is not None else None
-                     for meta, edge in zip(self.metas, self._edges))
-
-
 def _register_zero_grad_inplace(name, op, node_prefix):
-    """x.name_(...): the C operator's values, cast to x's dtype, with a
-    zero-gradient node named as PyTorch's (EqBackward0 for a number
-    operand, EqBackward1 for a tensor one)."""
-    node_classes = [type(f"{node_prefix}Backward{i}", (_ZeroGradInplace,), {"__slots__": ()})
+    """x.name_(...) for a comparison or logical operator: the C operator's
+    values, cast to x's dtype.  They are step functions of the inputs, so
+    the node (named as PyTorch's: EqBackward0 for a number operand,
+    EqBackward1 for a tensor one) gives every input a zero gradient."""
+    node_classes = [type(f"{node_prefix}Backward{i}", (_ZeroBackward,), {"__slots__": ()})
                     for i in (0, 1)]
 
     @register(name)
