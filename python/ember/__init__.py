@@ -14,6 +14,7 @@ from ._device import device
 from ._tensor import Tensor
 from ._tensor_str import set_printoptions
 from . import memory
+from .serialization import save, load
 
 from ._C import (  # noqa: F401  (re-exported)
     Size,

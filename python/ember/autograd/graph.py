@@ -269,3 +269,37 @@ def record(node, output, output_nr=0):
     """Makes `output` the `output_nr`-th result of `node`; returns output."""
     _set_history(output, node, output_nr)
     return output
+
+
+def format_graph(root):
+    """The graph behind `root` (a tensor or a node) as an indented tree,
+    newest node first; a node reached again is printed once and referred
+    to by its number afterwards.  Walks with an explicit stack, so a long
+    chain does not hit the recursion limit."""
+    if isinstance(root, _TensorBase):
+        root = root.grad_fn if root.grad_fn is not None else AccumulateGrad(root)
+    numbers = {}
+    lines = []
+    stack = [(root, "", "")]
+    while stack:
+        node, lead, child_lead = stack.pop()
+        key = node.variable if type(node) is AccumulateGrad else node
+        label = _describe(node)
+        if id(key) in numbers:
+            lines.append(f"{lead}{label} (#{numbers[id(key)]}, see above)")
+            continue
+        numbers[id(key)] = len(numbers) + 1
+        lines.append(f"{lead}#{numbers[id(key)]} {label}")
+        children = [target for target, _ in node.next_functions if target is not None]
+        for i, child in reversed(list(enumerate(children))):
+            last = i == len(children) - 1
+            stack.append((child, child_lead + ("└── " if last else "├── "),
+                          child_lead + ("    " if last else "│   ")))
+    return "\n".join(lines)
+
+
+def _describe(node):
+    if type(node) is AccumulateGrad:
+        leaf = node.variable
+        return f"AccumulateGrad {list(leaf.shape)} {str(leaf.dtype).removeprefix('ember.')}"
+    return type(node).__name__

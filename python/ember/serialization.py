@@ -1,0 +1,583 @@
+"""ember.save and ember.load: tensors on disk in the safetensors format.
+
+No pickle: a file holds only numbers, names and JSON, so loading one can
+never run code.  The layout (https://github.com/huggingface/safetensors):
+
+    8 bytes   N, the header length, a little-endian unsigned 64-bit integer
+    N bytes   the header: a UTF-8 JSON object, padded with spaces
+    the rest  the byte buffer: every tensor's elements, row-major, little-endian
+
+The header maps each tensor name to its dtype, shape and byte range in the
+buffer, relative to the buffer's start:
+
+    {"fc.weight": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+     "fc.bias":   {"dtype": "F32", "shape": [2],    "data_offsets": [24, 32]},
+     "__metadata__": {"any key": "any string"}}
+
+The ranges tile the buffer exactly: no holes, no overlaps, nothing after the
+last tensor.  ember writes the tensors in order of decreasing element size
+and pads the header to a multiple of 8 bytes, so every tensor starts on a
+multiple of its element size, as safetensors' own writer does.
+
+What ember.save accepts, and what ember.load gives back:
+
+  * a dict of str -> tensor is written as a plain safetensors file (no
+    metadata), readable by safetensors.torch.load_file and
+    safetensors.numpy.load_file; ember.load returns the same flat dict.
+    Any safetensors file without ember's metadata loads as such a dict.
+  * anything else -- a single tensor, nested dicts (int keys too, as in an
+    optimizer's state), lists and tuples, with int/float/bool/str/None leaves
+    -- is flattened: each tensor gets a dotted name ("state.0.exp_avg") and
+    the whole tree is recorded as JSON in the metadata key "ember.structure".
+    That tree names each tensor's entry exactly, so keys holding dots (or
+    names that would clash) still come back as they were.  The non-tensor
+    leaves live in that JSON too.  ember.load rebuilds the same object.
+
+Tensors are copied: entries that shared memory when saved (two views of one
+tensor, a tensor saved twice) load as independent tensors, and
+non-contiguous tensors are saved by value.  requires_grad is not saved:
+loaded tensors are plain leaves without it.
+
+ember.load treats a file as hostile: every number in the header is checked
+before it is used, and a malformed file raises SafetensorsError (a
+ValueError) naming the problem, never reads out of bounds.
+"""
+
+import io
+import json
+import os
+import sys
+
+import numpy as np
+
+from . import _C
+from ._tensor import Tensor
+
+__all__ = ["save", "load", "SafetensorsError"]
+
+
+class SafetensorsError(ValueError):
+    """A file that is not a valid safetensors file (or not one ember can load)."""
+
+
+# dtype <-> safetensors code, and the little-endian NumPy type of each code.
+_CODE_OF_DTYPE = {
+    _C.bool: "BOOL", _C.uint8: "U8", _C.int8: "I8", _C.int16: "I16",
+    _C.int32: "I32", _C.int64: "I64", _C.float32: "F32", _C.float64: "F64",
+}
+_DTYPE_OF_CODE = {code: dtype for dtype, code in _CODE_OF_DTYPE.items()}
+_NUMPY_OF_CODE = {
+    "BOOL": np.dtype("|b1"), "U8": np.dtype("|u1"), "I8": np.dtype("|i1"),
+    "I16": np.dtype("<i2"), "I32": np.dtype("<i4"), "I64": np.dtype("<i8"),
+    "F32": np.dtype("<f4"), "F64": np.dtype("<f8"),
+}
+# Codes safetensors knows but ember has no dtype for: refused by name.
+_UNSUPPORTED_CODES = {
+    "F16", "BF16", "U16", "U32", "U64", "C64", "F4", "F6_E2M3", "F6_E3M2",
+    "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+}
+
+METADATA_KEY = "__metadata__"
+STRUCTURE_KEY = "ember.structure"
+STRUCTURE_VERSION = 1
+MAX_HEADER_BYTES = 100 * 1024 * 1024   # safetensors' own limit
+MAX_DEPTH = 64                          # nesting of saved containers
+MAX_DIMS = 32                           # TH_MAX_DIMS
+_INT64_MAX = 2**63 - 1
+
+
+# --------------------------------------------------------------------- save
+
+def save(obj, f):
+    """Saves `obj` to `f` (a path or a writable binary file) as safetensors.
+
+    `obj` is a tensor, or a dict (nested dicts, lists and tuples allowed)
+    whose leaves are tensors, int, float, bool, str or None.  A flat dict of
+    str -> tensor becomes a plain safetensors file.  Given a path, the file
+    is written to a temporary file in the same directory and renamed over
+    `f`, so a reader never sees half a file.
+
+    Entries sharing memory are saved as independent copies; requires_grad
+    is not saved.  See the module docstring for the format.
+    """
+    tensors, metadata = _flatten_for_file(obj)
+    if isinstance(f, (str, bytes, os.PathLike)):
+        _write_atomically(os.fsdecode(f), tensors, metadata)
+    else:
+        _write_stream(f, tensors, metadata)
+
+
+def _flatten_for_file(obj):
+    """(name -> tensor dict, metadata dict or None) to write for `obj`."""
+    if _is_plain_tensor_dict(obj):
+        return dict(obj), None
+    tensors = {}
+    tree = _describe(obj, [], tensors, set())
+    structure = {"version": STRUCTURE_VERSION, "root": tree}
+    return tensors, {STRUCTURE_KEY: json.dumps(structure, separators=(",", ":"))}
+
+
+def _is_plain_tensor_dict(obj):
+    return (isinstance(obj, dict)
+            and all(type(k) is str and isinstance(v, Tensor) for k, v in obj.items())
+            and METADATA_KEY not in obj)
+
+
+def _describe(obj, path, tensors, open_containers):
+    """The JSON tree of `obj`; adds its tensors to `tensors` under fresh names.
+
+    Tree nodes: {"tensor": name}, {"value": json scalar},
+    {"dict": [[key, node], ...]} (keys str or int, in order),
+    {"list": [node, ...]}, {"tuple": [node, ...]}.
+    """
+    if isinstance(obj, Tensor):
+        name = _fresh_name(path, tensors)
+        tensors[name] = obj
+        return {"tensor": name}
+    scalar = _json_scalar(obj)
+    if scalar is not _NOT_SCALAR:
+        return {"value": scalar}
+    if not isinstance(obj, (dict, list, tuple)):
+        raise TypeError(f"ember.save: cannot save an object of type {type(obj).__name__} "
+                        f"at {_where(path)}: only tensors, dicts, lists, tuples, int, "
+                        f"float, bool, str and None")
+    if id(obj) in open_containers:
+        raise ValueError(f"ember.save: the object at {_where(path)} contains itself")
+    if len(path) >= MAX_DEPTH:
+        raise ValueError(f"ember.save: containers nested more than {MAX_DEPTH} deep "
+                         f"at {_where(path)}")
+    open_containers.add(id(obj))
+    try:
+        if isinstance(obj, dict):
+            items = []
+            for key, value in obj.items():
+                if type(key) not in (str, int):
+                    raise TypeError(f"ember.save: dict keys must be str or int, got "
+                                    f"{type(key).__name__} at {_where(path)}")
+                items.append([key, _describe(value, path + [key], tensors, open_containers)])
+            return {"dict": items}
+        nodes = [_describe(v, path + [i], tensors, open_containers) for i, v in enumerate(obj)]
+        return {"tuple" if isinstance(obj, tuple) else "list": nodes}
+    finally:
+        open_containers.discard(id(obj))
+
+
+_NOT_SCALAR = object()
+
+
+def _json_scalar(obj):
+    """obj as a plain JSON scalar (bool, int, float, str, None), or _NOT_SCALAR.
+
+    Subclasses (IntEnum, np.float64) and NumPy scalars become the plain type.
+    """
+    if isinstance(obj, (np.bool_, np.integer, np.floating, np.str_)):
+        obj = obj.item()
+    if obj is None or isinstance(obj, bool):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    return _NOT_SCALAR
+
+
+def _fresh_name(path, taken):
+    """The dotted path, made unique (a key "a.b" and a path a -> b would clash)."""
+    name = ".".join(str(part) for part in path) or "tensor"
+    candidate, n = name, 1
+    while candidate in taken or candidate == METADATA_KEY:
+        candidate, n = f"{name}~{n}", n + 1
+    return candidate
+
+
+def _where(path):
+    return "the top level" if not path else "key path " + repr(path)
+
+
+def _write_atomically(path, tensors, metadata):
+    tmp, fd = _create_temporary_next_to(path)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            _write_stream(stream, tensors, metadata)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _create_temporary_next_to(path):
+    """(name, fd) of a new file in path's directory (so os.replace is atomic).
+
+    Created with mode 0o666 like open(path, "wb"), so the umask applies as it
+    would to `path` itself (tempfile.mkstemp would make it 0o600).
+    """
+    directory, base = os.path.split(os.path.abspath(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}.tmp")
+        try:
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+
+
+def _write_stream(stream, tensors, metadata):
+    arrays = {name: _little_endian_array(name, t) for name, t in tensors.items()}
+    codes = {name: _CODE_OF_DTYPE[t.dtype] for name, t in tensors.items()}
+    header = _build_header(arrays, codes, metadata)
+    _write_all(stream, len(header).to_bytes(8, "little"))
+    _write_all(stream, header)
+    for name in _buffer_order(arrays):
+        array = arrays[name]
+        if array.size:
+            _write_all(stream, np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+def _write_all(stream, data):
+    """stream.write until all of `data` is written (a raw stream may write less)."""
+    view, done = memoryview(data), 0
+    while done < len(view):
+        written = stream.write(view[done:])
+        done += len(view) - done if written is None else written
+
+
+def _little_endian_array(name, tensor):
+    """The tensor's elements as a NumPy array (a view where possible), little-endian."""
+    if tensor.dtype not in _CODE_OF_DTYPE:
+        raise TypeError(f"ember.save: tensor {name!r} has dtype {tensor.dtype}, "
+                        f"which safetensors cannot store")
+    array = tensor.detach().cpu().numpy()
+    return array.astype(array.dtype.newbyteorder("<"), copy=False)
+
+
+def _buffer_order(arrays):
+    # Largest element size first: with the header padded to 8 bytes, every
+    # tensor then starts at a multiple of its own element size.
+    return sorted(arrays, key=lambda name: -arrays[name].itemsize)
+
+
+def _build_header(arrays, codes, metadata):
+    """The header bytes, padded with spaces to a multiple of 8."""
+    offsets, position = {}, 0
+    for name in _buffer_order(arrays):
+        offsets[name] = [position, position + arrays[name].nbytes]
+        position += arrays[name].nbytes
+    header = {}
+    if metadata is not None:
+        header[METADATA_KEY] = metadata
+    for name, array in arrays.items():   # entries in the caller's order
+        header[name] = {"dtype": codes[name], "shape": list(array.shape),
+                        "data_offsets": offsets[name]}
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return text + b" " * (-len(text) % 8)
+
+
+# --------------------------------------------------------------------- load
+
+def load(f):
+    """Loads what ember.save wrote to `f` (a path or a readable binary file).
+
+    Files without ember's structure metadata (e.g. from
+    safetensors.torch.save_file) load as a flat dict of name -> tensor, in
+    header order.  The tensors own their memory: nothing refers to the file
+    afterwards.  A malformed file raises SafetensorsError.  A file object is
+    read from its current position to its end.
+    """
+    if isinstance(f, (str, bytes, os.PathLike)):
+        with open(f, "rb") as stream:
+            return _load_stream(*_sized_stream(stream))
+    return _load_stream(*_sized_stream(f))
+
+
+def _sized_stream(f):
+    """(stream, bytes from the current position to the end) for a file object."""
+    if isinstance(f, io.TextIOBase):
+        raise TypeError("ember.load: the file must be opened in binary mode ('rb')")
+    try:
+        if f.seekable():
+            start = f.tell()
+            end = f.seek(0, os.SEEK_END)
+            f.seek(start)
+            return f, end - start
+    except (AttributeError, OSError):
+        pass
+    data = f.read()   # a pipe or socket: its length is known only once read
+    return io.BytesIO(data), len(data)
+
+
+def _load_stream(stream, size):
+    entries, metadata, buffer_size = _read_header(stream, size)
+    tensors = {name: _read_tensor(stream, entry) for name, entry in
+               sorted(entries.items(), key=lambda item: item[1]["data_offsets"])}
+    tensors = {name: tensors[name] for name in entries}   # back to header order
+    if metadata is None or STRUCTURE_KEY not in metadata:
+        return tensors
+    return _rebuild(metadata[STRUCTURE_KEY], tensors)
+
+
+def _read_header(stream, size):
+    """(name -> checked entry, metadata or None, buffer size); the stream ends up
+    at the start of the buffer."""
+    if size < 8:
+        raise SafetensorsError(f"file too small: {size} bytes, but the header length "
+                               f"alone takes 8")
+    header_length = int.from_bytes(_read_exactly(stream, 8), "little")
+    if header_length > MAX_HEADER_BYTES:
+        raise SafetensorsError(f"header length {header_length} exceeds the limit of "
+                               f"{MAX_HEADER_BYTES} bytes")
+    if header_length > size - 8:
+        raise SafetensorsError(f"header length {header_length} is larger than the "
+                               f"{size - 8} bytes after it (truncated file?)")
+    header = _parse_header_json(_read_exactly(stream, header_length))
+    metadata = _check_metadata(header.pop(METADATA_KEY, None))
+    buffer_size = size - 8 - header_length
+    entries = {name: _check_entry(name, info, buffer_size) for name, info in header.items()}
+    _check_tiling(entries, buffer_size)
+    return entries, metadata, buffer_size
+
+
+def _parse_header_json(raw):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SafetensorsError(f"header is not valid UTF-8: {e}") from None
+    try:
+        header = _strict_json_loads(text)
+    except RecursionError:
+        raise SafetensorsError("header JSON is nested too deeply") from None
+    except ValueError as e:
+        raise SafetensorsError(f"header is not valid JSON: {e}") from None
+    if not isinstance(header, dict):
+        raise SafetensorsError(f"header must be a JSON object, got {type(header).__name__}")
+    return header
+
+
+def _strict_json_loads(text, allow_nan=False):
+    """json.loads refusing duplicate keys, and NaN/Infinity (not JSON) unless
+    allow_nan (ember's own structure JSON may hold float("nan") leaves)."""
+    def no_duplicates(pairs):
+        result = {}
+        for key, value in pairs:
+            if key in result:
+                raise ValueError(f"duplicate key {key!r}")
+            result[key] = value
+        return result
+
+    def no_constants(name):
+        raise ValueError(f"{name} is not valid JSON")
+
+    return json.loads(text, object_pairs_hook=no_duplicates,
+                      parse_constant=float if allow_nan else no_constants)
+
+
+def _check_metadata(metadata):
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        raise SafetensorsError(f"__metadata__ must be an object of strings, got "
+                               f"{type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(value, str):
+            raise SafetensorsError(f"__metadata__ values must be strings, but {key!r} "
+                                   f"holds {type(value).__name__}")
+    return metadata
+
+
+def _check_entry(name, info, buffer_size):
+    """The entry {"dtype", "shape", "data_offsets"} of tensor `name`, checked."""
+    if not isinstance(info, dict):
+        raise SafetensorsError(f"tensor {name!r}: entry must be an object, "
+                               f"got {type(info).__name__}")
+    for field in ("dtype", "shape", "data_offsets"):
+        if field not in info:
+            raise SafetensorsError(f"tensor {name!r}: missing field {field!r}")
+    code = info["dtype"]
+    if isinstance(code, str) and code in _UNSUPPORTED_CODES:
+        raise SafetensorsError(f"tensor {name!r}: dtype {code} is not supported by ember")
+    if not isinstance(code, str) or code not in _NUMPY_OF_CODE:
+        raise SafetensorsError(f"tensor {name!r}: unknown dtype {code!r}")
+    shape = _check_int_list(name, "shape", info["shape"])
+    if len(shape) > MAX_DIMS:
+        raise SafetensorsError(f"tensor {name!r}: {len(shape)} dimensions, but ember "
+                               f"tensors have at most {MAX_DIMS}")
+    offsets = _check_int_list(name, "data_offsets", info["data_offsets"])
+    if len(offsets) != 2:
+        raise SafetensorsError(f"tensor {name!r}: data_offsets must be [begin, end], "
+                               f"got {len(offsets)} numbers")
+    begin, end = offsets
+    if begin > end:
+        raise SafetensorsError(f"tensor {name!r}: data_offsets begin {begin} > end {end}")
+    if end > buffer_size:
+        raise SafetensorsError(f"tensor {name!r}: data_offsets end {end} is past the end "
+                               f"of the {buffer_size}-byte buffer")
+    itemsize = _NUMPY_OF_CODE[code].itemsize
+    nbytes = _nbytes(name, shape, itemsize, limit=buffer_size)
+    if nbytes != end - begin:
+        raise SafetensorsError(f"tensor {name!r}: shape {shape} of {code} takes {nbytes} "
+                               f"bytes, but data_offsets span {end - begin}")
+    return {"dtype": code, "shape": shape, "data_offsets": (begin, end)}
+
+
+def _check_int_list(name, field, value):
+    """`value` as a list of non-negative int64s (JSON true/false are not numbers)."""
+    if not isinstance(value, list):
+        raise SafetensorsError(f"tensor {name!r}: {field} must be a list of integers, "
+                               f"got {type(value).__name__}")
+    for x in value:
+        if type(x) is not int or not 0 <= x <= _INT64_MAX:
+            raise SafetensorsError(f"tensor {name!r}: {field} must hold non-negative "
+                                   f"integers, got {x!r}")
+    return value
+
+
+def _nbytes(name, shape, itemsize, limit):
+    """Bytes of a tensor of `shape`, checked to be at most `limit`.
+
+    Zero dims are left out of the int64 overflow check, as NumPy and ember
+    do: [2**62, 2**62, 0] holds no element, yet no array can have that shape.
+    """
+    nbytes = itemsize
+    for size in shape:
+        if size:
+            nbytes *= size
+            if nbytes > _INT64_MAX:
+                raise SafetensorsError(f"tensor {name!r}: shape {shape} is too large")
+    nbytes = 0 if 0 in shape else nbytes
+    if nbytes > limit:
+        raise SafetensorsError(f"tensor {name!r}: shape {shape} needs {nbytes} bytes, "
+                               f"more than the whole {limit}-byte buffer")
+    return nbytes
+
+
+def _check_tiling(entries, buffer_size):
+    """The byte ranges must cover [0, buffer_size) exactly once."""
+    expected = 0
+    ordered = sorted(entries.items(), key=lambda item: item[1]["data_offsets"])
+    for name, entry in ordered:
+        begin, end = entry["data_offsets"]
+        if begin > expected:
+            raise SafetensorsError(f"tensor {name!r}: data_offsets leave a hole: bytes "
+                                   f"[{expected}, {begin}) belong to no tensor")
+        if begin < expected:
+            raise SafetensorsError(f"tensor {name!r}: data_offsets [{begin}, {end}] "
+                                   f"overlap another tensor (which ends at {expected})")
+        expected = end
+    if expected != buffer_size:
+        raise SafetensorsError(f"buffer holds {buffer_size - expected} bytes after the "
+                               f"last tensor (tensors cover {expected} of {buffer_size})")
+
+
+def _read_tensor(stream, entry):
+    """A fresh ember tensor filled straight from the stream (at its data_offsets)."""
+    code, shape = entry["dtype"], entry["shape"]
+    tensor = _C.empty(shape, dtype=_DTYPE_OF_CODE[code])
+    array = tensor.numpy()
+    if array.size == 0:
+        return tensor
+    raw = array.reshape(-1).view(np.uint8)
+    _read_exactly_into(stream, raw)
+    if code == "BOOL":
+        np.minimum(raw, 1, out=raw)   # a bool byte must be 0 or 1: any non-zero is True
+    elif sys.byteorder == "big" and array.itemsize > 1:
+        array.byteswap(inplace=True)  # the file is little-endian
+    return tensor
+
+
+def _read_exactly(stream, n):
+    data = stream.read(n)
+    if len(data) != n:
+        raise SafetensorsError(f"file truncated: wanted {n} bytes, got {len(data)}")
+    return data
+
+
+def _read_exactly_into(stream, buffer):
+    view, filled = memoryview(buffer), 0
+    readinto = getattr(stream, "readinto", None)
+    while filled < len(view):
+        if readinto is not None:
+            n = readinto(view[filled:])
+        else:
+            chunk = stream.read(len(view) - filled)
+            n = len(chunk)
+            view[filled:filled + n] = chunk
+        if not n:
+            raise SafetensorsError(f"file truncated: a tensor wanted {len(view)} bytes, "
+                                   f"got {filled}")
+        filled += n
+
+
+# ------------------------------------------------------------ the structure
+
+def _rebuild(structure_json, tensors):
+    """The object described by the "ember.structure" metadata, with `tensors`."""
+    try:
+        structure = _strict_json_loads(structure_json, allow_nan=True)
+    except RecursionError:
+        raise SafetensorsError(f"{STRUCTURE_KEY} is nested too deeply") from None
+    except ValueError as e:
+        raise SafetensorsError(f"{STRUCTURE_KEY} is not valid JSON: {e}") from None
+    if (not isinstance(structure, dict) or structure.get("version") != STRUCTURE_VERSION
+            or "root" not in structure):
+        raise SafetensorsError(f"{STRUCTURE_KEY} must be an object with version "
+                               f"{STRUCTURE_VERSION} and a root")
+    unused = dict(tensors)
+    obj = _rebuild_node(structure["root"], unused, 0)
+    if unused:
+        raise SafetensorsError(f"{STRUCTURE_KEY} does not mention the tensors "
+                               f"{sorted(unused)}")
+    return obj
+
+
+def _rebuild_node(node, unused, depth):
+    if depth > MAX_DEPTH:
+        raise SafetensorsError(f"{STRUCTURE_KEY} is nested more than {MAX_DEPTH} deep")
+    if not isinstance(node, dict) or len(node) != 1:
+        raise SafetensorsError(f"{STRUCTURE_KEY}: each node must be an object with one "
+                               f"key, got {_short(node)}")
+    (kind, payload), = node.items()
+    if kind == "tensor":
+        if not isinstance(payload, str) or payload not in unused:
+            raise SafetensorsError(f"{STRUCTURE_KEY} names tensor {_short(payload)}, which "
+                                   f"the file does not hold (or which is named twice)")
+        return unused.pop(payload)
+    if kind == "value":
+        if isinstance(payload, (dict, list)):
+            raise SafetensorsError(f"{STRUCTURE_KEY}: a value must be a JSON scalar, "
+                                   f"got {_short(payload)}")
+        return payload
+    if kind in ("list", "tuple"):
+        if not isinstance(payload, list):
+            raise SafetensorsError(f"{STRUCTURE_KEY}: a {kind} must be a JSON array")
+        items = [_rebuild_node(child, unused, depth + 1) for child in payload]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        return _rebuild_dict(payload, unused, depth)
+    raise SafetensorsError(f"{STRUCTURE_KEY}: unknown node kind {_short(kind)}")
+
+
+def _rebuild_dict(payload, unused, depth):
+    if not isinstance(payload, list):
+        raise SafetensorsError(f"{STRUCTURE_KEY}: a dict must be a JSON array of pairs")
+    result = {}
+    for pair in payload:
+        if not (isinstance(pair, list) and len(pair) == 2
+                and type(pair[0]) in (str, int)):
+            raise SafetensorsError(f"{STRUCTURE_KEY}: a dict item must be [str or int "
+                                   f"key, node], got {_short(pair)}")
+        key, child = pair
+        if key in result:
+            raise SafetensorsError(f"{STRUCTURE_KEY}: duplicate dict key {key!r}")
+        result[key] = _rebuild_node(child, unused, depth + 1)
+    return result
+
+
+def _short(value, limit=60):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
