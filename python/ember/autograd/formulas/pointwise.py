@@ -544,7 +544,6 @@ def clip(input, min=None, max=None, *, out=None):
 
 # ---- where ---------------------------------------------------------------------
 
-_BOOL = ember.bool
 
 class WhereBackward0(Node):
     __slots__ = ("input_meta", "other_meta")
@@ -558,11 +557,18 @@ class WhereBackward0(Node):
 
 
 @register("where")
-def where(*args, **kwargs):
-    """Both `ember.where(condition, input, other)` and the method
-    `input.where(condition, other)` arrive here (one operator name)."""
-    condition, input, other, out = _where_arguments(args, kwargs)
+def where(condition, input, other, *, out=None):
     refuse_out("where", out)
+    return _record_where(condition, input, other)
+
+
+@register("Tensor.where")
+def where_method(input, condition, other):
+    """input.where(condition, other) is ember.where(condition, input, other)."""
+    return _record_where(condition, input, other)
+
+
+def _record_where(condition, input, other):
     result = ember.where(condition, input, other)
     edges = edges_of(input, other)
     node = WhereBackward0(edges)
@@ -572,32 +578,6 @@ def where(*args, **kwargs):
     return record(node, result)
 
 
-def _where_arguments(args, kwargs):
-    """(condition, input, other, out) from either calling form.
-
-    The condition must be a bool tensor, so a first argument that is not
-    one, followed by a bool tensor, is the method form (self first).  Both
-    bool is ambiguous only for a bool `input`; it is read as the function."""
-    if not kwargs and len(args) == 3:
-        first, second, third = args
-        if not _is_bool_tensor(first) and _is_bool_tensor(second):
-            return second, first, third, None
-        return first, second, third, None
-    if "input" in kwargs or "out" in kwargs or len(args) >= 3:
-        return _where_function(*args, **kwargs)
-    return _where_method(*args, **kwargs)
-
-
-def _where_function(condition, input, other, *, out=None):
-    return condition, input, other, out
-
-
-def _where_method(input, condition, other):
-    return condition, input, other, None
-
-
-def _is_bool_tensor(value):
-    return isinstance(value, _TensorBase) and value.dtype is _BOOL
 
 
 # ---- abs, sign, positive -----------------------------------------------------------
