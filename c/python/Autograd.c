@@ -156,6 +156,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyMethodDef *def;  /* the C implementation */
     PyObject *name;    /* owned, interned: the handler key */
+    PyObject *method_key; /* owned "Tensor.<name>" for methods, else NULL */
     PyObject *module;  /* borrowed, the functions' `self`; NULL for methods */
 } THPOp;
 
@@ -243,13 +244,29 @@ call_impl(THPOp *op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
 }
 
+/* A method whose arguments differ from the function's (t.where(cond, y)
+ * vs ember.where(cond, x, y)) registers its own handler as
+ * "Tensor.<name>"; every other op shares one handler for both forms. */
+static PyObject *
+find_op_handler(THPOp *op)
+{
+    if (op->method_key != NULL) {
+        PyObject *handler = PyDict_GetItemWithError(autograd_handlers,
+                                                    op->method_key);
+        if (handler != NULL || PyErr_Occurred()) {
+            return handler;
+        }
+    }
+    return find_handler(op->name);
+}
+
 static PyObject *
 dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
                  size_t nargsf, PyObject *kwnames, Py_ssize_t skip)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (THPAutograd_needsDispatch(args, nargs, kwnames)) {
-        PyObject *handler = find_handler(op->name);
+        PyObject *handler = find_op_handler(op);
         if (handler == NULL) {
             return NULL;
         }
@@ -302,6 +319,7 @@ static void
 op_dealloc(PyObject *self)
 {
     Py_XDECREF(((THPOp *)self)->name);
+    Py_XDECREF(((THPOp *)self)->method_key);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -379,12 +397,21 @@ new_op(PyMethodDef *def, PyObject *module)
     }
     op->def = def;
     op->module = module;
+    op->method_key = NULL;
     op->vectorcall = module == NULL ? op_method_vectorcall
                                     : op_function_vectorcall;
     op->name = PyUnicode_InternFromString(def->ml_name);
     if (op->name == NULL || PySet_Add(op_names, op->name) < 0) {
         Py_DECREF(op);
         return NULL;
+    }
+    if (module == NULL) {
+        op->method_key = PyUnicode_FromFormat("Tensor.%s", def->ml_name);
+        if (op->method_key == NULL) {
+            Py_DECREF(op);
+            return NULL;
+        }
+        PyUnicode_InternInPlace(&op->method_key);
     }
     return (PyObject *)op;
 }
@@ -583,11 +610,17 @@ THPModule_edges(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* _versions(*values): each tensor's version counter, None for values
- * without one; other objects (SavedOutput) are asked for `_version`. */
+ * without one; objects whose type defines `_version` (SavedOutput) are
+ * asked for it. */
 static PyObject *
 THPModule_versions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
+    static PyObject *version_name = NULL; /* interned, kept for the process */
+    if (version_name == NULL
+        && (version_name = PyUnicode_InternFromString("_version")) == NULL) {
+        return NULL;
+    }
     PyObject *versions = PyTuple_New(nargs);
     if (versions == NULL) {
         return NULL;
@@ -602,12 +635,11 @@ THPModule_versions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                  || PyLong_Check(value) || PyTuple_Check(value)) {
             version = Py_NewRef(Py_None);
         }
+        else if (_PyType_Lookup(Py_TYPE(value), version_name) == NULL) {
+            version = Py_NewRef(Py_None); /* no such attribute: no version */
+        }
         else {
-            version = PyObject_GetAttrString(value, "_version");
-            if (version == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-                PyErr_Clear();
-                version = Py_NewRef(Py_None);
-            }
+            version = PyObject_GetAttr(value, version_name);
         }
         if (version == NULL) {
             Py_DECREF(versions);

@@ -195,7 +195,8 @@ class Node:
 
 
 def _op_name(node):
-    return re.sub(r"Backward\d*$", "", type(node).__name__)
+    # ExpBackward0 -> Exp, PowBackward1 -> Pow1 (PyTorch's spelling).
+    return re.sub(r"Backward(?:0$)?", "", type(node).__name__)
 
 
 class _NodeHooks:
