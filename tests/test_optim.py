@@ -295,6 +295,7 @@ def test_scheduler_closed_form_and_resume(torch):
     p = nn.Parameter(ember.ones(1))
     opt = optim.SGD([p], lr=1.0)
     sched = lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    opt.step()  # (no gradient: a no-op) before the scheduler, as it should be
     with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step\\(\\)`"):
         sched.step(5)
     assert sched.get_last_lr() == [0.25]
