@@ -147,6 +147,32 @@ def test_max_dim_node_has_two_outputs():
     check_both(lambda lib, x: x.max(0)[0], np.array(1.5))
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_with_a_tensor_is_elementwise(op):
+    if ember._C._autograd_handlers.get("maximum") is None:
+        pytest.skip("maximum/minimum formulas (pointwise family) not merged yet")
+    check_against_torch(lambda lib, x, y: getattr(lib, op)(x, y), arr(2, 3), arr(3))
+
+
+ERROR_CALLS = [
+    lambda lib, x: x.sum(2), lambda lib, x: x.sum((0, 0)), lambda lib, x: x.max(keepdim=True),
+    lambda lib, x: x.softmax(), lambda lib, x: x.logsumexp(), lambda lib, x: x.prod((0, 1)),
+    lambda lib, x: x.cumsum(3),
+    lambda lib, x: x.matmul(x), lambda lib, x: x.mm(x.sum(0)), lambda lib, x: x.dot(x),
+    lambda lib, x: lib.addmm(x, x, x), lambda lib, x: x.bmm(x),
+]
+
+
+@pytest.mark.parametrize("call", ERROR_CALLS)
+def test_errors_are_torchs_with_grad(call):
+    torch = pytest.importorskip("torch")
+    a = arr(2, 3)
+    with pytest.raises(Exception) as torch_error:
+        call(torch, torch.from_numpy(a.copy()).requires_grad_())
+    with pytest.raises(type(torch_error.value)):
+        call(ember, leaf(a))
+
+
 def test_max_min_gradgrad():
     check_gradgrad(lambda lib, x: x.amax(1) * x.max(0)[0].sum(), arr(2, 3))
 

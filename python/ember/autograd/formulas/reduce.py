@@ -298,8 +298,9 @@ def _max_or_min(name, full_node, dim_node, elementwise, input, dim, keepdim):
         finally:
             _set_grad_enabled(False)
     if dim is _MISSING:
-        args = () if keepdim is _MISSING else (keepdim,)  # C refuses keepdim alone
-        result = getattr(input, name)(*args)
+        if keepdim is not _MISSING:
+            return getattr(input, name)(keepdim=keepdim)  # raises PyTorch's error
+        result = getattr(input, name)()
         return _record_reduction(full_node, input, None, False, result,
                                  input, SavedOutput(result))
     keepdim = False if keepdim is _MISSING else keepdim
