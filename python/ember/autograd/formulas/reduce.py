@@ -134,7 +134,7 @@ class MeanBackward0(_ReductionBackward):
     def apply(self, grad):
         count = _count_reduced(self.shape, self.dims)
         # divide the small gradient, then expand it (a view)
-        grad = self._broadcastable(grad / count if count else grad / math.nan)
+        grad = self._broadcastable(grad / count)  # count 0: nan, as the forward
         return (_to_dtype(grad.expand(self.shape), self.dtype),)
 
 
@@ -619,6 +619,8 @@ def _cumprod_grad_with_zeros(x, grad, dim):
 
 def _scan(node_class, name, input, dim, dtype, out, saves_values):
     refuse_out(name, out)
+    if dim is _MISSING:
+        return getattr(input, name)()  # raises PyTorch's error
     result = getattr(input, name)(dim, dtype=dtype)
     node = node_class(edges_of(input))
     node.dim = dim % (input.ndim or 1)
@@ -629,12 +631,12 @@ def _scan(node_class, name, input, dim, dtype, out, saves_values):
 
 
 @register("cumsum")
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input, dim=_MISSING, *, dtype=None, out=None):
     return _scan(CumsumBackward0, "cumsum", input, dim, dtype, out, False)
 
 
 @register("cumprod")
-def cumprod(input, dim, *, dtype=None, out=None):
+def cumprod(input, dim=_MISSING, *, dtype=None, out=None):
     return _scan(CumprodBackward0, "cumprod", input, dim, dtype, out, True)
 
 
