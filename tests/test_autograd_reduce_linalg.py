@@ -431,7 +431,7 @@ def test_reductions_hypothesis(shape, data):
     op = data.draw(st.sampled_from(["sum", "mean", "amax", "logsumexp", "var", "norm"]))
     dims = tuple(dims)
     if op == "norm":
-        fn = lambda lib, x: x.norm(dim=dims, keepdim=keepdim)  # noqa: E731
+        fn = lambda lib, x: x.norm(2, dims, keepdim)  # noqa: E731
     else:
         fn = lambda lib, x: getattr(x, op)(dims, keepdim=keepdim)  # noqa: E731
     check_against_torch(fn, arr(*shape))
