@@ -410,6 +410,30 @@ def test_products_gradgrad():
     check_gradgrad(lambda lib, c, x, y: lib.addmm(c, x, y, beta=0.5), arr(2), arr(2, 3), arr(3, 2))
 
 
+GRADGRAD_CASES = {
+    "prod with zeros": (lambda lib, x: x.prod(1), PROD_INPUTS["zeros in two rows"]),
+    "full prod with a zero": (lambda lib, x: x.prod(), PROD_INPUTS["one zero"]),
+    "cumprod with zeros": (lambda lib, x: x.cumprod(1), PROD_INPUTS["two zeros in a row"]),
+    "batched matmul": (lambda lib, x, y: x @ y, arr(2, 1, 2, 3), arr(3, 3, 2)),
+    "N-D @ matrix": (lambda lib, x, y: x @ y, arr(2, 2, 3), arr(3, 2)),
+    "vector @ N-D": (lambda lib, x, y: x @ y, arr(3), arr(2, 3, 2)),
+    "mv": (lambda lib, x, y: x.mv(y), arr(2, 3), arr(3)),
+    "outer": (lambda lib, x, y: lib.outer(x, y), arr(3), arr(2)),
+    "baddbmm": (lambda lib, c, x, y: c.baddbmm(x, y, alpha=2.0, beta=0.5),
+                arr(2, 1, 2), arr(2, 2, 3), arr(2, 3, 2)),
+    "logsumexp": (lambda lib, x: x.logsumexp(1), arr(2, 3)),
+    "std_mean": (lambda lib, x: lib.std_mean(x, 1), arr(2, 3)),
+    "norm p=3": (lambda lib, x: x.norm(3, 1), arr(2, 3)),
+    "log_softmax dtype": (lambda lib, x: x.log_softmax(1, dtype=lib.float64), arr(2, 3)),
+}
+
+
+@pytest.mark.parametrize("case", GRADGRAD_CASES.values(), ids=GRADGRAD_CASES.keys())
+def test_gradgrad(case):
+    fn, *arrays = case
+    check_gradgrad(fn, *arrays)
+
+
 @settings(max_examples=15, deadline=None)
 @given(batch_a=st.lists(st.integers(1, 2), max_size=2),
        batch_b=st.lists(st.integers(1, 2), max_size=2),
