@@ -39,8 +39,18 @@ class Tensor(_C._TensorBase):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        result = self.clone()
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            result = self.clone()
         result.requires_grad = self.requires_grad
+        if self.grad is not None:
+            result.grad = self.grad.__deepcopy__(memo)
         memo[id(self)] = result
         return result
 
