@@ -24,6 +24,7 @@ from ._common import (Node, edges_of, nondifferentiable, record, refuse_out, reg
                       register_inplace, sum_to)
 
 _TensorBase = _C._TensorBase
+_matmul = ember.matmul
 
 
 def _to_dtype(grad, dtype):
@@ -33,9 +34,9 @@ def _to_dtype(grad, dtype):
 def _record_product(node_class, a, b, result):
     """Records a two-operand product, saving each operand only if the
     other operand's gradient will need it."""
-    node = node_class(edges_of(a, b))
-    a_edge, b_edge = node._edges
-    node.save(a if b_edge is not None else None, b if a_edge is not None else None)
+    edges = edges_of(a, b)
+    node = node_class(edges)
+    node.save(a if edges[1] is not None else None, b if edges[0] is not None else None)
     return record(node, result)
 
 
@@ -188,13 +189,12 @@ def _as_matrix_shape(shape, column=False):
     return (shape[0], 1) if column else (1, shape[0])
 
 
-_SIMPLE_PRODUCTS = {(1, 1): DotBackward0, (2, 1): MvBackward0, (2, 2): MmBackward0}
-
-
 def _matmul_node(a, b, result):
-    node_class = _SIMPLE_PRODUCTS.get((a.ndim, b.ndim))
-    if node_class is not None:
-        return _record_product(node_class, a, b, result)
+    a_ndim, b_ndim = a.ndim, b.ndim
+    if a_ndim == 2 and b_ndim == 2:  # the training hot path first
+        return _record_product(MmBackward0, a, b, result)
+    if b_ndim == 1 and a_ndim <= 2:
+        return _record_product(DotBackward0 if a_ndim == 1 else MvBackward0, a, b, result)
     _record_product(MatmulBackward0, a, b, result)
     node = result.grad_fn
     node.a_shape = a.shape
@@ -204,8 +204,9 @@ def _matmul_node(a, b, result):
 
 @register("matmul")
 def matmul(input, other, *, out=None):
-    refuse_out("matmul", out)
-    return _matmul_node(input, other, input.matmul(other))
+    if out is not None:
+        refuse_out("matmul", out)
+    return _matmul_node(input, other, _matmul(input, other))
 
 
 @register("__matmul__")
