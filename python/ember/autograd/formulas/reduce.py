@@ -108,8 +108,8 @@ class SumBackward0(_ReductionBackward):
     __slots__ = ()
 
     def apply(self, grad):
-        grad = self._broadcastable(grad).expand(self.shape)
-        return (_to_dtype(grad, self.dtype),)
+        # cast the small gradient, then expand it (a view, no copy)
+        return (_to_dtype(self._broadcastable(grad), self.dtype).expand(self.shape),)
 
 
 class SumBackward1(SumBackward0):
@@ -133,9 +133,9 @@ class MeanBackward0(_ReductionBackward):
 
     def apply(self, grad):
         count = _count_reduced(self.shape, self.dims)
-        # divide the small gradient, then expand it (a view)
+        # divide and cast the small gradient, then expand it (a view)
         grad = self._broadcastable(grad / count)  # count 0: nan, as the forward
-        return (_to_dtype(grad.expand(self.shape), self.dtype),)
+        return (_to_dtype(grad, self.dtype).expand(self.shape),)
 
 
 class MeanBackward1(MeanBackward0):
