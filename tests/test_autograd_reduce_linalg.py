@@ -68,6 +68,16 @@ def test_sum_of_0d_and_empty():
     check_against_torch(lambda lib, x: x.mean(1), np.zeros((0, 3)))
 
 
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_gradients_accumulate_over_two_backwards(op):
+    # the first .grad must own dense memory: the second adds into it in place
+    x = leaf(arr(2, 3))
+    getattr(x, op)().backward()
+    getattr(x, op)(1).sum().backward()
+    expected = 2.0 if op == "sum" else 1 / 6 + 1 / 3
+    np.testing.assert_allclose(np.asarray(x.grad), np.full((2, 3), expected))
+
+
 def test_sum_mean_gradgrad():
     check_gradgrad(lambda lib, x: (x.sum(1) ** 2).mean(), arr(2, 3))
 

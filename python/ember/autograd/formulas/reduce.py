@@ -91,6 +91,17 @@ class _ReductionBackward(Node):
     def _broadcastable(self, tensor):
         return _unsqueeze_reduced(tensor, self.dims, self.keepdim, len(self.shape))
 
+    def _expanded(self, grad):
+        """The small gradient expanded to the input's shape: a view, except
+        when it goes straight into a leaf's .grad, which must own dense
+        memory (a later backward accumulates into it in place; PyTorch's
+        AccumulateGrad clones such a gradient too)."""
+        grad = grad.expand(self.shape)
+        edge = self._edges[0]
+        if edge is not None and isinstance(edge[0], _TensorBase):
+            grad = grad.contiguous()
+        return grad
+
 
 def _record_reduction(node_class, input, dim, keepdim, result, *saved):
     node = node_class(edges_of(input))
@@ -109,7 +120,7 @@ class SumBackward0(_ReductionBackward):
 
     def apply(self, grad):
         # cast the small gradient, then expand it (a view, no copy)
-        return (_to_dtype(self._broadcastable(grad), self.dtype).expand(self.shape),)
+        return (self._expanded(_to_dtype(self._broadcastable(grad), self.dtype)),)
 
 
 class SumBackward1(SumBackward0):
@@ -135,7 +146,7 @@ class MeanBackward0(_ReductionBackward):
         count = _count_reduced(self.shape, self.dims)
         # divide and cast the small gradient, then expand it (a view)
         grad = self._broadcastable(grad / count)  # count 0: nan, as the forward
-        return (_to_dtype(grad, self.dtype).expand(self.shape),)
+        return (self._expanded(_to_dtype(grad, self.dtype)),)
 
 
 class MeanBackward1(MeanBackward0):
@@ -434,7 +445,7 @@ class VarMeanBackward0(_ReductionBackward):
             grad_input = _var_input_grad(self, input, grad_spread)
         if grad_mean is not None:
             count = _count_reduced(self.shape, self.dims)
-            grad_of_mean = self._broadcastable(grad_mean / count).expand(self.shape)
+            grad_of_mean = self._expanded(self._broadcastable(grad_mean / count))
             grad_input = grad_of_mean if grad_input is None else grad_input + grad_of_mean
         return (grad_input,)
 
