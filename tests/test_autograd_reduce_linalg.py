@@ -331,7 +331,8 @@ def test_out_is_refused(call):
     with pytest.raises(RuntimeError) as ember_error:
         call(ember, x, out)
     with pytest.raises(RuntimeError) as torch_error:
-        call(torch, torch.from_numpy(a.copy()).requires_grad_(), torch.zeros(3, dtype=torch.float64))
+        call(torch, torch.from_numpy(a.copy()).requires_grad_(),
+             torch.zeros(3, dtype=torch.float64))
     assert "don't support automatic differentiation" in str(ember_error.value)
     assert str(ember_error.value).split("(")[0] in str(torch_error.value)
     assert not np.any(np.asarray(out))

@@ -19,11 +19,9 @@ the rows, so its weight gradient is one GEMM, not one per batch.
 
 import ember
 
-from ... import _C
 from ._common import (Node, edges_of, nondifferentiable, record, refuse_out, register,
                       register_inplace, sum_to)
 
-_TensorBase = _C._TensorBase
 _matmul = ember.matmul
 
 
@@ -43,6 +41,9 @@ def _record_product(node_class, a, b, result):
 # ---- mm, bmm, mv, dot, vdot ---------------------------------------------------------
 
 class MmBackward0(Node):
+    """C = A B.  A is saved only when B needs a gradient and vice versa
+    (_record_product), so a saved operand also says which gradient to make."""
+
     __slots__ = ()
 
     def apply(self, grad):
@@ -118,7 +119,8 @@ def vdot(input, other, *, out=None):
 # ---- outer, ger -------------------------------------------------------------------------
 
 class MulBackward0(Node):
-    """outer(a, b) = a b^T, PyTorch's broadcast multiply (hence its name):  da = G b,  db = G^T a.  outer promotes dtypes, so each
+    """outer(a, b) = a b^T, PyTorch's broadcast multiply (hence its name):
+    da = G b,  db = G^T a.  outer promotes dtypes, so each
     gradient is cast back to its input's dtype."""
 
     __slots__ = ("dtypes",)
@@ -176,7 +178,8 @@ class MatmulBackward0(Node):
                 k = a.shape[-1]
                 grad_b = a.reshape(-1, k).t().mm(grad.reshape(-1, grad.shape[-1]))
             else:
-                grad_b = sum_to(ember.matmul(a.transpose(-1, -2), grad), _as_matrix_shape(b_shape, True))
+                grad_b = sum_to(ember.matmul(a.transpose(-1, -2), grad),
+                                _as_matrix_shape(b_shape, True))
             grad_b = grad_b.reshape(b_shape)
         return grad_a, grad_b
 
