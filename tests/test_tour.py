@@ -9,3 +9,7 @@ def test_tour_runs_every_chapter(capsys):
     for number in range(1, len(ember.tour.CHAPTERS) + 1):
         assert f"== {number}. " in out
     assert "must match the size of tensor b (4)" in out  # the operators chapter
+    # the autograd chapter: the model learned the spirals, the graph printed
+    accuracy = float(out.split("training accuracy")[1].split("%")[0])
+    assert accuracy >= 95.0
+    assert "AccumulateGrad [64, 2] float32" in out

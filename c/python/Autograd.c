@@ -98,6 +98,35 @@ find_handler(PyObject *name)
     return handler;
 }
 
+/* Borrowed handler key for a slot's name: interned once per name and kept
+ * for the life of the process (the names are string literals, so their
+ * addresses identify them). */
+static PyObject *
+slot_key(const char *name)
+{
+    static struct {
+        const char *name;
+        PyObject *key;
+    } keys[64];
+    static int nkeys = 0;
+    for (int i = 0; i < nkeys; i++) {
+        if (keys[i].name == name) {
+            return keys[i].key;
+        }
+    }
+    if (nkeys == (int)(sizeof(keys) / sizeof(keys[0]))) {
+        PyErr_SetString(PyExc_SystemError, "too many autograd slot names");
+        return NULL;
+    }
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (key != NULL) {
+        keys[nkeys].name = name;
+        keys[nkeys].key = key; /* the table's reference, never released */
+        nkeys++;
+    }
+    return key;
+}
+
 int
 THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
                           Py_ssize_t nargs, PyObject **result)
@@ -105,13 +134,12 @@ THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
     if (!THPAutograd_needsDispatch(args, nargs, NULL)) {
         return 0;
     }
-    PyObject *key = PyUnicode_InternFromString(name);
+    PyObject *key = slot_key(name);
     if (key == NULL) {
         *result = NULL;
         return 1;
     }
     PyObject *handler = find_handler(key);
-    Py_DECREF(key);
     if (handler == Py_None) {
         return 0;
     }
@@ -511,6 +539,85 @@ THPModule_ownsItsMemory(PyObject *module, PyObject *obj)
     return PyBool_FromLong(t->refcount == 1 && t->storage->refcount == 1);
 }
 
+/* The graph edge of one input (Note [The graph] in autograd/graph.py):
+ * (grad_fn, output_nr), (tensor, 0) for a leaf requiring grad, or None. */
+static PyObject *
+edge_of(PyObject *obj)
+{
+    if (!THPVariable_Check(obj)) {
+        Py_RETURN_NONE;
+    }
+    THPVariable *var = (THPVariable *)obj;
+    if (var->grad_fn == NULL && !var->requires_grad) {
+        Py_RETURN_NONE;
+    }
+    PyObject *target = var->grad_fn != NULL ? var->grad_fn : obj;
+    PyObject *nr = PyLong_FromLong(var->grad_fn != NULL ? var->output_nr : 0);
+    if (nr == NULL) {
+        return NULL;
+    }
+    PyObject *edge = PyTuple_Pack(2, target, nr);
+    Py_DECREF(nr);
+    return edge;
+}
+
+/* _edges(*inputs): the tuple of their edges, the recording path's hot
+ * loop in C. */
+static PyObject *
+THPModule_edges(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    PyObject *edges = PyTuple_New(nargs);
+    if (edges == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *edge = edge_of(args[i]);
+        if (edge == NULL) {
+            Py_DECREF(edges);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(edges, i, edge); /* stolen */
+    }
+    return edges;
+}
+
+/* _versions(*values): each tensor's version counter, None for values
+ * without one; other objects (SavedOutput) are asked for `_version`. */
+static PyObject *
+THPModule_versions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    PyObject *versions = PyTuple_New(nargs);
+    if (versions == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *value = args[i], *version;
+        if (THPVariable_Check(value)) {
+            version = PyLong_FromLongLong(
+                THPVariable_Unpack(value)->version_counter->version);
+        }
+        else if (value == Py_None || PyFloat_Check(value)
+                 || PyLong_Check(value) || PyTuple_Check(value)) {
+            version = Py_NewRef(Py_None);
+        }
+        else {
+            version = PyObject_GetAttrString(value, "_version");
+            if (version == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                version = Py_NewRef(Py_None);
+            }
+        }
+        if (version == NULL) {
+            Py_DECREF(versions);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(versions, i, version); /* stolen */
+    }
+    return versions;
+}
+
 static PyObject *
 THPModule_opNames(PyObject *module, PyObject *unused)
 {
@@ -527,6 +634,10 @@ static PyMethodDef THPAutograd_methods[] = {
      METH_FASTCALL, NULL},
     {"_make_subclass", (PyCFunction)(void (*)(void))THPModule_makeSubclass,
      METH_FASTCALL, NULL},
+    {"_edges", (PyCFunction)(void (*)(void))THPModule_edges, METH_FASTCALL,
+     "The graph edges of the inputs of an op being recorded."},
+    {"_versions", (PyCFunction)(void (*)(void))THPModule_versions,
+     METH_FASTCALL, "The version counters of values being saved."},
     {"_owns_its_memory", THPModule_ownsItsMemory, METH_O, NULL},
     {"_op_names", THPModule_opNames, METH_NOARGS,
      "The names of every operator entry point (functions and methods)."},

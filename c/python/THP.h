@@ -36,11 +36,10 @@ typedef struct {
     PyObject *grad;         /* owned or NULL: the accumulated gradient */
     PyObject *grad_fn;      /* owned or NULL: the node that made this */
     PyObject *backward_hooks; /* owned or NULL: hooks from register_hook */
-    PyObject *autograd_meta;  /* owned or NULL: free slot for autograd */
-    PyObject *weakreflist;  /* owned by CPython's weakref machinery */
+    PyObject *autograd_meta;  /* owned or NULL: the base, for a view */
+    PyObject *weakreflist;  /* weak references to this tensor, or NULL */
     int output_nr;          /* which output of grad_fn this tensor is */
     char requires_grad;
-    char retains_grad;
 } THPVariable;
 
 extern PyTypeObject THPVariableType;

@@ -136,8 +136,67 @@ def chapter_operators():
     print()
 
 
+def two_spirals(points_per_class=200, noise=0.15, seed=0):
+    """Two interleaved spirals in the plane: features (2N, 2), labels (2N,)."""
+    rng = np.random.default_rng(seed)
+    radius = np.linspace(0.3, 3.0, points_per_class)
+    angle = 1.75 * radius
+    features, labels = [], []
+    for label, offset in enumerate((0.0, np.pi)):
+        xy = np.stack([radius * np.cos(angle + offset), radius * np.sin(angle + offset)], 1)
+        features.append(xy + rng.normal(0.0, noise, xy.shape))
+        labels.append(np.full(points_per_class, label))
+    return (np.concatenate(features).astype(np.float32),
+            np.concatenate(labels).astype(np.int64))
+
+
+def chapter_autograd(steps=400):
+    from tqdm import tqdm
+
+    from ember import nn
+    from ember.autograd.graph import format_graph
+
+    _say("""
+        == 6. Autograd: a graph recorded as you compute, walked backwards ==
+        An operator whose input requires grad records a node (MulBackward0,
+        ...) that points back at its inputs' nodes.  backward() walks that
+        graph from the loss to the leaves, newest node first, and adds each
+        parameter's gradient into .grad.  Here a small MLP learns two
+        interleaved spirals.
+    """)
+    x = ember.tensor([3.0], requires_grad=True)
+    y = x * x * x
+    y.backward()
+    _show("d(x^3)/dx at x=3", x.grad.item())
+
+    ember.manual_seed(0)
+    features, labels = two_spirals()
+    inputs, targets = ember.from_numpy(features), ember.from_numpy(labels)
+    model = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
+                          nn.Linear(64, 2))
+    optimizer = ember.optim.Adam(model.parameters(), lr=0.01)
+    print(model)
+    progress = tqdm(range(steps), desc="training", file=sys.stdout, ncols=72,
+                    mininterval=0.25, ascii=True)
+    for _ in progress:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        progress.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+    progress.close()
+    with ember.no_grad():
+        accuracy = (model(inputs).argmax(dim=1) == targets).float().mean().item()
+    _show("final loss", f"{loss.item():.4f}")
+    _show("training accuracy", f"{accuracy:.1%}")
+    print("The graph of one training step (the loss at the top, parameters at the leaves):")
+    loss = nn.functional.cross_entropy(model(inputs), targets)
+    print(format_graph(loss))
+    print()
+
+
 CHAPTERS = [chapter_tensor, chapter_views, chapter_numpy, chapter_allocators,
-            chapter_operators]
+            chapter_operators, chapter_autograd]
 
 
 def main(argv=None):

@@ -171,6 +171,9 @@ class _GraphTask:
     # ---- nodes ----
 
     def run_node(self, node, grads):
+        """Runs one node with its summed gradients; returns one gradient
+        per edge, or None when it is pruned.  The buffer holds a gradient
+        for at least one output, or it would not exist."""
         hooks = node._hooks
         if hooks is not None:
             grads = _run_pre_hooks(node, hooks, grads)
@@ -181,16 +184,14 @@ class _GraphTask:
                     self.captured[index] = grad
         if self.needed is not None and node not in self.needed:
             return None
-        if all(g is None for g in grads):
-            return None
         results = node.apply(*grads)
         if hooks is not None and hooks.post:
             for hook in tuple(hooks.post):
                 replaced = hook(results, grads)
                 if replaced is not None:
                     results = tuple(replaced)
-        if not self.keep_graph:
-            node._release()
+        if not self.keep_graph and node._saved:
+            node._saved = None
         return results
 
 
@@ -255,21 +256,37 @@ def _execute(root_edges, root_grads, task):
             else:
                 heapq.heappush(ready, (-target._sequence_nr, target))
 
+    # The loop below is the engine's hot path (Note [How the engine walks
+    # the graph]); plain nodes (no hooks, no pruning) run inline.
+    plain = not task.captures and task.needed is None
+    keep_graph = task.keep_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
     while ready:
-        node = heapq.heappop(ready)[1]
+        node = heappop(ready)[1]
         grads = buffers.pop(node, None)
-        results = None if grads is None else task.run_node(node, grads)
-        for i, edge in enumerate(node._edges):
+        if grads is None:
+            results = ()
+        elif plain and node._hooks is None:
+            results = node.apply(*grads)
+            if not keep_graph and node._saved:
+                node._saved = None
+        else:
+            results = task.run_node(node, grads) or ()
+        edges = node._edges
+        if not results:  # not run (pruned, or no gradient arrived)
+            results = (None,) * len(edges)
+        for edge, grad in zip(edges, results):
             if edge is None:
                 continue
             target, nr = edge
-            grad = None if results is None else results[i]
             if grad is not None:
                 buffer = buffers.get(target)
                 if buffer is None:
-                    num_outputs = 1 if isinstance(target, _TensorBase) else target.num_outputs
-                    buffer = buffers[target] = [None] * num_outputs
-                    buffer[nr] = grad
+                    if nr == 0 and (isinstance(target, _TensorBase) or target.num_outputs == 1):
+                        buffers[target] = [grad]
+                    else:
+                        buffer = buffers[target] = [None] * target.num_outputs
+                        buffer[nr] = grad
                 elif buffer[nr] is None:
                     buffer[nr] = grad
                 else:
@@ -281,7 +298,7 @@ def _execute(root_edges, root_grads, task):
                     buffer = buffers.pop(target, None)
                     task.finish_leaf(target, None if buffer is None else buffer[0])
                 else:
-                    heapq.heappush(ready, (-target._sequence_nr, target))
+                    heappush(ready, (-target._sequence_nr, target))
 
 
 # References to an adopted gradient when only its leaf has it: the leaf's

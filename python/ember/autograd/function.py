@@ -162,6 +162,9 @@ def _wrap_outputs(ctx, args, outputs):
     outputs_by_id = {id(out): i for i, out in enumerate(results)}
     ctx.save(*(SavedOutput(t, outputs_by_id[id(t)]) if id(t) in outputs_by_id else t
                for t in ctx._to_save))
+    # The node must not keep its outputs alive (a tensor -> node -> tensor
+    # cycle): only the SavedOutput aliases above stay.
+    ctx._to_save = ctx._dirty = ctx._non_differentiable = ()
     return tuple(results) if is_tuple else results[0]
 
 

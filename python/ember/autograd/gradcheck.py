@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import _C
 from .engine import grad as autograd_grad
-from .grad_mode import no_grad
 
 _TensorBase = _C._TensorBase
 
@@ -32,8 +31,7 @@ def _differentiable_outputs(outputs):
 
 
 def _outputs_as_numpy(func, inputs):
-    with no_grad():
-        outputs = _as_tuple(func(*inputs))
+    outputs = _as_tuple(func(*inputs))
     return [np.array(o.detach().numpy(), dtype=np.float64).reshape(-1)
             for o in outputs if isinstance(o, _TensorBase) and o.is_floating_point()]
 

@@ -31,12 +31,14 @@ formula an alias whose history is this node, so second derivatives see it.
 """
 
 import itertools
+import re
 
 from .. import _C
 
 _TensorBase = _C._TensorBase
 _set_history = _C._set_history
 _is_grad_enabled = _C.is_grad_enabled
+_versions = _C._versions
 
 # Creation order of nodes: the engine runs ready nodes newest first, as
 # PyTorch's engine does.
@@ -63,8 +65,9 @@ def edge_of(obj):
     return None
 
 
-def edges_of(*inputs):
-    return tuple(map(edge_of, inputs))
+# edges_of(*inputs): the tuple of edge_of(input), in C (the recording
+# path's hot loop).
+edges_of = _C._edges
 
 
 class SavedOutput:
@@ -105,8 +108,7 @@ class Node:
     def save(self, *values):
         """Saves tensors (or plain values) for backward, recording versions."""
         self._saved = values
-        self._versions = tuple([v._version if isinstance(v, (_TensorBase, SavedOutput))
-                                else None for v in values])
+        self._versions = _versions(*values)
 
     def unpack_saved(self):
         """The saved values, after the version check (Note [Saved tensors])."""
@@ -132,11 +134,12 @@ class Node:
 
     def _modified_message(self, value, version):
         tensor = value.data if type(value) is SavedOutput else value
+        # PyTorch names the producer without the "Backward0" suffix.
         where = ""
         if type(value) is SavedOutput:
-            where = f", which is output {value.output_nr} of {type(self).__name__},"
+            where = f", which is output {value.output_nr} of {_op_name(self)},"
         elif tensor.grad_fn is not None:
-            where = f", which is output {tensor.output_nr} of {type(tensor.grad_fn).__name__},"
+            where = f", which is output {tensor.output_nr} of {_op_name(tensor.grad_fn)},"
         sizes = ", ".join(str(s) for s in tensor.shape)
         return (
             "one of the variables needed for gradient computation has been "
@@ -189,6 +192,10 @@ class Node:
 
     def apply(self, *grads):  # pragma: no cover - every formula overrides it
         raise NotImplementedError(f"{type(self).__name__}.apply")
+
+
+def _op_name(node):
+    return re.sub(r"Backward\d*$", "", type(node).__name__)
 
 
 class _NodeHooks:
@@ -262,3 +269,37 @@ def record(node, output, output_nr=0):
     """Makes `output` the `output_nr`-th result of `node`; returns output."""
     _set_history(output, node, output_nr)
     return output
+
+
+def format_graph(root):
+    """The graph behind `root` (a tensor or a node) as an indented tree,
+    newest node first; a node reached again is printed once and referred
+    to by its number afterwards.  Walks with an explicit stack, so a long
+    chain does not hit the recursion limit."""
+    if isinstance(root, _TensorBase):
+        root = root.grad_fn if root.grad_fn is not None else AccumulateGrad(root)
+    numbers = {}
+    lines = []
+    stack = [(root, "", "")]
+    while stack:
+        node, lead, child_lead = stack.pop()
+        key = node.variable if type(node) is AccumulateGrad else node
+        label = _describe(node)
+        if id(key) in numbers:
+            lines.append(f"{lead}{label} (#{numbers[id(key)]}, see above)")
+            continue
+        numbers[id(key)] = len(numbers) + 1
+        lines.append(f"{lead}#{numbers[id(key)]} {label}")
+        children = [target for target, _ in node.next_functions if target is not None]
+        for i, child in reversed(list(enumerate(children))):
+            last = i == len(children) - 1
+            stack.append((child, child_lead + ("└── " if last else "├── "),
+                          child_lead + ("    " if last else "│   ")))
+    return "\n".join(lines)
+
+
+def _describe(node):
+    if type(node) is AccumulateGrad:
+        leaf = node.variable
+        return f"AccumulateGrad {list(leaf.shape)} {str(leaf.dtype).removeprefix('ember.')}"
+    return type(node).__name__

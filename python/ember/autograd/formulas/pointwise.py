@@ -11,10 +11,6 @@ from ._common import (Node, edges_of, meta_of, nondifferentiable, record, reduce
                       refuse_out, register, register_inplace)
 
 
-def _needs(node, i):
-    return node._edges[i] is not None
-
-
 # ---- add, sub ------------------------------------------------------------------
 
 class AddBackward0(Node):
@@ -22,10 +18,10 @@ class AddBackward0(Node):
 
     def apply(self, grad):
         grad_other = None
-        if _needs(self, 1):
+        if self._edges[1] is not None:
             scaled = grad if self.alpha == 1 else grad * self.alpha
             grad_other = reduce_grad(scaled, self.other_meta)
-        return (reduce_grad(grad, self.input_meta) if _needs(self, 0) else None, grad_other)
+        return (reduce_grad(grad, self.input_meta) if self._edges[0] is not None else None, grad_other)
 
 
 class SubBackward0(AddBackward0):
@@ -78,8 +74,8 @@ class MulBackward0(Node):
 
     def apply(self, grad):
         input, other = self.unpack_saved()
-        return (reduce_grad(grad * other, input) if _needs(self, 0) else None,
-                reduce_grad(grad * input, other) if _needs(self, 1) else None)
+        return (reduce_grad(grad * other, input) if self._edges[0] is not None else None,
+                reduce_grad(grad * input, other) if self._edges[1] is not None else None)
 
 
 @register("mul", "multiply")
@@ -104,9 +100,9 @@ class DivBackward0(Node):
     def apply(self, grad):
         input, other = self.unpack_saved()
         grad_input = grad_other = None
-        if _needs(self, 0):
+        if self._edges[0] is not None:
             grad_input = reduce_grad(grad / other, input)
-        if _needs(self, 1):
+        if self._edges[1] is not None:
             grad_other = reduce_grad(-grad * input / (other * other), other)
         return grad_input, grad_other
 
