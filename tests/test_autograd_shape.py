@@ -413,3 +413,12 @@ def test_cat_and_split_shapes(shape, count, dim, data):
 def test_permute_then_index_shapes(dims, shape, select_dim):
     check_gradcheck(lambda lib, x: x.permute(dims).select(select_dim, 0)[..., ::2],
                     *arrays(tuple(shape)))
+
+
+def test_index_modified_in_place_after_recording_is_detected():
+    x = leaf(np.arange(3.0))
+    index = ember.tensor([0, 2])
+    y = x.index_select(0, index)
+    index.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward(ember.ones(2, dtype=ember.float64))

@@ -29,12 +29,33 @@ def _zeros(shape, like):
     return ember.zeros(shape, dtype=like.dtype)
 
 
+class _IndexNode(Node):
+    """A node keeping its index tensor as a saved tensor (version-checked:
+    Note [Saved tensors])."""
+
+    __slots__ = ()
+
+    @property
+    def index(self):
+        return self.unpack_saved()[0]
+
+
+class _MaskNode(Node):
+    """A node keeping its mask as a saved tensor."""
+
+    __slots__ = ()
+
+    @property
+    def mask(self):
+        return self.unpack_saved()[0]
+
+
 # ---- index_select, gather, take -----------------------------------------------------------
 
-class IndexSelectBackward0(Node):
+class IndexSelectBackward0(_IndexNode):
     """Each selected slice's gradient is added back at its index."""
 
-    __slots__ = ("dim", "index", "input_shape")
+    __slots__ = ("dim", "input_shape")
 
     def apply(self, grad):
         return (_zeros(self.input_shape, grad).index_add(self.dim, self.index, grad),)
@@ -45,12 +66,13 @@ def index_select(input, dim, index, *, out=None):
     refuse_out("index_select", out)
     result = ember.index_select(input, dim, index)
     node = IndexSelectBackward0((edge_of(input),))
-    node.dim, node.index, node.input_shape = dim, index, input.shape
+    node.dim, node.input_shape = dim, input.shape
+    node.save(index)
     return record(node, result)
 
 
-class GatherBackward0(Node):
-    __slots__ = ("dim", "index", "input_shape")
+class GatherBackward0(_IndexNode):
+    __slots__ = ("dim", "input_shape")
 
     def apply(self, grad):
         return (_zeros(self.input_shape, grad).scatter_add(self.dim, self.index, grad),)
@@ -61,14 +83,15 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     refuse_out("gather", out)
     result = ember.gather(input, dim, index)
     node = GatherBackward0((edge_of(input),))
-    node.dim, node.index, node.input_shape = dim, index, input.shape
+    node.dim, node.input_shape = dim, input.shape
+    node.save(index)
     return record(node, result)
 
 
-class TakeBackward0(Node):
+class TakeBackward0(_IndexNode):
     """take indexes the flattened input: a scatter at flat positions."""
 
-    __slots__ = ("index", "input_shape")
+    __slots__ = ("input_shape",)
 
     def apply(self, grad):
         return (scatter_positions(grad, self.index, self.input_shape),)
@@ -79,34 +102,35 @@ def take(input, index, *, out=None):
     refuse_out("take", out)
     result = ember.take(input, index)
     node = TakeBackward0((edge_of(input),))
-    node.index, node.input_shape = index, input.shape
+    node.input_shape = input.shape
+    node.save(index)
     return record(node, result)
 
 
 # ---- scatter, scatter_add, index_add, index_fill --------------------------------------------
 
-class ScatterBackward0(Node):
+class ScatterBackward0(_IndexNode):
     """Written positions lose their input gradient; src gets the gradient
     of where it was written."""
 
-    __slots__ = ("dim", "index")
+    __slots__ = ("dim",)
 
     def apply(self, grad):
         return (grad.scatter(self.dim, self.index, 0) if _needs(self, 0) else None,
                 grad.gather(self.dim, self.index) if _needs(self, 1) else None)
 
 
-class ScatterBackward1(Node):
+class ScatterBackward1(_IndexNode):
     """scatter of a number: only the input has a gradient."""
 
-    __slots__ = ("dim", "index")
+    __slots__ = ("dim",)
 
     def apply(self, grad):
         return (grad.scatter(self.dim, self.index, 0),)
 
 
-class ScatterAddBackward0(Node):
-    __slots__ = ("dim", "index")
+class ScatterAddBackward0(_IndexNode):
+    __slots__ = ("dim",)
 
     def apply(self, grad):
         return (grad if _needs(self, 0) else None,
@@ -136,7 +160,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
         node = ScatterBackward0(edges_of(input, source))
     else:
         node = ScatterBackward1((edge_of(input),))
-    node.dim, node.index = dim, index
+    node.dim = dim
+    node.save(index)
     return record(node, result)
 
 
@@ -145,12 +170,13 @@ def scatter_add(input, dim, index, src, *, out=None):
     refuse_out("scatter_add", out)
     result = ember.scatter_add(input, dim, index, src)
     node = ScatterAddBackward0(edges_of(input, src))
-    node.dim, node.index = dim, index
+    node.dim = dim
+    node.save(index)
     return record(node, result)
 
 
-class IndexAddBackward0(Node):
-    __slots__ = ("dim", "index", "alpha", "source_shape")
+class IndexAddBackward0(_IndexNode):
+    __slots__ = ("dim", "alpha", "source_shape")
 
     def apply(self, grad):
         grad_source = None
@@ -167,12 +193,13 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     refuse_out("index_add", out)
     result = ember.index_add(input, dim, index, source, alpha=alpha)
     node = IndexAddBackward0(edges_of(input, source))
-    node.dim, node.index, node.alpha, node.source_shape = dim, index, alpha, source.shape
+    node.dim, node.alpha, node.source_shape = dim, alpha, source.shape
+    node.save(index)
     return record(node, result)
 
 
-class IndexFillBackward0(Node):
-    __slots__ = ("dim", "index", "value_meta")
+class IndexFillBackward0(_IndexNode):
+    __slots__ = ("dim", "value_meta")
 
     def apply(self, grad):
         return (grad.index_fill(self.dim, self.index, 0),)
@@ -199,14 +226,15 @@ def index_fill(input, dim, index, value):
         node = IndexFillBackward1(edges_of(input, value))
     else:
         node = IndexFillBackward0((edge_of(input),))
-    node.dim, node.index, node.value_meta = wrap_dim(dim, input.dim()), index, meta_of(value)
+    node.dim, node.value_meta = wrap_dim(dim, input.dim()), meta_of(value)
+    node.save(index)
     return record(node, result)
 
 
 # ---- masked_fill, masked_select ---------------------------------------------------------------
 
-class MaskedFillBackward0(Node):
-    __slots__ = ("mask", "input_meta", "value_meta")
+class MaskedFillBackward0(_MaskNode):
+    __slots__ = ("input_meta", "value_meta")
 
     def apply(self, grad):
         return (reduce_grad(grad.masked_fill(self.mask, 0), self.input_meta),)
@@ -234,14 +262,15 @@ def masked_fill(input, mask, value):
         node = MaskedFillBackward1(edges_of(input, value))
     else:
         node = MaskedFillBackward0((edge_of(input),))
-    node.mask, node.input_meta, node.value_meta = mask, meta_of(input), meta_of(value)
+    node.input_meta, node.value_meta = meta_of(input), meta_of(value)
+    node.save(mask)
     return record(node, result)
 
 
-class MaskedSelectBackward0(Node):
+class MaskedSelectBackward0(_MaskNode):
     """The selected elements' gradients go back under the (broadcast) mask."""
 
-    __slots__ = ("mask", "input_meta", "shape")
+    __slots__ = ("input_meta", "shape")
 
     def apply(self, grad):
         mask = self.mask.expand(self.shape)
@@ -260,7 +289,8 @@ def masked_select(input, mask, *, out=None):
     refuse_out("masked_select", out)
     result = ember.masked_select(input, mask)
     node = MaskedSelectBackward0((edge_of(input),))
-    node.mask, node.input_meta = mask, meta_of(input)
+    node.input_meta = meta_of(input)
+    node.save(mask)
     node.shape = _broadcast_shape(input.shape, mask.shape)
     return record(node, result)
 
