@@ -407,14 +407,31 @@ def test_inplace_through_a_view():
         pytest.skip("indexing's formula is not registered")
     x = uniform((2, 3), seed=15)
 
-    def program(lib, a):
+    def exp_row(lib, a):
         y = a * 1
         lib.exp_(y[0])  # the base's history updates too
-        y[1].clamp_(-0.2, 0.3)
         return y
 
-    check_against_torch(program, x)
-    check_gradcheck(program, x)
+    def clamp_row(lib, a):
+        y = a * 1
+        y[1].clamp_(-0.2, 0.3)
+        return y * 2
+
+    for program in (exp_row, clamp_row):
+        check_against_torch(program, x)
+        check_gradcheck(program, x)
+
+
+def test_second_inplace_write_invalidates_a_saved_view_like_torch():
+    if "__getitem__" not in ember._C._autograd_handlers:
+        pytest.skip("indexing's formula is not registered")
+    x = ember.from_numpy(uniform((2, 3), seed=15)).requires_grad_()
+    y = x * 1
+    ember.exp_(y[0])   # saves the row it wrote (its output)
+    y[1].clamp_(-0.2, 0.3)  # bumps the version counter all of y's views share
+    with pytest.raises(RuntimeError, match="which is output 0 of Exp, is at version 2; "
+                                           "expected version 1 instead"):
+        y.sum().backward()
 
 
 def test_inplace_comparison_has_zero_gradient():

@@ -313,11 +313,19 @@ def _unshare_adopted_grads(adopted):
     view of it) to two leaves, and the caller's `gradient` argument may be
     it.  Once the engine's own references are gone, a gradient that is
     still shared is replaced by a copy, so a later in-place accumulation
-    into one .grad cannot change another tensor."""
+    into one .grad cannot change another tensor.  A gradient laid out
+    differently from its leaf is copied into the leaf's layout, as
+    PyTorch's AccumulateGrad does."""
     for leaf, grad in adopted:
-        if leaf.grad is grad and (sys.getrefcount(grad) > _ADOPTED_SOLE_REFCOUNT
-                                  or not _owns_its_memory(grad)):
-            leaf.grad = grad.clone()
+        if leaf.grad is not grad:
+            continue
+        if (sys.getrefcount(grad) > _ADOPTED_SOLE_REFCOUNT or not _owns_its_memory(grad)
+                or grad.stride() != leaf.stride()):
+            # A copy in the leaf's own layout (an expanded gradient, with
+            # stride 0, could not take in-place accumulation later).
+            copy = _C.empty_like(leaf)
+            copy.copy_(grad)
+            leaf.grad = copy
 
 
 def _run(root_edges, root_grads, task):

@@ -30,6 +30,13 @@ def _differentiable_outputs(outputs):
             if isinstance(o, _TensorBase) and o.requires_grad and o.is_floating_point()]
 
 
+def _floating_outputs(outputs):
+    """The outputs both Jacobians cover: every floating tensor.  One that
+    does not require grad has an analytical Jacobian of zeros, which the
+    finite differences then check."""
+    return [o for o in outputs if isinstance(o, _TensorBase) and o.is_floating_point()]
+
+
 def _outputs_as_numpy(func, inputs):
     outputs = _as_tuple(func(*inputs))
     return [np.array(o.detach().numpy(), dtype=np.float64).reshape(-1)
@@ -67,6 +74,10 @@ def _analytical_jacobians(outputs, inputs, wrt):
     jacobians = [[] for _ in wrt]
     for output in outputs:
         rows = [np.zeros((output.numel(), t.numel())) for t in wrt_tensors]
+        if not output.requires_grad:
+            for i in range(len(wrt)):
+                jacobians[i].append(rows[i])
+            continue
         for j in range(output.numel()):
             one_hot = np.zeros(output.numel())
             one_hot[j] = 1.0
@@ -96,7 +107,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise ValueError(
             "gradcheck expects at least one input tensor to require gradient, but none "
             "of the them have requires_grad=True.")
-    outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
+    outputs = _floating_outputs(_as_tuple(func(*inputs)))
     try:
         analytical = _analytical_jacobians(outputs, inputs, wrt)
         numerical = _numerical_jacobians(func, inputs, wrt, eps)

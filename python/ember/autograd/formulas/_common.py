@@ -37,7 +37,7 @@ registered with `nondifferentiable(...)`: their results never require grad.
 """
 
 from ... import _C
-from ..graph import Node, edge_of, edges_of, record, SavedOutput  # noqa: F401
+from ..graph import Node, edge_of, edges_of, record, SavedOutput, _op_name  # noqa: F401
 
 _TensorBase = _C._TensorBase
 _handlers = _C._autograd_handlers
@@ -151,6 +151,13 @@ def check_inplace(tensor):
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an "
             "in-place operation.")
+    producer = tensor.grad_fn
+    if base is not None and producer is not None and producer.num_outputs > 1:
+        raise RuntimeError(
+            f"Output {tensor.output_nr} of {_op_name(producer)} is a view and is being "
+            "modified inplace. This view is the output of a function that returns multiple "
+            "views. Such functions do not allow the output views to be modified inplace. You "
+            "should replace the inplace operation by an out-of-place one.")
 
 
 def _snapshot(tensor):
@@ -243,15 +250,19 @@ class CopySlices(Node):
         self.view_geometry = (tuple(view.shape), view.stride(), view.storage_offset())
 
     def apply(self, grad):
+        # Written with differentiable operators only (index_put, take), so
+        # that create_graph=True records this backward too: positions in a
+        # flat stand-in for the storage say where each element lives.
         base_sizes, base_strides, base_offset = self.base_geometry
         view_sizes, view_strides, view_offset = self.view_geometry
         low_b, high_b = _storage_span(base_sizes, base_strides, base_offset)
         low_v, high_v = _storage_span(view_sizes, view_strides, view_offset)
         low = min(low_b, low_v)
-        flat = _C.zeros(max(high_b, high_v) - low, dtype=grad.dtype)
-        base_grad = flat.as_strided(base_sizes, base_strides, base_offset - low)
-        base_grad.copy_(grad)
-        region = flat.as_strided(view_sizes, view_strides, view_offset - low)
-        value_grad = region.clone()
-        region.zero_()
-        return base_grad, value_grad
+        positions = _C.arange(max(high_b, high_v) - low)
+        base_positions = positions.as_strided(base_sizes, base_strides, base_offset - low)
+        view_positions = positions.as_strided(view_sizes, view_strides, view_offset - low)
+        flat = _C.zeros(positions.numel(), dtype=grad.dtype).index_put(
+            (base_positions.reshape(-1),), grad.reshape(-1), accumulate=True)
+        value_grad = flat.take(view_positions)
+        flat = flat.index_put((view_positions.reshape(-1),), _C.zeros((), dtype=grad.dtype))
+        return flat.take(base_positions), value_grad
