@@ -256,25 +256,31 @@ def _class_dim(input):
 
 
 def _nll(log_probs, target, weight, ignore_index):
-    """Per-element -weight[t] * log_probs[t] (0 where t == ignore_index) and
-    the per-element weights, after the checks."""
+    """The per-element losses -weight[t] * log_probs[t] (0 where t is
+    ignore_index), after the checks, and the divisor of reduction="mean":
+    the summed weights of the targets not ignored, or None when that is
+    simply the number of elements (no weight, nothing ignored), so that the
+    common case records no more than gather, neg and mean."""
     class_dim = _class_dim(log_probs)
-    target = target.long()
     ignored = target == ignore_index
-    safe_target = target.masked_fill(ignored, 0)
-    picked = log_probs.gather(class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim)
+    any_ignored = ignored.any().item()
+    safe_target = target.long().masked_fill(ignored, 0)
+    loss = -log_probs.gather(class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim)
     if weight is None:
-        element_weight = ember.ones_like(picked)
+        divisor = (~ignored).sum() if any_ignored else None
     else:
         element_weight = weight.index_select(0, safe_target.reshape(-1)).reshape(safe_target.shape)
-    element_weight = element_weight.masked_fill(ignored, 0.0)
-    loss = (-picked * element_weight).masked_fill(ignored, 0.0)
-    return loss, element_weight
+        element_weight = element_weight.masked_fill(ignored, 0.0)
+        loss = loss * element_weight
+        divisor = element_weight.sum()
+    if any_ignored:
+        loss = loss.masked_fill(ignored, 0.0)
+    return loss, divisor
 
 
-def _reduce_nll(loss, element_weight, reduction):
-    if reduction == "mean":
-        return loss.sum() / element_weight.sum()
+def _reduce_nll(loss, divisor, reduction):
+    if reduction == "mean" and divisor is not None:
+        return loss.sum() / divisor
     return _reduce(loss, reduction)
 
 
@@ -286,8 +292,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
         reduction = _legacy_reduction(size_average, reduce)
     _check_reduction(reduction)
     target = _check_class_targets(input, target, weight, ignore_index)
-    loss, element_weight = _nll(input, target, weight, ignore_index)
-    return _reduce_nll(loss, element_weight, reduction)
+    loss, divisor = _nll(input, target, weight, ignore_index)
+    return _reduce_nll(loss, divisor, reduction)
 
 
 def _broadcast_weight(weight, input):
@@ -330,17 +336,14 @@ def _cross_entropy_classes(input, target, weight, ignore_index, reduction,
     class_dim = _class_dim(input)
     n_classes = input.size(class_dim)
     log_probs = log_softmax(input, class_dim)
-    nll, element_weight = _nll(log_probs, target, weight, ignore_index)
-    nll = _reduce_nll(nll, element_weight, reduction)
+    nll, divisor = _nll(log_probs, target, weight, ignore_index)
+    nll = _reduce_nll(nll, divisor, reduction)
     if label_smoothing == 0.0:
         return nll
     ignored = target == ignore_index
     weighted = log_probs if weight is None else log_probs * _broadcast_weight(weight, input)
     smooth = (-weighted.sum(class_dim)).masked_fill(ignored, 0.0)
-    if reduction == "mean":
-        smooth = smooth.sum() / element_weight.sum()
-    else:
-        smooth = _reduce(smooth, reduction)
+    smooth = _reduce_nll(smooth, divisor, reduction)
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
 
 
