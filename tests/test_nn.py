@@ -829,7 +829,7 @@ def test_training_step_gradients_match_torch(torch):
         assert_close(p.grad, tp.grad, rtol=1e-4, atol=1e-6)
 
 
-def test_embedding_padding_row_gets_no_gradient(torch):
+def test_embedding_padding_row_gets_no_gradient():
     if not hasattr(ember, "autograd"):
         pytest.skip("ember.autograd is not available")
     e = nn.Embedding(4, 2, padding_idx=0)
