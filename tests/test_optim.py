@@ -150,6 +150,19 @@ def test_add_param_group(torch):
         e.add_param_group({"params": [ember_params[0]]})
 
 
+def test_named_parameters(torch):
+    e_model, t_model = nn.Linear(2, 3), torch.nn.Linear(2, 3)
+    e = optim.SGD(e_model.named_parameters(), lr=0.1)
+    t = torch.optim.SGD(t_model.named_parameters(), lr=0.1)
+    assert e.param_groups[0]["param_names"] == ["weight", "bias"]
+    assert e.state_dict()["param_groups"] == t.state_dict()["param_groups"]
+    assert e.param_groups[0]["params"] == [e_model.weight, e_model.bias]
+    with pytest.raises(ValueError, match="cannot add param group without names"):
+        e.add_param_group({"params": [nn.Parameter(ember.ones(1))]})
+    with pytest.raises(ValueError, match="Some param names are missing"):
+        optim.SGD([("w", nn.Parameter(ember.ones(1))), nn.Parameter(ember.ones(1))])
+
+
 def test_constructor_errors_match_torch(torch):
     def same_error(ember_call, torch_call):
         with pytest.raises(Exception) as torch_info:
@@ -167,6 +180,8 @@ def test_constructor_errors_match_torch(torch):
     same_error(lambda: optim.SGD([ep], nesterov=True), lambda: torch.optim.SGD([tp], nesterov=True))
     same_error(lambda: optim.SGD([1.0]), lambda: torch.optim.SGD([1.0]))
     same_error(lambda: optim.SGD([{"params": {ep}}]), lambda: torch.optim.SGD([{"params": {tp}}]))
+    same_error(lambda: optim.SGD([ep]).add_param_group([ep]),
+               lambda: torch.optim.SGD([tp]).add_param_group([tp]))
     with pytest.warns(UserWarning, match="duplicate parameters"):
         same_error(lambda: optim.SGD([ep, ep], lr=0.1).add_param_group({"params": [ep]}),
                    lambda: torch.optim.SGD([tp, tp], lr=0.1).add_param_group({"params": [tp]}))

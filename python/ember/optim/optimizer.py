@@ -33,8 +33,9 @@ required = _RequiredParameter()
 
 
 def _use_grad(step):
-    """Runs an optimizer's step(closure=None) under ember.no_grad(); the
-    closure (which recomputes the loss) runs with grad enabled."""
+    """Runs an optimizer's step(closure=None) with grad mode off (on only
+    for differentiable=True optimizers, as PyTorch); the closure, which
+    recomputes the loss, runs with grad enabled."""
 
     @functools.wraps(step)
     def wrapper(self, closure=None):
@@ -42,7 +43,7 @@ def _use_grad(step):
         if closure is not None:
             with ember.enable_grad():
                 loss = closure()
-        with ember.no_grad():
+        with ember.set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             step(self)
         return loss
 
@@ -68,25 +69,30 @@ class Optimizer:
 
     def add_param_group(self, param_group):
         """Appends a group, filling the hyper-parameters it does not set
-        from `defaults`."""
+        from `defaults`.  Its params may be tensors or (name, tensor)
+        pairs (as from Module.named_parameters()); names go to
+        param_group["param_names"]."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, ember.Tensor):
-            param_group["params"] = [params]
+            params = [params]
         elif isinstance(params, set):
             raise TypeError(
                 "optimizer parameters need to be organized in ordered collections, but "
                 "the ordering of tensors in sets will change between runs. Please use "
                 "a list instead.")
-        else:
-            param_group["params"] = list(params)
-        for param in param_group["params"]:
+        params, names = _split_names(list(params))
+        param_group["params"] = params
+        if names:
+            param_group["param_names"] = names
+        for param in params:
             if not isinstance(param, ember.Tensor):
                 raise TypeError(
                     "optimizer can only optimize Tensors, but one of the params is "
                     + _typename(param))
-            if not self.defaults.get("differentiable", None) and not param.is_leaf:
+            if not self.defaults.get("differentiable", None) and not (
+                    param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -94,7 +100,6 @@ class Optimizer:
                     "parameter group didn't specify a value of required optimization "
                     f"parameter {name}")
             param_group.setdefault(name, default)
-        params = param_group["params"]
         if len(params) != len(set(params)):
             warnings.warn(
                 "optimizer contains a parameter group with duplicate parameters; in "
@@ -104,6 +109,11 @@ class Optimizer:
         existing = set()
         for group in self.param_groups:
             existing.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                kind = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {kind} to the optimizer")
         if not existing.isdisjoint(params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -158,6 +168,8 @@ class Optimizer:
                 state[key] = value
         for group, saved in zip(groups, saved_groups):
             saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
         self.state = state
         self.param_groups = saved_groups
 
@@ -176,6 +188,17 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+def _split_names(params):
+    """(tensors, names) from a list of tensors or of (name, tensor) pairs."""
+    named = [p for p in params if isinstance(p, tuple)]
+    if not named:
+        return params, []
+    if len(named) != len(params):
+        raise ValueError(
+            "all optimizer params should be with/without names. Some param names are missing")
+    return [tensor for _, tensor in named], [name for name, _ in named]
 
 
 def _cast_state(param, value, key=None):
