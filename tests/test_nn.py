@@ -793,7 +793,8 @@ def test_loss_modules_match_torch(torch):
                  torch.nn.NLLLoss(reduction="sum")(torch.from_numpy(logits), torch.from_numpy(target)))
     x, y = rng.random((2, 3)), rng.random((2, 3))
     ex, ey, tx, ty = ember.from_numpy(x), ember.from_numpy(y), torch.from_numpy(x), torch.from_numpy(y)
-    for e_loss, t_loss in [(nn.MSELoss(), torch.nn.MSELoss()), (nn.L1Loss(reduction="sum"), torch.nn.L1Loss(reduction="sum")),
+    for e_loss, t_loss in [(nn.MSELoss(), torch.nn.MSELoss()),
+                           (nn.L1Loss(reduction="sum"), torch.nn.L1Loss(reduction="sum")),
                            (nn.BCELoss(), torch.nn.BCELoss()),
                            (nn.BCEWithLogitsLoss(pos_weight=ember.from_numpy(w)),
                             torch.nn.BCEWithLogitsLoss(pos_weight=torch.from_numpy(w)))]:

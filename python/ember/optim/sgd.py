@@ -1,7 +1,5 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 
-import ember
-
 from .optimizer import Optimizer, _use_grad
 
 __all__ = ["SGD"]
