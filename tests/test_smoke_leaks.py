@@ -415,3 +415,34 @@ def test_linalg_indexing_and_shape():
     assert m.flip(0).roll(1, 1).tril().shape == (2, 3)
     with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
         ember.cat([m, ember.ones(2, 2)])
+
+
+def test_autograd_boundary():
+    # The C side of autograd (c/python/Autograd.c): THPOp dispatch for
+    # functions, methods and slots, _edges/_versions/_set_history, weakrefs,
+    # _make_subclass, and its error paths.
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = ember.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = (ember.mul(x, w) + x.exp() - 2 / w)[1:].sum()
+    y.backward()
+    assert x.grad.shape == (3,) and w.grad.shape == (3,)
+    m = ember.ones(2, 3, requires_grad=True)
+    loss = (m @ ember.ones(3, 2)).softmax(dim=1).max()
+    (gm,) = ember.autograd.grad(loss, m)
+    assert gm.shape == (2, 3)
+    ref = weakref.ref(x)
+    assert ref() is x
+    with ember.no_grad():
+        assert (x * 2).grad_fn is None
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x.add_(1)
+    with pytest.raises(TypeError):
+        ember.Tensor.add(3, 4)
+    with pytest.raises(TypeError):
+        ember._C._set_history(1, None, 0)
+    with pytest.raises(TypeError):
+        ember._C._make_subclass(int, x)
+    parameter = ember._C._make_subclass(ember.Tensor, x.detach(), True)
+    assert parameter.requires_grad and parameter.is_leaf
+    assert ember._C._edges(x, 2.0, y)[1] is None
+    assert ember._C._versions(x, 1.0, None) == (0, None, None)
