@@ -613,7 +613,8 @@ class Module:
         return ""
 
     def __repr__(self):
-        extra_lines = self.extra_repr().split("\n") if self.extra_repr() else []
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
         child_lines = [
             "(" + name + "): " + _addindent(repr(module), 2)
             for name, module in self._modules.items()]
