@@ -90,3 +90,5 @@ def is_tensor(obj):
 
 def numel(input):
     return input.numel()
+
+from . import nn, optim  # noqa: E402,F401  (ember.nn, ember.optim as in torch)
