@@ -82,8 +82,9 @@ def _root_edges(outputs):
     return edges
 
 
-def _count_dependencies(root_edges):
-    """Edges pointing at each node and leaf reachable from the roots."""
+def _count_dependencies(root_edges, parents=None):
+    """Edges pointing at each node and leaf reachable from the roots.  With
+    a `parents` dict, also records target -> [nodes whose edges point at it]."""
     dependencies = {}
     stack = []
     for target, _ in root_edges:
@@ -97,6 +98,8 @@ def _count_dependencies(root_edges):
             if edge is None:
                 continue
             target = edge[0]
+            if parents is not None:
+                parents.setdefault(target, []).append(node)
             count = dependencies.get(target)
             if count is None:
                 dependencies[target] = 1
@@ -107,24 +110,11 @@ def _count_dependencies(root_edges):
     return dependencies
 
 
-def _needed_nodes(root_edges, targets):
-    """The nodes with a path to one of `targets` (nodes or leaves)."""
-    parents = {}
-    seen = set()
-    stack = [t for t, _ in root_edges if not isinstance(t, _TensorBase)]
-    seen.update(stack)
-    while stack:
-        node = stack.pop()
-        for edge in node._edges:
-            if edge is None:
-                continue
-            target = edge[0]
-            parents.setdefault(target, []).append(node)
-            if target not in seen and not isinstance(target, _TensorBase):
-                seen.add(target)
-                stack.append(target)
+def _needed_nodes(parents, targets):
+    """The nodes with a path to one of `targets` (nodes or leaves), going
+    up the parent links from the targets."""
     needed = set()
-    stack = [t for t in targets if t in parents or t in seen]
+    stack = list(targets)
     while stack:
         node = stack.pop()
         if node in needed:
@@ -144,7 +134,8 @@ class _GraphTask:
         self.captures = captures        # {(target, nr): index} for autograd.grad
         self.captured = [None] * len(captures) if captures else None
         self.only_inputs = only_inputs  # backward(inputs=...): accumulate into these only
-        self.needed = None              # pruning set, or None: run everything
+        self.prune_to = None            # targets: run only nodes leading there
+        self.needed = None              # the nodes that do, once computed
         self.adopted = []               # (leaf, grad): see _unshare_adopted_grads
 
     # ---- leaves ----
@@ -236,7 +227,12 @@ def _accumulate_grad(leaf, grad, create_graph, adopted):
 
 
 def _execute(root_edges, root_grads, task):
-    dependencies = _count_dependencies(root_edges)
+    if task.prune_to is None:
+        dependencies = _count_dependencies(root_edges)
+    else:
+        parents = {}
+        dependencies = _count_dependencies(root_edges, parents)
+        task.needed = _needed_nodes(parents, task.prune_to)
     buffers = {}
     for (target, nr), grad in zip(root_edges, root_grads):
         if grad is None:
@@ -369,7 +365,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         for t in inputs:
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-        task.needed = _needed_nodes(root_edges, [edge_of(t)[0] for t in inputs])
+        task.prune_to = [edge_of(t)[0] for t in inputs]
         _run_non_leaf_inputs(inputs, task)
     _run(root_edges, root_grads, task)
 
@@ -412,7 +408,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     root_edges = _root_edges(outputs)
     root_grads = _make_root_grads(outputs, grad_outputs, create_graph)
     task = _GraphTask(retain_graph, create_graph, False, captures, None)
-    task.needed = _needed_nodes(root_edges, [edge[0] for edge in captures])
+    task.prune_to = [edge[0] for edge in captures]
     _run(root_edges, root_grads, task)
     results = []
     for i, t in enumerate(inputs):

@@ -127,14 +127,23 @@ class SumBackward1(SumBackward0):
     __slots__ = ()
 
 
-@register("sum")
-def sum_handler(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    refuse_out("sum", out)
-    if dim is None and dtype is None and keepdim is False:
-        return _record_reduction(SumBackward0, input, None, False, input.sum())
-    result = input.sum(dim, keepdim, dtype=dtype)
-    node_class = SumBackward0 if _reduced_dims(dim, input.ndim) is None else SumBackward1
-    return _record_reduction(node_class, input, dim, keepdim, result)
+def _register_sum_like(name, all_dims_class, some_dims_class):
+    """sum and mean: one node class for a full reduction, one for dims."""
+    @register(name)
+    def handler(input, dim=None, keepdim=False, *, dtype=None, out=None):
+        refuse_out(name, out)
+        reduce = getattr(input, name)
+        if dim is None and dtype is None and keepdim is False:
+            return _record_reduction(all_dims_class, input, None, False, reduce())
+        result = reduce(dim, keepdim, dtype=dtype)
+        reduces_all = _reduced_dims(dim, input.ndim) is None
+        node_class = all_dims_class if reduces_all else some_dims_class
+        return _record_reduction(node_class, input, dim, keepdim, result)
+    handler.__name__ = name
+    return handler
+
+
+_register_sum_like("sum", SumBackward0, SumBackward1)
 
 
 class MeanBackward0(_ReductionBackward):
@@ -153,14 +162,7 @@ class MeanBackward1(MeanBackward0):
     __slots__ = ()
 
 
-@register("mean")
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    refuse_out("mean", out)
-    if dim is None and dtype is None and keepdim is False:
-        return _record_reduction(MeanBackward0, input, None, False, input.mean())
-    result = input.mean(dim, keepdim, dtype=dtype)
-    node_class = MeanBackward0 if _reduced_dims(dim, input.ndim) is None else MeanBackward1
-    return _record_reduction(node_class, input, dim, keepdim, result)
+_register_sum_like("mean", MeanBackward0, MeanBackward1)
 
 
 # ---- prod -------------------------------------------------------------------------
