@@ -54,8 +54,9 @@ THPAutograd_anyRequiresGrad(PyObject *const *args, Py_ssize_t n)
         if (tensor_requires_grad(arg)) {
             return 1;
         }
-        /* cat([a, b]), stack((a, b)), where(c, x, y) take tensors in lists. */
-        if (PyList_CheckExact(arg) || PyTuple_CheckExact(arg)) {
+        /* cat([a, b]), stack((a, b)) take tensors in lists; subclasses too
+         * (a namedtuple, a list subclass), which the kernels accept. */
+        if (PyList_Check(arg) || PyTuple_Check(arg)) {
             PyObject **items = PySequence_Fast_ITEMS(arg);
             for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(arg); k++) {
                 if (tensor_requires_grad(items[k])) {
