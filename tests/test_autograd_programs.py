@@ -347,3 +347,44 @@ def test_tensors_in_list_and_tuple_subclasses_are_seen():
             assert result.requires_grad
             (result * 3).sum().backward()
             assert a.grad.tolist() == [3.0, 3.0] and b.grad.tolist() == [3.0, 3.0]
+
+
+def test_operators_pickle_and_deepcopy_by_reference():
+    """ember.add and ember.Tensor.add pickle (and deepcopy) as references,
+    as builtin functions and method descriptors do, so a Module holding an
+    operator as an attribute can be deep-copied."""
+    import copy
+
+    for op in (ember.add, ember.tanh, ember.Tensor.add, ember.Tensor.relu_):
+        assert pickle.loads(pickle.dumps(op)) is op
+        assert copy.deepcopy(op) is op
+        assert copy.copy(op) is op
+    assert ember.add.__self__ is ember._C
+    assert ember.add.__module__ == "ember._C"
+    assert ember.Tensor.add.__objclass__ is ember._C._TensorBase
+
+    class WithActivation(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.activation = ember.tanh
+            self.linear = ember.nn.Linear(2, 2)
+
+    clone = copy.deepcopy(WithActivation())
+    assert clone.activation is ember.tanh
+
+
+def test_operator_introspection_does_not_crash():
+    import inspect
+    import pydoc
+
+    for op in (ember.add, ember.Tensor.add):
+        assert "add(" in pydoc.render_doc(op)
+        with pytest.raises(ValueError):
+            inspect.signature(op)
+    assert ember.Tensor.add.__get__(None, ember.Tensor) is ember.Tensor.add
+    t = ember.ones(2)
+    assert ember.Tensor.add.__get__(t, ember.Tensor)(1).tolist() == [2.0, 2.0]
+    with pytest.raises(TypeError):
+        ember.Tensor.add.__get__(5)(1)
+    with pytest.raises(TypeError):
+        ember.Tensor.add()

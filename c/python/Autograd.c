@@ -159,6 +159,7 @@ typedef struct {
     PyObject *name;    /* owned, interned: the handler key */
     PyObject *method_key; /* owned "Tensor.<name>" for methods, else NULL */
     PyObject *module;  /* borrowed, the functions' `self`; NULL for methods */
+    PyTypeObject *objclass; /* borrowed, the methods' type; NULL for functions */
 } THPOp;
 
 static PyObject *
@@ -352,10 +353,67 @@ op_get_doc(PyObject *self, void *closure)
     return PyUnicode_FromString(doc);
 }
 
-static PyGetSetDef op_getset[] = {
+/* builtin functions' __self__: the module. */
+static PyObject *
+op_get_self(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((THPOp *)self)->module);
+}
+
+static PyObject *
+op_get_module(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyModule_GetNameObject(((THPOp *)self)->module);
+}
+
+/* method descriptors' __objclass__: the type defining them. */
+static PyObject *
+op_get_objclass(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef((PyObject *)((THPOp *)self)->objclass);
+}
+
+/* Pickled (and copied) by reference, as CPython's builtin functions and
+ * method descriptors are: a function by its name, looked up in __module__;
+ * a method as getattr(objclass, name). */
+static PyObject *
+op_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    THPOp *op = (THPOp *)self;
+    if (op->module != NULL) {
+        return Py_NewRef(op->name);
+    }
+    PyObject *getattr = PyDict_GetItemString(PyEval_GetBuiltins(), "getattr");
+    if (getattr == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "builtins.getattr not found");
+        return NULL;
+    }
+    return Py_BuildValue("O(OO)", getattr, (PyObject *)op->objclass, op->name);
+}
+
+static PyMethodDef op_methods[] = {
+    {"__reduce__", op_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef op_function_getset[] = {
     {"__name__", op_get_name, NULL, NULL, NULL},
     {"__qualname__", op_get_name, NULL, NULL, NULL},
     {"__doc__", op_get_doc, NULL, NULL, NULL},
+    {"__self__", op_get_self, NULL, NULL, NULL},
+    {"__module__", op_get_module, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyGetSetDef op_method_getset[] = {
+    {"__name__", op_get_name, NULL, NULL, NULL},
+    {"__qualname__", op_get_name, NULL, NULL, NULL},
+    {"__doc__", op_get_doc, NULL, NULL, NULL},
+    {"__objclass__", op_get_objclass, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -370,7 +428,8 @@ static PyTypeObject THPOpFunctionType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "An ember operator: the C kernel, or autograd's handler when "
               "an input requires grad (Note [The autograd boundary]).",
-    .tp_getset = op_getset,
+    .tp_methods = op_methods,
+    .tp_getset = op_function_getset,
 };
 
 static PyTypeObject THPOpMethodType = {
@@ -384,12 +443,14 @@ static PyTypeObject THPOpMethodType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL
                 | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "An ember tensor method (see ember._C.builtin_op).",
-    .tp_getset = op_getset,
+    .tp_methods = op_methods,
+    .tp_getset = op_method_getset,
     .tp_descr_get = op_method_get,
 };
 
+/* A function of `module`, or (module NULL) a method of `objclass`. */
 static PyObject *
-new_op(PyMethodDef *def, PyObject *module)
+new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass)
 {
     THPOp *op = PyObject_New(THPOp, module == NULL ? &THPOpMethodType
                                                    : &THPOpFunctionType);
@@ -398,6 +459,7 @@ new_op(PyMethodDef *def, PyObject *module)
     }
     op->def = def;
     op->module = module;
+    op->objclass = objclass;
     op->method_key = NULL;
     op->vectorcall = module == NULL ? op_method_vectorcall
                                     : op_function_vectorcall;
@@ -420,7 +482,8 @@ new_op(PyMethodDef *def, PyObject *module)
 /* Publishes each entry of `table` as a THPOp in `dict` (a module's or a
  * type's), refusing a name already there. */
 static int
-add_ops(PyObject *dict, PyMethodDef *table, PyObject *module)
+add_ops(PyObject *dict, PyMethodDef *table, PyObject *module,
+        PyTypeObject *objclass)
 {
     for (PyMethodDef *def = table; def->ml_name != NULL; def++) {
         if (PyDict_GetItemString(dict, def->ml_name) != NULL) {
@@ -428,7 +491,7 @@ add_ops(PyObject *dict, PyMethodDef *table, PyObject *module)
                          def->ml_name);
             return -1;
         }
-        PyObject *op = new_op(def, module);
+        PyObject *op = new_op(def, module, objclass);
         if (op == NULL) {
             return -1;
         }
@@ -444,13 +507,13 @@ add_ops(PyObject *dict, PyMethodDef *table, PyObject *module)
 int
 THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table)
 {
-    return add_ops(PyModule_GetDict(module), table, module);
+    return add_ops(PyModule_GetDict(module), table, module, NULL);
 }
 
 int
 THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table)
 {
-    if (add_ops(type->tp_dict, table, NULL) < 0) {
+    if (add_ops(type->tp_dict, table, NULL, type) < 0) {
         return -1;
     }
     PyType_Modified(type);
