@@ -388,3 +388,32 @@ def test_operator_introspection_does_not_crash():
         ember.Tensor.add.__get__(5)(1)
     with pytest.raises(TypeError):
         ember.Tensor.add()
+
+
+def test_set_grad_enabled_as_decorator_leaves_grad_mode_alone():
+    """@set_grad_enabled(False) applies to calls of the function only; the
+    decoration itself must not switch grad mode off (PyTorch restores the
+    previous mode in __call__)."""
+    @ember.set_grad_enabled(False)
+    def double(x):
+        return x * 2
+
+    try:
+        assert ember.is_grad_enabled()
+        x = ember.ones(2, requires_grad=True)
+        assert not double(x).requires_grad
+        assert ember.is_grad_enabled()
+        assert (x * 2).requires_grad
+    finally:
+        ember.set_grad_enabled(True)
+
+
+def test_set_grad_enabled_object_entered_later_sets_the_mode():
+    context = ember.set_grad_enabled(False)
+    ember.set_grad_enabled(True)  # the mode changed between creation and `with`
+    try:
+        with context:
+            assert not ember.is_grad_enabled()
+        assert ember.is_grad_enabled()
+    finally:
+        ember.set_grad_enabled(True)

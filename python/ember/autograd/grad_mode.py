@@ -75,8 +75,13 @@ class set_grad_enabled(_GradModeContext):
         self._mode = mode
         _set_grad_enabled(mode)
 
+    def __call__(self, func):
+        # As a decorator the mode applies to calls only: undo __init__'s switch.
+        _set_grad_enabled(self._previous)
+        return super().__call__(func)
+
     def __enter__(self):
-        pass
+        _set_grad_enabled(self._mode)
 
     def clone(self):
         return type(self)(self._mode)
