@@ -417,3 +417,24 @@ def test_set_grad_enabled_object_entered_later_sets_the_mode():
         assert ember.is_grad_enabled()
     finally:
         ember.set_grad_enabled(True)
+
+
+def test_custom_function_integer_output_does_not_require_grad():
+    """An integer output of a custom Function (an argmax) is not
+    differentiable, as in PyTorch: it must not get requires_grad=True."""
+    class DoubleAndArgmax(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x.argmax()
+
+        @staticmethod
+        def backward(ctx, grad, grad_index):
+            assert grad_index is None or not grad_index.requires_grad
+            return grad * 2
+
+    x = ember.tensor([1., 3., 2.], requires_grad=True)
+    doubled, index = DoubleAndArgmax.apply(x)
+    assert doubled.requires_grad and not index.requires_grad
+    assert index.grad_fn is None
+    (doubled.sum() + x[index]).backward()
+    assert x.grad.tolist() == [2.0, 3.0, 2.0]

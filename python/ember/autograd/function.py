@@ -148,8 +148,8 @@ def _wrap_outputs(ctx, args, outputs):
             ctx._output_meta.append(((), None))
             continue
         ctx._output_meta.append((tuple(out.shape), out.dtype))
-        if id(out) in non_differentiable_ids:
-            continue
+        if id(out) in non_differentiable_ids or not out.is_floating_point():
+            continue  # integer and bool outputs are never differentiable
         if id(out) in dirty_ids:
             if out.is_leaf and out.requires_grad:
                 raise RuntimeError(
