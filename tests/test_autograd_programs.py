@@ -11,6 +11,7 @@ torch module, as in tests/autograd_utils.py.
 import collections
 import gc
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -438,3 +439,50 @@ def test_custom_function_integer_output_does_not_require_grad():
     assert index.grad_fn is None
     (doubled.sum() + x[index]).backward()
     assert x.grad.tolist() == [2.0, 3.0, 2.0]
+
+
+CUSTOM_VIEW_MESSAGE = re.escape(
+    "is a view and is being modified inplace. This view was created inside a custom "
+    "Function (or because an input was returned as-is)")
+
+
+def test_in_place_on_a_view_made_by_a_custom_function_is_refused():
+    """A custom Function returning a view of its input (or the input
+    itself) shares memory with it; writing into that output in place would
+    change the input without updating its history, so the gradient would be
+    silently wrong.  PyTorch refuses it, also through views of the output."""
+    class FirstTwo(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[0:2]
+
+        @staticmethod
+        def backward(ctx, grad):
+            return ember.cat([grad, ember.zeros(1)])
+
+    class Identity(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 3
+
+    x = ember.tensor([1., 3., 2.], requires_grad=True)
+    h = x * 1
+    for function, name in ((FirstTwo, "FirstTwo"), (Identity, "Identity")):
+        with pytest.raises(RuntimeError, match=f"Output 0 of {name} {CUSTOM_VIEW_MESSAGE}"):
+            function.apply(h).mul_(2)
+        with pytest.raises(RuntimeError, match=f"Output 0 of Slice {CUSTOM_VIEW_MESSAGE}"):
+            function.apply(h)[0:1].mul_(2)
+        with pytest.raises(RuntimeError, match=CUSTOM_VIEW_MESSAGE):
+            function.apply(h)[0] = 1.0
+    assert h.tolist() == [1.0, 3.0, 2.0]
+    # A clone is fine, and so is an output that does not alias an input.
+    y = FirstTwo.apply(h).clone()
+    y.mul_(2)
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 0.0]
+    gc.collect()
+    assert not ember.autograd.graph.custom_function_views  # entries die with their tensors

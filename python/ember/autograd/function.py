@@ -20,7 +20,7 @@ one gradient (or None) per forward argument.
 """
 
 from .. import _C
-from .graph import Node, SavedOutput, edge_of
+from .graph import Node, SavedOutput, add_custom_function_view, edge_of
 from .grad_mode import no_grad
 
 _TensorBase = _C._TensorBase
@@ -140,7 +140,8 @@ def _wrap_outputs(ctx, args, outputs):
     results = list(outputs) if is_tuple else [outputs]
     dirty_ids = {id(t) for t in ctx._dirty}
     non_differentiable_ids = {id(t) for t in ctx._non_differentiable}
-    input_ids = {id(a) for a in args if isinstance(a, _TensorBase)}
+    inputs = [a for a in args if isinstance(a, _TensorBase)]
+    input_ids = {id(a) for a in inputs}
     ctx.num_outputs = len(results)
     ctx._output_meta = []
     for i, out in enumerate(results):
@@ -158,6 +159,9 @@ def _wrap_outputs(ctx, args, outputs):
         elif id(out) in input_ids:
             # An input returned as is becomes a new alias with this history.
             out = results[i] = out.detach()
+            _mark_custom_view(out, inputs)
+        elif inputs:
+            _mark_custom_view(out, inputs)
         _set_history(out, ctx, i)
     outputs_by_id = {id(out): i for i, out in enumerate(results)}
     ctx.save(*(SavedOutput(t, outputs_by_id[id(t)]) if id(t) in outputs_by_id else t
@@ -166,6 +170,18 @@ def _wrap_outputs(ctx, args, outputs):
     # cycle): only the SavedOutput aliases above stay.
     ctx._to_save = ctx._dirty = ctx._non_differentiable = ()
     return tuple(results) if is_tuple else results[0]
+
+
+def _mark_custom_view(out, inputs):
+    """Registers `out` as a custom Function's view when it shares memory with
+    one of the inputs, and makes it a view of that input."""
+    memory = out.untyped_storage().data_ptr()
+    for t in inputs:
+        if t.untyped_storage().data_ptr() == memory:
+            root = t._autograd_meta
+            out._autograd_meta = t if root is None else root
+            add_custom_function_view(out)
+            return
 
 
 class once_differentiable:

@@ -32,6 +32,7 @@ formula an alias whose history is this node, so second derivatives see it.
 
 import itertools
 import re
+import weakref
 
 from .. import _C
 
@@ -39,6 +40,24 @@ _TensorBase = _C._TensorBase
 _set_history = _C._set_history
 _is_grad_enabled = _C.is_grad_enabled
 _versions = _C._versions
+
+# Outputs of custom Functions that share memory with an input, and views of
+# them, by id: writing into them in place is refused (check_inplace), as
+# PyTorch does, since it would change the input behind the custom backward.
+# A plain dict of weak references (empty in most programs: the recording
+# path's check is one truth test); an entry goes when its tensor dies.
+custom_function_views = {}
+
+
+def add_custom_function_view(tensor):
+    key = id(tensor)
+    custom_function_views[key] = weakref.ref(
+        tensor, lambda _, key=key: custom_function_views.pop(key, None))
+
+
+def is_custom_function_view(tensor):
+    ref = custom_function_views.get(id(tensor))
+    return ref is not None and ref() is tensor
 
 # Creation order of nodes: the engine runs ready nodes newest first, as
 # PyTorch's engine does.

@@ -38,6 +38,7 @@ registered with `nondifferentiable(...)`: their results never require grad.
 
 from ... import _C
 from ..graph import Node, edge_of, edges_of, record, SavedOutput, _op_name  # noqa: F401
+from ..graph import add_custom_function_view, custom_function_views, is_custom_function_view
 
 _TensorBase = _C._TensorBase
 _handlers = _C._autograd_handlers
@@ -126,6 +127,8 @@ def mark_view(view, base):
     (Note [In-place operations])."""
     root = base._autograd_meta
     view._autograd_meta = base if root is None else root
+    if custom_function_views and is_custom_function_view(base):
+        add_custom_function_view(view)
     return view
 
 
@@ -146,6 +149,14 @@ def check_inplace(tensor):
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place "
             "operation.")
+    if custom_function_views and is_custom_function_view(tensor):
+        raise RuntimeError(
+            f"Output {tensor.output_nr} of {_op_name(tensor.grad_fn)} is a view and is being "
+            "modified inplace. This view was created inside a custom Function (or because an "
+            "input was returned as-is) and the autograd logic to handle view+inplace would "
+            "override the custom backward associated with the custom Function, leading to "
+            "incorrect gradients. This behavior is forbidden. You can fix this by cloning "
+            "the output of the custom Function.")
     base = tensor._autograd_meta
     if base is not None and base.requires_grad and base.grad_fn is None:
         raise RuntimeError(
