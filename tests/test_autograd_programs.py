@@ -486,3 +486,40 @@ def test_in_place_on_a_view_made_by_a_custom_function_is_refused():
     assert x.grad.tolist() == [2.0, 2.0, 0.0]
     gc.collect()
     assert not ember.autograd.graph.custom_function_views  # entries die with their tensors
+
+
+def test_operators_with_a_foreign_operand_defer_to_its_reflected_method():
+    """t + obj with t requiring grad returns NotImplemented for an operand
+    ember does not know, so Python calls obj.__radd__, as without grad
+    and as in PyTorch (the slot used to hand obj to autograd's handler,
+    which failed on it)."""
+    class Reflected:
+        def __radd__(self, other):
+            return "radd"
+
+        def __rsub__(self, other):
+            return "rsub"
+
+        def __rmul__(self, other):
+            return "rmul"
+
+        def __rtruediv__(self, other):
+            return "rtruediv"
+
+        def __rpow__(self, other):
+            return "rpow"
+
+    for requires_grad in (False, True):
+        t = ember.ones(2, requires_grad=requires_grad)
+        assert t + Reflected() == "radd"
+        assert t - Reflected() == "rsub"
+        assert t * Reflected() == "rmul"
+        assert t / Reflected() == "rtruediv"
+        assert t ** Reflected() == "rpow"
+        with pytest.raises(TypeError, match="unsupported operand"):
+            t + "text"
+    t = ember.ones(2, requires_grad=True)
+    h = t * 1
+    h += 1.0  # the handlers still run for numbers and tensors
+    (h * np.float32(2.0) + t).sum().backward()
+    assert t.grad.tolist() == [3.0, 3.0]

@@ -136,11 +136,6 @@ static PyObject *
 binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
                 bool inplace)
 {
-    PyObject *operands[2] = {a, b}, *routed;
-    if (name != NULL
-        && THPAutograd_maybeDispatch(name, operands, 2, &routed)) {
-        return routed;
-    }
     THPointwiseArg args[2];
     int status_a = parse_operand(a, &args[0]);
     if (status_a <= 0) {
@@ -152,6 +147,13 @@ binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
     }
     if (args[0].tensor == NULL && args[1].tensor == NULL) {
         Py_RETURN_NOTIMPLEMENTED;
+    }
+    /* Autograd only once both operands are ours: an unknown one gets
+     * NotImplemented above, so Python tries its reflected method. */
+    PyObject *operands[2] = {a, b}, *routed;
+    if (name != NULL
+        && THPAutograd_maybeDispatch(name, operands, 2, &routed)) {
+        return routed;
     }
     return run_pointwise(op, args, NULL, inplace, alpha_one,
                          inplace ? a : NULL);
