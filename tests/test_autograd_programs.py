@@ -523,3 +523,50 @@ def test_operators_with_a_foreign_operand_defer_to_its_reflected_method():
     h += 1.0  # the handlers still run for numbers and tensors
     (h * np.float32(2.0) + t).sum().backward()
     assert t.grad.tolist() == [3.0, 3.0]
+
+
+def recurrent_training(lib, weights, inputs, labels):
+    """An RNN unrolled over 5 steps (weights shared across time), gradients
+    accumulated over two micro-batches, and manual SGD written the three
+    usual ways (p.data -= ..., p -= ... under no_grad, p.add_ + grad.zero_)."""
+    params = [lib.tensor(w.copy(), requires_grad=True) for w in weights]
+    Wh, Wx, b, Wo = params
+    losses = []
+    for epoch in range(3):
+        for batch in (slice(0, 3), slice(3, 6)):
+            x = lib.tensor(inputs[:, batch].copy())
+            h = lib.zeros(3, 4)
+            for t in range(5):
+                h = (h @ Wh + x[t] @ Wx + b).tanh()
+            loss = lib.nn.functional.cross_entropy(h @ Wo.T, lib.tensor(labels[batch].copy())) / 2
+            loss.backward()
+            losses.append(loss.item())
+        if epoch == 0:
+            for p in params:
+                p.data -= 0.1 * p.grad
+                p.grad.zero_()
+        elif epoch == 1:
+            with lib.no_grad():
+                for p in params:
+                    p -= 0.1 * p.grad
+            for p in params:
+                p.grad = None
+        else:
+            with lib.no_grad():
+                for p in params:
+                    p.add_(p.grad, alpha=-0.1)
+                    p.grad.zero_()
+    return losses, [numpy_of(p) for p in params]
+
+
+def test_recurrent_training_with_manual_sgd_matches_torch():
+    torch = pytest.importorskip("torch")
+    weights = random_arrays(3, (4, 4), (3, 4), (4,), (2, 4), scale=0.5)
+    rng = np.random.default_rng(3)
+    inputs = rng.standard_normal((5, 6, 3)).astype(np.float32)
+    labels = rng.integers(0, 2, (6,))
+    ember_losses, ember_params = recurrent_training(ember, weights, inputs, labels)
+    torch_losses, torch_params = recurrent_training(torch, weights, inputs, labels)
+    np.testing.assert_allclose(ember_losses, torch_losses, atol=ATOL, rtol=RTOL)
+    for i, (e, t) in enumerate(zip(ember_params, torch_params)):
+        assert_close(e, t, f"parameter {i}")
