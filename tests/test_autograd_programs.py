@@ -570,3 +570,26 @@ def test_recurrent_training_with_manual_sgd_matches_torch():
     np.testing.assert_allclose(ember_losses, torch_losses, atol=ATOL, rtol=RTOL)
     for i, (e, t) in enumerate(zip(ember_params, torch_params)):
         assert_close(e, t, f"parameter {i}")
+
+
+def test_grad_mode_is_per_thread():
+    """no_grad in one thread leaves another thread recording, and a new
+    thread starts with grad mode on (PyTorch's thread-local GradMode)."""
+    import threading
+
+    x = ember.ones(2, requires_grad=True)
+    seen = []
+
+    def worker():
+        seen.append(ember.is_grad_enabled())
+        seen.append((x * 2).requires_grad)
+        with ember.no_grad():
+            seen.append((x * 2).requires_grad)
+
+    with ember.no_grad():
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        assert not ember.is_grad_enabled()
+    assert seen == [True, True, False]
+    assert ember.is_grad_enabled()
