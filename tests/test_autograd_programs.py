@@ -593,3 +593,29 @@ def test_grad_mode_is_per_thread():
         assert not ember.is_grad_enabled()
     assert seen == [True, True, False]
     assert ember.is_grad_enabled()
+
+
+def retained_then_written_in_place(lib, x):
+    h = x * 2
+    h.retain_grad()
+    kept = h * 1
+    h.mul_(3)
+    base = x * 1
+    base.retain_grad()
+    base[0].add_(1)  # a write through a view: base gets a new history too
+    loss = (h * kept).sum() + (base * base).sum()
+    loss.backward()
+    return [loss, h.grad, base.grad]
+
+
+def test_retain_grad_follows_in_place_writes():
+    """After an in-place write, a tensor that retains grad gets the
+    gradient of its new value (PyTorch 2 moves the retains_grad hook to the
+    tensor's new grad_fn); it used to get the old value's gradient and
+    report retains_grad False."""
+    x = ember.tensor([1., 2.], requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    h.mul_(3)
+    assert h.retains_grad
+    run_on_both(retained_then_written_in_place, [np.array([1., 2.], dtype=np.float32)])

@@ -202,18 +202,37 @@ def commit_inplace(tensor, result):
             _set_grad_enabled(False)
     tensor.copy_(result)
     base = tensor._autograd_meta
+    old_history = tensor.grad_fn, tensor.output_nr
     if base is None:
         _set_history(tensor, result.grad_fn, result.output_nr)
+        _move_retained_grad(tensor, *old_history)
         return tensor
+    old_base_history = base.grad_fn, base.output_nr
     node = CopySlices(edges_of(base, result), base, tensor)
     _set_history(base, node, 0)
+    _move_retained_grad(base, *old_base_history)
     _set_grad_enabled(True)
     try:
         alias = base.as_strided(tensor.size(), tensor.stride(), tensor.storage_offset())
     finally:
         _set_grad_enabled(False)
     _set_history(tensor, alias.grad_fn, alias.output_nr)
+    _move_retained_grad(tensor, *old_history)
     return tensor
+
+
+def _move_retained_grad(tensor, old_grad_fn, old_output_nr):
+    """retain_grad() follows the tensor to its new history after an
+    in-place write (as in PyTorch 2): .grad is the gradient of the value
+    written last."""
+    hooks = None if old_grad_fn is None else old_grad_fn._hooks
+    if hooks is None or not hooks.retain:
+        return
+    ref = hooks.retain.get(old_output_nr)
+    if ref is None or ref() is not tensor:
+        return
+    del hooks.retain[old_output_nr]
+    tensor.grad_fn._get_hooks().retain[tensor.output_nr] = ref
 
 
 def register_inplace(name, out_of_place):
