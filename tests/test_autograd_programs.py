@@ -619,3 +619,26 @@ def test_retain_grad_follows_in_place_writes():
     h.mul_(3)
     assert h.retains_grad
     run_on_both(retained_then_written_in_place, [np.array([1., 2.], dtype=np.float32)])
+
+
+def views_used_after_their_base_changed(lib, x):
+    h = x * 1
+    first_two, middle = h[0:2], h[1:3]
+    before = middle.sum() * 1  # uses the old values
+    h.mul_(x)                  # the base changes: both views see new values
+    first_two.mul_(2)          # a sibling view changes: middle sees it
+    columns = (h * 1).view(2, 2).t()
+    rows = columns.t()
+    columns[0].add_(x[:2])     # a view of a view
+    loss = before + 10 * middle.sum() + (first_two ** 2).sum() + (rows ** 2).sum()
+    loss.backward()
+    return [loss, middle, first_two, rows]
+
+
+def test_views_follow_in_place_writes_into_their_base():
+    """A view made before an in-place write into its base (or into a
+    sibling view) has the new values, so its gradient must go through the
+    write: PyTorch regenerates the view's grad_fn; ember kept the old one
+    and silently dropped the write's contribution."""
+    run_on_both(views_used_after_their_base_changed,
+                [np.array([1., 2., 3., 4.], dtype=np.float32)])

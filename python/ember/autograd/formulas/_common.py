@@ -36,6 +36,8 @@ which runs the out-of-place formula on a copy and moves the history
 registered with `nondifferentiable(...)`: their results never require grad.
 """
 
+import weakref
+
 from ... import _C
 from ..graph import Node, edge_of, edges_of, record, SavedOutput, _op_name  # noqa: F401
 from ..graph import add_custom_function_view, custom_function_views, is_custom_function_view
@@ -126,10 +128,61 @@ def mark_view(view, base):
     in-place write through it can update that tensor's history
     (Note [In-place operations])."""
     root = base._autograd_meta
-    view._autograd_meta = base if root is None else root
+    if root is None:
+        root = base
+    view._autograd_meta = root
+    if root.grad_fn is not None:  # only a non-leaf can be written in place with grad
+        entry = _views_of_root.get(id(root))
+        if entry is not None and len(entry[1]) < entry[2]:
+            entry[1].append(_weakref(view))  # _remember_view's common case, inline
+        else:
+            _remember_view(root, view)
     if custom_function_views and is_custom_function_view(base):
         add_custom_function_view(view)
     return view
+
+
+# Note [Views after an in-place write]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A view made before an in-place write into its base (or into another view
+# of that base) reads the new values, so its history must go through the
+# write.  PyTorch regenerates such a view's grad_fn when it is next used;
+# ember does it at the write: every live view of the written root gets the
+# history of root.as_strided(its geometry), as the written view does.
+# id(root) -> [weak reference to root, [weak references to its views],
+# list length at which dead references are next dropped].
+_views_of_root = {}
+_weakref = weakref.ref
+
+
+def _remember_view(root, view):
+    key = id(root)
+    entry = _views_of_root.get(key)
+    if entry is None:
+        entry = _views_of_root[key] = [
+            weakref.ref(root, lambda _, key=key: _views_of_root.pop(key, None)), [], 8]
+    views = entry[1]
+    if len(views) >= entry[2]:  # drop the dead ones; amortised O(1) per view
+        views[:] = [ref for ref in views if ref() is not None]
+        entry[2] = max(8, 2 * len(views))
+    views.append(weakref.ref(view))
+
+
+def _refresh_views(root, written):
+    """Note [Views after an in-place write]; grad mode is on."""
+    entry = _views_of_root.get(id(root))
+    if entry is None or entry[0]() is not root:
+        return
+    views = [view for view in (ref() for ref in entry[1])
+             if view is not None and view is not written]
+    entry[1][:] = [weakref.ref(view) for view in views]
+    for view in views:
+        old_history = view.grad_fn, view.output_nr
+        alias = root.as_strided(view.size(), view.stride(), view.storage_offset())
+        _set_history(view, alias.grad_fn, alias.output_nr)
+        _move_retained_grad(view, *old_history)
+    if written is not root:
+        entry[1].append(weakref.ref(written))
 
 
 def view_base(tensor):
@@ -206,6 +259,12 @@ def commit_inplace(tensor, result):
     if base is None:
         _set_history(tensor, result.grad_fn, result.output_nr)
         _move_retained_grad(tensor, *old_history)
+        if id(tensor) in _views_of_root:
+            _set_grad_enabled(True)
+            try:
+                _refresh_views(tensor, tensor)
+            finally:
+                _set_grad_enabled(False)
         return tensor
     old_base_history = base.grad_fn, base.output_nr
     node = CopySlices(edges_of(base, result), base, tensor)
@@ -214,10 +273,11 @@ def commit_inplace(tensor, result):
     _set_grad_enabled(True)
     try:
         alias = base.as_strided(tensor.size(), tensor.stride(), tensor.storage_offset())
+        _set_history(tensor, alias.grad_fn, alias.output_nr)
+        _move_retained_grad(tensor, *old_history)
+        _refresh_views(base, tensor)
     finally:
         _set_grad_enabled(False)
-    _set_history(tensor, alias.grad_fn, alias.output_nr)
-    _move_retained_grad(tensor, *old_history)
     return tensor
 
 
