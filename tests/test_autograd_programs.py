@@ -642,3 +642,12 @@ def test_views_follow_in_place_writes_into_their_base():
     and silently dropped the write's contribution."""
     run_on_both(views_used_after_their_base_changed,
                 [np.array([1., 2., 3., 4.], dtype=np.float32)])
+
+
+def test_a_view_detached_in_place_stays_detached_after_its_base_changes():
+    x = ember.ones(3, requires_grad=True)
+    h = x * 1
+    view = h[0:2]
+    view.detach_()
+    h.mul_(2)
+    assert not view.requires_grad and view.grad_fn is None

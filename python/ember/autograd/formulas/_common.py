@@ -173,8 +173,9 @@ def _refresh_views(root, written):
     entry = _views_of_root.get(id(root))
     if entry is None or entry[0]() is not root:
         return
+    # A view detached since (detach_) keeps no history.
     views = [view for view in (ref() for ref in entry[1])
-             if view is not None and view is not written]
+             if view is not None and view is not written and view.grad_fn is not None]
     entry[1][:] = [weakref.ref(view) for view in views]
     for view in views:
         old_history = view.grad_fn, view.output_nr
