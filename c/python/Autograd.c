@@ -314,6 +314,14 @@ op_method_get(PyObject *self, PyObject *obj, PyObject *type)
     if (obj == NULL || obj == Py_None) {
         return Py_NewRef(self);
     }
+    THPOp *op = (THPOp *)self;
+    if (!PyObject_TypeCheck(obj, op->objclass)) { /* CPython's message */
+        PyErr_Format(PyExc_TypeError,
+                     "descriptor '%U' for '%s' objects doesn't apply to a "
+                     "'%s' object",
+                     op->name, op->objclass->tp_name, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
     return PyMethod_New(self, obj);
 }
 
