@@ -61,7 +61,7 @@ venv)
     venv=$3
     build_wheel
     stamp="$venv/.ember-dbg-ready"
-    reqs="pytest hypothesis"
+    reqs="pytest hypothesis tqdm"
     want="numpy=$numpy_version pydbg=$PYDBG reqs=$reqs"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
         exit 0
