@@ -151,6 +151,7 @@ def two_spirals(points_per_class=200, noise=0.15, seed=0):
 
 
 def chapter_autograd(steps=400):
+    import tqdm as tqdm_module
     from tqdm import tqdm
 
     from ember import nn
@@ -176,6 +177,9 @@ def chapter_autograd(steps=400):
                           nn.Linear(64, 2))
     optimizer = ember.optim.Adam(model.parameters(), lr=0.01)
     print(model)
+    # No monitor thread: it would outlive the tour as a daemon (the leak gates
+    # see its start-up block at exit), and the bar refreshes on its own.
+    tqdm_module.tqdm.monitor_interval = 0
     progress = tqdm(range(steps), desc="training", file=sys.stdout, ncols=72,
                     mininterval=0.25, ascii=True)
     for _ in progress:
