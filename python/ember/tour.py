@@ -4,6 +4,7 @@ Each chapter prints what it shows.  Later parts of ember (operators,
 autograd, the script compiler) add chapters to CHAPTERS.
 """
 
+import math
 import sys
 import textwrap
 
@@ -136,18 +137,17 @@ def chapter_operators():
     print()
 
 
-def two_spirals(points_per_class=200, noise=0.15, seed=0):
-    """Two interleaved spirals in the plane: features (2N, 2), labels (2N,)."""
-    rng = np.random.default_rng(seed)
-    radius = np.linspace(0.3, 3.0, points_per_class)
+def two_spirals(points_per_class=200, noise=0.15):
+    """Two interleaved spirals in the plane, drawn with ember's generator
+    (seed it with ember.manual_seed): features (2N, 2), labels (2N,)."""
+    radius = ember.linspace(0.3, 3.0, points_per_class)
     angle = 1.75 * radius
     features, labels = [], []
-    for label, offset in enumerate((0.0, np.pi)):
-        xy = np.stack([radius * np.cos(angle + offset), radius * np.sin(angle + offset)], 1)
-        features.append(xy + rng.normal(0.0, noise, xy.shape))
-        labels.append(np.full(points_per_class, label))
-    return (np.concatenate(features).astype(np.float32),
-            np.concatenate(labels).astype(np.int64))
+    for label, offset in enumerate((0.0, math.pi)):
+        xy = ember.stack([radius * (angle + offset).cos(), radius * (angle + offset).sin()], 1)
+        features.append(xy + noise * ember.randn(points_per_class, 2))
+        labels.append(ember.full((points_per_class,), label, dtype=ember.int64))
+    return ember.cat(features), ember.cat(labels)
 
 
 def chapter_autograd(steps=400):
@@ -171,8 +171,7 @@ def chapter_autograd(steps=400):
     _show("d(x^3)/dx at x=3", x.grad.item())
 
     ember.manual_seed(0)
-    features, labels = two_spirals()
-    inputs, targets = ember.from_numpy(features), ember.from_numpy(labels)
+    inputs, targets = two_spirals()
     model = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
                           nn.Linear(64, 2))
     optimizer = ember.optim.Adam(model.parameters(), lr=0.01)
