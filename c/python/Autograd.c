@@ -89,9 +89,7 @@ call_handler(PyObject *handler, PyObject *const *args, size_t nargsf,
 static PyObject *
 find_handler(PyObject *name)
 {
-    PyObject *handler = autograd_handlers == NULL
-                            ? NULL
-                            : PyDict_GetItemWithError(autograd_handlers, name);
+    PyObject *handler = PyDict_GetItemWithError(autograd_handlers, name);
     if (handler == NULL && !PyErr_Occurred()) {
         PyErr_Format(PyExc_NotImplementedError,
                      "the derivative for '%U' is not implemented", name);
@@ -610,18 +608,15 @@ THPModule_makeSubclass(PyObject *module, PyObject *const *args,
                         "can require gradients");
         return NULL;
     }
-    PyTypeObject *type = (PyTypeObject *)args[0];
-    THPVariable *self = (THPVariable *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->cdata = THTensor_newAlias(source);
-    if (self->cdata == NULL) {
-        Py_DECREF(self);
+    THTensor *alias = THTensor_newAlias(source);
+    if (alias == NULL) {
         return THPUtils_setErrorFromTH();
     }
-    self->requires_grad = (char)requires_grad;
-    return (PyObject *)self;
+    PyObject *self = THPVariable_NewWithType((PyTypeObject *)args[0], alias);
+    if (self != NULL) {
+        ((THPVariable *)self)->requires_grad = (char)requires_grad;
+    }
+    return self;
 }
 
 /* _owns_its_memory(t): no other tensor (view, alias, NumPy export) shares

@@ -434,8 +434,11 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
     }
     PyObject *operands[3] = {self, index, value}, *routed;
     if (THPAutograd_maybeDispatch("__setitem__", operands, 3, &routed)) {
-        Py_XDECREF(routed); /* the handler's None */
-        return routed == NULL ? -1 : 0;
+        if (routed == NULL) {
+            return -1;
+        }
+        Py_DECREF(routed); /* the handler's None */
+        return 0;
     }
     THScalar scalar;
     PyObject *source;

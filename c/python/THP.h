@@ -56,6 +56,9 @@ THPVariable_Check(PyObject *obj)
  * (released on failure too).  NULL tensor (a failed core call) gives NULL
  * with the core's error translated. */
 PyObject *THPVariable_Wrap(THTensor *tensor);
+/* A new instance of `type` (a subclass of _TensorBase, e.g. nn.Parameter)
+ * owning `tensor`.  Steals the reference to `tensor`, on failure too. */
+PyObject *THPVariable_NewWithType(PyTypeObject *type, THTensor *tensor);
 
 /* ---- THPStorage ------------------------------------------------------------ */
 

@@ -18,10 +18,10 @@ PyObject *THPDevice_cpu = NULL;
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-/* A new instance of `type` (a subclass of _TensorBase) owning `tensor`.
- * Steals the reference to `tensor`, on failure too. */
-static PyObject *
-new_with_type(PyTypeObject *type, THTensor *tensor)
+/* See THP.h; shared by THPVariable_Wrap, ember.Tensor(...) and
+ * _C._make_subclass (nn.Parameter). */
+PyObject *
+THPVariable_NewWithType(PyTypeObject *type, THTensor *tensor)
 {
     /* tp_alloc zero-fills and, for a GC type, tracks the object. */
     THPVariable *self = (THPVariable *)type->tp_alloc(type, 0);
@@ -39,9 +39,8 @@ THPVariable_Wrap(THTensor *tensor)
     if (tensor == NULL) {
         return THPUtils_setErrorFromTH();
     }
-    return new_with_type(THPVariableClass != NULL ? THPVariableClass
-                                                  : &THPVariableType,
-                         tensor);
+    return THPVariable_NewWithType(
+        THPVariableClass != NULL ? THPVariableClass : &THPVariableType, tensor);
 }
 
 static int
@@ -134,7 +133,7 @@ THPVariable_pynew(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     THTensor *tensor = tensor_for_constructor(args);
-    return tensor == NULL ? NULL : new_with_type(type, tensor);
+    return tensor == NULL ? NULL : THPVariable_NewWithType(type, tensor);
 }
 
 static Py_hash_t

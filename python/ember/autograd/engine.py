@@ -226,6 +226,20 @@ def _accumulate_grad(leaf, grad, create_graph, adopted):
         old.add_(grad)
 
 
+def _add_to_buffer(buffers, target, nr, grad):
+    """Sums `grad` into the input buffer of `target` (a node, or a leaf with
+    one slot) at output `nr`."""
+    buffer = buffers.get(target)
+    if buffer is None:
+        num_outputs = 1 if isinstance(target, _TensorBase) else target.num_outputs
+        buffer = buffers[target] = [None] * num_outputs
+        buffer[nr] = grad
+    elif buffer[nr] is None:
+        buffer[nr] = grad
+    else:
+        buffer[nr] = buffer[nr] + grad
+
+
 def _execute(root_edges, root_grads, task):
     if task.prune_to is None:
         dependencies = _count_dependencies(root_edges)
@@ -235,13 +249,8 @@ def _execute(root_edges, root_grads, task):
         task.needed = _needed_nodes(parents, task.prune_to)
     buffers = {}
     for (target, nr), grad in zip(root_edges, root_grads):
-        if grad is None:
-            continue
-        buffer = buffers.get(target)
-        if buffer is None:
-            num_outputs = 1 if isinstance(target, _TensorBase) else target.num_outputs
-            buffer = buffers[target] = [None] * num_outputs
-        buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+        if grad is not None:
+            _add_to_buffer(buffers, target, nr, grad)
 
     ready = []
     for target, _ in root_edges:
@@ -276,17 +285,7 @@ def _execute(root_edges, root_grads, task):
                 continue
             target, nr = edge
             if grad is not None:
-                buffer = buffers.get(target)
-                if buffer is None:
-                    if nr == 0 and (isinstance(target, _TensorBase) or target.num_outputs == 1):
-                        buffers[target] = [grad]
-                    else:
-                        buffer = buffers[target] = [None] * target.num_outputs
-                        buffer[nr] = grad
-                elif buffer[nr] is None:
-                    buffer[nr] = grad
-                else:
-                    buffer[nr] = buffer[nr] + grad
+                _add_to_buffer(buffers, target, nr, grad)
             remaining = dependencies[target] - 1
             dependencies[target] = remaining
             if remaining == 0:

@@ -19,6 +19,8 @@ class ExpBackward), forward runs with grad mode off, and backward returns
 one gradient (or None) per forward argument.
 """
 
+import functools
+
 from .. import _C
 from .graph import Node, SavedOutput, add_custom_function_view, edge_of
 from .grad_mode import no_grad
@@ -184,15 +186,11 @@ def _mark_custom_view(out, inputs):
             return
 
 
-class once_differentiable:
+def once_differentiable(backward):
     """Decorator for a backward that is not itself differentiable: it runs
     with grad mode off even under create_graph=True."""
-
-    def __new__(cls, backward):
-        import functools
-
-        @functools.wraps(backward)
-        def wrapper(ctx, *grads):
-            with no_grad():
-                return backward(ctx, *grads)
-        return wrapper
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with no_grad():
+            return backward(ctx, *grads)
+    return wrapper

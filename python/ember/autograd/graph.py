@@ -72,21 +72,14 @@ _FREED_MESSAGE = (
     "after calling backward.")
 
 
+# edges_of(*inputs): the tuple of their edges, in C (the recording path's
+# hot loop): (grad_fn, output_nr), (leaf, 0), or None for each input.
+edges_of = _C._edges
+
+
 def edge_of(obj):
     """The graph edge for one input: (grad_fn, output_nr), (leaf, 0) or None."""
-    if not isinstance(obj, _TensorBase):
-        return None
-    grad_fn = obj.grad_fn
-    if grad_fn is not None:
-        return (grad_fn, obj.output_nr)
-    if obj.requires_grad:
-        return (obj, 0)
-    return None
-
-
-# edges_of(*inputs): the tuple of edge_of(input), in C (the recording
-# path's hot loop).
-edges_of = _C._edges
+    return edges_of(obj)[0]
 
 
 class SavedOutput:

@@ -10,7 +10,7 @@ through where the input survived and gather it for the values written.
 import ember
 
 from ... import _C
-from ._common import (Node, check_inplace, commit_inplace, edge_of, edges_of, mark_view,
+from ._common import (Node, check_inplace, commit_inplace, edges_of, mark_view,
                       meta_of, nondifferentiable, record, reduce_grad, refuse_out, register,
                       register_inplace, sum_to)
 from .shape import NotImplementedBackward
@@ -65,7 +65,7 @@ class IndexSelectBackward0(_IndexNode):
 def index_select(input, dim, index, *, out=None):
     refuse_out("index_select", out)
     result = ember.index_select(input, dim, index)
-    node = IndexSelectBackward0((edge_of(input),))
+    node = IndexSelectBackward0(edges_of(input))
     node.dim, node.input_shape = dim, input.shape
     node.save(index)
     return record(node, result)
@@ -82,7 +82,7 @@ class GatherBackward0(_IndexNode):
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     refuse_out("gather", out)
     result = ember.gather(input, dim, index)
-    node = GatherBackward0((edge_of(input),))
+    node = GatherBackward0(edges_of(input))
     node.dim, node.input_shape = dim, input.shape
     node.save(index)
     return record(node, result)
@@ -101,7 +101,7 @@ class TakeBackward0(_IndexNode):
 def take(input, index, *, out=None):
     refuse_out("take", out)
     result = ember.take(input, index)
-    node = TakeBackward0((edge_of(input),))
+    node = TakeBackward0(edges_of(input))
     node.input_shape = input.shape
     node.save(index)
     return record(node, result)
@@ -159,7 +159,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     if isinstance(source, _TensorBase):
         node = ScatterBackward0(edges_of(input, source))
     else:
-        node = ScatterBackward1((edge_of(input),))
+        node = ScatterBackward1(edges_of(input))
     node.dim = dim
     node.save(index)
     return record(node, result)
@@ -225,7 +225,7 @@ def index_fill(input, dim, index, value):
     if isinstance(value, _TensorBase):
         node = IndexFillBackward1(edges_of(input, value))
     else:
-        node = IndexFillBackward0((edge_of(input),))
+        node = IndexFillBackward0(edges_of(input))
     node.dim, node.value_meta = wrap_dim(dim, input.dim()), meta_of(value)
     node.save(index)
     return record(node, result)
@@ -261,7 +261,7 @@ def masked_fill(input, mask, value):
     if isinstance(value, _TensorBase):
         node = MaskedFillBackward1(edges_of(input, value))
     else:
-        node = MaskedFillBackward0((edge_of(input),))
+        node = MaskedFillBackward0(edges_of(input))
     node.input_meta, node.value_meta = meta_of(input), meta_of(value)
     node.save(mask)
     return record(node, result)
@@ -288,7 +288,7 @@ def _broadcast_shape(a, b):
 def masked_select(input, mask, *, out=None):
     refuse_out("masked_select", out)
     result = ember.masked_select(input, mask)
-    node = MaskedSelectBackward0((edge_of(input),))
+    node = MaskedSelectBackward0(edges_of(input))
     node.input_meta = meta_of(input)
     node.save(mask)
     node.shape = _broadcast_shape(input.shape, mask.shape)
@@ -413,7 +413,7 @@ def getitem(self, index):
     view = is_view_of(result, self)
     node_class = _basic_node_class(index) if view else IndexBackward0
     if node_class is UnsqueezeBackward0:  # only new dims: a reshape
-        node = UnsqueezeBackward0((edge_of(self),))
+        node = UnsqueezeBackward0(edges_of(self))
         node.input_shape = self.shape
         record(node, result)
         return mark_view(result, self)

@@ -12,7 +12,7 @@ is an integer tensor and is not differentiable.
 import ember
 
 from ... import _C
-from ._common import (Node, TensorMeta, edge_of, edges_of, mark_view, nondifferentiable,
+from ._common import (Node, TensorMeta, edges_of, mark_view, nondifferentiable,
                       record, refuse_out, register, register_inplace)
 from .views import IndexMapBackward, SliceBackward0, composite, record_index_map, wrap_dim
 
@@ -133,7 +133,7 @@ class UnbindBackward0(SplitBackward0):
 
 
 def _record_pieces(node_class, input, dim, pieces):
-    node = node_class((edge_of(input),))
+    node = node_class(edges_of(input))
     node.dim = wrap_dim(dim, input.dim())
     node.piece_shapes = [piece.shape for piece in pieces]
     node.num_outputs = len(pieces)
@@ -189,7 +189,7 @@ class FlipBackward0(Node):
 
 
 def _record_flip(input, dims, result):
-    node = FlipBackward0((edge_of(input),))
+    node = FlipBackward0(edges_of(input))
     node.dims = dims
     return record(node, result)
 
@@ -221,7 +221,7 @@ class RollBackward0(Node):
 @register("roll")
 def roll(input, shifts, dims=None):
     result = ember.roll(input, shifts, dims)
-    node = RollBackward0((edge_of(input),))
+    node = RollBackward0(edges_of(input))
     node.shifts = -shifts if isinstance(shifts, int) else tuple(-s for s in shifts)
     node.dims = dims
     return record(node, result)
@@ -244,7 +244,7 @@ class RepeatBackward0(Node):
 
 
 def _record_repeat(input, repeats, result):
-    node = RepeatBackward0((edge_of(input),))
+    node = RepeatBackward0(edges_of(input))
     node.repeats = repeats
     node.input_shape = input.shape
     return record(node, result)
@@ -310,7 +310,7 @@ def diag(input, diagonal=0):
     if input.dim() == 2:
         return record_index_map(DiagonalBackward0_copy, input, result, ember.diag,
                                 (diagonal,), view=False)
-    node = DiagEmbedBackward0((edge_of(input),))
+    node = DiagEmbedBackward0(edges_of(input))
     node.diagonal = diagonal
     return record(node, result)
 
@@ -332,7 +332,7 @@ class TriuBackward0(TrilBackward0):
 
 
 def _record_triangle(node_class, input, diagonal, result):
-    node = node_class((edge_of(input),))
+    node = node_class(edges_of(input))
     node.diagonal = diagonal
     return record(node, result)
 
@@ -382,7 +382,7 @@ class KthvalueBackward0(SortBackward0):
 
 def _record_selection(node_class, input, dim, result, keepdim=True):
     values, indices = result[0], result[1]
-    node = node_class((edge_of(input),))
+    node = node_class(edges_of(input))
     node.dim = wrap_dim(dim, input.dim())
     node.input_shape = input.shape
     node.keepdim = keepdim
@@ -446,7 +446,7 @@ class UniqueConsecutiveBackward0(NotImplementedBackward):
 
 def _record_unique(node_class, aten_name, input, result):
     values = result[0] if isinstance(result, tuple) else result
-    node = node_class((edge_of(input),))
+    node = node_class(edges_of(input))
     node.message = f"the derivative for '{aten_name}' is not implemented."
     record(node, values)
     return result

@@ -27,7 +27,7 @@ import math
 import ember
 
 from ... import _C
-from ._common import (Node, _storage_span, check_inplace, commit_inplace, edge_of,
+from ._common import (Node, _storage_span, check_inplace, commit_inplace,
                       edges_of, mark_view, meta_of, nondifferentiable, record,
                       reduce_grad, register, sum_to)
 
@@ -93,7 +93,7 @@ class IndexMapBackward(Node):
 
 def record_index_map(node_class, input, result, forward_op, args, view=True):
     """Records an IndexMapBackward subclass for `result` = forward_op(input, *args)."""
-    node = node_class((edge_of(input),))
+    node = node_class(edges_of(input))
     node.input_shape = input.shape
     node.forward_op = forward_op
     node.args = args
@@ -140,7 +140,7 @@ def _record_reshape(node_class, input, result):
     view = is_view_of(result, input)
     if not view and node_class is ViewBackward0:
         node_class = UnsafeViewBackward0
-    node = node_class((edge_of(input),))
+    node = node_class(edges_of(input))
     node.input_shape = input.shape
     record(node, result)
     return mark_view(result, input) if view else result
@@ -212,14 +212,14 @@ class PermuteBackward0(Node):
 @register("transpose")
 def transpose(self, dim0, dim1):
     result = self.transpose(dim0, dim1)
-    node = TransposeBackward0((edge_of(self),))
+    node = TransposeBackward0(edges_of(self))
     node.dim0, node.dim1 = dim0, dim1
     return record_view(node, result, self)
 
 
 @register("t")
 def t(self):
-    return record_view(TBackward0((edge_of(self),)), self.t(), self)
+    return record_view(TBackward0(edges_of(self)), self.t(), self)
 
 
 def _inverse_permutation(dims, ndim):
@@ -236,14 +236,14 @@ def permute(self, *dims, **kwargs):
         dims = kwargs["dims"]
     elif len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
-    node = PermuteBackward0((edge_of(self),))
+    node = PermuteBackward0(edges_of(self))
     node.inverse = _inverse_permutation(dims, self.dim())
     return record_view(node, result, self)
 
 
 @register("T")
 def T(self):
-    node = PermuteBackward0((edge_of(self),))
+    node = PermuteBackward0(edges_of(self))
     node.inverse = tuple(range(self.dim() - 1, -1, -1))  # reversing is its own inverse
     return record_view(node, self.T, self)
 
@@ -260,7 +260,7 @@ class ExpandBackward0(Node):
 
 
 def _record_expand(self, result):
-    node = ExpandBackward0((edge_of(self),))
+    node = ExpandBackward0(edges_of(self))
     node.input_shape = self.shape
     return record_view(node, result, self)
 
@@ -337,7 +337,7 @@ def _geometry(tensor):
 @register("as_strided")
 def as_strided(input, size, stride, storage_offset=None):
     result = input.as_strided(size, stride, storage_offset)
-    node = AsStridedBackward0((edge_of(input),))
+    node = AsStridedBackward0(edges_of(input))
     node.input_geometry = _geometry(input)
     node.output_geometry = _geometry(result)
     return record_view(node, result, input)
@@ -366,12 +366,12 @@ def contiguous(self, *args, **kwargs):
     result = self.contiguous(*args, **kwargs)
     if result is self:  # already contiguous: PyTorch returns self, no node
         return self
-    return record(CloneBackward0((edge_of(self),)), result)
+    return record(CloneBackward0(edges_of(self)), result)
 
 
 @register("clone")
 def clone(input, *args, **kwargs):
-    return record(CloneBackward0((edge_of(input),)), input.clone(*args, **kwargs))
+    return record(CloneBackward0(edges_of(input)), input.clone(*args, **kwargs))
 
 
 def _record_cast(input, result):
@@ -379,7 +379,7 @@ def _record_cast(input, result):
     or when the new dtype cannot require grad (integers, bool)."""
     if result is input or not result.is_floating_point():
         return result
-    node = ToCopyBackward0((edge_of(input),))
+    node = ToCopyBackward0(edges_of(input))
     node.input_dtype = input.dtype
     return record(node, result)
 
@@ -468,11 +468,11 @@ def fill_(self, value):
         node = FillBackward3(edges_of(self, value))
         node.value_meta = meta_of(value)
     else:
-        node = FillBackward2((edge_of(self),))
+        node = FillBackward2(edges_of(self))
     return _write_whole(self, node, new_values)
 
 
 @register("zero_")
 def zero_(self):
     check_inplace(self)
-    return _write_whole(self, ZeroBackward0((edge_of(self),)), ember.zeros_like(self))
+    return _write_whole(self, ZeroBackward0(edges_of(self)), ember.zeros_like(self))
