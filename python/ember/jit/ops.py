@@ -57,9 +57,11 @@ def _unwrap_optional(value):
     return value
 
 
-def _isinstance_tensor(value):
-    from .._tensor import Tensor
-    return isinstance(value, Tensor)
+def _range_length(start, stop, step):
+    """How many values range(start, stop, step) has: a for loop's trip count."""
+    if step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    return len(range(start, stop, step))
 
 
 PRIM_HELPERS = {
@@ -69,13 +71,15 @@ PRIM_HELPERS = {
     "prim.bool": (_tensor_to_bool, "aten::Bool"),
     "prim.format": (_format, "aten::format"),
     "prim.unwrap_optional": (_unwrap_optional, "prim::unchecked_unwrap_optional"),
+    "prim.range_length": (_range_length, "aten::__range_length"),
 }
 
 OPERATOR_NAMES = (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
     "neg", "pos", "invert", "not_", "abs", "eq", "ne", "lt", "le", "gt", "ge",
     "and_", "or_", "xor", "lshift", "rshift", "getitem", "contains", "is_",
-    "is_not", "truth",
+    "is_not", "truth", "iadd", "isub", "imul", "itruediv", "ifloordiv",
+    "imod", "ipow", "imatmul", "iand", "ior", "ixor",
 )
 
 # operator.X on tensors is the same op as ember.Y: how the kind is printed.
@@ -236,6 +240,8 @@ ELEMENTWISE_ALIASES = {
 def is_inplace(callee, kwnames=()):
     """A call that writes into one of its inputs."""
     name = method_name(callee)
+    if callee.startswith("operator.i") and name in OPERATOR_NAMES:
+        return True  # x += y: in place on tensors (Tensor.__iadd__)
     return ("out" in kwnames or name == "__setitem__"
             or callee == "prim.list_append"
             or (name.endswith("_") and not name.startswith("_")))
