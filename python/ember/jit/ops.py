@@ -82,6 +82,10 @@ OPERATOR_NAMES = (
     "imod", "ipow", "imatmul", "iand", "ior", "ixor",
 )
 
+INPLACE_OPERATORS = frozenset({
+    "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow",
+    "imatmul", "iand", "ior", "ixor"})
+
 # operator.X on tensors is the same op as ember.Y: how the kind is printed.
 OPERATOR_KINDS = {
     "truediv": "div", "floordiv": "floor_divide", "mod": "remainder",
@@ -240,7 +244,7 @@ ELEMENTWISE_ALIASES = {
 def is_inplace(callee, kwnames=()):
     """A call that writes into one of its inputs."""
     name = method_name(callee)
-    if callee.startswith("operator.i") and name in OPERATOR_NAMES:
+    if callee.startswith("operator.") and name in INPLACE_OPERATORS:
         return True  # x += y: in place on tensors (Tensor.__iadd__)
     return ("out" in kwnames or name == "__setitem__"
             or callee == "prim.list_append"
