@@ -248,7 +248,8 @@ def is_inplace(callee, kwnames=()):
         return True  # x += y: in place on tensors (Tensor.__iadd__)
     return ("out" in kwnames or name == "__setitem__"
             or callee == "prim.list_append"
-            or (name.endswith("_") and not name.startswith("_")))
+            or (callee.startswith(("Tensor.", "ember."))
+                and name.endswith("_") and not name.startswith("_")))
 
 
 def is_pure(callee, kwnames=()):
