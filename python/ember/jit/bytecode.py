@@ -238,7 +238,8 @@ def _operand_limit(p, kind):
 
 
 def _check_instruction(p, pc, ins):
-    if len(ins) != 4 or any(type(word) is not int for word in ins):
+    if len(ins) != 4 or not all(isinstance(w, int) and not isinstance(w, bool)
+                                for w in ins):
         _fail(p, f"instruction {pc}: expected 4 int words, got {ins!r}")
     if ins[0] not in Op._value2member_map_:
         _fail(p, f"instruction {pc}: unknown opcode {ins[0]}")
