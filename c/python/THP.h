@@ -291,6 +291,11 @@ int THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table);
 int THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table);
 int THPAutograd_InitModule(PyObject *module);
 
+/* ---- ember.jit's bytecode VM (JitVM.c) ----------------------------------------
+ * ember._C.Code and _C._jit_opcodes(); see Note [The register VM] there. */
+extern PyTypeObject THPJitCodeType;
+int THPJitVM_InitModule(PyObject *module);
+
 /* The threading knobs (ember.set_num_threads and friends), Module.c. */
 extern PyMethodDef THPParallel_methods[];
 
