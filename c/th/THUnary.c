@@ -89,8 +89,9 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
  * once more for x86-64-v3 (AVX2 + FMA: 8 floats a vector), and picks the
  * copy for the running CPU when the library loads (an ifunc).  That more
  * than doubles the speed of the vectorised loops (exp: 2.4 -> 0.9 ns an
- * element) for about 300 KB of code.  FMA contracts a * b + c, so results
- * may differ in the last bit between the two copies. */
+ * element) for about 300 KB of code.  Both copies compute the same bits:
+ * the build turns off FMA contraction (Note [No FMA contraction] in
+ * THFormulas.h). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
     && __GNUC__ >= 12
 #define TH_VECTOR_CLONES \
