@@ -138,6 +138,8 @@ int THPVariable_InitModule(PyObject *module);
 int THPStorage_InitModule(PyObject *module);
 int THPAllocator_InitModule(PyObject *module);
 int THPNumpy_InitModule(PyObject *module);
+/* ember._C.FusedKernel and its helpers (Fused.c). */
+int THPFused_InitModule(PyObject *module);
 
 /* Method tables each file contributes to the module. */
 extern PyMethodDef THPCreation_methods[];
