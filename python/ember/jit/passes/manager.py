@@ -61,8 +61,8 @@ def optimize(graph, log=None, fuse=True, on_change=None):
     fixed_point()
     if run("unroll", unroll):
         fixed_point()
-    if fuse:
-        run("fusion", fusion)
+    if fuse and run("fusion", fusion):
+        run("dce", dce)     # constants only the fused ops read
     return graph
 
 
@@ -75,6 +75,8 @@ def explain(graph, fuse=True, log=None):
     def record(name, changed_graph, messages):
         if name == "propagate_types":
             summary = "refined tensor types"
+        elif len(messages) > 4:
+            summary = "; ".join(messages[:3]) + f"; ... ({len(messages)} rewrites)"
         else:
             summary = "; ".join(messages) or "changed"
         sections.append(f"== {name}: {summary} ==\n{changed_graph}")
