@@ -43,12 +43,12 @@ def constant_key(value):
 
 
 def node_key(node):
+    if any(isinstance(out.type, T.ListType) for out in node.outputs):
+        return None     # two lists are two objects, even when equal
     if node.kind == "prim::Constant":
         key = constant_key(node.attrs["value"])
         return None if key is None else ("prim::Constant", key, node.output.type)
     if not util.is_pure_call(node) or node.blocks:
-        return None
-    if any(isinstance(out.type, T.ListType) for out in node.outputs):
         return None
     return (node.kind, node.callee, tuple(node.kwnames),
             tuple(id(v) for v in node.inputs), len(node.outputs))
