@@ -770,6 +770,9 @@ class Emitter:
             self.error("return isn't supported in a loop over a tuple", stmt)
         try:
             for index in range(len(value.type.elems)):
+                # each unrolled iteration binds the name afresh (any type)
+                for name in assigned_names([stmt.target]):
+                    self.env.pop(name, None)
                 self.assign(stmt.target, self.tuple_item(value, index, stmt.iter), stmt)
                 exited = self.emit_statements(stmt.body)
                 if exited:
@@ -1178,11 +1181,20 @@ class Emitter:
     def binary(self, name, left, right, expr, op):
         a, b = left.type, right.type
         ok = ((T.is_number(a) or T.is_tensor(a)) and (T.is_number(b) or T.is_tensor(b))) \
-            or (name in ("add", "iadd") and a == b and isinstance(a, (T.StrType, T.ListType, T.TupleType)))
+            or (name in ("add", "iadd") and isinstance(a, (T.StrType, T.ListType, T.TupleType))
+                and (a == b or isinstance(a, T.TupleType) and isinstance(b, T.TupleType)))
         if not ok:
             self.error(f"unsupported operand type(s) for {BINOP_SYMBOLS[type(op)]}"
                        f": '{a}' and '{b}'", expr)
-        return self.call(f"operator.{name}", [left, right], expr)
+        output_types = None
+        if isinstance(a, T.StrType):
+            output_types = [T.Str]
+        elif isinstance(a, T.ListType):
+            output_types = [a]
+        elif isinstance(a, T.TupleType):
+            output_types = [T.TupleType(a.elems + b.elems)]
+        return self.call(f"operator.{name}", [left, right], expr,
+                         output_types=output_types)
 
     def expr_UnaryOp(self, expr):
         operand = self.emit_value(expr.operand)
