@@ -84,6 +84,15 @@ class Signature:
     def names(self):
         return [p.name for p in self.params]
 
+    @property
+    def types(self):
+        return [p.type for p in self.params]
+
+    @property
+    def defaults(self):
+        """{name: default} of the parameters that have one."""
+        return {p.name: p.default for p in self.params if p.has_default}
+
     def __repr__(self):
         args = ", ".join(map(str, self.params))
         return f"{self.name}({args}) -> {self.return_type}"
@@ -1587,23 +1596,28 @@ def compile_function(fn):
 
 
 def compile_module_forward(module):
-    """nn.Module -> (graph, signature, param_names): the forward of the
-    module with its parameters and buffers (all of them, named by their
-    dotted state_dict keys, in that order) as the leading graph inputs and
-    submodule calls inlined."""
+    """nn.Module -> (graph, signature, state_names): the forward of the
+    module with its parameters and buffers (named_parameters() then
+    named_buffers(), by their dotted names) as the leading graph inputs,
+    submodule calls and methods inlined.  The signature lists every graph
+    input, the state first (what ScriptModule passes)."""
     forward = getattr(type(module), "forward", None)
     if not inspect.isfunction(forward):
         raise ir.ScriptError(f"{type(module).__name__} has no Python forward")
     graph = ir.Graph()
-    param_inputs, names = {}, []
-    for prefix, sub in module.named_modules():
+    by_tensor, names = {}, []
+    state = list(module.named_parameters()) + list(module.named_buffers())
+    for key, tensor in state:
+        by_tensor[id(tensor)] = graph.add_input(key.replace(".", "_"), T.Tensor)
+        names.append(key)
+    # every (module, attribute) holding a state tensor, shared ones included
+    param_inputs = {}
+    for _, sub in module.named_modules(remove_duplicate=False):
         for kind in ("_parameters", "_buffers"):
             for name, tensor in getattr(sub, kind).items():
-                if tensor is None:
-                    continue
-                key = f"{prefix}.{name}" if prefix else name
-                value = graph.add_input(key.replace(".", "_"), T.Tensor)
-                param_inputs[(id(sub), name)] = value
-                names.append(key)
+                if tensor is not None and id(tensor) in by_tensor:
+                    param_inputs[(id(sub), name)] = by_tensor[id(tensor)]
     graph, signature = _compile(forward, ModuleRef(module, ""), param_inputs, graph)
+    signature.params[:0] = [Parameter(key, T.Tensor) for key in names]
+    signature.name = f"{type(module).__name__}.forward"
     return graph, signature, names
