@@ -271,6 +271,16 @@ THPAutograd_needsDispatch(PyObject *const *args, Py_ssize_t nargs,
     Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     return THPAutograd_anyRequiresGrad(args, n);
 }
+/* ember.jit.trace's hook (Note [The tracer hook] in Autograd.c): this
+ * thread's tracer, or NULL. */
+extern _Thread_local PyObject *THPTracer_hook;
+/* hook(what, args, kwnames) with the hook off while it runs. */
+PyObject *THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames);
+/* Returns 0 when no tracer is set, else 1 with *result set to the hook's
+ * result for the entry point `name` (NULL with an exception on error). */
+int THPTracer_maybeTrace(const char *name, PyObject *const *args,
+                         Py_ssize_t nargs, PyObject **result);
 /* For entry points that are not THPOps (number slots, indexing): returns 0
  * when the C path should run, else 1 with *result set to the handler's
  * result (NULL with an exception on error). */
