@@ -631,3 +631,138 @@ def test_branch_and_loop_definitions():
             y = x
         return x
     check(unused_ok, t(1), True)
+
+
+def test_branch_type_mismatch():
+    def f(x, flag: bool):
+        if flag:
+            y = x
+        else:
+            y = 1
+        return y
+    assert_error(f, "Type mismatch: y is set to type Tensor in the true branch "
+                 "and type int in the false branch", "if flag:")
+
+
+def test_unsupported_raise_and_calls():
+    class MyError(Exception):
+        pass
+
+    def raises(x):
+        raise MyError("no")
+    assert_error(raises, "only exceptions of the classes", 'raise MyError("no")')
+
+    def printing(x):
+        print(x)
+        return x
+    assert_error(printing, "Python builtin print() isn't supported", "print(x)")
+
+    def tuple_index(x):
+        pair = (x, 1)
+        return pair[2]
+    assert_error(tuple_index, "tuple index 2 out of range", "pair[2]")
+
+    def range_float(x):
+        for i in range(2.5):
+            x = x + 1
+        return x
+    assert_error(range_float, "range() arguments must be int, not float", "range(2.5)")
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        self.heads = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])
+        self.tied = self.heads[0]
+
+    def forward(self, x, extra: Optional[ember.Tensor] = None):
+        y = self.seq(x)
+        for head in self.heads:
+            y = y + head(y)
+        y = self.tied(y)
+        if extra is not None:
+            y = y * extra
+        return y
+
+
+def test_sequential_module_list_and_shared_modules():
+    stack = Stack()
+    graph, sig, names = compile_module_forward(stack)
+    assert len(names) == len(set(names)) == 8  # the tied head's tensors once
+    assert sig.names[-2:] == ["x", "extra"]
+    assert sig.defaults == {"extra": None}
+    state = dict(stack.named_parameters())
+    x = ember.randn(5, 3, dtype=ember.float32)
+    for extra in (None, ember.full((5, 2), 2.0, dtype=ember.float32)):
+        same(run_graph(graph, [state[n] for n in names] + [x, extra]),
+             stack(x, extra))
+
+
+def counting(xs: List[int], limit: int):
+    count = 0
+    total = 0
+    i = 0
+    while i < len(xs):
+        v = xs[i]
+        i += 1
+        if v < 0:
+            continue
+        if total + v > limit:
+            break
+        total += v
+        count += 1
+    return count, total, i
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-5, 9), max_size=6), st.integers(0, 20))
+def test_while_break_continue_hypothesis(xs, limit):
+    check(counting, xs, limit)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=6), st.integers(0, 4))
+def test_early_return_hypothesis(xs, target):
+    check(early_return, xs, target)
+
+
+def loop_mutation(x, n: int):
+    for i in range(n):
+        x[i % 3] = x[i % 3] * 2.0
+        x += 1.0
+    return x
+
+
+def test_inplace_in_loops():
+    for n in (0, 1, 4):
+        graph, _ = compile_function(loop_mutation)
+        same(run_graph(graph, [t(1, 2, 3), n]), loop_mutation(t(1, 2, 3), n))
+
+
+def unannotated_none(x, b=None):
+    if b is None:
+        return x
+    return x + b
+
+
+def test_unannotated_none_default_is_optional_tensor():
+    _, sig = compile_function(unannotated_none)
+    assert str(sig.params[1].type) == "Optional[Tensor]"
+    check(unannotated_none, t(1), None)
+    check(unannotated_none, t(1), t(2))
+
+
+def test_exit_transform_structure():
+    text = str(compile_function(early_return)[0])
+    assert text.count("prim::Loop(") == 1
+    # the loop carries the returned flag and value; the exit checks follow
+    assert "aten::__not__" in text and "prim::Uninitialized" in text
+    assert "aten::__range_length" in text
+
+
+def test_is_none_on_non_optional_is_constant():
+    def f(x):
+        return x is None, x is not None
+    graph = check(f, t(1))
+    assert "aten::__is__" not in str(graph)

@@ -711,8 +711,8 @@ class Emitter:
                             None if side == "else" else b)
         t = _merge_type(a.type, b.type)
         if t is None:
-            self.error(f"{name} has type {a.type} in the true branch and type "
-                       f"{b.type} in the false branch", node)
+            self.error(f"Type mismatch: {name} is set to type {a.type} in the "
+                       f"true branch and type {b.type} in the false branch", node)
         return (t, a, b)
 
     # -- loops -----------------------------------------------------------------
@@ -1058,6 +1058,9 @@ class Emitter:
         if isinstance(obj, type) and issubclass(obj, BaseException) \
                 and obj.__name__ in EXCEPTIONS and EXCEPTIONS[obj.__name__] is obj:
             return ExceptionClass(obj.__name__)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            self.error(f"only exceptions of the classes {', '.join(sorted(EXCEPTIONS))} "
+                       f"can be raised, not {obj.__name__}", node)
         inner = _unwrap_script_function(obj)
         if inner is not None:
             return PythonFunction(inner)
@@ -1551,8 +1554,11 @@ def signature_of(fn, source, skip_self=False):
 
         def error(message, node=node):
             raise ir.ScriptError(message, source.range(node))
-        type_ = type_from_annotation(hints[name], error) if name in hints else T.Tensor
         default = python_signature.parameters[name].default
+        if name in hints:
+            type_ = type_from_annotation(hints[name], error)
+        else:  # unannotated: a Tensor, or an Optional one if it defaults to None
+            type_ = T.OptionalType(T.Tensor) if default is None else T.Tensor
         if default is not inspect.Parameter.empty:
             default_type = T.type_of_value(default)
             if default_type is None or not default_type.is_subtype_of(type_):
