@@ -766,3 +766,44 @@ def test_is_none_on_non_optional_is_constant():
         return x is None, x is not None
     graph = check(f, t(1))
     assert "aten::__is__" not in str(graph)
+
+
+def test_library_call_arity():
+    def extra_keyword(x):
+        return F.softmax(x, dim=0, bogus=1)
+    assert_error(extra_keyword, "unexpected keyword argument 'bogus'", "bogus=1")
+
+    def too_few(x):
+        return F.linear(x)
+    assert_error(too_few, "missing a required argument", "F.linear(x)")
+
+
+class MaybeBias(nn.Module):
+    def __init__(self, bias):
+        super().__init__()
+        self.register_buffer("bias", ember.ones(2, dtype=ember.float32) if bias else None)
+
+    def forward(self, x):
+        if self.bias is not None:
+            x = x + self.bias
+        return x
+
+
+def test_constant_condition_compiles_only_the_taken_branch():
+    for bias in (False, True):
+        module = MaybeBias(bias)
+        graph, _, names = compile_module_forward(module)
+        assert "prim::If" not in str(graph)
+        x = t(1, 2)
+        state = {"bias": module.bias}
+        same(run_graph(graph, [state[n] for n in names] + [x]), module(x))
+
+
+def test_inline_scripted_function():
+    scripted = ember.jit.script(helper)
+
+    def caller(x):
+        return scripted(x, 5)
+    graph, _ = compile_function(caller)
+    same(run_graph(graph, [t(1, 2)]), helper(t(1, 2), 5))
+    assert "aten::mul" in str(graph)

@@ -181,7 +181,9 @@ class Undefined:
 
 def _unwrap_script_function(obj):
     """The Python function behind an already-scripted function, or None."""
-    for attr in ("original_fn", "fn", "__wrapped__", "_fn"):
+    if not hasattr(obj, "graph"):
+        return None
+    for attr in ("__wrapped__", "original_fn", "_fn"):
         inner = getattr(obj, attr, None)
         if inspect.isfunction(inner):
             return inner
@@ -574,6 +576,12 @@ class Emitter:
 
     def stmt_If(self, stmt):
         cond = self.emit_condition(stmt.test)
+        if cond.node.kind == "prim::Constant":
+            # Decided at compile time (`if self.bias is not None`, a module
+            # flag): only the taken branch is compiled, as in TorchScript, so
+            # the other may hold code that would not type-check.
+            return self.emit_statements(stmt.body if cond.node.attrs["value"]
+                                        else stmt.orelse)
         then_refined, else_refined = self.refinements(stmt.test)
         exited = self.emit_if_blocks(
             cond, lambda: self.emit_refined(then_refined, stmt.body),
@@ -1415,6 +1423,7 @@ class Emitter:
         kwargs = [(kw.arg, self.emit_value(kw.value)) for kw in expr.keywords]
         if isinstance(func, Callee):
             bound = [func.bound] if func.bound is not None else []
+            self.check_arity(func.name, bound + args, kwargs, expr)
             return self.call(func.name, bound + args, expr, kwargs)
         if isinstance(func, BuiltinFunction):
             return self.builtin_call(func.name, args, kwargs, expr)
@@ -1423,6 +1432,18 @@ class Emitter:
         if isinstance(func, Sugared):
             self.error(f"{func.description} isn't callable", expr)
         self.error(f"a value of type {func.type} isn't callable", expr)
+
+    def check_arity(self, callee, args, kwargs, expr):
+        """Argument count and keyword names against the callee's Python
+        signature, where it has one (C builtins don't)."""
+        try:
+            signature = inspect.signature(ops.resolve(callee))
+        except (ValueError, TypeError, KeyError):
+            return
+        try:
+            signature.bind(*args, **dict(kwargs))
+        except TypeError as exc:
+            self.error(f"{ops.method_name(callee)}(): {exc}", expr)
 
     def builtin_call(self, name, args, kwargs, expr):
         if name == "range":
