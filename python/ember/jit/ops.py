@@ -64,7 +64,19 @@ def _range_length(start, stop, step):
     return len(range(start, stop, step))
 
 
+def _slice(start, stop, step):
+    """`a:b:c` in an index (a builtins.slice; its parts are graph values)."""
+    return slice(start, stop, step)
+
+
+def _ellipsis():
+    """`...` in an index."""
+    return Ellipsis
+
+
 PRIM_HELPERS = {
+    "prim.slice": (_slice, "prim::SliceConstruct"),
+    "prim.ellipsis": (_ellipsis, "prim::Ellipsis"),
     "prim.list": (_list, "prim::ListConstruct"),
     "prim.tuple": (_tuple, "prim::TupleConstruct"),
     "prim.list_append": (_list_append, "aten::append"),
