@@ -210,14 +210,15 @@ def _ancestor_in(node, block):
 
 
 def build_kernel(subgraph, name="fused"):
-    """The ember._C.FusedKernel computing a FusionGroup's subgraph.
+    """The ember._C.FusedKernel computing a FusionGroup's subgraph, or None
+    when this ember's C core has no FusedKernel (the lowering then emits
+    only the group's unfused fallback code).
 
     Registers 0..n-1 are the subgraph inputs; each constant becomes a
     ("const", dst, value) and each call (opname, dst, srcs...), in order."""
     kernel_type = fused_kernel_type()
     if kernel_type is None:
-        raise RuntimeError("ember._C has no FusedKernel (the C fused kernel "
-                           "is not built into this ember)")
+        return None
     instructions, outputs = kernel_program(subgraph)
     return kernel_type(len(subgraph.inputs), instructions, outputs, name=name)
 

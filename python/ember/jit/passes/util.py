@@ -5,6 +5,10 @@ from .. import types as T
 
 # Kinds a call node may have besides these: anything with attrs["callee"].
 CONTROL_KINDS = ("prim::If", "prim::Loop")
+# Non-call kinds without side effects.  (ListUnpack is not here: a list of
+# the wrong length raises.)
+PURE_KINDS = ("prim::Constant", "prim::Uninitialized", "prim::FusionGroup",
+              "prim::TupleUnpack")
 
 
 def is_call(node):
@@ -40,7 +44,7 @@ def has_side_effects(node):
     """Must stay even when its outputs are unused (DCE), and must not be
     moved across (fusion): impure calls, raises, unknown kinds; If/Loop
     when something inside has side effects."""
-    if node.kind in ("prim::Constant", "prim::Uninitialized", "prim::FusionGroup"):
+    if node.kind in PURE_KINDS:
         return False
     if node.kind in CONTROL_KINDS:
         return any(has_side_effects(inner) for inner in node.all_nodes())
