@@ -64,7 +64,19 @@ def _range_length(start, stop, step):
     return len(range(start, stop, step))
 
 
+def _slice(start, stop, step):
+    """`a:b:c` in an index (a builtins.slice; its parts are graph values)."""
+    return slice(start, stop, step)
+
+
+def _ellipsis():
+    """`...` in an index."""
+    return Ellipsis
+
+
 PRIM_HELPERS = {
+    "prim.slice": (_slice, "prim::SliceConstruct"),
+    "prim.ellipsis": (_ellipsis, "prim::Ellipsis"),
     "prim.list": (_list, "prim::ListConstruct"),
     "prim.tuple": (_tuple, "prim::TupleConstruct"),
     "prim.list_append": (_list_append, "aten::append"),
@@ -377,6 +389,8 @@ def result_types(callee, input_types, kwnames=()):
         return [T.TupleType(input_types)]
     if callee == "prim.list_append":
         return [T.NoneT]
+    if callee == "prim.range_length":
+        return [T.Int]
     if callee in ("prim.bool", "builtins.bool"):
         return [T.Bool]
     if callee == "prim.format" or callee == "builtins.str":
