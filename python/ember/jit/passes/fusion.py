@@ -223,6 +223,13 @@ def build_kernel(subgraph, name="fused"):
     return kernel_type(len(subgraph.inputs), instructions, outputs, name=name)
 
 
+def kernel_spec(subgraph, name="fused"):
+    """(ninputs, instructions, outputs, name): FusedKernel's arguments for a
+    FusionGroup's subgraph, as plain data (what a program file stores)."""
+    instructions, outputs = kernel_program(subgraph)
+    return len(subgraph.inputs), instructions, outputs, name
+
+
 def kernel_program(subgraph):
     """(instructions, output registers) for FusedKernel (spec section A)."""
     register = {v: i for i, v in enumerate(subgraph.inputs)}
