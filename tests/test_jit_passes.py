@@ -765,3 +765,19 @@ def test_fused_kernels_match_the_subgraphs(graph, dtype):
     args = [ember.randn(2, 2, dtype=dtype), ember.randn(2, 2, dtype=dtype)]
     expected = interpreter.run_graph(parse_ir(text), args)
     assert same(run_with_kernels(passes.optimize(parse_ir(text)), args), expected)
+
+
+def test_fusion_register_limit():
+    lines = ["  %half : float = prim::Constant[value=0.5]()", "  %v0 : Tensor = ember.exp(%x)"]
+    for i in range(1, 300):
+        lines.append(f"  %v{i} : Tensor = operator.mul(%v{i - 1}, %half)")
+    text = ("graph(%x : Tensor(float32, 1d)):\n" + "\n".join(lines)
+            + "\n  return (%v299)\n")
+    graph = check_pass(text, passes.fusion, [f32(2)])
+    groups = [n for n in graph.all_nodes() if n.kind == "prim::FusionGroup"]
+    assert len(groups) == 2
+    for node in groups:
+        sub = node.attrs["subgraph"]
+        assert len(sub.inputs) + len(sub.block.nodes) <= 256
+        if fusion_module.fused_kernel_type() is not None:
+            passes.build_kernel(sub)        # the C validation accepts it

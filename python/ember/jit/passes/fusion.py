@@ -13,8 +13,9 @@ inputs from the same block while that stays legal:
 * the group runs where its last node was, so a producer's other readers
   must all come after that point, and no node between the producer and
   that point may have side effects (an in-place write, a raise);
-* tensor inputs + outputs <= MAX_OPERANDS (8, the kernel's limit) and
-  outputs <= MAX_OUTPUTS (4).
+* tensor inputs + outputs <= MAX_OPERANDS (8, the kernel's limit),
+  outputs <= MAX_OUTPUTS (4), inputs <= 64 and registers (inputs,
+  constants, ops) <= 256 (THFused.h).
 
 A group of one op is not formed.  The FusionGroup node's inputs are the
 group's inputs in node-input order (number constants are copied into the
@@ -30,6 +31,8 @@ from .log import log_or_default
 
 MAX_OPERANDS = 8
 MAX_OUTPUTS = 4
+MAX_INPUTS = 64         # THFused.h: TH_FUSED_MAX_INPUTS
+MAX_REGISTERS = 256     # THFused.h: inputs + constants + instructions
 
 # The kernel's ops and arities (section A of the JIT spec); the C type's
 # own table (FusedKernel.ops) is used instead when it exists.
@@ -151,7 +154,11 @@ class _Fuser:
                 return False
         inputs, outputs = group_interface(group)
         tensors = sum(isinstance(v.type, T.TensorType) for v in inputs)
-        return len(outputs) <= MAX_OUTPUTS and tensors + len(outputs) <= MAX_OPERANDS
+        constants = {v for node in group for v in node.inputs
+                     if util.is_number_constant(v)}
+        registers = len(inputs) + len(constants) + len(group)
+        return len(outputs) <= MAX_OUTPUTS and tensors + len(outputs) <= MAX_OPERANDS \
+            and len(inputs) <= MAX_INPUTS and registers <= MAX_REGISTERS
 
     # -- building the FusionGroup node -------------------------------------------
     def materialize(self, group):
