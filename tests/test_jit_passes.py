@@ -285,6 +285,30 @@ graph(%c : bool, %x : Tensor):
     assert [v.node.attrs["value"] for v in graph.outputs[1:]] == [False, True]
 
 
+def test_type_facts_and_same_branches():
+    text = """
+graph(%x : Tensor(float64, 3d), %c : bool):
+  %d : int = Tensor.dim(%x)
+  %n : int = attr.ndim(%x)
+  %t : dtype = attr.dtype(%x)
+  %f : bool = Tensor.is_floating_point(%x)
+  %r : Tensor = prim::If(%c)
+    block0():
+      -> (%x)
+    block1():
+      -> (%x)
+  %s : Tuple[int, int, dtype, bool, Tensor] = prim.tuple(%d, %n, %t, %f, %r)
+  return (%s)
+"""
+    graph = check_pass(text, passes.peephole, [ember.zeros(1, 1, 2, dtype=ember.float64), False])
+    tup = graph.outputs[0].node
+    assert [v.node.attrs.get("value") for v in tup.inputs[:4]] == [
+        3, 3, ember.float64, True]
+    assert tup.inputs[4] is graph.inputs[0]
+    unknown = parse_ir("graph(%x : Tensor):\n  %d : int = Tensor.dim(%x)\n  return (%d)")
+    assert passes.peephole(unknown) is False
+
+
 # ---------------------------------------------------------------------------
 # constant folding
 
@@ -680,6 +704,10 @@ def test_passes_preserve_results(graph, dtype, data):
         pass_fn(graph_)
         passes.lint_graph(graph_)
         assert same(interpreter.run_graph(graph_, args), expected), pass_fn
+    # optimize stops at a fixed point: no cleanup pass finds anything more
+    graph_ = passes.optimize(parse_ir(text), fuse=False)
+    for pass_fn in (passes.constant_fold, passes.peephole, passes.cse, passes.dce):
+        assert pass_fn(graph_) is False, pass_fn
 
 
 # ---------------------------------------------------------------------------
