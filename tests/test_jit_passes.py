@@ -522,17 +522,16 @@ def test_fusion_groups_a_chain():
     assert len(group) == 1
     group = group[0]
     sub = group.attrs["subgraph"]
-    # %e reads %b, which the sum before it also needs: %b is an output of
-    # the group (a, b, c) and %e stays alone (a group of one is not made)
-    assert [v.debug_name for v in group.inputs] == ["x", "y"]
+    # the group runs before the sum (which reads %c); %e moves up to it
+    assert [v.debug_name for v in group.inputs] == ["x", "y", "s"]
     assert [n.callee for n in sub.block.nodes if n.callee] == [
-        "operator.mul", "operator.add", "ember.exp"]
-    assert [v.debug_name for v in sub.outputs] == ["b", "c"]
-    assert callees(graph) == ["ember.sum", "operator.mul"]
+        "operator.mul", "operator.add", "ember.exp", "operator.mul"]
+    assert [v.debug_name for v in sub.outputs] == ["c", "e"]
+    assert kinds(graph) == ["prim::Constant", "prim::FusionGroup", "aten::sum"]
     program, outputs = passes.kernel_program(sub)
-    assert program == [("mul", 2, 0, 1), ("const", 3, 1), ("add", 4, 2, 3),
-                       ("exp", 5, 4)]
-    assert outputs == [4, 5]
+    assert program == [("mul", 3, 0, 1), ("const", 4, 1), ("add", 5, 3, 4),
+                       ("exp", 6, 5), ("mul", 7, 5, 2)]
+    assert outputs == [6, 7]
 
 
 def test_fusion_single_ops_and_inplace_barrier():
@@ -579,7 +578,7 @@ def test_build_kernel():
     passes.fusion(graph)
     node = next(n for n in graph.block.nodes if n.kind == "prim::FusionGroup")
     kernel = passes.build_kernel(node.attrs["subgraph"])
-    args = [f32(3), f32(3)]         # the group reads %x and %y
+    args = [f32(3), f32(3), 2.0]
     out = kernel(*args)
     assert all(same(a, b) for a, b in zip(
         out, interpreter.run_subgraph(node.attrs["subgraph"], args)))
