@@ -616,6 +616,7 @@ def test_optimize_and_explain():
     optimized = passes.optimize(graph)
     assert kinds(optimized) == ["prim::FusionGroup"]
     assert same(interpreter.run_graph(optimized, args), expected)
+    assert str(parse_ir(str(optimized))) == str(optimized)   # subgraphs too
     unfused = passes.optimize(parse_ir(PIPELINE), fuse=False)
     assert callees(unfused) == ["operator.mul", "ember.exp"]
 
