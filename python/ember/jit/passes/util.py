@@ -53,14 +53,6 @@ def has_side_effects(node):
     return True
 
 
-def all_blocks(block):
-    """block and every block nested in it, outermost first."""
-    yield block
-    for node in block.nodes:
-        for sub in node.blocks:
-            yield from all_blocks(sub)
-
-
 def insert_constant(graph, value, before, type_=None):
     """A prim::Constant holding `value`, inserted before node `before`."""
     if type_ is None:
@@ -104,10 +96,6 @@ def inline_block_before(block, node):
 def block_size(block):
     """Nodes in a block, nested blocks included, constants not counted."""
     return sum(1 for node in block.all_nodes() if node.kind != "prim::Constant")
-
-
-def value_name(value):
-    return repr(value)
 
 
 def insert_constant_at_end(graph, value, block, type_=None):
