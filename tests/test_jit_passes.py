@@ -230,6 +230,16 @@ graph(%n : int, %f : float):
     assert graph.outputs[3] is graph.inputs[1]
 
 
+def test_no_rewrite_hides_an_error():
+    graph = peephole_graph("  %y : Tensor = ember.mul(%one, %x)")
+    with pytest.raises(TypeError):
+        interpreter.run_graph(graph, [f32(2, 2)])
+    assert passes.peephole(graph) is False
+    numbers = parse_ir("graph(%n : int):\n  %a : int = ember.neg(%n)\n"
+                       "  %b : int = ember.neg(%a)\n  return (%b)")
+    assert passes.peephole(numbers) is False
+
+
 def test_double_negation():
     body = "  %a : Tensor = operator.neg(%x)\n  %y : Tensor = ember.neg(%a)"
     assert fires(body, "Tensor(int64, 2d)", ember.tensor([[1, -2]], dtype=ember.int64))

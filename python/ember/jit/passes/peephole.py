@@ -132,6 +132,8 @@ class _Peephole:
             candidates = [(left, right, 1, "*"), (right, left, 1, "*")]
         elif callee in DIV:
             candidates = [(left, right, 1, "/")]
+        if not callee.startswith("operator."):
+            candidates = candidates[:1]     # ember.add(0, x) raises: keep it
         for x, other, identity, op in candidates:
             if not util.is_number_constant(other):
                 continue
@@ -152,8 +154,9 @@ class _Peephole:
         x = inner.inputs[0]
         if isinstance(x.type, T.TensorType):
             exact = x.type.dtype is not None and x.type.dtype != _C.bool
-        else:
-            exact = isinstance(x.type, (T.IntType, T.FloatType))
+        else:   # numbers: only Python's own `-` (ember.neg(3) raises)
+            exact = isinstance(x.type, (T.IntType, T.FloatType)) and \
+                node.callee == inner.callee == "operator.neg"
         return exact and self.replace(node, x, f"-(-{x}) -> {x}")
 
     def same_shape_reshape(self, node):
@@ -183,10 +186,9 @@ class _Peephole:
             return False
         else:
             is_none = False
-        answer = is_none if node.callee == "operator.is_" else not is_none
-        if not self.log.rewrite(
-                "peephole", f"{node.output} = ({left} is{'' if node.callee == 'operator.is_' else ' not'} None) -> {answer}",
-                node):
+        test = "is" if node.callee == "operator.is_" else "is not"
+        answer = is_none if test == "is" else not is_none
+        if not self.log.rewrite("peephole", f"{left} {test} None -> {answer}", node):
             return False
         constant = util.insert_constant(self.graph, answer, node, T.Bool)
         util.replace_node_outputs(node, [constant])
