@@ -56,6 +56,13 @@ def check_pass(text, pass_fn, args, changed=True):
     return graph
 
 
+def identities(result, args):
+    """Which outputs are the same object as another output or an input."""
+    outs = result if isinstance(result, tuple) else (result,)
+    return [(i, j) for i, a in enumerate(outs) for j, b in enumerate(outs + tuple(args))
+            if i != j and isinstance(a, ember.Tensor) and a is b]
+
+
 def fresh(args):
     """Copies of tensor arguments (a graph may write into its inputs)."""
     return [a.clone() if isinstance(a, ember.Tensor) else a for a in args]
@@ -655,6 +662,7 @@ def test_opt_limit(monkeypatch):
 
 UNARY = ["ember.exp", "ember.neg", "operator.neg", "Tensor.t", "ember.sin",
          "ember.abs"]
+INPLACE = ["Tensor.add_", "Tensor.mul_", "Tensor.neg_"]
 BINARY = ["operator.add", "operator.sub", "operator.mul", "operator.truediv",
           "ember.maximum"]
 OPERANDS = ["%zero", "%one", "%fone", "%fzero"]
@@ -671,7 +679,13 @@ def random_graphs(draw):
              "  %four : int = operator.add(%two, %two)"]
     values = ["%x", "%y"]
     for i in range(draw(st.integers(1, 10))):
-        if draw(st.booleans()):
+        choice = draw(st.integers(0, 5))
+        if choice == 0:     # in place: the alias analysis must notice
+            op = draw(st.sampled_from(INPLACE))
+            args = [draw(st.sampled_from(values))]
+            if op != "Tensor.neg_":
+                args.append(draw(st.sampled_from(["%one", "%two"])))
+        elif choice < 3:
             op = draw(st.sampled_from(UNARY))
             args = [draw(st.sampled_from(values))]
         else:
@@ -703,7 +717,9 @@ def test_passes_preserve_results(graph, dtype, data):
     x = x * 1.5 if dtype.is_floating_point else x
     args = [x, y]
     try:
-        expected = interpreter.run_graph(parse_ir(text), args)
+        inputs = fresh(args)
+        expected = interpreter.run_graph(parse_ir(text), inputs)
+        aliasing = identities(expected, inputs)
     except RuntimeError:
         return      # an op refused these dtypes: nothing to preserve
     for pass_fn in (passes.propagate_types, passes.constant_fold,
@@ -713,7 +729,10 @@ def test_passes_preserve_results(graph, dtype, data):
         passes.propagate_types(graph_)
         pass_fn(graph_)
         passes.lint_graph(graph_)
-        assert same(interpreter.run_graph(graph_, args), expected), pass_fn
+        inputs = fresh(args)
+        result = interpreter.run_graph(graph_, inputs)
+        assert same(result, expected), pass_fn
+        assert identities(result, inputs) == aliasing, pass_fn
     # optimize stops at a fixed point: no cleanup pass finds anything more
     graph_ = passes.optimize(parse_ir(text), fuse=False)
     for pass_fn in (passes.constant_fold, passes.peephole, passes.cse, passes.dce):
@@ -801,8 +820,9 @@ def test_fused_kernels_match_the_subgraphs(graph, dtype):
     text = (f"graph(%x : {ty}, %y : {ty}):\n" + "\n".join(lines)
             + f"\n  return ({', '.join(outs)})\n")
     args = [ember.randn(2, 2, dtype=dtype), ember.randn(2, 2, dtype=dtype)]
-    expected = interpreter.run_graph(parse_ir(text), args)
-    assert same(run_with_kernels(passes.optimize(parse_ir(text)), args), expected)
+    expected = interpreter.run_graph(parse_ir(text), fresh(args))
+    assert same(run_with_kernels(passes.optimize(parse_ir(text)), fresh(args)),
+                expected)
 
 
 def test_fusion_register_limit():
@@ -819,3 +839,38 @@ def test_fusion_register_limit():
         assert len(sub.inputs) + len(sub.block.nodes) <= 256
         if fusion_module.fused_kernel_type() is not None:
             passes.build_kernel(sub)        # the C validation accepts it
+
+
+def test_identity_table_agrees_with_torch():
+    """Every (dtype, op, number) the peephole treats as exact is exact in
+    torch: same dtype, same bits (-0.0 included)."""
+    torch = pytest.importorskip("torch")
+    import operator
+    peephole_module = importlib.import_module("ember.jit.passes.peephole")
+    functions = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+                 "/": operator.truediv}
+    identity = {"+": 0, "-": 0, "*": 1, "/": 1}
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64",
+                 "float32", "float64"):
+        dtype = getattr(ember, name)
+        values = [-0.0, 0.0, 1.5, -2.0, float("inf"), float("nan")] \
+            if dtype.is_floating_point else [0, 1, 3]
+        x = torch.tensor(values, dtype=getattr(torch, name)) \
+            if name != "bool" else torch.tensor([True, False])
+        for op, fn in functions.items():
+            for number in (identity[op], float(identity[op]), bool(identity[op])):
+                if not peephole_module._exact_identity(
+                        T.TensorType(dtype, 1), number, op):
+                    continue
+                result = fn(x, number)
+                assert result.dtype == x.dtype, (name, op, number)
+                assert torch.equal(bits(result), bits(x)), (name, op, number)
+    # and the one it refuses on floats for that reason
+    minus_zero = torch.tensor([-0.0])
+    assert not torch.equal(bits(minus_zero + 0), bits(minus_zero))
+
+
+def bits(tensor):
+    """The tensor's bytes as integers (so -0.0 != 0.0 and nan == nan)."""
+    import torch
+    return tensor.view(torch.uint8)
