@@ -56,6 +56,13 @@ def check_pass(text, pass_fn, args, changed=True):
     return graph
 
 
+def identities(result, args):
+    """Which outputs are the same object as another output or an input."""
+    outs = result if isinstance(result, tuple) else (result,)
+    return [(i, j) for i, a in enumerate(outs) for j, b in enumerate(outs + tuple(args))
+            if i != j and isinstance(a, ember.Tensor) and a is b]
+
+
 def fresh(args):
     """Copies of tensor arguments (a graph may write into its inputs)."""
     return [a.clone() if isinstance(a, ember.Tensor) else a for a in args]
@@ -230,6 +237,16 @@ graph(%n : int, %f : float):
     assert graph.outputs[3] is graph.inputs[1]
 
 
+def test_no_rewrite_hides_an_error():
+    graph = peephole_graph("  %y : Tensor = ember.mul(%one, %x)")
+    with pytest.raises(TypeError):
+        interpreter.run_graph(graph, [f32(2, 2)])
+    assert passes.peephole(graph) is False
+    numbers = parse_ir("graph(%n : int):\n  %a : int = ember.neg(%n)\n"
+                       "  %b : int = ember.neg(%a)\n  return (%b)")
+    assert passes.peephole(numbers) is False
+
+
 def test_double_negation():
     body = "  %a : Tensor = operator.neg(%x)\n  %y : Tensor = ember.neg(%a)"
     assert fires(body, "Tensor(int64, 2d)", ember.tensor([[1, -2]], dtype=ember.int64))
@@ -283,6 +300,30 @@ graph(%c : bool, %x : Tensor):
     graph = check_pass(text, passes.peephole, [True, f32(1)])
     assert graph.outputs[0] is graph.inputs[0]
     assert [v.node.attrs["value"] for v in graph.outputs[1:]] == [False, True]
+
+
+def test_type_facts_and_same_branches():
+    text = """
+graph(%x : Tensor(float64, 3d), %c : bool):
+  %d : int = Tensor.dim(%x)
+  %n : int = attr.ndim(%x)
+  %t : dtype = attr.dtype(%x)
+  %f : bool = Tensor.is_floating_point(%x)
+  %r : Tensor = prim::If(%c)
+    block0():
+      -> (%x)
+    block1():
+      -> (%x)
+  %s : Tuple[int, int, dtype, bool, Tensor] = prim.tuple(%d, %n, %t, %f, %r)
+  return (%s)
+"""
+    graph = check_pass(text, passes.peephole, [ember.zeros(1, 1, 2, dtype=ember.float64), False])
+    tup = graph.outputs[0].node
+    assert [v.node.attrs.get("value") for v in tup.inputs[:4]] == [
+        3, 3, ember.float64, True]
+    assert tup.inputs[4] is graph.inputs[0]
+    unknown = parse_ir("graph(%x : Tensor):\n  %d : int = Tensor.dim(%x)\n  return (%d)")
+    assert passes.peephole(unknown) is False
 
 
 # ---------------------------------------------------------------------------
@@ -498,17 +539,16 @@ def test_fusion_groups_a_chain():
     assert len(group) == 1
     group = group[0]
     sub = group.attrs["subgraph"]
-    # %e reads %b, which the sum before it also needs: %b is an output of
-    # the group (a, b, c) and %e stays alone (a group of one is not made)
-    assert [v.debug_name for v in group.inputs] == ["x", "y"]
+    # the group runs before the sum (which reads %c); %e moves up to it
+    assert [v.debug_name for v in group.inputs] == ["x", "y", "s"]
     assert [n.callee for n in sub.block.nodes if n.callee] == [
-        "operator.mul", "operator.add", "ember.exp"]
-    assert [v.debug_name for v in sub.outputs] == ["b", "c"]
-    assert callees(graph) == ["ember.sum", "operator.mul"]
+        "operator.mul", "operator.add", "ember.exp", "operator.mul"]
+    assert [v.debug_name for v in sub.outputs] == ["c", "e"]
+    assert kinds(graph) == ["prim::Constant", "prim::FusionGroup", "aten::sum"]
     program, outputs = passes.kernel_program(sub)
-    assert program == [("mul", 2, 0, 1), ("const", 3, 1), ("add", 4, 2, 3),
-                       ("exp", 5, 4)]
-    assert outputs == [4, 5]
+    assert program == [("mul", 3, 0, 1), ("const", 4, 1), ("add", 5, 3, 4),
+                       ("exp", 6, 5), ("mul", 7, 5, 2)]
+    assert outputs == [6, 7]
 
 
 def test_fusion_single_ops_and_inplace_barrier():
@@ -548,13 +588,14 @@ def test_fusion_respects_the_operand_limit():
 
 def test_build_kernel():
     if fusion_module.fused_kernel_type() is None:
+        assert passes.build_kernel(parse_ir(CHAIN)) is None
         pytest.skip("ember._C has no FusedKernel yet (the C fused kernel is "
                     "merged by the integrator)")
     graph = parse_ir(CHAIN)
     passes.fusion(graph)
     node = next(n for n in graph.block.nodes if n.kind == "prim::FusionGroup")
     kernel = passes.build_kernel(node.attrs["subgraph"])
-    args = [f32(3), f32(3)]         # the group reads %x and %y
+    args = [f32(3), f32(3), 2.0]
     out = kernel(*args)
     assert all(same(a, b) for a, b in zip(
         out, interpreter.run_subgraph(node.attrs["subgraph"], args)))
@@ -592,6 +633,7 @@ def test_optimize_and_explain():
     optimized = passes.optimize(graph)
     assert kinds(optimized) == ["prim::FusionGroup"]
     assert same(interpreter.run_graph(optimized, args), expected)
+    assert str(parse_ir(str(optimized))) == str(optimized)   # subgraphs too
     unfused = passes.optimize(parse_ir(PIPELINE), fuse=False)
     assert callees(unfused) == ["operator.mul", "ember.exp"]
 
@@ -620,6 +662,7 @@ def test_opt_limit(monkeypatch):
 
 UNARY = ["ember.exp", "ember.neg", "operator.neg", "Tensor.t", "ember.sin",
          "ember.abs"]
+INPLACE = ["Tensor.add_", "Tensor.mul_", "Tensor.neg_"]
 BINARY = ["operator.add", "operator.sub", "operator.mul", "operator.truediv",
           "ember.maximum"]
 OPERANDS = ["%zero", "%one", "%fone", "%fzero"]
@@ -636,7 +679,13 @@ def random_graphs(draw):
              "  %four : int = operator.add(%two, %two)"]
     values = ["%x", "%y"]
     for i in range(draw(st.integers(1, 10))):
-        if draw(st.booleans()):
+        choice = draw(st.integers(0, 5))
+        if choice == 0:     # in place: the alias analysis must notice
+            op = draw(st.sampled_from(INPLACE))
+            args = [draw(st.sampled_from(values))]
+            if op != "Tensor.neg_":
+                args.append(draw(st.sampled_from(["%one", "%two"])))
+        elif choice < 3:
             op = draw(st.sampled_from(UNARY))
             args = [draw(st.sampled_from(values))]
         else:
@@ -668,7 +717,9 @@ def test_passes_preserve_results(graph, dtype, data):
     x = x * 1.5 if dtype.is_floating_point else x
     args = [x, y]
     try:
-        expected = interpreter.run_graph(parse_ir(text), args)
+        inputs = fresh(args)
+        expected = interpreter.run_graph(parse_ir(text), inputs)
+        aliasing = identities(expected, inputs)
     except RuntimeError:
         return      # an op refused these dtypes: nothing to preserve
     for pass_fn in (passes.propagate_types, passes.constant_fold,
@@ -678,7 +729,14 @@ def test_passes_preserve_results(graph, dtype, data):
         passes.propagate_types(graph_)
         pass_fn(graph_)
         passes.lint_graph(graph_)
-        assert same(interpreter.run_graph(graph_, args), expected), pass_fn
+        inputs = fresh(args)
+        result = interpreter.run_graph(graph_, inputs)
+        assert same(result, expected), pass_fn
+        assert identities(result, inputs) == aliasing, pass_fn
+    # optimize stops at a fixed point: no cleanup pass finds anything more
+    graph_ = passes.optimize(parse_ir(text), fuse=False)
+    for pass_fn in (passes.constant_fold, passes.peephole, passes.cse, passes.dce):
+        assert pass_fn(graph_) is False, pass_fn
 
 
 # ---------------------------------------------------------------------------
@@ -762,5 +820,57 @@ def test_fused_kernels_match_the_subgraphs(graph, dtype):
     text = (f"graph(%x : {ty}, %y : {ty}):\n" + "\n".join(lines)
             + f"\n  return ({', '.join(outs)})\n")
     args = [ember.randn(2, 2, dtype=dtype), ember.randn(2, 2, dtype=dtype)]
-    expected = interpreter.run_graph(parse_ir(text), args)
-    assert same(run_with_kernels(passes.optimize(parse_ir(text)), args), expected)
+    expected = interpreter.run_graph(parse_ir(text), fresh(args))
+    assert same(run_with_kernels(passes.optimize(parse_ir(text)), fresh(args)),
+                expected)
+
+
+def test_fusion_register_limit():
+    lines = ["  %half : float = prim::Constant[value=0.5]()", "  %v0 : Tensor = ember.exp(%x)"]
+    for i in range(1, 300):
+        lines.append(f"  %v{i} : Tensor = operator.mul(%v{i - 1}, %half)")
+    text = ("graph(%x : Tensor(float32, 1d)):\n" + "\n".join(lines)
+            + "\n  return (%v299)\n")
+    graph = check_pass(text, passes.fusion, [f32(2)])
+    groups = [n for n in graph.all_nodes() if n.kind == "prim::FusionGroup"]
+    assert len(groups) == 2
+    for node in groups:
+        sub = node.attrs["subgraph"]
+        assert len(sub.inputs) + len(sub.block.nodes) <= 256
+        if fusion_module.fused_kernel_type() is not None:
+            passes.build_kernel(sub)        # the C validation accepts it
+
+
+def test_identity_table_agrees_with_torch():
+    """Every (dtype, op, number) the peephole treats as exact is exact in
+    torch: same dtype, same bits (-0.0 included)."""
+    torch = pytest.importorskip("torch")
+    import operator
+    peephole_module = importlib.import_module("ember.jit.passes.peephole")
+    functions = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+                 "/": operator.truediv}
+    identity = {"+": 0, "-": 0, "*": 1, "/": 1}
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64",
+                 "float32", "float64"):
+        dtype = getattr(ember, name)
+        values = [-0.0, 0.0, 1.5, -2.0, float("inf"), float("nan")] \
+            if dtype.is_floating_point else [0, 1, 3]
+        x = torch.tensor(values, dtype=getattr(torch, name)) \
+            if name != "bool" else torch.tensor([True, False])
+        for op, fn in functions.items():
+            for number in (identity[op], float(identity[op]), bool(identity[op])):
+                if not peephole_module._exact_identity(
+                        T.TensorType(dtype, 1), number, op):
+                    continue
+                result = fn(x, number)
+                assert result.dtype == x.dtype, (name, op, number)
+                assert torch.equal(bits(result), bits(x)), (name, op, number)
+    # and the one it refuses on floats for that reason
+    minus_zero = torch.tensor([-0.0])
+    assert not torch.equal(bits(minus_zero + 0), bits(minus_zero))
+
+
+def bits(tensor):
+    """The tensor's bytes as integers (so -0.0 != 0.0 and nan == nan)."""
+    import torch
+    return tensor.view(torch.uint8)

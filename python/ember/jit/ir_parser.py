@@ -103,8 +103,7 @@ class _GraphParser:
     def define(self, name, value):
         if name in self.env:
             raise IRParseError(f"%{name} defined twice")
-        if not name.rstrip("_").isdigit():
-            value.debug_name = name
+        value.debug_name = name     # numbers too: printing gives the text back
         self.env[name] = value
 
     def values(self, names):

@@ -7,14 +7,18 @@ A call is fusible when ops.elementwise_name names a kernel op of the same
 arity, it has no keywords, its results are tensors and its inputs tensors
 or numbers (and no known dtype rules the kernel out: every known dtype
 float32/float64, all one dtype).  Each block is scanned in reverse; a
-fusible consumer starts a group, which absorbs fusible producers of its
-inputs from the same block while that stays legal:
+fusible node starts a group, which absorbs fusible producers of its inputs
+and consumers of its outputs from the same block, nearest first, while
+that stays legal:
 
-* the group runs where its last node was, so a producer's other readers
-  must all come after that point, and no node between the producer and
-  that point may have side effects (an in-place write, a raise);
-* tensor inputs + outputs <= MAX_OPERANDS (8, the kernel's limit) and
-  outputs <= MAX_OUTPUTS (4).
+* the group becomes one node placed after the definitions of all its
+  inputs and before every outside reader of its outputs (right after its
+  last member when it can), so such a place must exist;
+* no node with side effects (an in-place write, a raise) may lie between
+  a member and that place: nothing moves across one;
+* tensor inputs + outputs <= MAX_OPERANDS (8, the kernel's limit),
+  outputs <= MAX_OUTPUTS (4), inputs <= 64 and registers (inputs,
+  constants, ops) <= 256 (THFused.h).
 
 A group of one op is not formed.  The FusionGroup node's inputs are the
 group's inputs in node-input order (number constants are copied into the
@@ -30,6 +34,8 @@ from .log import log_or_default
 
 MAX_OPERANDS = 8
 MAX_OUTPUTS = 4
+MAX_INPUTS = 64         # THFused.h: TH_FUSED_MAX_INPUTS
+MAX_REGISTERS = 256     # THFused.h: inputs + constants + instructions
 
 # The kernel's ops and arities (section A of the JIT spec); the C type's
 # own table (FusedKernel.ops) is used instead when it exists.
@@ -99,62 +105,92 @@ class _Fuser:
                 changed |= self.block(sub)
         assigned = set()
         for node in reversed(list(block.nodes)):
-            if node in assigned or not self.fusible(node):
+            if node in assigned or node.owning_block is None \
+                    or not self.fusible(node):
                 continue
-            group = self.grow(node, assigned)
+            group, where = self.grow(node, assigned)
             if len(group) < 2:
                 continue
             if not self.log.rewrite("fusion", "fused " + " -> ".join(
                     ops.elementwise_name(n.callee) for n in group), node):
                 continue
             assigned.update(group)
-            self.materialize(group)
+            self.materialize(group, where)
             changed = True
         return changed
 
-    def grow(self, consumer, assigned):
-        """The consumer plus every producer it may legally absorb, in
-        block order."""
-        block = consumer.owning_block
+    def grow(self, seed, assigned):
+        """(members in block order, insertion index): the seed plus every
+        fusible producer of an input or consumer of an output that can join,
+        greedily, nearest first."""
+        block = seed.owning_block
         position = {n: i for i, n in enumerate(block.nodes)}
-        group = [consumer]
+        group = {seed}
+        where = position[seed]
         grew = True
         while grew:
             grew = False
-            for member in list(group):
-                for value in member.inputs:
-                    producer = value.node
-                    if producer in group or producer in assigned \
-                            or producer.owning_block is not block \
-                            or not self.fusible(producer):
-                        continue
-                    candidate = group + [producer]
-                    if self.legal(candidate, producer, consumer, position):
-                        group = candidate
-                        grew = True
-        return sorted(group, key=position.__getitem__)
+            for candidate in self.neighbours(group, block, assigned, position):
+                placed = self.placement(group | {candidate}, block, position)
+                if placed is not None:
+                    group.add(candidate)
+                    where = placed
+                    grew = True
+                    break
+        return sorted(group, key=position.__getitem__), where
 
-    def legal(self, group, producer, consumer, position):
-        members = set(group)
-        end = position[consumer]
-        block = consumer.owning_block
-        for out in producer.outputs:
-            for user, _ in out.uses:
-                if user in members:
-                    continue
-                top = _ancestor_in(user, block)
-                if top is not None and top is not block.return_node \
-                        and position[top] < end:
-                    return False
-        for between in block.nodes[position[producer] + 1:end]:
-            if between not in members and util.has_side_effects(between):
-                return False
+    def neighbours(self, group, block, assigned, position):
+        found = set()
+        for member in group:
+            near = [v.node for v in member.inputs]
+            near += [user for out in member.outputs for user, _ in out.uses]
+            for node in near:
+                if node not in group and node not in assigned \
+                        and node.owning_block is block and node in position \
+                        and self.fusible(node):
+                    found.add(node)
+        return sorted(found, key=position.__getitem__, reverse=True)
+
+    def placement(self, group, block, position):
+        """Note [Fusion groups]: the index in block.nodes before which the
+        group's node can run, or None.  It must come after every input's
+        definition and before every outside reader of an output, and no
+        node with side effects may lie between a member and that point."""
+        after, before = -1, len(block.nodes)
+        for node in group:
+            for value in node.inputs:
+                top = _ancestor_in(value.node, block)
+                if value.node not in group and top in position:
+                    after = max(after, position[top])
+            for out in node.outputs:
+                for user, _ in out.uses:
+                    top = _ancestor_in(user, block)
+                    if user not in group and top in position:
+                        before = min(before, position[top])
+        last = max(position[n] for n in group)
+        where = min(before, last + 1)
+        if where <= after:
+            return None
+        first = min(position[n] for n in group)
+        for node in block.nodes[min(first, where):max(last + 1, where)]:
+            if node not in group and util.has_side_effects(node):
+                return None
+        return where if self.within_limits(group, position) else None
+
+    def within_limits(self, group, position):
+        group = sorted(group, key=position.__getitem__)
         inputs, outputs = group_interface(group)
         tensors = sum(isinstance(v.type, T.TensorType) for v in inputs)
-        return len(outputs) <= MAX_OUTPUTS and tensors + len(outputs) <= MAX_OPERANDS
+        constants = {v for node in group for v in node.inputs
+                     if util.is_number_constant(v)}
+        registers = len(inputs) + len(constants) + len(group)
+        return len(outputs) <= MAX_OUTPUTS and tensors + len(outputs) <= MAX_OPERANDS \
+            and len(inputs) <= MAX_INPUTS and registers <= MAX_REGISTERS
 
     # -- building the FusionGroup node -------------------------------------------
-    def materialize(self, group):
+    def materialize(self, group, where):
+        block = group[0].owning_block
+        anchor = block.nodes[where] if where < len(block.nodes) else None
         inputs, outputs = group_interface(group)
         subgraph = ir.Graph()
         subgraph.name = "fused"
@@ -172,8 +208,10 @@ class _Fuser:
                                   output_types=[v.type for v in outputs],
                                   attrs={"subgraph": subgraph},
                                   source_range=last.source_range)
-        block = last.owning_block
-        block.insert(block.nodes.index(last), fused)
+        if anchor is None:
+            block.append(fused)
+        else:
+            block.insert(block.nodes.index(anchor), fused)
         for old, new in zip(outputs, fused.outputs):
             old.replace_all_uses_with(new)
         for node in reversed(group):
@@ -210,14 +248,15 @@ def _ancestor_in(node, block):
 
 
 def build_kernel(subgraph, name="fused"):
-    """The ember._C.FusedKernel computing a FusionGroup's subgraph.
+    """The ember._C.FusedKernel computing a FusionGroup's subgraph, or None
+    when this ember's C core has no FusedKernel (the lowering then emits
+    only the group's unfused fallback code).
 
     Registers 0..n-1 are the subgraph inputs; each constant becomes a
     ("const", dst, value) and each call (opname, dst, srcs...), in order."""
     kernel_type = fused_kernel_type()
     if kernel_type is None:
-        raise RuntimeError("ember._C has no FusedKernel (the C fused kernel "
-                           "is not built into this ember)")
+        return None
     instructions, outputs = kernel_program(subgraph)
     return kernel_type(len(subgraph.inputs), instructions, outputs, name=name)
 

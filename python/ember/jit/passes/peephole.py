@@ -14,7 +14,10 @@ alias-sensitive peephole, script-compilers.md 2.1):
   / 1, - 0, --x).  `x + 0` on floats is NOT exact (-0.0 + 0 is +0.0): it
   fires only on integer dtypes; `x - 0` keeps -0.0 and fires on floats.
 * x.reshape(x.shape) / x.view(x.size()) -> x.
-* an If output that always equals the condition -> the condition;
+* x.dim(), x.ndim, x.dtype, x.is_floating_point() of a refined tensor
+  type -> the constant.
+* an If output that always equals the condition -> the condition; one
+  that both branches give as the same outer value -> that value;
   `v is None` / `v is not None` when v's type says; unwrap_optional of a
   value that cannot be None -> the value.
 
@@ -64,13 +67,14 @@ class _Peephole:
     def visit(self, node):
         if node.kind == "prim::If":
             self.fold_if_condition(node)
+            self.fold_same_branches(node)
             return
         callee = node.callee
         if callee is None or not node.outputs or not node.output.uses:
             return
         for rule in (self.double_transpose, self.identity_arithmetic,
                      self.double_negation, self.same_shape_reshape,
-                     self.is_none, self.unwrap_optional):
+                     self.is_none, self.unwrap_optional, self.known_type_fact):
             if rule(node):
                 return
 
@@ -128,6 +132,8 @@ class _Peephole:
             candidates = [(left, right, 1, "*"), (right, left, 1, "*")]
         elif callee in DIV:
             candidates = [(left, right, 1, "/")]
+        if not callee.startswith("operator."):
+            candidates = candidates[:1]     # ember.add(0, x) raises: keep it
         for x, other, identity, op in candidates:
             if not util.is_number_constant(other):
                 continue
@@ -148,8 +154,9 @@ class _Peephole:
         x = inner.inputs[0]
         if isinstance(x.type, T.TensorType):
             exact = x.type.dtype is not None and x.type.dtype != _C.bool
-        else:
-            exact = isinstance(x.type, (T.IntType, T.FloatType))
+        else:   # numbers: only Python's own `-` (ember.neg(3) raises)
+            exact = isinstance(x.type, (T.IntType, T.FloatType)) and \
+                node.callee == inner.callee == "operator.neg"
         return exact and self.replace(node, x, f"-(-{x}) -> {x}")
 
     def same_shape_reshape(self, node):
@@ -179,10 +186,9 @@ class _Peephole:
             return False
         else:
             is_none = False
-        answer = is_none if node.callee == "operator.is_" else not is_none
-        if not self.log.rewrite(
-                "peephole", f"{node.output} = ({left} is{'' if node.callee == 'operator.is_' else ' not'} None) -> {answer}",
-                node):
+        test = "is" if node.callee == "operator.is_" else "is not"
+        answer = is_none if test == "is" else not is_none
+        if not self.log.rewrite("peephole", f"{left} {test} None -> {answer}", node):
             return False
         constant = util.insert_constant(self.graph, answer, node, T.Bool)
         util.replace_node_outputs(node, [constant])
@@ -196,6 +202,44 @@ class _Peephole:
         if isinstance(x.type, (T.OptionalType, T.NoneType, T.AnyType)):
             return False
         return self.replace(node, x, f"unwrap_optional({x}) -> {x}")
+
+    def known_type_fact(self, node):
+        """x.dim() / x.ndim / x.dtype / x.is_floating_point() of a refined
+        tensor type -> the constant (the specialisation guarantees it)."""
+        if len(node.inputs) != 1 or node.kwnames \
+                or not isinstance(node.inputs[0].type, T.TensorType):
+            return False
+        x = node.inputs[0]
+        dtype, ndim = x.type.dtype, x.type.ndim
+        if node.callee in ("Tensor.dim", "Tensor.ndimension", "attr.ndim") \
+                and ndim is not None:
+            value, type_ = ndim, T.Int
+        elif node.callee == "attr.dtype" and dtype is not None:
+            value, type_ = dtype, T.Dtype
+        elif node.callee == "Tensor.is_floating_point" and dtype is not None:
+            value, type_ = dtype.is_floating_point, T.Bool
+        else:
+            return False
+        if not self.log.rewrite("peephole", f"{node.kind}({x}) -> {value!r} "
+                                f"(from {x.type})", node):
+            return False
+        util.replace_node_outputs(
+            node, [util.insert_constant(self.graph, value, node, type_)])
+        self.changed = True
+        return True
+
+    def fold_same_branches(self, node):
+        """An If output both branches give as one outer value -> that value
+        (the very object the If would return: no aliasing question)."""
+        then_block, else_block = node.blocks
+        for i, out in enumerate(node.outputs):
+            value = then_block.returns[i]
+            if out.uses and value is else_block.returns[i] \
+                    and not _defined_inside(value, node) \
+                    and self.log.rewrite("peephole", f"If output {out} -> {value} "
+                                         "(both branches)", node):
+                out.replace_all_uses_with(value)
+                self.changed = True
 
     def fold_if_condition(self, node):
         """`c and True`-style If outputs: true branch gives True (or c),
@@ -211,6 +255,16 @@ class _Peephole:
                                     f"If output {out} -> condition {cond}", node):
                     out.replace_all_uses_with(cond)
                     self.changed = True
+
+
+def _defined_inside(value, node):
+    """Whether value is made inside node's blocks."""
+    owner = value.node
+    while owner is not None and owner.owning_block is not None:
+        owner = owner.owning_block.owning_node
+        if owner is node:
+            return True
+    return False
 
 
 def _is_value_or_bool(value, cond, expected):

@@ -5,6 +5,10 @@ from .. import types as T
 
 # Kinds a call node may have besides these: anything with attrs["callee"].
 CONTROL_KINDS = ("prim::If", "prim::Loop")
+# Non-call kinds without side effects.  (ListUnpack is not here: a list of
+# the wrong length raises.)
+PURE_KINDS = ("prim::Constant", "prim::Uninitialized", "prim::FusionGroup",
+              "prim::TupleUnpack")
 
 
 def is_call(node):
@@ -40,21 +44,13 @@ def has_side_effects(node):
     """Must stay even when its outputs are unused (DCE), and must not be
     moved across (fusion): impure calls, raises, unknown kinds; If/Loop
     when something inside has side effects."""
-    if node.kind in ("prim::Constant", "prim::Uninitialized", "prim::FusionGroup"):
+    if node.kind in PURE_KINDS:
         return False
     if node.kind in CONTROL_KINDS:
         return any(has_side_effects(inner) for inner in node.all_nodes())
     if is_call(node):
         return not is_pure_call(node)
     return True
-
-
-def all_blocks(block):
-    """block and every block nested in it, outermost first."""
-    yield block
-    for node in block.nodes:
-        for sub in node.blocks:
-            yield from all_blocks(sub)
 
 
 def insert_constant(graph, value, before, type_=None):
@@ -100,10 +96,6 @@ def inline_block_before(block, node):
 def block_size(block):
     """Nodes in a block, nested blocks included, constants not counted."""
     return sum(1 for node in block.all_nodes() if node.kind != "prim::Constant")
-
-
-def value_name(value):
-    return repr(value)
 
 
 def insert_constant_at_end(graph, value, block, type_=None):
