@@ -200,15 +200,19 @@ def test_specialisations_are_cached_per_signature():
 
 
 def test_dtype_dependent_peephole_only_where_exact():
-    def add_zero(x):
-        y = x + 0
-        return y * 1 + 0.0
+    def times_one_plus_zero(x):
+        y = x * 1
+        return (y + 0).relu()
 
-    scripted = check(add_zero, t(1.0, 2.0))
-    assert "aten::add" not in str(scripted.graph_for(t(1.0)))
-    for x in (ember.tensor([True, False]), ember.tensor([1, 2])):
-        check(add_zero, x)  # bool + 0 is int64, int + 0.0 is float: kept
-        assert "aten::add" in str(scripted.graph_for(x))
+    scripted = check(times_one_plus_zero, t(1.0, -2.0))
+    graph = str(scripted.graph_for(t(1.0)))
+    # x * 1 is x for floats; x + 0 is not (-0.0 + 0 is +0.0)
+    assert "aten::mul" not in graph and "aten::add" in graph
+    check(times_one_plus_zero, ember.tensor([1, -2]))
+    graph = str(scripted.graph_for(ember.tensor([1])))
+    assert "aten::mul" not in graph and "aten::add" not in graph
+    check(times_one_plus_zero, ember.tensor([True, False]))
+    assert "aten::mul" in str(scripted.graph_for(ember.tensor([True])))  # bool * 1 is int64
 
 
 # ---- autograd through scripts ------------------------------------------------------

@@ -188,6 +188,8 @@ class ScriptFunction:
             if isinstance(arg, Tensor):
                 input_types.append(T.TensorType(arg.dtype, arg.dim()))
                 needs_autograd |= k[2]
+            elif arg is None:
+                input_types.append(T.NoneT)  # lets `is None` tests fold
             else:
                 input_types.append(t)
         compiled = compile_graph(self.graph, input_types, fuse=not needs_autograd,

@@ -258,7 +258,7 @@ def is_inplace(callee, kwnames=()):
     name = method_name(callee)
     if callee.startswith("operator.") and name in INPLACE_OPERATORS:
         return True  # x += y: in place on tensors (Tensor.__iadd__)
-    return ("out" in kwnames or name == "__setitem__"
+    return ("out" in kwnames or "inplace" in kwnames or name == "__setitem__"
             or callee == "prim.list_append"
             or (callee.startswith(("Tensor.", "ember."))
                 and name.endswith("_") and not name.startswith("_")))
