@@ -807,3 +807,27 @@ def test_inline_scripted_function():
     graph, _ = compile_function(caller)
     same(run_graph(graph, [t(1, 2)]), helper(t(1, 2), 5))
     assert "aten::mul" in str(graph)
+
+
+def test_append_type_check():
+    def f(n: int):
+        xs = []
+        xs.append(n)
+        return xs
+    assert_error(f, "Expected a value of type 'Tensor' for append to a List[Tensor] "
+                 "but instead found type 'int'", "xs.append(n)")
+
+
+PAIR = (2, 3)
+
+
+def test_tuple_global_constant():
+    def f(x):
+        return x * PAIR[0] + PAIR[1]
+    check(f, t(1, 2))
+
+    lst = [1, 2]
+
+    def g(x):
+        return x * lst[0]
+    assert_error(g, "'lst' is a list, which a script can't use", "lst[0]")

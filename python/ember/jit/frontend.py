@@ -211,7 +211,11 @@ class Source:
         self.indent = (len(lines[0]) - len(lines[0].lstrip())) if lines else 0
         if dedented == text:
             self.indent = 0
-        tree = ast.parse(dedented)
+        try:
+            tree = ast.parse(dedented)
+        except SyntaxError as exc:
+            raise ir.ScriptError(f"could not parse the source of "
+                                 f"{fn.__name__}: {exc.msg}") from None
         self.tree = tree.body[0]
         self.function_name = fn.__name__
 
@@ -1052,9 +1056,10 @@ class Emitter:
         import ember
         from ..nn import functional as F
         from .. import dtype as ember_dtype
-        if obj is None or isinstance(obj, (bool, int, float, str)) \
-                or isinstance(obj, ember_dtype):
-            return self.constant(obj, node)
+        scalar = (bool, int, float, str, type(None), ember_dtype)
+        if isinstance(obj, scalar) or (isinstance(obj, tuple) and obj
+                                       and all(isinstance(v, scalar) for v in obj)):
+            return self.constant(obj, node)  # immutable: safe to bake in
         if obj is ember:
             return PythonModule("ember", obj)
         if obj is F:
@@ -1424,6 +1429,8 @@ class Emitter:
         if isinstance(func, Callee):
             bound = [func.bound] if func.bound is not None else []
             self.check_arity(func.name, bound + args, kwargs, expr)
+            if func.name == "prim.list_append":
+                self.check_append(func.bound, args, expr)
             return self.call(func.name, bound + args, expr, kwargs)
         if isinstance(func, BuiltinFunction):
             return self.builtin_call(func.name, args, kwargs, expr)
@@ -1432,6 +1439,17 @@ class Emitter:
         if isinstance(func, Sugared):
             self.error(f"{func.description} isn't callable", expr)
         self.error(f"a value of type {func.type} isn't callable", expr)
+
+    def check_append(self, lst, args, expr):
+        elem = lst.type.elem
+        if len(args) != 1:
+            self.error(f"append() takes exactly one argument ({len(args)} given)", expr)
+        if not args[0].type.is_subtype_of(elem):
+            hint = " (an empty list is a List[Tensor] unless annotated, " \
+                   "e.g. xs: List[int] = [])" if isinstance(elem, T.TensorType) else ""
+            self.error(f"Expected a value of type '{elem}' for append to a "
+                       f"{lst.type} but instead found type '{args[0].type}'{hint}",
+                       expr)
 
     def check_arity(self, callee, args, kwargs, expr):
         """Argument count and keyword names against the callee's Python
