@@ -831,3 +831,30 @@ def test_tuple_global_constant():
     def g(x):
         return x * lst[0]
     assert_error(g, "'lst' is a list, which a script can't use", "lst[0]")
+
+
+def test_defined_after_raising_branch():
+    def f(n: int, m: int):
+        if n > 0:
+            y = n
+        if n > 0:
+            y = y + m
+        else:
+            raise ValueError("n must be positive")
+        return y
+    # y is Undefined after the first if, but the second rebinds it on every
+    # path that continues
+    err = error_of(f)
+    assert "y is not defined in the false branch" in err.message
+
+    def g(n: int):
+        if n > 0:
+            y = n
+        else:
+            raise ValueError("n must be positive")
+        if n > 5:
+            z = y * 2
+        else:
+            raise ValueError("small")
+        return z
+    check(g, 7)

@@ -695,13 +695,19 @@ class Emitter:
         value of None means prim::Uninitialized."""
         dead = {"then": then_exit == "dead" or (then_exit and a is None),
                 "else": else_exit == "dead" or (else_exit and b is None)}
-        if isinstance(a, (Undefined, Sugared)) or isinstance(b, (Undefined, Sugared)):
-            if isinstance(a, Sugared) and dead["else"]:
-                return None
-            return Undefined(f"{name} is not defined on every path"
-                             if not (a is None or b is None) else
-                             f"{name} is not defined in the "
-                             f"{'false' if b is None else 'true'} branch")
+        # what a path that always exits holds doesn't matter
+        if dead["then"] and isinstance(a, Undefined):
+            a = None
+        if dead["else"] and isinstance(b, Undefined):
+            b = None
+        if a is None and b is None:
+            return None
+        for value in (a, b):
+            if isinstance(value, Undefined):
+                return value
+        if isinstance(a, Sugared) or isinstance(b, Sugared):
+            return Undefined(f"{name} is not defined on every path (of the if "
+                             f"at line {self.source.range(node).lineno})")
         if a is None or b is None:
             missing_side = "then" if a is None else "else"
             if not dead[missing_side] and not name.startswith("$"):
@@ -1605,9 +1611,9 @@ def signature_of(fn, source, skip_self=False):
         params.append(Parameter(name, type_, default))
     return_type = None
     if "return" in hints:
-        return_type = type_from_annotation(
-            hints["return"], lambda m: (_ for _ in ()).throw(
-                ir.ScriptError(m, source.range(fndef.returns or fndef))))
+        def return_error(message):
+            raise ir.ScriptError(message, source.range(fndef.returns or fndef))
+        return_type = type_from_annotation(hints["return"], return_error)
     return Signature(fn.__name__, params, return_type)
 
 
