@@ -858,3 +858,34 @@ def test_defined_after_raising_branch():
             raise ValueError("small")
         return z
     check(g, 7)
+
+
+def builtin_generics(xs: list[int], pair: tuple[int, float], k: int | None = None):
+    total = pair[0] + pair[1]
+    for v in xs:
+        total += v
+    if k is not None:
+        total = total * k
+    return total
+
+
+def test_builtin_generic_annotations():
+    _, sig = compile_function(builtin_generics)
+    assert [str(p.type) for p in sig.params] == [
+        "List[int]", "Tuple[int, float]", "Optional[int]"]
+    check(builtin_generics, [1, 2], (3, 0.5), None)
+    check(builtin_generics, [1, 2], (3, 0.5), 4)
+
+
+def test_caret_under_the_construct():
+    def f(x):
+        y = x + "text"
+        return y
+    text = str(error_of(f))
+    lines = text.splitlines()
+    source_line = next(i for i, line in enumerate(lines) if 'x + "text"' in line)
+    caret = lines[source_line + 1]
+    start = lines[source_line].index('x + "text"')
+    assert caret.index("~") == start
+    assert caret.count("~") == len('x + "text"')
+    assert caret.endswith("<--- HERE")
