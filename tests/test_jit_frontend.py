@@ -889,3 +889,20 @@ def test_caret_under_the_construct():
     assert caret.index("~") == start
     assert caret.count("~") == len('x + "text"')
     assert caret.endswith("<--- HERE")
+
+
+@pytest.mark.parametrize("make, inputs", [
+    (lambda: nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.LayerNorm(4), nn.Tanh(),
+                           nn.Sigmoid(), nn.Dropout(0.5).eval()),
+     lambda: [ember.randn(2, 3, dtype=ember.float32)]),
+    (lambda: nn.Embedding(5, 3), lambda: [ember.tensor([[1, 4], [0, 2]], dtype=ember.int64)]),
+    (lambda: nn.CrossEntropyLoss(),
+     lambda: [ember.randn(4, 3, dtype=ember.float32), ember.tensor([0, 2, 1, 1], dtype=ember.int64)]),
+])
+def test_library_modules(make, inputs):
+    module = make()
+    graph, _, names = compile_module_forward(module)
+    state = dict(module.named_parameters())
+    state.update(dict(module.named_buffers()))
+    args = inputs()
+    same(run_graph(graph, [state[n] for n in names] + args), module(*args))

@@ -1095,7 +1095,7 @@ class Emitter:
     def callee_name_of(obj):
         """The allowlisted name of a library callable (ember.X, F.X), or None."""
         for name, fn in ops.callee_table().items():
-            if fn is obj and name.partition(".")[0] in ("ember", "F", "math"):
+            if fn is obj and name.partition(".")[0] in ("ember", "F", "math", "Tensor"):
                 return name
         return None
 
@@ -1140,6 +1140,9 @@ class Emitter:
                 return self.constant(obj, expr)
             if f"{namespace}.{attr}" in ops.callee_table():
                 return Callee(f"{namespace}.{attr}")
+            same_function = self.callee_name_of(obj) if callable(obj) else None
+            if same_function:  # F.tanh is ember.tanh re-exported
+                return Callee(same_function)
         self.error(f"unknown attribute or function '{attr}' of "
                    f"{base.description}", expr)
 
