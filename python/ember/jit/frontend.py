@@ -432,8 +432,7 @@ class Emitter:
         keep_going = self.call("operator.not_", [exited], after)
         kind = "loop" if set(flags) & {BROKE, CONTINUED} else "dead"
         def run_rest():
-            self.apply_refinements(refined)
-            return self.emit_statements(rest)
+            return self.with_refinements(refined, rest)
         return self.emit_if_blocks(keep_going, run_rest, lambda: kind, after)
 
     def emit_statement(self, stmt):
@@ -600,9 +599,15 @@ class Emitter:
 
     def emit_refined(self, refined, stmts):
         """A branch's statements with `x is not None` names unwrapped."""
-        originals = {name: self.env[name] for name in refined}
+        return self.with_refinements(refined, stmts)
+
+    def with_refinements(self, refined, stmts):
+        """Emits stmts with the refined names unwrapped; names still bound to
+        the unwrapped value afterwards go back to the original, so the
+        branches don't merge a needless Optional output."""
+        originals = {name: self.env.get(name) for name in refined}
         self.apply_refinements(refined)
-        unwrapped = {name: self.env[name] for name in refined}
+        unwrapped = {name: self.env.get(name) for name in refined}
         exited = self.emit_statements(stmts)
         for name, value in unwrapped.items():
             if self.env.get(name) is value:
@@ -1278,12 +1283,13 @@ class Emitter:
 
     def identity(self, left, right, negate, expr):
         """`x is None`: decided at compile time unless x is Optional."""
-        if isinstance(right.type, T.NoneType) and not isinstance(left.type, T.NoneType):
-            left, right = right, left
-        if isinstance(left.type, T.NoneType):
-            if isinstance(right.type, T.NoneType):
+        types = [left.type, right.type]
+        if isinstance(types[1], T.NoneType):
+            types.reverse()
+        if isinstance(types[0], T.NoneType):
+            if isinstance(types[1], T.NoneType):
                 return self.constant(not negate, expr)
-            if not isinstance(right.type, T.OptionalType):
+            if not isinstance(types[1], T.OptionalType):
                 return self.constant(negate, expr)
         return self.call("operator.is_not" if negate else "operator.is_",
                          [left, right], expr)
