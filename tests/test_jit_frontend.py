@@ -906,3 +906,61 @@ def test_library_modules(make, inputs):
     state.update(dict(module.named_buffers()))
     args = inputs()
     same(run_graph(graph, [state[n] for n in names] + args), module(*args))
+
+
+def misc_builtins(x, xs: List[int], s: str):
+    n, m = x.shape
+    tail = xs[1:]
+    a = min(n, m) + max(xs) + abs(-3) + round(2.6)
+    same_str = s == "abc"
+    return n * m, tail, a, same_str, len(s), 2 in xs
+
+
+def test_misc_builtins():
+    check(misc_builtins, ember.ones(2, 3, dtype=ember.float32), [4, 1, 7], "abc")
+    graph, _ = compile_function(misc_builtins)
+    with pytest.raises(ValueError, match="list unpacking expected 2 values"):
+        run_graph(graph, [ember.ones(2, 3, 4), [1, 2], "x"])
+
+
+def ping(x, n: int):
+    return pong(x, n)
+
+
+def pong(x, n: int):
+    return ping(x, n)
+
+
+def test_mutual_recursion_is_an_error():
+    err = assert_error(ping, "recursive calls aren't supported (ping -> pong -> ping)",
+                       "return ping(x, n)")
+    assert err.source_range.function_name == "pong"
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", ember.zeros(1, dtype=ember.float32))
+        self.step = 1
+
+    def forward(self, x):
+        self.count += x.sum()
+        return self.count * 1
+
+
+def test_inplace_buffer_update():
+    module = Counter()
+    graph, _, names = compile_module_forward(module)
+    assert names == ["count"]
+    x = t(1, 2)
+    buffer = ember.zeros(1, dtype=ember.float32)
+    run_graph(graph, [buffer, x])
+    out = run_graph(graph, [buffer, x])
+    same(out, t(6.0))
+
+    class Bad(Counter):
+        def forward(self, x):
+            self.step += 1
+            return x
+    with pytest.raises(ir.ScriptError, match="only supported on a module's parameters"):
+        compile_module_forward(Bad())

@@ -500,8 +500,22 @@ class Emitter:
             rhs = self.emit_value(stmt.value)
             result = self.binary(self.inplace_name(op), current, rhs, stmt, stmt.op)
             self.setitem(container, index, result, stmt)
+        elif isinstance(target, ast.Attribute):
+            self.augment_module_state(target, stmt)
         else:
             self.error("augmented assignment to this target isn't supported", stmt)
+
+    def augment_module_state(self, target, stmt):
+        """`self.buffer += v`: in place on the state tensor (a graph input),
+        as eager code does; other attributes can't change in a script."""
+        base = self.emit_expr(target.value)
+        current = self.emit_expr(target) if isinstance(base, ModuleRef) else None
+        if not isinstance(current, ir.Value) or not isinstance(current.type, T.TensorType) \
+                or current.node.kind != "prim::Param":
+            self.error("augmented assignment to an attribute is only supported "
+                       "on a module's parameters and buffers", stmt)
+        rhs = self.emit_value(stmt.value)
+        self.binary(self.inplace_name(BINOPS[type(stmt.op)]), current, rhs, stmt, stmt.op)
 
     @staticmethod
     def inplace_name(op):
