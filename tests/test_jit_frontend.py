@@ -964,3 +964,22 @@ def test_inplace_buffer_update():
             return x
     with pytest.raises(ir.ScriptError, match="only supported on a module's parameters"):
         compile_module_forward(Bad())
+
+
+def enumerate_zip(x, xs: List[int], ys: List[float]):
+    total = 0.0
+    for i, v in enumerate(xs):
+        total += i * v
+    for i, v in enumerate(xs, 10):
+        total += i * v
+    for a, b in zip(xs, ys):
+        total += a * b
+    for j, (a, row) in enumerate(zip(xs, x)):
+        total += j + a + float(row.sum().item())
+    return total
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_enumerate_and_zip(n):
+    check(enumerate_zip, ember.ones(2, 2, dtype=ember.float32),
+          list(range(n)), [0.5] * (n + 1))

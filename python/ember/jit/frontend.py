@@ -763,28 +763,52 @@ class Emitter:
             lambda: self.emit_condition(stmt.test))
 
     def stmt_For(self, stmt):
+        """`for` over range/enumerate/zip/a list/a tensor: a prim::Loop whose
+        trip count is the length; over a tuple or a module list: unrolled."""
         if stmt.orelse:
             self.error("else clauses on loops aren't supported", stmt)
         iterable = stmt.iter
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
-                and iterable.func.id == "range" and "range" not in self.env:
-            return self.emit_range_loop(stmt, iterable)
-        value = self.emit_expr(iterable)
-        if isinstance(value, ModuleRef):
-            return self.emit_module_list_loop(stmt, value)
+        if not self.is_builtin_call(iterable, ("range", "enumerate", "zip")):
+            value = self.emit_expr(iterable)
+            if isinstance(value, ModuleRef):
+                return self.emit_module_list_loop(stmt, value)
+            if isinstance(value, ir.Value) and isinstance(value.type, T.TupleType):
+                return self.emit_unrolled_loop(stmt, value)
+        else:
+            value = None
+        length, item = self.iteration(iterable, value)
+
+        def bind(index):
+            self.assign(stmt.target, item(index), stmt)
+        return self.emit_loop(stmt, length, self.constant(True), bind, None)
+
+    def is_builtin_call(self, expr, names):
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
+            and expr.func.id in names and expr.func.id not in self.env \
+            and expr.func.id not in self.globals and expr.func.id not in self.closure
+
+    def iteration(self, expr, value=None):
+        """(trip count, item(index) -> Value) of an iterable; `value` is the
+        iterable already emitted, if it was."""
+        if value is None and self.is_builtin_call(expr, ("range",)):
+            return self.range_iteration(expr)
+        if value is None and self.is_builtin_call(expr, ("enumerate", "zip")):
+            if any(isinstance(a, ast.Starred) for a in expr.args):
+                self.error("starred arguments (*args) aren't supported", expr)
+            return (self.enumerate_iteration(expr) if expr.func.id == "enumerate"
+                    else self.zip_iteration(expr))
+        if value is None:
+            value = self.emit_expr(expr)
         if isinstance(value, Sugared):
-            self.error(f"can't iterate over {value.description}", iterable)
-        if isinstance(value.type, T.TupleType):
-            return self.emit_unrolled_loop(stmt, value)
-        if isinstance(value.type, (T.ListType, T.TensorType)):
-            length = self.call("builtins.len", [value], iterable)
+            self.error(f"can't iterate over {value.description}", expr)
+        if not isinstance(value.type, (T.ListType, T.TensorType)):
+            self.error(f"can't iterate over a value of type {value.type}"
+                       + (" here (only directly in a for loop)"
+                          if isinstance(value.type, T.TupleType) else ""), expr)
+        length = self.call("builtins.len", [value], expr)
+        return length, lambda index: self.getitem(value, index, expr)
 
-            def bind(index):
-                self.assign(stmt.target, self.getitem(value, index, iterable), stmt)
-            return self.emit_loop(stmt, length, self.constant(True), bind, None)
-        self.error(f"can't iterate over a value of type {value.type}", iterable)
-
-    def emit_range_loop(self, stmt, call):
+    def range_iteration(self, call):
         if call.keywords or not 1 <= len(call.args) <= 3:
             self.error("range() takes 1 to 3 positional arguments", call)
         args = [self.emit_value(a) for a in call.args]
@@ -798,14 +822,43 @@ class Emitter:
                          [start, stop, step or self.constant(1)], call,
                          output_types=[T.Int])
 
-        def bind(index):
+        def item(index):
             i = index
             if step is not None:
                 i = self.call("operator.mul", [i, step], call)
             if len(args) > 1:
                 i = self.call("operator.add", [start, i], call)
-            self.assign(stmt.target, i, stmt)
-        return self.emit_loop(stmt, trip, self.constant(True), bind, None)
+            return i
+        return trip, item
+
+    def enumerate_iteration(self, call):
+        if not 1 <= len(call.args) <= 2 or any(k.arg != "start" for k in call.keywords):
+            self.error("enumerate() takes an iterable and an optional start", call)
+        length, inner = self.iteration(call.args[0])
+        start_expr = call.args[1] if len(call.args) == 2 else (
+            call.keywords[0].value if call.keywords else None)
+        start = None if start_expr is None else self.emit_value(start_expr)
+        if start is not None and not isinstance(start.type, T.IntType):
+            self.error(f"enumerate() start must be an int, not {start.type}", start_expr)
+
+        def item(index):
+            count = index if start is None else self.call(
+                "operator.add", [start, index], call)
+            return self.call("prim.tuple", [count, inner(index)], call)
+        return length, item
+
+    def zip_iteration(self, call):
+        if not call.args or call.keywords:
+            self.error("zip() takes one or more iterables (and no keywords)", call)
+        parts = [self.iteration(arg) for arg in call.args]
+        length = parts[0][0]
+        for other, _ in parts[1:]:
+            length = self.call("builtins.min", [length, other], call,
+                               output_types=[T.Int])
+
+        def item(index):
+            return self.call("prim.tuple", [fn(index) for _, fn in parts], call)
+        return length, item
 
     def emit_unrolled_loop(self, stmt, value):
         saved_flags = self.exit_flags
