@@ -983,3 +983,28 @@ def enumerate_zip(x, xs: List[int], ys: List[float]):
 def test_enumerate_and_zip(n):
     check(enumerate_zip, ember.ones(2, 2, dtype=ember.float32),
           list(range(n)), [0.5] * (n + 1))
+
+
+def test_function_that_always_raises():
+    def f(x):
+        raise NotImplementedError("later")
+    graph, _ = compile_function(f)
+    with pytest.raises(NotImplementedError, match="later"):
+        run_graph(graph, [t(1)])
+
+
+def refine_then_break(xs: List[Optional[int]]):
+    total = 0
+    for v in xs:
+        if v is None:
+            break
+    for v in xs:
+        if v is None:
+            continue
+        total += v
+    return total
+
+
+def test_refinement_after_break_and_continue():
+    check(refine_then_break, [1, None, 3])
+    check(refine_then_break, [])

@@ -394,6 +394,8 @@ class Emitter:
         if exits_in(body[:-1], False):
             self.env[RETURNED] = self.constant(False)
         self.emit_statements(body)
+        if RET not in self.env:  # every path raises
+            self.env[RET] = self.uninitialized(self.return_type or T.NoneT)
         return self.env[RET]
 
     # -- statements ------------------------------------------------------------
@@ -403,15 +405,16 @@ class Emitter:
         for index, stmt in enumerate(stmts):
             self.pending_refinements = {}
             exited = self.emit_statement(stmt)
+            refined, self.pending_refinements = self.pending_refinements, {}
             if exited:
                 return exited
-            refined, self.pending_refinements = self.pending_refinements, {}
             rest = stmts[index + 1:]
             in_loop = bool(self.exit_flags)
             may_exit = exits_in([stmt], in_loop) & set(self.env)
             if rest and may_exit:
                 return self.emit_guarded(sorted(may_exit), rest, stmt, refined)
-            self.apply_refinements(refined)
+            if rest:  # here only a raise can have exited: nothing to guard
+                self.apply_refinements(refined)
         return None
 
     def apply_refinements(self, refined):
