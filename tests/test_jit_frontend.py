@@ -1008,3 +1008,20 @@ def refine_then_break(xs: List[Optional[int]]):
 def test_refinement_after_break_and_continue():
     check(refine_then_break, [1, None, 3])
     check(refine_then_break, [])
+
+
+def takes_float(a: float):
+    a += 0.5
+    return a
+
+
+def declared_float(n: int):
+    total: float = 0
+    for i in range(n):
+        total += 0.5
+    return total + takes_float(n) + takes_float(1)
+
+
+def test_int_where_float_is_declared():
+    for n in (0, 3):
+        check(declared_float, n)

@@ -477,7 +477,14 @@ class Emitter:
                        f"{value.type}", stmt)
         if isinstance(declared, T.OptionalType) and value.type != declared:
             value = self.retype(value, declared)
-        self.assign(stmt.target, value, stmt)
+        self.assign(stmt.target, self.as_declared(value, declared, stmt), stmt)
+
+    def as_declared(self, value, declared, node):
+        """An int where a float is declared becomes a float (x: float = 0),
+        so the name keeps its declared type."""
+        if isinstance(declared, T.FloatType) and isinstance(value.type, T.IntType):
+            return self.call("builtins.float", [value], node, output_types=[T.Float])
+        return value
 
     @staticmethod
     def retype(value, type_):
@@ -1243,6 +1250,8 @@ class Emitter:
             return self.constant(obj, expr)
         if inspect.ismethod(obj) and obj.__self__ is module:
             return PythonFunction(obj.__func__, self_module=ref)
+        if inspect.isfunction(obj):  # a staticmethod or a function attribute
+            return PythonFunction(obj)
         if isinstance(obj, tuple) and all(isinstance(v, (int, float, bool)) for v in obj):
             return self.constant(obj, expr)
         self.error(f"attribute '{attr}' of {type(module).__name__} is a "
@@ -1621,6 +1630,7 @@ class Emitter:
                 self.error(f"Expected a value of type '{param.type}' for argument "
                            f"'{param.name}' but instead found type '{value.type}'",
                            expr)
+            values[index] = self.as_declared(value, param.type, expr)
         return values
 
     # -- helpers -----------------------------------------------------------------
