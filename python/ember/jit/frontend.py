@@ -25,7 +25,22 @@ the graph is in SSA form as it is built (no loads and stores to erase):
 
 Compile-time-only things (the `ember` and `math` modules, Python functions
 to inline, a module's `self`) are *sugared values*: classes below that
-never reach the graph.
+never reach the graph.  Calls to plain Python functions, to scripted
+functions, to a module's methods and submodules are inlined; a condition
+that is a compile-time constant (`if self.bias is not None`) compiles only
+the branch taken.
+
+What the graph holds beyond ops.py's callees: `prim.slice` / `prim.ellipsis`
+build index objects (`x[1:, ...]`), `prim.tuple` a tuple index; a constant
+index into a tuple reads the TupleConstruct's input directly or calls
+operator.getitem typed with the element type; `for` over a tuple or a
+ModuleList/Sequential is unrolled at compile time.
+
+Not supported (each a ScriptError naming the construct): with, try,
+lambda, comprehensions, nested def/class, global/nonlocal, del, dicts and
+sets, star arguments, :=, yield, loop else clauses, break/continue/return
+inside an unrolled loop, item assignment on lists, assignment to
+attributes (except `self.buffer += v`, in place).
 """
 
 import ast
