@@ -31,9 +31,45 @@ def same(a, b):
         assert a == b and type(a) is type(b), (a, b)
 
 
+def assert_well_scoped(graph):
+    """SSA scoping: every value read is defined earlier in its block or in
+    an enclosing one; uses lists agree with inputs."""
+    def walk(block, visible):
+        visible = set(visible) | set(block.params)
+        for node in block.nodes:
+            for index, value in enumerate(node.inputs):
+                assert value in visible, f"{value} read by {node.kind} out of scope"
+                assert (node, index) in value.uses
+            for inner in node.blocks:
+                walk(inner, visible)
+            check_merge_types(node)
+            visible |= set(node.outputs)
+        for value in block.returns:
+            assert value in visible, f"{value} returned out of scope"
+    walk(graph.block, set())
+
+
+def check_merge_types(node):
+    """What flows into an If/Loop output is a subtype of its type."""
+    def fits(value, t):
+        return value.node.kind == "prim::Uninitialized" or value.type.is_subtype_of(t)
+    if node.kind == "prim::If":
+        for block in node.blocks:
+            for value, out in zip(block.returns, node.outputs):
+                assert fits(value, out.type), (value.type, out.type)
+    elif node.kind == "prim::Loop":
+        body = node.blocks[0]
+        for value, out, param in zip(node.inputs[2:], node.outputs, body.params[1:]):
+            assert out.type == param.type
+            assert fits(value, param.type), (value.type, param.type)
+        for value, param in zip(body.returns[1:], body.params[1:]):
+            assert fits(value, param.type), (value.type, param.type)
+
+
 def check(fn, *args):
     """Compiles fn, runs the graph on args; compares with eager Python."""
     graph, _ = compile_function(fn)
+    assert_well_scoped(graph)
     same(run_graph(graph, list(args)), fn(*args))
     return graph
 
@@ -902,6 +938,7 @@ def test_caret_under_the_construct():
 def test_library_modules(make, inputs):
     module = make()
     graph, _, names = compile_module_forward(module)
+    assert_well_scoped(graph)
     state = dict(module.named_parameters())
     state.update(dict(module.named_buffers()))
     args = inputs()
