@@ -1062,3 +1062,73 @@ def declared_float(n: int):
 def test_int_where_float_is_declared():
     for n in (0, 3):
         check(declared_float, n)
+
+
+# ---------------------------------------------------------------------------
+# exits mixed with Optional refinement through `or`
+
+
+def nested_whiles(n: int, m: int):
+    out = 0
+    i = 0
+    while i < n:
+        i += 1
+        j = 0
+        while True:
+            j += 1
+            if j > m:
+                break
+            if (i + j) % 3 == 0:
+                continue
+            if i * j > 12:
+                return out * 100
+            out += i * j
+        if out > 40:
+            break
+    return out
+
+def running_max(xs: List[int]):
+    best: Optional[int] = None
+    for v in xs:
+        if best is None or v > best:
+            best = v
+    if best is None:
+        return -1
+    return best
+
+def nested_for_break(n: int):
+    s = 0
+    for i in range(n):
+        for j in range(i):
+            if j == 2:
+                break
+            s += j
+        else_flag = i % 2
+        if else_flag:
+            continue
+        s += 100
+    return s
+
+def returns_in_branches(n: int, flag: bool):
+    if flag:
+        for i in range(n):
+            if i == 2:
+                return i
+    else:
+        k = 0
+        while k < n:
+            k += 2
+            if k == 4:
+                return -k
+    return n
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_mixed_exits(n):
+    for m in range(4):
+        check(nested_whiles, n, m)
+    check(nested_for_break, n)
+    for flag in (True, False):
+        check(returns_in_branches, n, flag)
+    check(running_max, list(range(n, 0, -2)) + [3])
+    check(running_max, [])

@@ -1401,9 +1401,14 @@ class Emitter:
             if isinstance(value, ir.Value) and isinstance(value.type, T.OptionalType):
                 target = then_refined if isinstance(test.ops[0], ast.IsNot) else else_refined
                 target[test.left.id] = value
-        elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        elif isinstance(test, ast.BoolOp):
+            # `a and b` true: both true; `a or b` false: both false
+            side = 0 if isinstance(test.op, ast.And) else 1
+            target = then_refined if side == 0 else else_refined
             for operand in test.values:
-                then_refined.update(self.refinements(operand)[0])
+                target.update(self.refinements(operand)[side])
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            else_refined, then_refined = self.refinements(test.operand)
         return then_refined, else_refined
 
     def expr_BoolOp(self, expr):
@@ -1415,7 +1420,8 @@ class Emitter:
         first = self.as_bool(self.emit_value(operands[0]), operands[0])
         if len(operands) == 1:
             return first
-        refined = self.refinements(operands[0])[0] if is_and else {}
+        # the rest runs only if the first operand was true (and) / false (or)
+        refined = self.refinements(operands[0])[0 if is_and else 1]
 
         def rest():
             saved = dict(self.env)
