@@ -9,7 +9,11 @@ Build modes (environment variables, read at build time):
                        (compile and link; load with LD_PRELOAD=libasan.so,
                        see `make leak-asan`)
 
--Wall -Wextra -Werror are on in every mode.
+-Wall -Wextra -Werror are on in every mode, and so is -ffp-contract=off:
+gcc would otherwise contract a * b + c into an FMA in the AVX2 copies of
+a loop only, so results would depend on the CPU, and the fused kernels
+could not match eager bit for bit (c/th/THFormulas.h: Note [No FMA
+contraction]).
 
 build_ext here is incremental per object file: a .c file is recompiled only
 when it, any header under c/th or c/python, or the compile flags changed, and
@@ -31,6 +35,8 @@ TH_DIR = "c/th"
 THP_DIR = "c/python"
 
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+# Note [No FMA contraction] in c/th/THFormulas.h.
+FLOAT_FLAGS = ["-ffp-contract=off"]
 
 
 def _mode_flags():
@@ -65,7 +71,8 @@ ext = Extension(
     depends=_headers(),
     include_dirs=[TH_DIR, THP_DIR, numpy.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    extra_compile_args=mode_cflags + WARNINGS + ["-std=gnu11", "-pthread"],
+    extra_compile_args=mode_cflags + WARNINGS + FLOAT_FLAGS
+    + ["-std=gnu11", "-pthread"],
     extra_link_args=mode_ldflags + ["-pthread"],
     libraries=["m"],
 )

@@ -138,6 +138,8 @@ int THPVariable_InitModule(PyObject *module);
 int THPStorage_InitModule(PyObject *module);
 int THPAllocator_InitModule(PyObject *module);
 int THPNumpy_InitModule(PyObject *module);
+/* ember._C.FusedKernel and its helpers (Fused.c). */
+int THPFused_InitModule(PyObject *module);
 
 /* Method tables each file contributes to the module. */
 extern PyMethodDef THPCreation_methods[];
@@ -290,6 +292,11 @@ int THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
 int THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table);
 int THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table);
 int THPAutograd_InitModule(PyObject *module);
+
+/* ---- ember.jit's bytecode VM (JitVM.c) ----------------------------------------
+ * ember._C.Code and _C._jit_opcodes(); see Note [The register VM] there. */
+extern PyTypeObject THPJitCodeType;
+int THPJitVM_InitModule(PyObject *module);
 
 /* The threading knobs (ember.set_num_threads and friends), Module.c. */
 extern PyMethodDef THPParallel_methods[];

@@ -127,31 +127,31 @@ class Parameters:
 
 
 class Compiled:
-    """One specialisation: the optimised graph, its program and the C Code."""
+    """One specialisation: the optimised graph, its bytecode program, the
+    specs its fused kernels were built from, and the C Code that runs it."""
 
-    __slots__ = ("graph", "program", "code")
+    __slots__ = ("graph", "program", "fused_specs", "code")
 
-    def __init__(self, graph, program, code):
+    def __init__(self, graph, program, fused_specs, code):
         self.graph = graph
         self.program = program
+        self.fused_specs = fused_specs
         self.code = code
 
 
 def compile_graph(graph, input_types=None, fuse=True, name=None, log=None):
     """Optimises a copy of `graph` (refined to input_types) and lowers it."""
     from .passes import manager
-    from . import bytecode, lowering
-    from .passes.fusion import build_kernel
+    from . import lowering
+    from .passes.fusion import kernel_spec
     graph = graph.copy()
+    graph.name = name or graph.name
     if input_types is not None:
         for value, t in zip(graph.inputs, input_types):
             value.type = t
     graph = manager.optimize(graph, fuse=fuse, log=log)
-    asm, nregs, nargs = lowering.lower(graph, build_kernel=build_kernel)
-    program = bytecode.Program.from_assembler(
-        asm, nregs=nregs, nargs=nargs, name=name or graph.name,
-        arg_names=[v.debug_name or f"arg{i}" for i, v in enumerate(graph.inputs)])
-    return Compiled(graph, program, program.to_c())
+    program, fused_specs = lowering.lower(graph, kernel_spec=kernel_spec)
+    return Compiled(graph, program, fused_specs, program.to_c())
 
 
 class ScriptFunction:

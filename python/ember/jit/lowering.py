@@ -28,76 +28,35 @@ ends (the body runs again).  A register freed by a DROP is reused for the
 next value defined, so the register file stays small.
 """
 
-from . import interpreter, ops
-from . import types as T
+from .. import _C
+from . import bytecode
+from .bytecode import Op
 from .ir import ScriptError
 
 
-class Assembler:
-    """Collects instructions and the tables they index."""
-
-    def __init__(self, name):
-        self.name = name
-        self.instructions = []   # [opname, a, b, c]
-        self.lines = []
-        self.operands = []
-        self.constants = []
-        self.callsites = []      # (callee, nargs, kwnames)
-        self.fused = []          # FusedKernel objects
-        self.fused_graphs = []   # their subgraphs (for saving and printing)
-        self._callsite_index = {}
-        self.line = 0
-
-    def emit(self, op, a=0, b=0, c=0):
-        self.instructions.append([op, a, b, c])
-        self.lines.append(self.line)
-        return len(self.instructions) - 1
-
-    def here(self):
-        return len(self.instructions)
-
-    def patch(self, index, field, value):
-        self.instructions[index][field] = value
-
-    def operand_list(self, registers):
-        offset = len(self.operands)
-        self.operands.extend(registers)
-        return offset
-
-    def callsite(self, callee, nargs, kwnames):
-        key = (callee, nargs, tuple(kwnames))
-        if key not in self._callsite_index:
-            self._callsite_index[key] = len(self.callsites)
-            self.callsites.append(key)
-        return self._callsite_index[key]
-
-    def constant(self, value):
-        # Constants compare by type and value (1, 1.0 and True differ);
-        # tensors by identity.
-        for i, existing in enumerate(self.constants):
-            if type(existing) is type(value) and _same_constant(existing, value):
-                return i
-        self.constants.append(value)
-        return len(self.constants) - 1
-
-
-def _same_constant(a, b):
+def _constant_key(value):
+    """Constants equal by this key share one register: by type and value
+    (1, 1.0 and True differ; NaN equals NaN), tensors by identity."""
     from .._tensor import Tensor
-    if isinstance(a, Tensor):
-        return a is b
-    if isinstance(a, float) and a != a:
-        return b != b
+    if isinstance(value, Tensor):
+        return ("tensor", id(value))
+    if isinstance(value, float) and value != value:
+        return (float, "nan")
     try:
-        return bool(a == b)
-    except Exception:
-        return False
+        hash(value)
+    except TypeError:
+        return ("unhashable", id(value))
+    return (type(value), value)
 
 
 class Lowering:
-    def __init__(self, graph, build_kernel=None):
+    def __init__(self, graph, kernel_spec=None):
         self.graph = graph
-        self.asm = Assembler(graph.name)
-        self.build_kernel = build_kernel
+        self.asm = bytecode.Assembler(graph.name)
+        self.kernel_spec = kernel_spec
+        self.fused_specs = []
+        self.line = 0
+        self.constant_objects = {}
         self.register_of = {}
         self.free_registers = []
         self.nregs = 0
@@ -174,11 +133,23 @@ class Lowering:
     def release_dead(self, position):
         """DROP every register whose value was read for the last time at
         `position`, and make it reusable."""
-        for value in self.dying_at(position):
+        for value in self.deaths.get(position, ()):
             self.release_value(value)
 
-    def dying_at(self, position):
-        return self.deaths.get(position, [])
+    def release_value(self, value):
+        register = self.register_of.get(value)
+        if register is None or value in self.pinned or value in self.dead:
+            return
+        self.asm.drop(register, line=self.line)
+        self.free_registers.append(register)
+        self.dead.add(value)
+
+    def release_block_locals(self, block):
+        """Values made in `block` whose last reader is its return."""
+        end = self.position[block.owning_node][1] - 1
+        for value in block.returns:
+            if self.last_use.get(value) == end and _defined_in(value, block):
+                self.release_value(value)
 
     # -- the walk ---------------------------------------------------------------------
     def run(self):
@@ -186,36 +157,52 @@ class Lowering:
         self.dead = set()
         for value, position in self.last_use.items():
             self.deaths.setdefault(position, []).append(value)
-        for i, param in enumerate(self.graph.inputs):
+        for param in self.graph.inputs:
             self.define(param)
         self.load_constants()
         for param in self.graph.inputs:
             if param not in self.last_use:
                 self.release_value(param)
         self.lower_block(self.graph.block)
-        self.asm.line = 0
-        offset = self.asm.operand_list([self.reg(v) for v in self.graph.outputs])
-        self.asm.emit("RETURN", offset, len(self.graph.outputs))
-        return self.asm, self.nregs, len(self.graph.inputs)
+        self.line = 0
+        self.asm.ret([self.reg(v) for v in self.graph.outputs])
+        program = self.asm.finish()
+        program.nargs = len(self.graph.inputs)
+        program.nregs = max(self.nregs, program.nargs)
+        program.arg_names = tuple(v.debug_name or f"arg{i}"
+                                  for i, v in enumerate(self.graph.inputs))
+        return program
+
+    def constant_object(self, value):
+        """One object per distinct constant, so the Assembler's identity
+        check shares it."""
+        return self.constant_objects.setdefault(_constant_key(value), value)
 
     def load_constants(self):
         """The prologue: every constant of the graph (fallback code of fused
         groups included) in a register of its own for the whole run."""
-        seen = {}
+        registers = {}
         for node in self.graph.all_nodes():
-            if node.kind != "prim::Constant":
-                continue
-            index = self.asm.constant(node.attrs["value"])
-            if index not in seen:
-                seen[index] = self.new_register()
-                self.asm.emit("LOAD_CONST", seen[index], index)
-            self.register_of[node.output] = seen[index]
-            self.pinned.add(node.output)
+            if node.kind == "prim::Constant":
+                self.register_of[node.output] = self.constant_register(
+                    node.attrs["value"], registers)
+                self.pinned.add(node.output)
+            for inner in _fusion_constants(node):
+                self.constant_register(inner.attrs["value"], registers)
+        self.prologue_registers = registers
+
+    def constant_register(self, value, registers):
+        obj = self.constant_object(value)
+        key = _constant_key(obj)
+        if key not in registers:
+            registers[key] = self.new_register()
+            self.asm.load_const(registers[key], obj)
+        return registers[key]
 
     def lower_block(self, block):
         for node in block.nodes:
             if node.source_range is not None:
-                self.asm.line = node.source_range.lineno
+                self.line = node.source_range.lineno
             self.lower_node(node)
             self.release_dead(self.position[node][0])
             self.release_dead(self.position[node][1])
@@ -237,174 +224,172 @@ class Lowering:
         if kind == "prim::FusionGroup":
             return self.lower_fusion_group(node)
         if kind == "prim::RaiseException":
-            cls = node.attrs["exception"]
-            kinds = list(interpreter.EXCEPTIONS)
-            message = self.reg(node.inputs[0]) if node.inputs else -1
-            self.asm.emit("RAISE", kinds.index(cls), message)
+            cls = _exception_class(node.attrs["exception"])
+            message = self.reg(node.inputs[0]) if node.inputs else None
+            self.asm.raise_(cls, message, line=self.line)
             return
         if kind in ("prim::TupleUnpack", "prim::ListUnpack"):
             registers = [self.define(out) for out in node.outputs]
-            offset = self.asm.operand_list(registers)
-            self.asm.emit("UNPACK", offset, self.reg(node.inputs[0]), len(registers))
+            self.asm.unpack(registers, self.reg(node.inputs[0]), line=self.line)
             return
         if node.callee is None:
             raise ScriptError(f"cannot lower a {kind} node", node.source_range)
         self.lower_call(node)
 
+    def emit_call(self, dst, callee, args, kwnames):
+        kwnames = tuple(kwnames)
+        site = self.asm.callsite(callee, ops_resolve(callee), len(args),
+                                 kwnames or None)
+        offset = self.asm.span(args)
+        self.asm.emit(Op.CALL, -1 if dst is None else dst, site, offset, line=self.line)
+
     def lower_call(self, node):
         args = [self.reg(v) for v in node.inputs]
-        site = self.asm.callsite(node.callee, len(args), node.kwnames)
-        offset = self.asm.operand_list(args)
         if node.outputs and node.outputs[0] in self.last_use:
             dst = self.define(node.outputs[0])
         else:
-            dst = -1
-            for out in node.outputs:
-                self.pinned.add(out)  # never materialised
-        self.asm.emit("CALL", dst, site, offset)
+            dst = None
+            self.pinned.update(node.outputs)  # never materialised
+        self.emit_call(dst, node.callee, args, node.kwnames)
 
     def move_returns(self, block, targets):
         for value, target in zip(block.returns, targets):
             if self.reg(value) != target:
-                self.asm.emit("MOVE", target, self.reg(value))
+                self.asm.move(target, self.reg(value), line=self.line)
         self.release_block_locals(block)
 
-    def release_block_locals(self, block):
-        """Values made in `block` whose last reader is its return."""
-        end = self.position[block.owning_node][1] - 1
-        for value in block.returns:
-            if self.last_use.get(value) == end and _defined_in(value, block):
-                self.release_value(value)
-
-    def release_value(self, value):
-        register = self.register_of.get(value)
-        if register is None or value in self.pinned or value in self.dead:
-            return
-        self.asm.emit("DROP", register)
-        self.free_registers.append(register)
-        self.dead.add(value)
     def lower_if(self, node):
         targets = [self.define(out) for out in node.outputs]
-        jump_else = self.asm.emit("JUMP_IF_FALSE", self.reg(node.inputs[0]))
+        otherwise, end = self.asm.label(), self.asm.label()
+        self.asm.jump_if_false(self.reg(node.inputs[0]), otherwise, line=self.line)
         self.lower_block(node.blocks[0])
         self.move_returns(node.blocks[0], targets)
-        jump_end = self.asm.emit("JUMP")
-        self.asm.patch(jump_else, 2, self.asm.here())
+        self.asm.jump(end, line=self.line)
+        self.asm.bind(otherwise)
         self.lower_block(node.blocks[1])
         self.move_returns(node.blocks[1], targets)
-        self.asm.patch(jump_end, 1, self.asm.here())
+        self.asm.bind(end)
 
     def lower_loop(self, node):
         body = node.blocks[0]
+        line = self.line
         max_trip, start_cond, inits = node.inputs[0], node.inputs[1], node.inputs[2:]
         counter = self.new_register()
-        self.asm.emit("LOAD_CONST", counter, self.asm.constant(0))
+        self.asm.load_const(counter, self.constant_object(0), line=line)
         self.register_of[body.params[0]] = counter
         checks_cond = not (_is_true_constant(start_cond)
                            and _is_true_constant(body.returns[0]))
         cond = None
         if checks_cond:
             cond = self.new_register()
-            self.asm.emit("MOVE", cond, self.reg(start_cond))
+            self.asm.move(cond, self.reg(start_cond), line=line)
         carried = []
         for init, param, out in zip(inits, body.params[1:], node.outputs):
-            register = self.new_register()
-            self.asm.emit("MOVE", register, self.reg(init))
             # param, output and carried value share the register; the
             # output's death releases it (the params are pinned: the end of
             # the body writes the register again)
+            register = self.new_register()
+            self.asm.move(register, self.reg(init), line=line)
             self.register_of[param] = register
             self.register_of[out] = register
             carried.append(register)
         self.pinned.update(body.params)
-        top = self.asm.emit("LOOP_TEST", counter, self.reg(max_trip))
-        exits = [top]
+        top, exit_ = self.asm.label(), self.asm.label()
+        self.asm.bind(top)
+        self.asm.loop_test(counter, self.reg(max_trip), exit_, line=line)
         if checks_cond:
-            exits.append(self.asm.emit("JUMP_IF_FALSE", cond))
+            self.asm.jump_if_false(cond, exit_, line=line)
         self.lower_block(body)
+        self.line = line
         self.parallel_move(list(body.returns[1:]), carried)
         if checks_cond and self.reg(body.returns[0]) != cond:
-            self.asm.emit("MOVE", cond, self.reg(body.returns[0]))
+            self.asm.move(cond, self.reg(body.returns[0]), line=line)
         self.release_block_locals(body)
-        self.asm.emit("INC", counter)
-        self.asm.emit("JUMP", top)
-        exit_pc = self.asm.here()
-        self.asm.patch(top, 3, exit_pc)
-        if checks_cond:
-            self.asm.patch(exits[1], 2, exit_pc)
-        self.asm.emit("DROP", counter)
-        self.free_registers.append(counter)
-        if checks_cond:
-            self.asm.emit("DROP", cond)
-            self.free_registers.append(cond)
+        self.asm.inc(counter, line=line)
+        self.asm.jump(top, line=line)
+        self.asm.bind(exit_)
+        for register in (counter, cond):
+            if register is not None:
+                self.asm.drop(register, line=line)
+                self.free_registers.append(register)
 
     def parallel_move(self, sources, targets):
         """targets[k] <- sources[k] for all k at once: a source that is
         also a target still to be written goes through a temporary."""
         pending = [(t, self.reg(s)) for s, t in zip(sources, targets)
                    if self.reg(s) != t]
-        temps = []
         written = {t for t, _ in pending}
-        staged = []
+        staged, temps = [], []
         for target, source in pending:
             if source in written:
                 temp = self.new_register()
-                self.asm.emit("MOVE", temp, source)
+                self.asm.move(temp, source, line=self.line)
                 temps.append(temp)
-                staged.append((target, temp))
-            else:
-                staged.append((target, source))
+                source = temp
+            staged.append((target, source))
         for target, source in staged:
-            self.asm.emit("MOVE", target, source)
+            self.asm.move(target, source, line=self.line)
         for temp in temps:
-            self.asm.emit("DROP", temp)
+            self.asm.drop(temp, line=self.line)
             self.free_registers.append(temp)
 
     def lower_fusion_group(self, node):
         subgraph = node.attrs["subgraph"]
-        kernel = self.build_kernel(subgraph) if self.build_kernel else None
         targets = [self.define(out) for out in node.outputs]
-        if kernel is not None:
-            index = len(self.asm.fused)
-            self.asm.fused.append(kernel)
-            self.asm.fused_graphs.append(subgraph)
-            offset = self.asm.operand_list(
-                [self.reg(v) for v in node.inputs] + targets)
-            fused = self.asm.emit("FUSED", index, offset)
-            jump_done = self.asm.emit("JUMP")
-            self.asm.patch(fused, 3, self.asm.here())
+        spec = self.kernel_spec(subgraph) if self.kernel_spec is not None \
+            and hasattr(_C, "FusedKernel") else None
+        if spec is None:
+            self.lower_fallback(node, subgraph, targets)
+            return
+        ninputs, instructions, outputs, name = spec
+        kernel = _C.FusedKernel(ninputs, instructions, outputs, name=name)
+        self.fused_specs.append(spec)
+        fallback, done = self.asm.label(), self.asm.label()
+        self.asm.fused(kernel, [self.reg(v) for v in node.inputs], targets,
+                       fallback, line=self.line)
+        self.asm.jump(done, line=self.line)
+        self.asm.bind(fallback)
         self.lower_fallback(node, subgraph, targets)
-        if kernel is not None:
-            self.asm.patch(jump_done, 1, self.asm.here())
+        self.asm.bind(done)
 
     def lower_fallback(self, node, subgraph, targets):
         """The group's own nodes, run one by one (when the kernel's guard
         fails: other dtypes, autograd, shapes that do not broadcast)."""
-        mapping = dict(zip(subgraph.inputs, node.inputs))
+        registers = dict(zip(subgraph.inputs, (self.reg(v) for v in node.inputs)))
+        temporaries = []
         for inner in subgraph.block.nodes:
             if inner.kind == "prim::Constant":
-                index = self.asm.constant(inner.attrs["value"])
-                register = self.new_register()
-                self.asm.emit("LOAD_CONST", register, index)
-                mapping[inner.output] = ("reg", register)
+                key = _constant_key(self.constant_object(inner.attrs["value"]))
+                registers[inner.output] = self.prologue_registers[key]
                 continue
-            args = []
-            for value in inner.inputs:
-                mapped = mapping[value]
-                args.append(mapped[1] if isinstance(mapped, tuple) else self.reg(mapped))
-            site = self.asm.callsite(inner.callee, len(args), inner.kwnames)
-            offset = self.asm.operand_list(args)
             register = self.new_register()
-            self.asm.emit("CALL", register, site, offset)
-            mapping[inner.output] = ("reg", register)
-        temporaries = {m[1] for m in mapping.values() if isinstance(m, tuple)}
+            temporaries.append(register)
+            self.emit_call(register, inner.callee,
+                           [registers[v] for v in inner.inputs], inner.kwnames)
+            registers[inner.output] = register
         for out, target in zip(subgraph.outputs, targets):
-            mapped = mapping[out]
-            source = mapped[1] if isinstance(mapped, tuple) else self.reg(mapped)
-            self.asm.emit("MOVE", target, source)
-        for register in sorted(temporaries):
-            self.asm.emit("DROP", register)
+            self.asm.move(target, registers[out], line=self.line)
+        for register in temporaries:
+            self.asm.drop(register, line=self.line)
             self.free_registers.append(register)
+
+
+def _fusion_constants(node):
+    if node.kind != "prim::FusionGroup":
+        return ()
+    return [n for n in node.attrs["subgraph"].block.nodes if n.kind == "prim::Constant"]
+
+
+def _exception_class(name):
+    for cls in bytecode.RAISE_KINDS:
+        if cls.__name__ == name:
+            return cls
+    raise ScriptError(f"cannot raise {name}")
+
+
+def ops_resolve(callee):
+    from .ops import resolve
+    return resolve(callee)
 
 
 def _defined_in(value, block):
@@ -422,9 +407,8 @@ def _is_true_constant(value):
     return node.kind == "prim::Constant" and node.attrs.get("value") is True
 
 
-def lower(graph, build_kernel=None):
-    """(assembler, nregs, nargs) for `graph`."""
-    return Lowering(graph, build_kernel).run()
-
-
-__all__ = ["lower", "Assembler", "T", "ops"]
+def lower(graph, kernel_spec=None):
+    """The bytecode Program for `graph`, and the specs of its fused kernels
+    (kernel_spec(subgraph) -> (ninputs, instructions, outputs, name))."""
+    lowering = Lowering(graph, kernel_spec)
+    return lowering.run(), lowering.fused_specs

@@ -389,6 +389,8 @@ def result_types(callee, input_types, kwnames=()):
         return [T.TupleType(input_types)]
     if callee == "prim.list_append":
         return [T.NoneT]
+    if callee == "prim.range_length":
+        return [T.Int]
     if callee in ("prim.bool", "builtins.bool"):
         return [T.Bool]
     if callee == "prim.format" or callee == "builtins.str":

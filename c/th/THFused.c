@@ -1,0 +1,902 @@
+/*
+ * THFused.c -- the fused elementwise interpreter: program validation, the
+ * instruction loops (generated from THFormulas.h), and the blocked
+ * interpreter of Note [Blocked interpretation] in THFused.h.
+ */
+#include "THFused.h"
+
+#include "THFormulas.h"
+#include "THParallel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- op names and arities ------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int arity;
+} op_info[TH_NUM_FUSED_OPS + 1] = {
+#define TH_FUSED_POINTWISE_INFO(name, OP, arity) [TH_FUSED_##name] = {#name, arity},
+#define TH_FUSED_UNARY_INFO(name) [TH_FUSED_##name] = {#name, 1},
+    TH_FORALL_FUSED_POINTWISE_OPS(TH_FUSED_POINTWISE_INFO)
+    TH_FORALL_FUSED_UNARY_OPS(TH_FUSED_UNARY_INFO)
+#undef TH_FUSED_POINTWISE_INFO
+#undef TH_FUSED_UNARY_INFO
+    [TH_FUSED_CONST] = {"const", 0},
+};
+
+int
+THFused_opFromName(const char *name)
+{
+    for (int op = 0; op <= TH_FUSED_CONST; op++) {
+        if (strcmp(op_info[op].name, name) == 0) {
+            return op;
+        }
+    }
+    return -1;
+}
+
+const char *
+THFused_opName(THFusedOp op)
+{
+    return op_info[op].name;
+}
+
+int
+THFused_arity(THFusedOp op)
+{
+    return op_info[op].arity;
+}
+
+/* ---- element functions: fused_elem_<op>_<Dtype> ----------------------------
+ * One per (op, dtype), each the eager formula itself: EXPR_<OP> for
+ * THPointwise's ops, the TH_FORALL_FLOAT_FORMULAS entry for THUnary's. */
+
+#define TH_FUSED_INLINE static inline __attribute__((always_inline))
+
+#define TH_FUSED_ELEM_1(name, OP, Name, T)                                   \
+    TH_FUSED_INLINE T fused_elem_##name##_##Name(T a)                        \
+    {                                                                        \
+        return EXPR_##OP(Name, T, a);                                        \
+    }
+#define TH_FUSED_ELEM_2(name, OP, Name, T)                                   \
+    TH_FUSED_INLINE T fused_elem_##name##_##Name(T a, T b)                   \
+    {                                                                        \
+        return EXPR_##OP(Name, T, a, b, 0);                                  \
+    }
+#define TH_FUSED_ELEM_3(name, OP, Name, T)                                   \
+    TH_FUSED_INLINE T fused_elem_##name##_##Name(T a, T b, T c)              \
+    {                                                                        \
+        return EXPR_##OP(Name, T, a, b, c);                                  \
+    }
+#define TH_FUSED_POINTWISE_ELEMS(name, OP, arity)                            \
+    TH_FUSED_ELEM_##arity(name, OP, Float32, float)                          \
+    TH_FUSED_ELEM_##arity(name, OP, Float64, double)
+TH_FORALL_FUSED_POINTWISE_OPS(TH_FUSED_POINTWISE_ELEMS)
+
+/* The unary formulas read `p` only for round(decimals=) and nan_to_num,
+ * which fused programs do not offer; they get the defaults. */
+static const THUnaryParams no_params = {.ten_pow = 1.0};
+
+#define TH_FUSED_UNARY_ELEM(name, formula, Name, T)                          \
+    TH_FUSED_INLINE T fused_elem_##name##_##Name(T input)                    \
+    {                                                                        \
+        typedef T scalar_t; /* the names the formulas use */                 \
+        scalar_t x = input;                                                  \
+        const THUnaryParams *p = &no_params;                                 \
+        (void)p;                                                             \
+        return (T)(formula);                                                 \
+    }
+#define TH_FUSED_UNARY_ELEMS(name, formula)                                  \
+    TH_FUSED_UNARY_ELEM(name, formula, Float32, float)                       \
+    TH_FUSED_UNARY_ELEM(name, formula, Float64, double)
+TH_FORALL_FLOAT_FORMULAS(TH_FUSED_UNARY_ELEMS)
+
+/* ---- instruction loops --------------------------------------------------------
+ *
+ * loop(out, in, n): out[k] = op(in[0][k], in[1][k], ...) for k < n, where
+ * an operand marked S in the loop's form is a scalar read once (in[i][0]).
+ * out never overlaps an input (block buffers are never shared by a
+ * source and its destination), hence `restrict`.  Each (op, dtype, form)
+ * has a loop for any n (`tail`) and one for n == TH_FUSED_BLOCK (`full`),
+ * and each exists twice: baseline x86-64 and AVX2.  With -ffp-contract=off
+ * both compute the same bits (Note [No FMA contraction]). */
+typedef void (*THFusedLoop)(char *out, char *const *in, int64_t n);
+
+#define TH_FUSED_READ_V(ptr, value, k) ptr[k]
+#define TH_FUSED_READ_S(ptr, value, k) value
+
+#define TH_FUSED_OPERANDS(T)                                                 \
+    T *restrict o = (T *)out;                                                \
+    const T *restrict a = (const T *)in[0];                                  \
+    const T av = a[0];                                                       \
+    (void)av;                                                                \
+    (void)n; /* unused by the `full` loops */
+#define TH_FUSED_OPERAND(T, var, i)                                          \
+    const T *restrict var = (const T *)in[i];                                \
+    const T var##v = var[0];                                                 \
+    (void)var##v;
+
+#define TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, suffix, LEN)           \
+    attr static void fused_##name##_##Name##_##FA##_##suffix##_##isa(        \
+        char *out, char *const *in, int64_t n)                               \
+    {                                                                        \
+        TH_FUSED_OPERANDS(T)                                                 \
+        for (int64_t k = 0; k < (LEN); k++) {                                \
+            o[k] = fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k)); \
+        }                                                                    \
+    }
+#define TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, suffix, LEN)       \
+    attr static void fused_##name##_##Name##_##FA##FB##_##suffix##_##isa(    \
+        char *out, char *const *in, int64_t n)                               \
+    {                                                                        \
+        TH_FUSED_OPERANDS(T)                                                 \
+        TH_FUSED_OPERAND(T, b, 1)                                            \
+        for (int64_t k = 0; k < (LEN); k++) {                                \
+            o[k] = fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k),  \
+                                              TH_FUSED_READ_##FB(b, bv, k)); \
+        }                                                                    \
+    }
+#define TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, suffix, LEN)   \
+    attr static void                                                         \
+        fused_##name##_##Name##_##FA##FB##FC##_##suffix##_##isa(             \
+            char *out, char *const *in, int64_t n)                           \
+    {                                                                        \
+        TH_FUSED_OPERANDS(T)                                                 \
+        TH_FUSED_OPERAND(T, b, 1)                                            \
+        TH_FUSED_OPERAND(T, c, 2)                                            \
+        for (int64_t k = 0; k < (LEN); k++) {                                \
+            o[k] = fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k),  \
+                                              TH_FUSED_READ_##FB(b, bv, k),  \
+                                              TH_FUSED_READ_##FC(c, cv, k)); \
+        }                                                                    \
+    }
+
+/* The forms of each arity: V (vector) or S (scalar) per operand, all but
+ * all-scalar (computed once per run with the all-vector loop and n = 1).
+ * Form index = bit i set when operand i is a scalar. */
+#define TH_FUSED_FORMS_1(_, ...) _(__VA_ARGS__, V)
+#define TH_FUSED_FORMS_2(_, ...) \
+    _(__VA_ARGS__, V, V) _(__VA_ARGS__, S, V) _(__VA_ARGS__, V, S)
+#define TH_FUSED_FORMS_3(_, ...)                                             \
+    _(__VA_ARGS__, V, V, V) _(__VA_ARGS__, S, V, V) _(__VA_ARGS__, V, S, V)  \
+    _(__VA_ARGS__, S, S, V) _(__VA_ARGS__, V, V, S) _(__VA_ARGS__, S, V, S)  \
+    _(__VA_ARGS__, V, S, S)
+#define TH_FUSED_NFORMS 7
+
+#define TH_FUSED_LOOPS_OF_FORM_1(isa, attr, name, Name, T, FA)               \
+    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, tail, n)                   \
+    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, full, TH_FUSED_BLOCK)
+#define TH_FUSED_LOOPS_OF_FORM_2(isa, attr, name, Name, T, FA, FB)           \
+    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, tail, n)               \
+    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, full, TH_FUSED_BLOCK)
+#define TH_FUSED_LOOPS_OF_FORM_3(isa, attr, name, Name, T, FA, FB, FC)       \
+    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, tail, n)           \
+    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, full,              \
+                    TH_FUSED_BLOCK)
+
+#define TH_FUSED_DEFINE_LOOPS(isa, attr, name, arity)                        \
+    TH_FUSED_FORMS_##arity(TH_FUSED_LOOPS_OF_FORM_##arity, isa, attr, name,  \
+                           Float32, float)                                   \
+    TH_FUSED_FORMS_##arity(TH_FUSED_LOOPS_OF_FORM_##arity, isa, attr, name,  \
+                           Float64, double)
+
+/* The two loop families (Note [Vector clones] in THUnary.c, chosen at run
+ * time here as c/th/THBlas.c does). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TH_FUSED_HAVE_AVX2 1
+#define TH_FUSED_ATTR_avx2 __attribute__((target("avx2,fma")))
+#else
+#define TH_FUSED_HAVE_AVX2 0
+#endif
+#define TH_FUSED_ATTR_baseline
+
+#define TH_FUSED_POINTWISE_LOOPS(name, OP, arity) \
+    TH_FUSED_DEFINE_LOOPS(ISA, TH_CAT(TH_FUSED_ATTR_, ISA), name, arity)
+#define TH_FUSED_UNARY_LOOPS(name) \
+    TH_FUSED_DEFINE_LOOPS(ISA, TH_CAT(TH_FUSED_ATTR_, ISA), name, 1)
+
+#define ISA baseline
+TH_FORALL_FUSED_POINTWISE_OPS(TH_FUSED_POINTWISE_LOOPS)
+TH_FORALL_FUSED_UNARY_OPS(TH_FUSED_UNARY_LOOPS)
+#undef ISA
+#if TH_FUSED_HAVE_AVX2
+#define ISA avx2
+TH_FORALL_FUSED_POINTWISE_OPS(TH_FUSED_POINTWISE_LOOPS)
+TH_FORALL_FUSED_UNARY_OPS(TH_FUSED_UNARY_LOOPS)
+#undef ISA
+#endif
+
+/* loops[op][dtype][form] = {tail, full}; dtype 0 is float32, 1 float64. */
+typedef THFusedLoop THFusedLoopTable[TH_NUM_FUSED_OPS][2][TH_FUSED_NFORMS][2];
+
+#define TH_FUSED_FORM_INDEX_V 0
+#define TH_FUSED_FORM_INDEX_S 1
+#define TH_FUSED_ENTRY_1(isa, name, Name, d, FA)                             \
+    [TH_FUSED_##name][d][TH_FUSED_FORM_INDEX_##FA] = {                       \
+        fused_##name##_##Name##_##FA##_tail_##isa,                           \
+        fused_##name##_##Name##_##FA##_full_##isa},
+#define TH_FUSED_ENTRY_2(isa, name, Name, d, FA, FB)                         \
+    [TH_FUSED_##name][d][TH_FUSED_FORM_INDEX_##FA                            \
+                         | TH_FUSED_FORM_INDEX_##FB << 1] = {                \
+        fused_##name##_##Name##_##FA##FB##_tail_##isa,                       \
+        fused_##name##_##Name##_##FA##FB##_full_##isa},
+#define TH_FUSED_ENTRY_3(isa, name, Name, d, FA, FB, FC)                     \
+    [TH_FUSED_##name][d][TH_FUSED_FORM_INDEX_##FA                            \
+                         | TH_FUSED_FORM_INDEX_##FB << 1                     \
+                         | TH_FUSED_FORM_INDEX_##FC << 2] = {                \
+        fused_##name##_##Name##_##FA##FB##FC##_tail_##isa,                   \
+        fused_##name##_##Name##_##FA##FB##FC##_full_##isa},
+#define TH_FUSED_ENTRIES(isa, name, arity)                                   \
+    TH_FUSED_FORMS_##arity(TH_FUSED_ENTRY_##arity, isa, name, Float32, 0)    \
+    TH_FUSED_FORMS_##arity(TH_FUSED_ENTRY_##arity, isa, name, Float64, 1)
+#define TH_FUSED_POINTWISE_ENTRIES(name, OP, arity) \
+    TH_FUSED_ENTRIES(ISA, name, arity)
+#define TH_FUSED_UNARY_ENTRIES(name) TH_FUSED_ENTRIES(ISA, name, 1)
+
+#define ISA baseline
+static const THFusedLoopTable baseline_loops = {
+    TH_FORALL_FUSED_POINTWISE_OPS(TH_FUSED_POINTWISE_ENTRIES)
+    TH_FORALL_FUSED_UNARY_OPS(TH_FUSED_UNARY_ENTRIES)
+};
+#undef ISA
+#if TH_FUSED_HAVE_AVX2
+#define ISA avx2
+static const THFusedLoopTable avx2_loops = {
+    TH_FORALL_FUSED_POINTWISE_OPS(TH_FUSED_POINTWISE_ENTRIES)
+    TH_FORALL_FUSED_UNARY_OPS(TH_FUSED_UNARY_ENTRIES)
+};
+#undef ISA
+#endif
+
+/* ---- choosing the loop family ------------------------------------------------ */
+
+static bool
+cpu_has_avx2(void)
+{
+#if TH_FUSED_HAVE_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+/* NULL until first used; then the family for this CPU (or a test's). */
+static const THFusedLoopTable *_Atomic active_loops;
+
+static const THFusedLoopTable *
+loops_in_use(void)
+{
+    const THFusedLoopTable *table = active_loops;
+    if (table == NULL) {
+#if TH_FUSED_HAVE_AVX2
+        table = cpu_has_avx2() ? &avx2_loops : &baseline_loops;
+#else
+        table = &baseline_loops;
+#endif
+        active_loops = table;
+    }
+    return table;
+}
+
+const char *
+THFused_isa(void)
+{
+    return loops_in_use() == &baseline_loops ? "baseline" : "avx2";
+}
+
+int
+THFused_setIsa(const char *name)
+{
+    if (strcmp(name, "baseline") == 0) {
+        active_loops = &baseline_loops;
+        return 0;
+    }
+#if TH_FUSED_HAVE_AVX2
+    if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) {
+        active_loops = &avx2_loops;
+        return 0;
+    }
+#endif
+    return THError_set(TH_ERR_VALUE, "fused kernels: no '%s' loops on this "
+                                     "machine", name);
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+
+static int
+check_register(int reg, const char *what, int index)
+{
+    if (reg < 0 || reg >= TH_FUSED_MAX_REGISTERS) {
+        return THError_set(TH_ERR_VALUE,
+                           "instruction %d: %s register %d is out of range "
+                           "(0 to %d)",
+                           index, what, reg, TH_FUSED_MAX_REGISTERS - 1);
+    }
+    return 0;
+}
+
+/* Checks one instruction against the registers defined so far, then
+ * defines its destination. */
+static int
+check_instruction(const THFusedInstruction *ins, int index, int ninputs,
+                  bool *defined)
+{
+    if ((int)ins->op < 0 || ins->op > TH_FUSED_CONST) {
+        return THError_set(TH_ERR_VALUE, "instruction %d: unknown op %d",
+                           index, (int)ins->op);
+    }
+    for (int i = 0; i < op_info[ins->op].arity; i++) {
+        int src = ins->src[i];
+        if (check_register(src, "source", index) < 0) {
+            return -1;
+        }
+        if (!defined[src]) {
+            return THError_set(TH_ERR_VALUE,
+                               "instruction %d (%s): register %d is used "
+                               "before it is defined",
+                               index, op_info[ins->op].name, src);
+        }
+    }
+    if (check_register(ins->dst, "destination", index) < 0) {
+        return -1;
+    }
+    if (ins->dst < ninputs) {
+        return THError_set(TH_ERR_VALUE,
+                           "instruction %d (%s): destination %d is an input "
+                           "register (inputs are 0 to %d)",
+                           index, op_info[ins->op].name, ins->dst,
+                           ninputs - 1);
+    }
+    if (defined[ins->dst]) {
+        return THError_set(TH_ERR_VALUE,
+                           "instruction %d (%s): register %d is written a "
+                           "second time (each register is written once)",
+                           index, op_info[ins->op].name, ins->dst);
+    }
+    defined[ins->dst] = true;
+    return 0;
+}
+
+static int
+check_program(int ninputs, int ninstructions, const THFusedInstruction *code,
+              int noutputs, const int *outputs)
+{
+    bool defined[TH_FUSED_MAX_REGISTERS] = {false};
+    if (ninputs < 0 || ninputs > TH_FUSED_MAX_INPUTS) {
+        return THError_set(TH_ERR_VALUE,
+                           "a fused kernel takes 0 to %d inputs, not %d",
+                           TH_FUSED_MAX_INPUTS, ninputs);
+    }
+    for (int r = 0; r < ninputs; r++) {
+        defined[r] = true;
+    }
+    for (int i = 0; i < ninstructions; i++) {
+        if (check_instruction(&code[i], i, ninputs, defined) < 0) {
+            return -1;
+        }
+    }
+    if (noutputs < 1 || noutputs > TH_FUSED_MAX_OUTPUTS) {
+        return THError_set(TH_ERR_VALUE,
+                           "a fused kernel has 1 to %d outputs, not %d",
+                           TH_FUSED_MAX_OUTPUTS, noutputs);
+    }
+    for (int k = 0; k < noutputs; k++) {
+        if (outputs[k] < 0 || outputs[k] >= TH_FUSED_MAX_REGISTERS
+            || !defined[outputs[k]]) {
+            return THError_set(TH_ERR_VALUE,
+                               "output %d: register %d is not defined", k,
+                               outputs[k]);
+        }
+        for (int j = 0; j < k; j++) {
+            if (outputs[j] == outputs[k]) {
+                return THError_set(TH_ERR_VALUE,
+                                   "outputs %d and %d are the same register "
+                                   "%d",
+                                   j, k, outputs[k]);
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- analysis: schedule, dependencies, block buffers ------------------------- */
+
+/* Keeps the instructions some output needs (a backward walk). */
+static void
+schedule_live(THFusedProgram *p)
+{
+    bool needed[TH_FUSED_MAX_REGISTERS] = {false};
+    bool keep[TH_FUSED_MAX_REGISTERS] = {false}; /* per instruction */
+    for (int k = 0; k < p->noutputs; k++) {
+        needed[p->outputs[k]] = true;
+    }
+    for (int i = p->ninstructions - 1; i >= 0; i--) {
+        const THFusedInstruction *ins = &p->code[i];
+        if (!needed[ins->dst]) {
+            continue;
+        }
+        keep[i] = true;
+        for (int s = 0; s < op_info[ins->op].arity; s++) {
+            needed[ins->src[s]] = true;
+        }
+    }
+    p->nscheduled = 0;
+    for (int i = 0; i < p->ninstructions; i++) {
+        if (keep[i]) {
+            p->schedule[p->nscheduled++] = i;
+        }
+    }
+}
+
+static void
+find_output_inputs(THFusedProgram *p)
+{
+    uint64_t depends[TH_FUSED_MAX_REGISTERS] = {0};
+    for (int r = 0; r < p->ninputs; r++) {
+        depends[r] = (uint64_t)1 << r;
+    }
+    for (int i = 0; i < p->ninstructions; i++) {
+        const THFusedInstruction *ins = &p->code[i];
+        for (int s = 0; s < op_info[ins->op].arity; s++) {
+            depends[ins->dst] |= depends[ins->src[s]];
+        }
+    }
+    for (int k = 0; k < p->noutputs; k++) {
+        p->output_inputs[k] = depends[p->outputs[k]];
+    }
+}
+
+/* Gives block buffers (slots) to the inputs the schedule reads (a strided
+ * one is gathered there) and to the temporaries, reusing a slot once its
+ * register has been read for the last time.  A destination never gets a
+ * slot freed by its own instruction, so loops never run in place.
+ * Outputs are written straight into the output tensors: no slot. */
+static void
+assign_slots(THFusedProgram *p)
+{
+    int last_use[TH_FUSED_MAX_REGISTERS];
+    bool free_slot[TH_FUSED_MAX_REGISTERS];
+    int nslots = 0;
+    for (int r = 0; r < TH_FUSED_MAX_REGISTERS; r++) {
+        last_use[r] = -1;
+        p->slot_of[r] = -1;
+    }
+    for (int n = 0; n < p->nscheduled; n++) {
+        const THFusedInstruction *ins = &p->code[p->schedule[n]];
+        for (int s = 0; s < op_info[ins->op].arity; s++) {
+            last_use[ins->src[s]] = n;
+        }
+    }
+    for (int r = 0; r < p->ninputs; r++) {
+        if (last_use[r] >= 0) {
+            free_slot[nslots] = false;
+            p->slot_of[r] = (int16_t)nslots++;
+        }
+    }
+    for (int n = 0; n < p->nscheduled; n++) {
+        const THFusedInstruction *ins = &p->code[p->schedule[n]];
+        if (ins->op != TH_FUSED_CONST && p->output_of[ins->dst] < 0) {
+            int slot = 0;
+            while (slot < nslots && !free_slot[slot]) {
+                slot++;
+            }
+            if (slot == nslots) {
+                nslots++;
+            }
+            free_slot[slot] = false;
+            p->slot_of[ins->dst] = (int16_t)slot;
+        }
+        for (int s = 0; s < op_info[ins->op].arity; s++) {
+            int src = ins->src[s];
+            if (last_use[src] == n && p->slot_of[src] >= 0) {
+                free_slot[p->slot_of[src]] = true;
+            }
+        }
+    }
+    p->nslots = nslots;
+}
+
+THFusedProgram *
+THFusedProgram_new(int ninputs, int ninstructions,
+                   const THFusedInstruction *code, int noutputs,
+                   const int *outputs)
+{
+    if (ninstructions < 0 || ninstructions > TH_FUSED_MAX_REGISTERS) {
+        THError_set(TH_ERR_VALUE, "a fused kernel has at most %d "
+                                  "instructions, not %d",
+                    TH_FUSED_MAX_REGISTERS, ninstructions);
+        return NULL;
+    }
+    if (check_program(ninputs, ninstructions, code, noutputs, outputs) < 0) {
+        return NULL;
+    }
+    THFusedProgram *p = calloc(1, sizeof(*p));
+    size_t n = ninstructions > 0 ? (size_t)ninstructions : 1;
+    if (p != NULL) {
+        p->code = malloc(n * sizeof(*code));
+        p->schedule = malloc(n * sizeof(int));
+    }
+    if (p == NULL || p->code == NULL || p->schedule == NULL) {
+        THFusedProgram_free(p);
+        THError_set(TH_ERR_MEMORY, "out of memory for a fused kernel");
+        return NULL;
+    }
+    p->ninputs = ninputs;
+    p->ninstructions = ninstructions;
+    p->noutputs = noutputs;
+    if (ninstructions > 0) {
+        memcpy(p->code, code, (size_t)ninstructions * sizeof(*code));
+    }
+    p->nregs = ninputs;
+    for (int i = 0; i < ninstructions; i++) {
+        if (code[i].dst >= p->nregs) {
+            p->nregs = code[i].dst + 1;
+        }
+    }
+    memset(p->output_of, -1, sizeof(p->output_of));
+    for (int k = 0; k < noutputs; k++) {
+        p->outputs[k] = outputs[k];
+        p->output_of[outputs[k]] = (int8_t)k;
+    }
+    schedule_live(p);
+    find_output_inputs(p);
+    assign_slots(p);
+    return p;
+}
+
+void
+THFusedProgram_free(THFusedProgram *program)
+{
+    if (program != NULL) {
+        free(program->code);
+        free(program->schedule);
+        free(program);
+    }
+}
+
+/* ---- prepare: the guard, the outputs, the iteration -------------------------- */
+
+static bool
+same_sizes(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
+{
+    return ndim_a == ndim_b
+           && (ndim_a == 0 || memcmp(a, b, sizeof(int64_t) * ndim_a) == 0);
+}
+
+/* The broadcast shape of the tensor inputs in `mask`; false when they do
+ * not broadcast. */
+static bool
+broadcast_inputs(const THPointwiseArg *args, int ninputs, uint64_t mask,
+                 int *ndim, int64_t *sizes)
+{
+    *ndim = 0;
+    for (int i = 0; i < ninputs; i++) {
+        const THTensor *t = args[i].tensor;
+        if (t == NULL || !(mask >> i & 1)) {
+            continue;
+        }
+        if (THIter_broadcastShape(*ndim, sizes, t->ndim, t->sizes, ndim,
+                                  sizes)
+            < 0) {
+            THError_clear(); /* the eager fallback reports it */
+            return false;
+        }
+    }
+    return true;
+}
+
+/* 0 when the inputs pass the guard's dtype and operand-count rules. */
+static bool
+check_dtypes(const THFusedProgram *p, const THPointwiseArg *args,
+             THDtype *dtype, int *ntensors)
+{
+    *ntensors = 0;
+    for (int i = 0; i < p->ninputs; i++) {
+        const THTensor *t = args[i].tensor;
+        if (t == NULL) {
+            continue;
+        }
+        if (*ntensors > 0 && t->dtype != *dtype) {
+            return false;
+        }
+        *dtype = t->dtype;
+        (*ntensors)++;
+    }
+    return *ntensors > 0 && (*dtype == TH_Float32 || *dtype == TH_Float64)
+           && p->noutputs + *ntensors <= TH_ITER_MAX_OPERANDS;
+}
+
+static void
+store_value(THScalar number, THDtype dtype, THFusedValue *value)
+{
+    if (dtype == TH_Float32) {
+        value->f = TH_SCALAR_AS(float, number);
+    }
+    else {
+        value->d = TH_SCALAR_AS(double, number);
+    }
+}
+
+/* Elements per block: TH_FUSED_BLOCK unless the slots would not fit the
+ * scratch space; a multiple of 16 keeps every slot 64-byte aligned. */
+static int
+block_length(const THFusedProgram *p, int itemsize)
+{
+    if (p->nslots == 0) {
+        return TH_FUSED_BLOCK;
+    }
+    int64_t fit = TH_FUSED_SCRATCH_BYTES / ((int64_t)p->nslots * itemsize);
+    fit -= fit % 16;
+    return fit >= TH_FUSED_BLOCK ? TH_FUSED_BLOCK : (int)fit;
+}
+
+int
+THFused_prepare(THFusedPlan *plan, const THFusedProgram *program,
+                const THPointwiseArg *args)
+{
+    const THFusedProgram *p = program;
+    plan->program = p;
+    for (int k = 0; k < TH_FUSED_MAX_OUTPUTS; k++) {
+        plan->outputs[k] = NULL;
+    }
+    THDtype dtype = TH_Float32;
+    int ntensors, ndim;
+    int64_t sizes[TH_MAX_DIMS];
+    uint64_t all = p->ninputs == 64 ? ~(uint64_t)0
+                                    : ((uint64_t)1 << p->ninputs) - 1;
+    if (!check_dtypes(p, args, &dtype, &ntensors)
+        || !broadcast_inputs(args, p->ninputs, all, &ndim, sizes)) {
+        return 1;
+    }
+    for (int k = 0; k < p->noutputs; k++) {
+        int out_ndim;
+        int64_t out_sizes[TH_MAX_DIMS];
+        broadcast_inputs(args, p->ninputs, p->output_inputs[k], &out_ndim,
+                         out_sizes);
+        if (!same_sizes(out_ndim, out_sizes, ndim, sizes)) {
+            return 1;
+        }
+    }
+    plan->dtype = dtype;
+    plan->ntensors = ntensors;
+    plan->block_len = block_length(p, (int)THDtype_itemsize(dtype));
+    THIterOperand operands[TH_ITER_MAX_OPERANDS];
+    for (int k = 0; k < p->noutputs; k++) {
+        plan->outputs[k] = THTensor_newEmpty(ndim, sizes, dtype,
+                                             TH_DEVICE_CPU);
+        if (plan->outputs[k] == NULL) {
+            THFused_abandon(plan);
+            return -1;
+        }
+        operands[k] = THIterOperand_fromTensor(plan->outputs[k]);
+    }
+    int j = 0;
+    for (int i = 0; i < p->ninputs; i++) {
+        plan->is_tensor[i] = args[i].tensor != NULL;
+        if (args[i].tensor != NULL) {
+            plan->tensor_reg[j] = i;
+            operands[p->noutputs + j++] = THIterOperand_fromTensor(args[i].tensor);
+        }
+        else {
+            store_value(args[i].number, dtype, &plan->values[i]);
+        }
+    }
+    for (int i = 0; i < p->ninstructions; i++) {
+        if (p->code[i].op == TH_FUSED_CONST) {
+            store_value(p->code[i].value, dtype, &plan->values[p->code[i].dst]);
+        }
+    }
+    plan->numel = plan->outputs[0]->numel;
+    /* Cannot fail: every operand broadcasts to the shape (checked above). */
+    if (THIter_initOperands(&plan->iter, p->noutputs + ntensors, operands,
+                            ndim, sizes)
+        < 0) {
+        THFused_abandon(plan);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the interpreter ------------------------------------------------------------ */
+
+/* One instruction of a run that computes a vector per block. */
+typedef struct {
+    THFusedLoop tail, full;
+    int dst;
+    int output;                    /* output index, or -1: dst's slot */
+    int nsrc;
+    int src[TH_FUSED_MAX_ARITY];
+} VectorStep;
+
+/* How an input operand is read along this run. */
+enum { READ_SCALAR, READ_IN_PLACE, READ_GATHER };
+
+/* The per-run state: where each register's current block is. */
+typedef struct {
+    char *view[TH_FUSED_MAX_REGISTERS]; /* its block, or its scalar */
+    bool scalar[TH_FUSED_MAX_REGISTERS];
+    THFusedValue computed[TH_FUSED_MAX_REGISTERS]; /* scalar results */
+    int read[TH_ITER_MAX_OPERANDS];                /* per tensor input */
+    int nsteps;
+    VectorStep steps[TH_FUSED_MAX_REGISTERS];
+} RunState;
+
+/* Decides, for one run, what is a scalar; computes the scalar
+ * instructions once; lists the vector ones with their loops. */
+static void
+plan_run(const THFusedPlan *plan, const int64_t *strides, char **data,
+         RunState *st, char *scratch)
+{
+    const THFusedProgram *p = plan->program;
+    const THFusedLoopTable *loops = loops_in_use();
+    int itemsize = (int)THDtype_itemsize(plan->dtype);
+    int d = plan->dtype == TH_Float32 ? 0 : 1;
+    int64_t slot_bytes = (int64_t)plan->block_len * itemsize;
+
+    for (int r = 0; r < p->ninputs; r++) {
+        st->scalar[r] = true;
+        st->view[r] = (char *)&plan->values[r];
+    }
+    for (int j = 0; j < plan->ntensors; j++) {
+        int op = p->noutputs + j, r = plan->tensor_reg[j];
+        int64_t stride = strides[op];
+        st->read[j] = stride == 0          ? READ_SCALAR
+                      : stride == itemsize ? READ_IN_PLACE
+                                           : READ_GATHER;
+        st->scalar[r] = stride == 0;
+        st->view[r] = stride == 0 ? data[op]
+                      : stride == itemsize
+                          ? data[op]
+                          : scratch + p->slot_of[r] * slot_bytes;
+    }
+    st->nsteps = 0;
+    for (int n = 0; n < p->nscheduled; n++) {
+        const THFusedInstruction *ins = &p->code[p->schedule[n]];
+        int arity = op_info[ins->op].arity, form = 0;
+        if (ins->op == TH_FUSED_CONST) {
+            st->scalar[ins->dst] = true;
+            st->view[ins->dst] = (char *)&plan->values[ins->dst];
+            continue;
+        }
+        char *in[TH_FUSED_MAX_ARITY];
+        for (int s = 0; s < arity; s++) {
+            form |= (int)st->scalar[ins->src[s]] << s;
+            in[s] = st->view[ins->src[s]];
+        }
+        if (form == (1 << arity) - 1) {
+            /* all scalars: once, with the all-vector loop and n = 1 */
+            st->scalar[ins->dst] = true;
+            st->view[ins->dst] = (char *)&st->computed[ins->dst];
+            (*loops)[ins->op][d][0][0](st->view[ins->dst], in, 1);
+            continue;
+        }
+        VectorStep *step = &st->steps[st->nsteps++];
+        step->tail = (*loops)[ins->op][d][form][0];
+        step->full = (*loops)[ins->op][d][form][1];
+        step->dst = ins->dst;
+        step->output = p->output_of[ins->dst];
+        step->nsrc = arity;
+        memcpy(step->src, ins->src, sizeof(step->src));
+        st->scalar[ins->dst] = false;
+        st->view[ins->dst] = step->output >= 0
+                                 ? NULL /* set per block */
+                                 : scratch + p->slot_of[ins->dst] * slot_bytes;
+    }
+}
+
+/* dst[0..n) = the elements at src with a byte stride. */
+static void
+gather(char *dst, const char *src, int64_t stride, int64_t n, int itemsize)
+{
+    if (itemsize == 4) {
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(dst + 4 * k, src + k * stride, 4);
+        }
+    }
+    else {
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(dst + 8 * k, src + k * stride, 8);
+        }
+    }
+}
+
+static void
+fill(char *dst, const char *value, int64_t n, int itemsize)
+{
+    for (int64_t k = 0; k < n; k++) {
+        memcpy(dst + k * itemsize, value, (size_t)itemsize);
+    }
+}
+
+/* Runs the program over elements [start, start + len) of the run. */
+static void
+run_block(const THFusedPlan *plan, RunState *st, char **data,
+          const int64_t *strides, int64_t start, int64_t len)
+{
+    const THFusedProgram *p = plan->program;
+    int itemsize = (int)THDtype_itemsize(plan->dtype);
+    char *out[TH_FUSED_MAX_OUTPUTS];
+    for (int j = 0; j < plan->ntensors; j++) {
+        int op = p->noutputs + j, r = plan->tensor_reg[j];
+        if (st->read[j] == READ_IN_PLACE) {
+            st->view[r] = data[op] + start * itemsize;
+        }
+        else if (st->read[j] == READ_GATHER) {
+            gather(st->view[r], data[op] + start * strides[op], strides[op],
+                   len, itemsize);
+        }
+    }
+    /* Outputs are fresh contiguous tensors walked in their memory order:
+     * unit stride along every run (or a run of one element). */
+    for (int k = 0; k < p->noutputs; k++) {
+        out[k] = data[k] + start * itemsize;
+    }
+    bool full = len == TH_FUSED_BLOCK;
+    for (int n = 0; n < st->nsteps; n++) {
+        const VectorStep *step = &st->steps[n];
+        char *in[TH_FUSED_MAX_ARITY];
+        for (int s = 0; s < step->nsrc; s++) {
+            in[s] = st->view[step->src[s]];
+        }
+        if (step->output >= 0) {
+            st->view[step->dst] = out[step->output];
+        }
+        (full ? step->full : step->tail)(st->view[step->dst], in, len);
+    }
+    /* Outputs not written by their instruction: an input, or a scalar. */
+    for (int k = 0; k < p->noutputs; k++) {
+        int r = p->outputs[k];
+        if (st->scalar[r]) {
+            fill(out[k], st->view[r], len, itemsize);
+        }
+        else if (st->view[r] != out[k]) {
+            memcpy(out[k], st->view[r], (size_t)(len * itemsize));
+        }
+    }
+}
+
+/* The THLoop THIter calls once per run (ctx: the plan). */
+static void
+fused_run(char **data, const int64_t *strides, int64_t n, void *ctx)
+{
+    const THFusedPlan *plan = ctx;
+    _Alignas(64) char scratch[TH_FUSED_SCRATCH_BYTES];
+    RunState st;
+    plan_run(plan, strides, data, &st, scratch);
+    for (int64_t start = 0; start < n; start += plan->block_len) {
+        int64_t len = n - start < plan->block_len ? n - start
+                                                  : plan->block_len;
+        run_block(plan, &st, data, strides, start, len);
+    }
+}
+
+void
+THFused_execute(const THFusedPlan *plan)
+{
+    if (plan->numel == 0) {
+        return;
+    }
+    THIter_runParallel(&plan->iter, fused_run, (void *)plan,
+                       TH_PARALLEL_GRAIN);
+}
+
+void
+THFused_finish(THFusedPlan *plan, THTensor **outputs)
+{
+    for (int k = 0; k < plan->program->noutputs; k++) {
+        outputs[k] = plan->outputs[k];
+        plan->outputs[k] = NULL;
+    }
+}
+
+void
+THFused_abandon(THFusedPlan *plan)
+{
+    for (int k = 0; k < TH_FUSED_MAX_OUTPUTS; k++) {
+        THTensor_release(plan->outputs[k]);
+        plan->outputs[k] = NULL;
+    }
+}
