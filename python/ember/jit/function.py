@@ -105,6 +105,9 @@ class Parameters:
             raise TypeError(f"{self.name}() expected at most {n} argument(s) "
                             f"but received {len(args)} argument(s)")
         bound = list(args)
+        for extra in kwargs:
+            if extra not in self.names:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument '{extra}'")
         for name in self.names[len(args):]:
             if name in kwargs:
                 bound.append(kwargs.pop(name))

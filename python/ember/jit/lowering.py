@@ -20,7 +20,9 @@ Every Value gets a register.  Structured control flow becomes jumps:
                           fallback: <the group's nodes, unfused>
                               done:
 
-Constants are loaded once, in a prologue, into registers that stay loaded.
+Constants are loaded once, in a prologue, into registers that stay loaded
+(prim::Uninitialized, the value of a path that never reaches its readers,
+is a None there).
 Every other register is released (DROP) right after the instruction that
 reads its value for the last time, so a tensor dies as early as in eager
 code.  A value read inside a loop but defined before it lives until the loop
@@ -183,9 +185,11 @@ class Lowering:
         groups included) in a register of its own for the whole run."""
         registers = {}
         for node in self.graph.all_nodes():
-            if node.kind == "prim::Constant":
-                self.register_of[node.output] = self.constant_register(
-                    node.attrs["value"], registers)
+            if node.kind in ("prim::Constant", "prim::Uninitialized"):
+                # an Uninitialized value (on a path that always raises or
+                # returns early) is a None nobody reads
+                value = node.attrs["value"] if node.kind == "prim::Constant" else None
+                self.register_of[node.output] = self.constant_register(value, registers)
                 self.pinned.add(node.output)
             for inner in _fusion_constants(node):
                 self.constant_register(inner.attrs["value"], registers)
@@ -212,11 +216,8 @@ class Lowering:
 
     def lower_node(self, node):
         kind = node.kind
-        if kind == "prim::Constant":
-            return
-        if kind == "prim::Uninitialized":
-            self.define(node.output)
-            return
+        if kind in ("prim::Constant", "prim::Uninitialized"):
+            return  # loaded by the prologue
         if kind == "prim::If":
             return self.lower_if(node)
         if kind == "prim::Loop":

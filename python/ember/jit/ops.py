@@ -177,7 +177,7 @@ def callee_table():
     for name in dir(F):
         value = getattr(F, name)
         if not name.startswith("_") and callable(value) \
-                and getattr(value, "__module__", "") == F.__name__:
+                and not isinstance(value, type):   # F.tanh is ember.tanh itself
             table[f"F.{name}"] = value
     for name in OPERATOR_NAMES:
         table[f"operator.{name}"] = getattr(operator, name)
