@@ -1145,15 +1145,11 @@ END_TO_END = [
     (counting, lambda: ([1, -2, 5, 9], 10)),
     (enumerate_zip, lambda: (ember.ones(2, 2, dtype=ember.float32), [0, 1, 2], [0.5] * 3)),
     (indexing, lambda: (ember.arange(12, dtype=ember.float32).reshape(3, 4),)),
-]
-
-# Graphs where a prim::Uninitialized value flows into an If/Loop output: the
-# lowering defines its register without writing it (lowering.py,
-# lower_node), and the VM refuses to move an empty register.
-END_TO_END_UNINITIALIZED = [
+    # exits: prim::Uninitialized values flow into If/Loop outputs
     (early_return, lambda: ([1, 2, 3], 2)),
     (optional, lambda: (t(1, 2), None, None)),
     (nested_whiles, lambda: (5, 3)),
+    (running_max, lambda: ([3, 1, 5],)),
 ]
 
 
@@ -1163,11 +1159,3 @@ def test_script_end_to_end(fn, make_args):
     scripted = ember.jit.script(fn)
     same(scripted(*make_args()), fn(*make_args()))
 
-
-@pytest.mark.xfail(reason="lowering leaves prim::Uninitialized registers empty",
-                   strict=False)
-@pytest.mark.parametrize("fn, make_args", END_TO_END_UNINITIALIZED,
-                         ids=[fn.__name__ for fn, _ in END_TO_END_UNINITIALIZED])
-def test_script_end_to_end_with_exits(fn, make_args):
-    scripted = ember.jit.script(fn)
-    same(scripted(*make_args()), fn(*make_args()))
