@@ -70,7 +70,10 @@ def check(fn, *args):
     """Compiles fn, runs the graph on args; compares with eager Python."""
     graph, _ = compile_function(fn)
     assert_well_scoped(graph)
-    same(run_graph(graph, list(args)), fn(*args))
+    # lists are copied so that in-place changes show in the comparison
+    graph_args = [list(a) if isinstance(a, list) else a for a in args]
+    eager_args = [list(a) if isinstance(a, list) else a for a in args]
+    same(run_graph(graph, graph_args), fn(*eager_args))
     return graph
 
 
@@ -1159,3 +1162,24 @@ def test_script_end_to_end(fn, make_args):
     scripted = ember.jit.script(fn)
     same(scripted(*make_args()), fn(*make_args()))
 
+
+
+def list_items(xs: List[int], n: int):
+    ys = [0, 0, 0]
+    for i in range(n):
+        ys[i % 3] = ys[i % 3] + i
+    xs[0] += 10
+    return ys, xs
+
+
+def test_list_item_assignment():
+    for n in (0, 1, 5):
+        check(list_items, [1, 2], n)
+        scripted = ember.jit.script(list_items)
+        same(scripted([1, 2], n), list_items([1, 2], n))
+
+    def wrong(xs: List[int]):
+        xs[0] = 1.5
+        return xs
+    assert_error(wrong, "Expected a value of type 'int' to store in a List[int]",
+                 "xs[0] = 1.5")

@@ -39,7 +39,7 @@ ModuleList/Sequential is unrolled at compile time.
 Not supported (each a ScriptError naming the construct): with, try,
 lambda, comprehensions, nested def/class, global/nonlocal, del, dicts and
 sets, star arguments, :=, yield, loop else clauses, break/continue/return
-inside an unrolled loop, item assignment on lists, assignment to
+inside an unrolled loop, assignment to
 attributes (except `self.buffer += v`, in place).
 """
 
@@ -1106,9 +1106,19 @@ class Emitter:
         return self.call("operator.getitem", [container, index], node)
 
     def setitem(self, container, index, value, node):
+        if isinstance(container.type, T.ListType):
+            if not isinstance(index.type, T.IntType):
+                self.error(f"list indices must be integers, not {index.type}", node)
+            if not value.type.is_subtype_of(container.type.elem):
+                self.error(f"Expected a value of type '{container.type.elem}' to "
+                           f"store in a {container.type} but instead found type "
+                           f"'{value.type}'", node)
+            self.call("prim.__setitem__", [container, index, value], node,
+                      output_types=[T.NoneT])
+            return
         if not isinstance(container.type, T.TensorType):
-            self.error(f"item assignment is only supported on tensors, not "
-                       f"{container.type}", node)
+            self.error(f"item assignment is only supported on tensors and "
+                       f"lists, not {container.type}", node)
         self.call("Tensor.__setitem__", [container, index, value], node)
 
     # -- expressions ---------------------------------------------------------------

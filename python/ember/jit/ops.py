@@ -74,7 +74,14 @@ def _ellipsis():
     return Ellipsis
 
 
+def _list_setitem(lst, index, value):
+    """`xs[i] = v` on a list (in place: named __setitem__, so is_inplace
+    sees the write)."""
+    lst[index] = value
+
+
 PRIM_HELPERS = {
+    "prim.__setitem__": (_list_setitem, "aten::_set_item"),
     "prim.slice": (_slice, "prim::SliceConstruct"),
     "prim.ellipsis": (_ellipsis, "prim::Ellipsis"),
     "prim.list": (_list, "prim::ListConstruct"),
