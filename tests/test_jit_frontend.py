@@ -691,10 +691,9 @@ def test_unsupported_raise_and_calls():
         raise MyError("no")
     assert_error(raises, "only exceptions of the classes", 'raise MyError("no")')
 
-    def printing(x):
-        print(x)
-        return x
-    assert_error(printing, "Python builtin print() isn't supported", "print(x)")
+    def sorting(xs: List[int]):
+        return sorted(xs)
+    assert_error(sorting, "Python builtin sorted() isn't supported", "sorted(xs)")
 
     def tuple_index(x):
         pair = (x, 1)
@@ -1183,3 +1182,15 @@ def test_list_item_assignment():
         return xs
     assert_error(wrong, "Expected a value of type 'int' to store in a List[int]",
                  "xs[0] = 1.5")
+
+
+def test_print_is_kept(capsys):
+    def f(x, n: int):
+        print("n is", n, x.sum().item())
+        return x
+    graph = check(f, t(1, 2), 3)
+    assert "prim::Print" in str(graph)
+    assert capsys.readouterr().out == "n is 3 3.0\nn is 3 3.0\n"
+    scripted = ember.jit.script(f)
+    scripted(t(1, 2), 3)
+    assert capsys.readouterr().out == "n is 3 3.0\n"

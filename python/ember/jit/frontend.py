@@ -1158,7 +1158,7 @@ class Emitter:
             return self.from_python(self.globals[name], name, node)
         if name in EXCEPTIONS:
             return ExceptionClass(name)
-        if name in ops.BUILTIN_FUNCTIONS or name == "range":
+        if name in ops.BUILTIN_FUNCTIONS or name in ("range", "print"):
             return BuiltinFunction(name)
         if hasattr(builtins, name):
             self.error(f"Python builtin {name}() isn't supported in a script", node)
@@ -1593,6 +1593,8 @@ class Emitter:
             self.error("range() is only supported as the iterable of a for loop", expr)
         if kwargs:
             self.error(f"{name}() takes no keyword arguments here", expr)
+        if name == "print":
+            return self.call("prim.print", args, expr, output_types=[T.NoneT])
         if name == "len":
             if len(args) != 1:
                 self.error(f"len() takes exactly one argument ({len(args)} given)", expr)
