@@ -1194,3 +1194,11 @@ def test_print_is_kept(capsys):
     scripted = ember.jit.script(f)
     scripted(t(1, 2), 3)
     assert capsys.readouterr().out == "n is 3 3.0\n"
+
+
+def test_falling_off_the_end_of_an_annotated_function():
+    def f(x, flag: bool) -> ember.Tensor:
+        if flag:
+            return x
+    err = error_of(f)
+    assert "Function is annotated to return Tensor but may fall off the end" in err.message

@@ -556,13 +556,12 @@ class Emitter:
         value = self.constant(None) if expr is None else self.emit_value(expr)
         if self.return_type is not None:
             if not value.type.is_subtype_of(self.return_type):
-                what = "falls off the end (returns None)" if implicit else \
-                    f"returns a value of type {value.type}"
-                self.error(f"Return value was annotated as having type "
-                           f"{self.return_type} but this {what}"
-                           if not implicit else
-                           f"Function is annotated to return {self.return_type} "
-                           f"but may {what}", stmt)
+                self.error(f"Function is annotated to return {self.return_type} "
+                           f"but may fall off the end (returning None)"
+                           if implicit else
+                           f"Return value was annotated as having type "
+                           f"{self.return_type} but this returns a value of "
+                           f"type {value.type}", stmt)
         elif self.first_return_type is not None and \
                 T.unify(self.first_return_type, value.type) is None:
             self.error(f"Previous return statement returned a value of type "
