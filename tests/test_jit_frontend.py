@@ -31,10 +31,49 @@ def same(a, b):
         assert a == b and type(a) is type(b), (a, b)
 
 
+def assert_well_scoped(graph):
+    """SSA scoping: every value read is defined earlier in its block or in
+    an enclosing one; uses lists agree with inputs."""
+    def walk(block, visible):
+        visible = set(visible) | set(block.params)
+        for node in block.nodes:
+            for index, value in enumerate(node.inputs):
+                assert value in visible, f"{value} read by {node.kind} out of scope"
+                assert (node, index) in value.uses
+            for inner in node.blocks:
+                walk(inner, visible)
+            check_merge_types(node)
+            visible |= set(node.outputs)
+        for value in block.returns:
+            assert value in visible, f"{value} returned out of scope"
+    walk(graph.block, set())
+
+
+def check_merge_types(node):
+    """What flows into an If/Loop output is a subtype of its type."""
+    def fits(value, t):
+        return value.node.kind == "prim::Uninitialized" or value.type.is_subtype_of(t)
+    if node.kind == "prim::If":
+        for block in node.blocks:
+            for value, out in zip(block.returns, node.outputs):
+                assert fits(value, out.type), (value.type, out.type)
+    elif node.kind == "prim::Loop":
+        body = node.blocks[0]
+        for value, out, param in zip(node.inputs[2:], node.outputs, body.params[1:]):
+            assert out.type == param.type
+            assert fits(value, param.type), (value.type, param.type)
+        for value, param in zip(body.returns[1:], body.params[1:]):
+            assert fits(value, param.type), (value.type, param.type)
+
+
 def check(fn, *args):
     """Compiles fn, runs the graph on args; compares with eager Python."""
     graph, _ = compile_function(fn)
-    same(run_graph(graph, list(args)), fn(*args))
+    assert_well_scoped(graph)
+    # lists are copied so that in-place changes show in the comparison
+    graph_args = [list(a) if isinstance(a, list) else a for a in args]
+    eager_args = [list(a) if isinstance(a, list) else a for a in args]
+    same(run_graph(graph, graph_args), fn(*eager_args))
     return graph
 
 
@@ -652,10 +691,9 @@ def test_unsupported_raise_and_calls():
         raise MyError("no")
     assert_error(raises, "only exceptions of the classes", 'raise MyError("no")')
 
-    def printing(x):
-        print(x)
-        return x
-    assert_error(printing, "Python builtin print() isn't supported", "print(x)")
+    def sorting(xs: List[int]):
+        return sorted(xs)
+    assert_error(sorting, "Python builtin sorted() isn't supported", "sorted(xs)")
 
     def tuple_index(x):
         pair = (x, 1)
@@ -807,3 +845,360 @@ def test_inline_scripted_function():
     graph, _ = compile_function(caller)
     same(run_graph(graph, [t(1, 2)]), helper(t(1, 2), 5))
     assert "aten::mul" in str(graph)
+
+
+def test_append_type_check():
+    def f(n: int):
+        xs = []
+        xs.append(n)
+        return xs
+    assert_error(f, "Expected a value of type 'Tensor' for append to a List[Tensor] "
+                 "but instead found type 'int'", "xs.append(n)")
+
+
+PAIR = (2, 3)
+
+
+def test_tuple_global_constant():
+    def f(x):
+        return x * PAIR[0] + PAIR[1]
+    check(f, t(1, 2))
+
+    lst = [1, 2]
+
+    def g(x):
+        return x * lst[0]
+    assert_error(g, "'lst' is a list, which a script can't use", "lst[0]")
+
+
+def test_defined_after_raising_branch():
+    def f(n: int, m: int):
+        if n > 0:
+            y = n
+        if n > 0:
+            y = y + m
+        else:
+            raise ValueError("n must be positive")
+        return y
+    # y is Undefined after the first if, but the second rebinds it on every
+    # path that continues
+    err = error_of(f)
+    assert "y is not defined in the false branch" in err.message
+
+    def g(n: int):
+        if n > 0:
+            y = n
+        else:
+            raise ValueError("n must be positive")
+        if n > 5:
+            z = y * 2
+        else:
+            raise ValueError("small")
+        return z
+    check(g, 7)
+
+
+def builtin_generics(xs: list[int], pair: tuple[int, float], k: int | None = None):
+    total = pair[0] + pair[1]
+    for v in xs:
+        total += v
+    if k is not None:
+        total = total * k
+    return total
+
+
+def test_builtin_generic_annotations():
+    _, sig = compile_function(builtin_generics)
+    assert [str(p.type) for p in sig.params] == [
+        "List[int]", "Tuple[int, float]", "Optional[int]"]
+    check(builtin_generics, [1, 2], (3, 0.5), None)
+    check(builtin_generics, [1, 2], (3, 0.5), 4)
+
+
+def test_caret_under_the_construct():
+    def f(x):
+        y = x + "text"
+        return y
+    text = str(error_of(f))
+    lines = text.splitlines()
+    source_line = next(i for i, line in enumerate(lines) if 'x + "text"' in line)
+    caret = lines[source_line + 1]
+    start = lines[source_line].index('x + "text"')
+    assert caret.index("~") == start
+    assert caret.count("~") == len('x + "text"')
+    assert caret.endswith("<--- HERE")
+
+
+@pytest.mark.parametrize("make, inputs", [
+    (lambda: nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.LayerNorm(4), nn.Tanh(),
+                           nn.Sigmoid(), nn.Dropout(0.5).eval()),
+     lambda: [ember.randn(2, 3, dtype=ember.float32)]),
+    (lambda: nn.Embedding(5, 3), lambda: [ember.tensor([[1, 4], [0, 2]], dtype=ember.int64)]),
+    (lambda: nn.CrossEntropyLoss(),
+     lambda: [ember.randn(4, 3, dtype=ember.float32), ember.tensor([0, 2, 1, 1], dtype=ember.int64)]),
+])
+def test_library_modules(make, inputs):
+    module = make()
+    graph, _, names = compile_module_forward(module)
+    assert_well_scoped(graph)
+    state = dict(module.named_parameters())
+    state.update(dict(module.named_buffers()))
+    args = inputs()
+    same(run_graph(graph, [state[n] for n in names] + args), module(*args))
+
+
+def misc_builtins(x, xs: List[int], s: str):
+    n, m = x.shape
+    tail = xs[1:]
+    a = min(n, m) + max(xs) + abs(-3) + round(2.6)
+    same_str = s == "abc"
+    return n * m, tail, a, same_str, len(s), 2 in xs
+
+
+def test_misc_builtins():
+    check(misc_builtins, ember.ones(2, 3, dtype=ember.float32), [4, 1, 7], "abc")
+    graph, _ = compile_function(misc_builtins)
+    with pytest.raises(ValueError, match="list unpacking expected 2 values"):
+        run_graph(graph, [ember.ones(2, 3, 4), [1, 2], "x"])
+
+
+def ping(x, n: int):
+    return pong(x, n)
+
+
+def pong(x, n: int):
+    return ping(x, n)
+
+
+def test_mutual_recursion_is_an_error():
+    err = assert_error(ping, "recursive calls aren't supported (ping -> pong -> ping)",
+                       "return ping(x, n)")
+    assert err.source_range.function_name == "pong"
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", ember.zeros(1, dtype=ember.float32))
+        self.step = 1
+
+    def forward(self, x):
+        self.count += x.sum()
+        return self.count * 1
+
+
+def test_inplace_buffer_update():
+    module = Counter()
+    graph, _, names = compile_module_forward(module)
+    assert names == ["count"]
+    x = t(1, 2)
+    buffer = ember.zeros(1, dtype=ember.float32)
+    run_graph(graph, [buffer, x])
+    out = run_graph(graph, [buffer, x])
+    same(out, t(6.0))
+
+    class Bad(Counter):
+        def forward(self, x):
+            self.step += 1
+            return x
+    with pytest.raises(ir.ScriptError, match="only supported on a module's parameters"):
+        compile_module_forward(Bad())
+
+
+def enumerate_zip(x, xs: List[int], ys: List[float]):
+    total = 0.0
+    for i, v in enumerate(xs):
+        total += i * v
+    for i, v in enumerate(xs, 10):
+        total += i * v
+    for a, b in zip(xs, ys):
+        total += a * b
+    for j, (a, row) in enumerate(zip(xs, x)):
+        total += j + a + float(row.sum().item())
+    return total
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_enumerate_and_zip(n):
+    check(enumerate_zip, ember.ones(2, 2, dtype=ember.float32),
+          list(range(n)), [0.5] * (n + 1))
+
+
+def test_function_that_always_raises():
+    def f(x):
+        raise NotImplementedError("later")
+    graph, _ = compile_function(f)
+    with pytest.raises(NotImplementedError, match="later"):
+        run_graph(graph, [t(1)])
+
+
+def refine_then_break(xs: List[Optional[int]]):
+    total = 0
+    for v in xs:
+        if v is None:
+            break
+    for v in xs:
+        if v is None:
+            continue
+        total += v
+    return total
+
+
+def test_refinement_after_break_and_continue():
+    check(refine_then_break, [1, None, 3])
+    check(refine_then_break, [])
+
+
+def takes_float(a: float):
+    a += 0.5
+    return a
+
+
+def declared_float(n: int):
+    total: float = 0
+    for i in range(n):
+        total += 0.5
+    return total + takes_float(n) + takes_float(1)
+
+
+def test_int_where_float_is_declared():
+    for n in (0, 3):
+        check(declared_float, n)
+
+
+# ---------------------------------------------------------------------------
+# exits mixed with Optional refinement through `or`
+
+
+def nested_whiles(n: int, m: int):
+    out = 0
+    i = 0
+    while i < n:
+        i += 1
+        j = 0
+        while True:
+            j += 1
+            if j > m:
+                break
+            if (i + j) % 3 == 0:
+                continue
+            if i * j > 12:
+                return out * 100
+            out += i * j
+        if out > 40:
+            break
+    return out
+
+def running_max(xs: List[int]):
+    best: Optional[int] = None
+    for v in xs:
+        if best is None or v > best:
+            best = v
+    if best is None:
+        return -1
+    return best
+
+def nested_for_break(n: int):
+    s = 0
+    for i in range(n):
+        for j in range(i):
+            if j == 2:
+                break
+            s += j
+        else_flag = i % 2
+        if else_flag:
+            continue
+        s += 100
+    return s
+
+def returns_in_branches(n: int, flag: bool):
+    if flag:
+        for i in range(n):
+            if i == 2:
+                return i
+    else:
+        k = 0
+        while k < n:
+            k += 2
+            if k == 4:
+                return -k
+    return n
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_mixed_exits(n):
+    for m in range(4):
+        check(nested_whiles, n, m)
+    check(nested_for_break, n)
+    for flag in (True, False):
+        check(returns_in_branches, n, flag)
+    check(running_max, list(range(n, 0, -2)) + [3])
+    check(running_max, [])
+
+
+# ---------------------------------------------------------------------------
+# through the whole pipeline (passes, lowering, the VM)
+
+END_TO_END = [
+    (arith, lambda: (t(1, 2, 3), 5, 1.5)),
+    (lists, lambda: (t(1, 2, 3, 4), 3)),
+    (conditions, lambda: (t(1, 1), 1, 2)),
+    (break_continue, lambda: (7, 5)),
+    (counting, lambda: ([1, -2, 5, 9], 10)),
+    (enumerate_zip, lambda: (ember.ones(2, 2, dtype=ember.float32), [0, 1, 2], [0.5] * 3)),
+    (indexing, lambda: (ember.arange(12, dtype=ember.float32).reshape(3, 4),)),
+    # exits: prim::Uninitialized values flow into If/Loop outputs
+    (early_return, lambda: ([1, 2, 3], 2)),
+    (optional, lambda: (t(1, 2), None, None)),
+    (nested_whiles, lambda: (5, 3)),
+    (running_max, lambda: ([3, 1, 5],)),
+]
+
+
+@pytest.mark.parametrize("fn, make_args", END_TO_END,
+                         ids=[fn.__name__ for fn, _ in END_TO_END])
+def test_script_end_to_end(fn, make_args):
+    scripted = ember.jit.script(fn)
+    same(scripted(*make_args()), fn(*make_args()))
+
+
+
+def list_items(xs: List[int], n: int):
+    ys = [0, 0, 0]
+    for i in range(n):
+        ys[i % 3] = ys[i % 3] + i
+    xs[0] += 10
+    return ys, xs
+
+
+def test_list_item_assignment():
+    for n in (0, 1, 5):
+        check(list_items, [1, 2], n)
+        scripted = ember.jit.script(list_items)
+        same(scripted([1, 2], n), list_items([1, 2], n))
+
+    def wrong(xs: List[int]):
+        xs[0] = 1.5
+        return xs
+    assert_error(wrong, "Expected a value of type 'int' to store in a List[int]",
+                 "xs[0] = 1.5")
+
+
+def test_print_is_kept(capsys):
+    def f(x, n: int):
+        print("n is", n, x.sum().item())
+        return x
+    graph = check(f, t(1, 2), 3)
+    assert "prim::Print" in str(graph)
+    assert capsys.readouterr().out == "n is 3 3.0\nn is 3 3.0\n"
+    scripted = ember.jit.script(f)
+    scripted(t(1, 2), 3)
+    assert capsys.readouterr().out == "n is 3 3.0\n"
+
+
+def test_falling_off_the_end_of_an_annotated_function():
+    def f(x, flag: bool) -> ember.Tensor:
+        if flag:
+            return x
+    err = error_of(f)
+    assert "Function is annotated to return Tensor but may fall off the end" in err.message

@@ -25,7 +25,22 @@ the graph is in SSA form as it is built (no loads and stores to erase):
 
 Compile-time-only things (the `ember` and `math` modules, Python functions
 to inline, a module's `self`) are *sugared values*: classes below that
-never reach the graph.
+never reach the graph.  Calls to plain Python functions, to scripted
+functions, to a module's methods and submodules are inlined; a condition
+that is a compile-time constant (`if self.bias is not None`) compiles only
+the branch taken.
+
+What the graph holds beyond ops.py's callees: `prim.slice` / `prim.ellipsis`
+build index objects (`x[1:, ...]`), `prim.tuple` a tuple index; a constant
+index into a tuple reads the TupleConstruct's input directly or calls
+operator.getitem typed with the element type; `for` over a tuple or a
+ModuleList/Sequential is unrolled at compile time.
+
+Not supported (each a ScriptError naming the construct): with, try,
+lambda, comprehensions, nested def/class, global/nonlocal, del, dicts and
+sets, star arguments, :=, yield, loop else clauses, break/continue/return
+inside an unrolled loop, assignment to
+attributes (except `self.buffer += v`, in place).
 """
 
 import ast
@@ -211,7 +226,11 @@ class Source:
         self.indent = (len(lines[0]) - len(lines[0].lstrip())) if lines else 0
         if dedented == text:
             self.indent = 0
-        tree = ast.parse(dedented)
+        try:
+            tree = ast.parse(dedented)
+        except SyntaxError as exc:
+            raise ir.ScriptError(f"could not parse the source of "
+                                 f"{fn.__name__}: {exc.msg}") from None
         self.tree = tree.body[0]
         self.function_name = fn.__name__
 
@@ -390,6 +409,8 @@ class Emitter:
         if exits_in(body[:-1], False):
             self.env[RETURNED] = self.constant(False)
         self.emit_statements(body)
+        if RET not in self.env:  # every path raises
+            self.env[RET] = self.uninitialized(self.return_type or T.NoneT)
         return self.env[RET]
 
     # -- statements ------------------------------------------------------------
@@ -399,15 +420,16 @@ class Emitter:
         for index, stmt in enumerate(stmts):
             self.pending_refinements = {}
             exited = self.emit_statement(stmt)
+            refined, self.pending_refinements = self.pending_refinements, {}
             if exited:
                 return exited
-            refined, self.pending_refinements = self.pending_refinements, {}
             rest = stmts[index + 1:]
             in_loop = bool(self.exit_flags)
             may_exit = exits_in([stmt], in_loop) & set(self.env)
             if rest and may_exit:
                 return self.emit_guarded(sorted(may_exit), rest, stmt, refined)
-            self.apply_refinements(refined)
+            if rest:  # here only a raise can have exited: nothing to guard
+                self.apply_refinements(refined)
         return None
 
     def apply_refinements(self, refined):
@@ -428,8 +450,7 @@ class Emitter:
         keep_going = self.call("operator.not_", [exited], after)
         kind = "loop" if set(flags) & {BROKE, CONTINUED} else "dead"
         def run_rest():
-            self.apply_refinements(refined)
-            return self.emit_statements(rest)
+            return self.with_refinements(refined, rest)
         return self.emit_if_blocks(keep_going, run_rest, lambda: kind, after)
 
     def emit_statement(self, stmt):
@@ -471,7 +492,14 @@ class Emitter:
                        f"{value.type}", stmt)
         if isinstance(declared, T.OptionalType) and value.type != declared:
             value = self.retype(value, declared)
-        self.assign(stmt.target, value, stmt)
+        self.assign(stmt.target, self.as_declared(value, declared, stmt), stmt)
+
+    def as_declared(self, value, declared, node):
+        """An int where a float is declared becomes a float (x: float = 0),
+        so the name keeps its declared type."""
+        if isinstance(declared, T.FloatType) and isinstance(value.type, T.IntType):
+            return self.call("builtins.float", [value], node, output_types=[T.Float])
+        return value
 
     @staticmethod
     def retype(value, type_):
@@ -497,8 +525,22 @@ class Emitter:
             rhs = self.emit_value(stmt.value)
             result = self.binary(self.inplace_name(op), current, rhs, stmt, stmt.op)
             self.setitem(container, index, result, stmt)
+        elif isinstance(target, ast.Attribute):
+            self.augment_module_state(target, stmt)
         else:
             self.error("augmented assignment to this target isn't supported", stmt)
+
+    def augment_module_state(self, target, stmt):
+        """`self.buffer += v`: in place on the state tensor (a graph input),
+        as eager code does; other attributes can't change in a script."""
+        base = self.emit_expr(target.value)
+        current = self.emit_expr(target) if isinstance(base, ModuleRef) else None
+        if not isinstance(current, ir.Value) or not isinstance(current.type, T.TensorType) \
+                or current.node.kind != "prim::Param":
+            self.error("augmented assignment to an attribute is only supported "
+                       "on a module's parameters and buffers", stmt)
+        rhs = self.emit_value(stmt.value)
+        self.binary(self.inplace_name(BINOPS[type(stmt.op)]), current, rhs, stmt, stmt.op)
 
     @staticmethod
     def inplace_name(op):
@@ -514,13 +556,12 @@ class Emitter:
         value = self.constant(None) if expr is None else self.emit_value(expr)
         if self.return_type is not None:
             if not value.type.is_subtype_of(self.return_type):
-                what = "falls off the end (returns None)" if implicit else \
-                    f"returns a value of type {value.type}"
-                self.error(f"Return value was annotated as having type "
-                           f"{self.return_type} but this {what}"
-                           if not implicit else
-                           f"Function is annotated to return {self.return_type} "
-                           f"but may {what}", stmt)
+                self.error(f"Function is annotated to return {self.return_type} "
+                           f"but may fall off the end (returning None)"
+                           if implicit else
+                           f"Return value was annotated as having type "
+                           f"{self.return_type} but this returns a value of "
+                           f"type {value.type}", stmt)
         elif self.first_return_type is not None and \
                 T.unify(self.first_return_type, value.type) is None:
             self.error(f"Previous return statement returned a value of type "
@@ -596,9 +637,15 @@ class Emitter:
 
     def emit_refined(self, refined, stmts):
         """A branch's statements with `x is not None` names unwrapped."""
-        originals = {name: self.env[name] for name in refined}
+        return self.with_refinements(refined, stmts)
+
+    def with_refinements(self, refined, stmts):
+        """Emits stmts with the refined names unwrapped; names still bound to
+        the unwrapped value afterwards go back to the original, so the
+        branches don't merge a needless Optional output."""
+        originals = {name: self.env.get(name) for name in refined}
         self.apply_refinements(refined)
-        unwrapped = {name: self.env[name] for name in refined}
+        unwrapped = {name: self.env.get(name) for name in refined}
         exited = self.emit_statements(stmts)
         for name, value in unwrapped.items():
             if self.env.get(name) is value:
@@ -691,13 +738,19 @@ class Emitter:
         value of None means prim::Uninitialized."""
         dead = {"then": then_exit == "dead" or (then_exit and a is None),
                 "else": else_exit == "dead" or (else_exit and b is None)}
-        if isinstance(a, (Undefined, Sugared)) or isinstance(b, (Undefined, Sugared)):
-            if isinstance(a, Sugared) and dead["else"]:
-                return None
-            return Undefined(f"{name} is not defined on every path"
-                             if not (a is None or b is None) else
-                             f"{name} is not defined in the "
-                             f"{'false' if b is None else 'true'} branch")
+        # what a path that always exits holds doesn't matter
+        if dead["then"] and isinstance(a, Undefined):
+            a = None
+        if dead["else"] and isinstance(b, Undefined):
+            b = None
+        if a is None and b is None:
+            return None
+        for value in (a, b):
+            if isinstance(value, Undefined):
+                return value
+        if isinstance(a, Sugared) or isinstance(b, Sugared):
+            return Undefined(f"{name} is not defined on every path (of the if "
+                             f"at line {self.source.range(node).lineno})")
         if a is None or b is None:
             missing_side = "then" if a is None else "else"
             if not dead[missing_side] and not name.startswith("$"):
@@ -734,28 +787,52 @@ class Emitter:
             lambda: self.emit_condition(stmt.test))
 
     def stmt_For(self, stmt):
+        """`for` over range/enumerate/zip/a list/a tensor: a prim::Loop whose
+        trip count is the length; over a tuple or a module list: unrolled."""
         if stmt.orelse:
             self.error("else clauses on loops aren't supported", stmt)
         iterable = stmt.iter
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
-                and iterable.func.id == "range" and "range" not in self.env:
-            return self.emit_range_loop(stmt, iterable)
-        value = self.emit_expr(iterable)
-        if isinstance(value, ModuleRef):
-            return self.emit_module_list_loop(stmt, value)
+        if not self.is_builtin_call(iterable, ("range", "enumerate", "zip")):
+            value = self.emit_expr(iterable)
+            if isinstance(value, ModuleRef):
+                return self.emit_module_list_loop(stmt, value)
+            if isinstance(value, ir.Value) and isinstance(value.type, T.TupleType):
+                return self.emit_unrolled_loop(stmt, value)
+        else:
+            value = None
+        length, item = self.iteration(iterable, value)
+
+        def bind(index):
+            self.assign(stmt.target, item(index), stmt)
+        return self.emit_loop(stmt, length, self.constant(True), bind, None)
+
+    def is_builtin_call(self, expr, names):
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
+            and expr.func.id in names and expr.func.id not in self.env \
+            and expr.func.id not in self.globals and expr.func.id not in self.closure
+
+    def iteration(self, expr, value=None):
+        """(trip count, item(index) -> Value) of an iterable; `value` is the
+        iterable already emitted, if it was."""
+        if value is None and self.is_builtin_call(expr, ("range",)):
+            return self.range_iteration(expr)
+        if value is None and self.is_builtin_call(expr, ("enumerate", "zip")):
+            if any(isinstance(a, ast.Starred) for a in expr.args):
+                self.error("starred arguments (*args) aren't supported", expr)
+            return (self.enumerate_iteration(expr) if expr.func.id == "enumerate"
+                    else self.zip_iteration(expr))
+        if value is None:
+            value = self.emit_expr(expr)
         if isinstance(value, Sugared):
-            self.error(f"can't iterate over {value.description}", iterable)
-        if isinstance(value.type, T.TupleType):
-            return self.emit_unrolled_loop(stmt, value)
-        if isinstance(value.type, (T.ListType, T.TensorType)):
-            length = self.call("builtins.len", [value], iterable)
+            self.error(f"can't iterate over {value.description}", expr)
+        if not isinstance(value.type, (T.ListType, T.TensorType)):
+            self.error(f"can't iterate over a value of type {value.type}"
+                       + (" here (only directly in a for loop)"
+                          if isinstance(value.type, T.TupleType) else ""), expr)
+        length = self.call("builtins.len", [value], expr)
+        return length, lambda index: self.getitem(value, index, expr)
 
-            def bind(index):
-                self.assign(stmt.target, self.getitem(value, index, iterable), stmt)
-            return self.emit_loop(stmt, length, self.constant(True), bind, None)
-        self.error(f"can't iterate over a value of type {value.type}", iterable)
-
-    def emit_range_loop(self, stmt, call):
+    def range_iteration(self, call):
         if call.keywords or not 1 <= len(call.args) <= 3:
             self.error("range() takes 1 to 3 positional arguments", call)
         args = [self.emit_value(a) for a in call.args]
@@ -769,14 +846,43 @@ class Emitter:
                          [start, stop, step or self.constant(1)], call,
                          output_types=[T.Int])
 
-        def bind(index):
+        def item(index):
             i = index
             if step is not None:
                 i = self.call("operator.mul", [i, step], call)
             if len(args) > 1:
                 i = self.call("operator.add", [start, i], call)
-            self.assign(stmt.target, i, stmt)
-        return self.emit_loop(stmt, trip, self.constant(True), bind, None)
+            return i
+        return trip, item
+
+    def enumerate_iteration(self, call):
+        if not 1 <= len(call.args) <= 2 or any(k.arg != "start" for k in call.keywords):
+            self.error("enumerate() takes an iterable and an optional start", call)
+        length, inner = self.iteration(call.args[0])
+        start_expr = call.args[1] if len(call.args) == 2 else (
+            call.keywords[0].value if call.keywords else None)
+        start = None if start_expr is None else self.emit_value(start_expr)
+        if start is not None and not isinstance(start.type, T.IntType):
+            self.error(f"enumerate() start must be an int, not {start.type}", start_expr)
+
+        def item(index):
+            count = index if start is None else self.call(
+                "operator.add", [start, index], call)
+            return self.call("prim.tuple", [count, inner(index)], call)
+        return length, item
+
+    def zip_iteration(self, call):
+        if not call.args or call.keywords:
+            self.error("zip() takes one or more iterables (and no keywords)", call)
+        parts = [self.iteration(arg) for arg in call.args]
+        length = parts[0][0]
+        for other, _ in parts[1:]:
+            length = self.call("builtins.min", [length, other], call,
+                               output_types=[T.Int])
+
+        def item(index):
+            return self.call("prim.tuple", [fn(index) for _, fn in parts], call)
+        return length, item
 
     def emit_unrolled_loop(self, stmt, value):
         saved_flags = self.exit_flags
@@ -999,9 +1105,19 @@ class Emitter:
         return self.call("operator.getitem", [container, index], node)
 
     def setitem(self, container, index, value, node):
+        if isinstance(container.type, T.ListType):
+            if not isinstance(index.type, T.IntType):
+                self.error(f"list indices must be integers, not {index.type}", node)
+            if not value.type.is_subtype_of(container.type.elem):
+                self.error(f"Expected a value of type '{container.type.elem}' to "
+                           f"store in a {container.type} but instead found type "
+                           f"'{value.type}'", node)
+            self.call("prim.__setitem__", [container, index, value], node,
+                      output_types=[T.NoneT])
+            return
         if not isinstance(container.type, T.TensorType):
-            self.error(f"item assignment is only supported on tensors, not "
-                       f"{container.type}", node)
+            self.error(f"item assignment is only supported on tensors and "
+                       f"lists, not {container.type}", node)
         self.call("Tensor.__setitem__", [container, index, value], node)
 
     # -- expressions ---------------------------------------------------------------
@@ -1041,7 +1157,7 @@ class Emitter:
             return self.from_python(self.globals[name], name, node)
         if name in EXCEPTIONS:
             return ExceptionClass(name)
-        if name in ops.BUILTIN_FUNCTIONS or name == "range":
+        if name in ops.BUILTIN_FUNCTIONS or name in ("range", "print"):
             return BuiltinFunction(name)
         if hasattr(builtins, name):
             self.error(f"Python builtin {name}() isn't supported in a script", node)
@@ -1052,9 +1168,10 @@ class Emitter:
         import ember
         from ..nn import functional as F
         from .. import dtype as ember_dtype
-        if obj is None or isinstance(obj, (bool, int, float, str)) \
-                or isinstance(obj, ember_dtype):
-            return self.constant(obj, node)
+        scalar = (bool, int, float, str, type(None), ember_dtype)
+        if isinstance(obj, scalar) or (isinstance(obj, tuple) and obj
+                                       and all(isinstance(v, scalar) for v in obj)):
+            return self.constant(obj, node)  # immutable: safe to bake in
         if obj is ember:
             return PythonModule("ember", obj)
         if obj is F:
@@ -1084,7 +1201,7 @@ class Emitter:
     def callee_name_of(obj):
         """The allowlisted name of a library callable (ember.X, F.X), or None."""
         for name, fn in ops.callee_table().items():
-            if fn is obj and name.partition(".")[0] in ("ember", "F", "math"):
+            if fn is obj and name.partition(".")[0] in ("ember", "F", "math", "Tensor"):
                 return name
         return None
 
@@ -1129,6 +1246,9 @@ class Emitter:
                 return self.constant(obj, expr)
             if f"{namespace}.{attr}" in ops.callee_table():
                 return Callee(f"{namespace}.{attr}")
+            same_function = self.callee_name_of(obj) if callable(obj) else None
+            if same_function:  # F.tanh is ember.tanh re-exported
+                return Callee(same_function)
         self.error(f"unknown attribute or function '{attr}' of "
                    f"{base.description}", expr)
 
@@ -1154,6 +1274,8 @@ class Emitter:
             return self.constant(obj, expr)
         if inspect.ismethod(obj) and obj.__self__ is module:
             return PythonFunction(obj.__func__, self_module=ref)
+        if inspect.isfunction(obj):  # a staticmethod or a function attribute
+            return PythonFunction(obj)
         if isinstance(obj, tuple) and all(isinstance(v, (int, float, bool)) for v in obj):
             return self.constant(obj, expr)
         self.error(f"attribute '{attr}' of {type(module).__name__} is a "
@@ -1264,12 +1386,13 @@ class Emitter:
 
     def identity(self, left, right, negate, expr):
         """`x is None`: decided at compile time unless x is Optional."""
-        if isinstance(right.type, T.NoneType) and not isinstance(left.type, T.NoneType):
-            left, right = right, left
-        if isinstance(left.type, T.NoneType):
-            if isinstance(right.type, T.NoneType):
+        types = [left.type, right.type]
+        if isinstance(types[1], T.NoneType):
+            types.reverse()
+        if isinstance(types[0], T.NoneType):
+            if isinstance(types[1], T.NoneType):
                 return self.constant(not negate, expr)
-            if not isinstance(right.type, T.OptionalType):
+            if not isinstance(types[1], T.OptionalType):
                 return self.constant(negate, expr)
         return self.call("operator.is_not" if negate else "operator.is_",
                          [left, right], expr)
@@ -1287,9 +1410,14 @@ class Emitter:
             if isinstance(value, ir.Value) and isinstance(value.type, T.OptionalType):
                 target = then_refined if isinstance(test.ops[0], ast.IsNot) else else_refined
                 target[test.left.id] = value
-        elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        elif isinstance(test, ast.BoolOp):
+            # `a and b` true: both true; `a or b` false: both false
+            side = 0 if isinstance(test.op, ast.And) else 1
+            target = then_refined if side == 0 else else_refined
             for operand in test.values:
-                then_refined.update(self.refinements(operand)[0])
+                target.update(self.refinements(operand)[side])
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            else_refined, then_refined = self.refinements(test.operand)
         return then_refined, else_refined
 
     def expr_BoolOp(self, expr):
@@ -1301,7 +1429,8 @@ class Emitter:
         first = self.as_bool(self.emit_value(operands[0]), operands[0])
         if len(operands) == 1:
             return first
-        refined = self.refinements(operands[0])[0] if is_and else {}
+        # the rest runs only if the first operand was true (and) / false (or)
+        refined = self.refinements(operands[0])[0 if is_and else 1]
 
         def rest():
             saved = dict(self.env)
@@ -1424,6 +1553,8 @@ class Emitter:
         if isinstance(func, Callee):
             bound = [func.bound] if func.bound is not None else []
             self.check_arity(func.name, bound + args, kwargs, expr)
+            if func.name == "prim.list_append":
+                self.check_append(func.bound, args, expr)
             return self.call(func.name, bound + args, expr, kwargs)
         if isinstance(func, BuiltinFunction):
             return self.builtin_call(func.name, args, kwargs, expr)
@@ -1432,6 +1563,17 @@ class Emitter:
         if isinstance(func, Sugared):
             self.error(f"{func.description} isn't callable", expr)
         self.error(f"a value of type {func.type} isn't callable", expr)
+
+    def check_append(self, lst, args, expr):
+        elem = lst.type.elem
+        if len(args) != 1:
+            self.error(f"append() takes exactly one argument ({len(args)} given)", expr)
+        if not args[0].type.is_subtype_of(elem):
+            hint = " (an empty list is a List[Tensor] unless annotated, " \
+                   "e.g. xs: List[int] = [])" if isinstance(elem, T.TensorType) else ""
+            self.error(f"Expected a value of type '{elem}' for append to a "
+                       f"{lst.type} but instead found type '{args[0].type}'{hint}",
+                       expr)
 
     def check_arity(self, callee, args, kwargs, expr):
         """Argument count and keyword names against the callee's Python
@@ -1450,6 +1592,8 @@ class Emitter:
             self.error("range() is only supported as the iterable of a for loop", expr)
         if kwargs:
             self.error(f"{name}() takes no keyword arguments here", expr)
+        if name == "print":
+            return self.call("prim.print", args, expr, output_types=[T.NoneT])
         if name == "len":
             if len(args) != 1:
                 self.error(f"len() takes exactly one argument ({len(args)} given)", expr)
@@ -1518,6 +1662,7 @@ class Emitter:
                 self.error(f"Expected a value of type '{param.type}' for argument "
                            f"'{param.name}' but instead found type '{value.type}'",
                            expr)
+            values[index] = self.as_declared(value, param.type, expr)
         return values
 
     # -- helpers -----------------------------------------------------------------
@@ -1587,9 +1732,9 @@ def signature_of(fn, source, skip_self=False):
         params.append(Parameter(name, type_, default))
     return_type = None
     if "return" in hints:
-        return_type = type_from_annotation(
-            hints["return"], lambda m: (_ for _ in ()).throw(
-                ir.ScriptError(m, source.range(fndef.returns or fndef))))
+        def return_error(message):
+            raise ir.ScriptError(message, source.range(fndef.returns or fndef))
+        return_type = type_from_annotation(hints["return"], return_error)
     return Signature(fn.__name__, params, return_type)
 
 

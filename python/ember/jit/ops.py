@@ -74,7 +74,20 @@ def _ellipsis():
     return Ellipsis
 
 
+def _list_setitem(lst, index, value):
+    """`xs[i] = v` on a list (in place: named __setitem__, so is_inplace
+    sees the write)."""
+    lst[index] = value
+
+
+def _print(*values):
+    """`print(...)` in a script (TorchScript's prim::Print)."""
+    builtins.print(*values)
+
+
 PRIM_HELPERS = {
+    "prim.print": (_print, "prim::Print"),
+    "prim.__setitem__": (_list_setitem, "aten::_set_item"),
     "prim.slice": (_slice, "prim::SliceConstruct"),
     "prim.ellipsis": (_ellipsis, "prim::Ellipsis"),
     "prim.list": (_list, "prim::ListConstruct"),
@@ -225,6 +238,7 @@ NONDETERMINISTIC = frozenset({
     "ember.rand", "ember.randn", "ember.randint", "ember.rand_like",
     "ember.randn_like", "F.dropout", "ember.empty", "ember.empty_like",
     "Tensor.new_empty",
+    "prim.print",  # a side effect: never dropped, merged or folded
 })
 
 # Results that share memory with their first input.
