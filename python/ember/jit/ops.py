@@ -333,6 +333,8 @@ def _number_result(name, a, b):
     if name == "truediv":
         return T.Float
     cats = [_category(a), _category(b) if b is not None else 0]
+    if 2 in cats:
+        return T.Float  # float op number is a float
     if None in cats:
         return T.Number
     top = max(cats)
