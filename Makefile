@@ -29,11 +29,17 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # (test_autograd_{pointwise,reduce_linalg,shape}.py: ~1000 gradchecks of
 # Python formulas over the same C entry points, 15+ minutes on the debug
 # interpreter); test_autograd.py, which covers the C boundary and the
-# engine's memory, stays in, and the ASan gate runs them all.
+# engine's memory, stays in, and the ASan gate runs them all.  Likewise the
+# jit's pure-Python compiler tests (front end, passes, the differential
+# fuzzer): test_jit_vm.py, test_fused_kernel.py, test_jit_script.py and
+# test_jit_files.py, which drive the C VM and the fused kernels, stay in.
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
-                    --ignore=tests/test_autograd_shape.py
+                    --ignore=tests/test_autograd_shape.py \
+                    --ignore=tests/test_jit_frontend.py \
+                    --ignore=tests/test_jit_passes.py \
+                    --ignore=tests/test_jit_fuzz.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).
