@@ -85,7 +85,7 @@ help:
 	@echo "make build          incremental in-place rebuild of ember._C"
 	@echo "make demo           run the tour (python -m ember.tour)"
 	@echo "make test           C unit tests, then pytest tests/ docs/"
-	@echo "make bench          bench_core, bench_ops, bench_autograd (installs the bench extras)"
+	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_jit (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
 	@echo "make leak-refs      debug CPython, pytest --refleaks $(LEAK_REFS_RUNS) \$$(LEAK_REFS_TESTS)"
@@ -150,6 +150,7 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_core.py
 	$(BENCH_ENV) $(VPY) bench/bench_ops.py
 	$(BENCH_ENV) $(VPY) bench/bench_autograd.py
+	$(BENCH_ENV) $(VPY) bench/bench_jit.py
 
 # --- leak gates ---------------------------------------------------------------
 

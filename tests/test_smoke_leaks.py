@@ -446,3 +446,39 @@ def test_autograd_boundary():
     assert parameter.requires_grad and parameter.is_leaf
     assert ember._C._edges(x, 2.0, y)[1] is None
     assert ember._C._versions(x, 1.0, None) == (0, None, None)
+
+
+def test_jit_vm_fused_kernel_and_tracer():
+    # The C side of ember.jit: the bytecode VM (c/python/JitVM.c) with
+    # loops, branches, calls, fused kernels and their fallback, its error
+    # paths; FusedKernel directly (c/python/Fused.c); the tracer hook.
+    def f(x, w, n: int):
+        h = x
+        for i in range(n):
+            if i % 2 == 0:
+                h = (h * w + 1.0).tanh()
+            else:
+                h = h - w / (h * h + 1)
+        return h.sum(), h
+
+    scripted = ember.jit.script(f)
+    x, w = ember.linspace(-1, 1, 5), ember.ones(5) * 0.5
+    total, h = scripted(x, w, 5)
+    assert h.shape == (5,)
+    scripted(x.double(), w.double(), 2)                  # another specialisation
+    scripted.generic.code(ember.tensor([1, 2, 3, 4, 5]), w, 3)  # guard fails: fallback
+    xg = x.clone().requires_grad_(True)
+    scripted(xg, w, 3)[0].backward()                     # autograd through the VM
+    assert xg.grad.shape == (5,)
+    with pytest.raises(TypeError):
+        scripted(x, w, "3")
+    with pytest.raises(RuntimeError):
+        scripted(x, ember.ones(4), 1)                    # error inside the VM
+    kernel = ember._C.FusedKernel(2, [("mul", 2, 0, 1), ("const", 3, 2.0), ("add", 4, 2, 3)], [4])
+    (out,) = kernel(x, w)
+    assert out.shape == (5,)
+    assert kernel(x, ember.ones(5, dtype=ember.float64)) is None
+    with pytest.raises(ValueError):
+        ember._C.FusedKernel(1, [("nope", 1, 0)], [1])
+    traced = ember.jit.trace(lambda a: (a * 2).relu(), x)
+    assert traced(x).shape == (5,)

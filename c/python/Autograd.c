@@ -38,6 +38,59 @@ static PyObject *autograd_handlers = NULL;
 /* Names of every THPOp, for the test that all of them are registered. */
 static PyObject *op_names = NULL;
 
+/* ---- the tracer hook ---------------------------------------------------------------
+ *
+ * Note [The tracer hook]
+ * ~~~~~~~~~~~~~~~~~~~~~~
+ * ember.jit.trace records the ops of one eager run.  While it runs, this
+ * thread's THPTracer_hook holds a Python callable (a strong reference, set
+ * and cleared by _C._set_tracer), and every entry point that autograd sees
+ * (THPOps, number slots, indexing) plus the tensor -> Python conversions
+ * (__bool__, item, int, float, index) hands its call to the hook instead:
+ *
+ *     hook(what, args, kwnames)
+ *
+ * where `what` is the THPOp itself or the slot's dunder name.  The hook is
+ * switched off while it runs, so it computes the real result by calling the
+ * op again (autograd included) and records one node per traced call. */
+_Thread_local PyObject *THPTracer_hook = NULL;
+
+PyObject *
+THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
+               PyObject *kwnames)
+{
+    PyObject *hook = THPTracer_hook; /* our reference, held by the slot */
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf)
+                   + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *arg_tuple = PyTuple_New(n);
+    if (arg_tuple == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(arg_tuple, i, Py_NewRef(args[i]));
+    }
+    THPTracer_hook = NULL;
+    PyObject *result = PyObject_CallFunctionObjArgs(
+        hook, what, arg_tuple, kwnames == NULL ? Py_None : kwnames, NULL);
+    THPTracer_hook = hook;
+    Py_DECREF(arg_tuple);
+    return result;
+}
+
+int
+THPTracer_maybeTrace(const char *name, PyObject *const *args,
+                     Py_ssize_t nargs, PyObject **result)
+{
+    if (THPTracer_hook == NULL) {
+        return 0;
+    }
+    PyObject *key = PyUnicode_FromString(name);
+    *result = key == NULL ? NULL
+                          : THPTracer_call(key, args, (size_t)nargs, NULL);
+    Py_XDECREF(key);
+    return 1;
+}
+
 /* ---- the check ---------------------------------------------------------------- */
 
 static inline int
@@ -130,6 +183,9 @@ int
 THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
                           Py_ssize_t nargs, PyObject **result)
 {
+    if (THPTracer_maybeTrace(name, args, nargs, result)) {
+        return 1;
+    }
     if (!THPAutograd_needsDispatch(args, nargs, NULL)) {
         return 0;
     }
@@ -265,6 +321,9 @@ dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
                  size_t nargsf, PyObject *kwnames, Py_ssize_t skip)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (THPTracer_hook != NULL) {
+        return THPTracer_call((PyObject *)op, args, nargsf, kwnames);
+    }
     if (THPAutograd_needsDispatch(args, nargs, kwnames)) {
         PyObject *handler = find_op_handler(op);
         if (handler == NULL) {
@@ -551,6 +610,21 @@ THPModule_setGradEnabled(PyObject *module, PyObject *flag)
     Py_RETURN_NONE;
 }
 
+/* _set_tracer(hook or None): Note [The tracer hook]. */
+static PyObject *
+THPModule_setTracer(PyObject *module, PyObject *hook)
+{
+    (void)module;
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_TypeError, "_set_tracer: expected a callable or None");
+        return NULL;
+    }
+    PyObject *old = THPTracer_hook;
+    THPTracer_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
 /* _set_history(tensor, grad_fn, output_nr): `tensor` is output `output_nr`
  * of node `grad_fn` (None: make it a leaf again).  One call instead of
  * three attribute writes on the recording path. */
@@ -729,6 +803,8 @@ static PyMethodDef THPAutograd_methods[] = {
     {"is_grad_enabled", THPModule_isGradEnabled, METH_NOARGS,
      "Whether operators record the autograd graph (thread-local)."},
     {"_set_grad_enabled", THPModule_setGradEnabled, METH_O, NULL},
+    {"_set_tracer", THPModule_setTracer, METH_O,
+     "Sets (or clears, with None) this thread's tracer hook."},
     {"_set_history", (PyCFunction)(void (*)(void))THPModule_setHistory,
      METH_FASTCALL, NULL},
     {"_make_subclass", (PyCFunction)(void (*)(void))THPModule_makeSubclass,

@@ -115,6 +115,7 @@ PyInit__C(void)
         || THPAllocator_InitModule(module) < 0
         || THPNumpy_InitModule(module) < 0
         || THPReturnTypes_InitModule(module) < 0
+        || THPJitVM_InitModule(module) < 0
         || THPFused_InitModule(module) < 0
         || PyModule_AddFunctions(module, THPCreation_methods) < 0
         || PyModule_AddFunctions(module, THPNumpy_methods) < 0

@@ -255,8 +255,13 @@ THPVariable_richcompare(PyObject *self, PyObject *other, int cmp)
         [Py_LT] = TH_OP_LT, [Py_LE] = TH_OP_LE, [Py_EQ] = TH_OP_EQ,
         [Py_NE] = TH_OP_NE, [Py_GT] = TH_OP_GT, [Py_GE] = TH_OP_GE,
     };
-    /* Comparisons have no derivative: no autograd name. */
-    return binary_operator(NULL, ops[cmp], self, other, false);
+    static const char *const names[] = {
+        [Py_LT] = "__lt__", [Py_LE] = "__le__", [Py_EQ] = "__eq__",
+        [Py_NE] = "__ne__", [Py_GT] = "__gt__", [Py_GE] = "__ge__",
+    };
+    /* Comparisons have no derivative (their autograd entries are None);
+     * the names are for the tracer. */
+    return binary_operator(names[cmp], ops[cmp], self, other, false);
 }
 
 /* ---- functions and methods -------------------------------------------------- */

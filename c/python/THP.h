@@ -273,6 +273,16 @@ THPAutograd_needsDispatch(PyObject *const *args, Py_ssize_t nargs,
     Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     return THPAutograd_anyRequiresGrad(args, n);
 }
+/* ember.jit.trace's hook (Note [The tracer hook] in Autograd.c): this
+ * thread's tracer, or NULL. */
+extern _Thread_local PyObject *THPTracer_hook;
+/* hook(what, args, kwnames) with the hook off while it runs. */
+PyObject *THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames);
+/* Returns 0 when no tracer is set, else 1 with *result set to the hook's
+ * result for the entry point `name` (NULL with an exception on error). */
+int THPTracer_maybeTrace(const char *name, PyObject *const *args,
+                         Py_ssize_t nargs, PyObject **result);
 /* For entry points that are not THPOps (number slots, indexing): returns 0
  * when the C path should run, else 1 with *result set to the handler's
  * result (NULL with an exception on error). */
@@ -282,6 +292,11 @@ int THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
 int THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table);
 int THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table);
 int THPAutograd_InitModule(PyObject *module);
+
+/* ---- ember.jit's bytecode VM (JitVM.c) ----------------------------------------
+ * ember._C.Code and _C._jit_opcodes(); see Note [The register VM] there. */
+extern PyTypeObject THPJitCodeType;
+int THPJitVM_InitModule(PyObject *module);
 
 /* The threading knobs (ember.set_num_threads and friends), Module.c. */
 extern PyMethodDef THPParallel_methods[];

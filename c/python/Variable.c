@@ -579,6 +579,10 @@ THPVariable_element_size(PyObject *self, PyObject *unused)
 static PyObject *
 THPVariable_item(PyObject *self, PyObject *unused)
 {
+    PyObject *traced;
+    if (THPTracer_maybeTrace("item", &self, 1, &traced)) {
+        return traced; /* the tracer warns: the value is baked in */
+    }
     (void)unused;
     THTensor *t = SELF_TENSOR;
     if (t->numel != 1) {
@@ -701,6 +705,10 @@ single_element(PyObject *self)
 static PyObject *
 THPVariable_float(PyObject *self)
 {
+    PyObject *traced;
+    if (THPTracer_maybeTrace("__float__", &self, 1, &traced)) {
+        return traced;
+    }
     PyObject *item = single_element(self);
     if (item == NULL) {
         return NULL;
@@ -713,6 +721,10 @@ THPVariable_float(PyObject *self)
 static PyObject *
 THPVariable_int(PyObject *self)
 {
+    PyObject *traced;
+    if (THPTracer_maybeTrace("__int__", &self, 1, &traced)) {
+        return traced;
+    }
     PyObject *item = single_element(self);
     if (item == NULL) {
         return NULL;
@@ -725,6 +737,10 @@ THPVariable_int(PyObject *self)
 static PyObject *
 THPVariable_index(PyObject *self)
 {
+    PyObject *traced;
+    if (THPTracer_maybeTrace("__index__", &self, 1, &traced)) {
+        return traced;
+    }
     THTensor *t = SELF_TENSOR;
     if (t->numel != 1 || !THDtype_isIntegral(t->dtype, true)) {
         PyErr_SetString(PyExc_TypeError,
@@ -738,6 +754,12 @@ THPVariable_index(PyObject *self)
 static int
 THPVariable_bool(PyObject *self)
 {
+    PyObject *traced;
+    if (THPTracer_maybeTrace("__bool__", &self, 1, &traced)) {
+        int truth = traced == NULL ? -1 : PyObject_IsTrue(traced);
+        Py_XDECREF(traced);
+        return truth;
+    }
     THTensor *t = SELF_TENSOR;
     if (t->numel != 1) {
         PyErr_Format(PyExc_RuntimeError,

@@ -92,3 +92,4 @@ def numel(input):
     return input.numel()
 
 from . import nn, optim  # noqa: E402,F401  (ember.nn, ember.optim as in torch)
+from . import jit  # noqa: E402,F401  (ember.jit.script, trace, save, load)

@@ -312,11 +312,17 @@ def _sized_stream(f):
     return io.BytesIO(data), len(data)
 
 
-def _load_stream(stream, size):
+def _read_tensors_and_metadata(stream, size):
+    """(name -> tensor in header order, metadata or None) of a file: the
+    container alone (ember.jit's program files use it too)."""
     entries, metadata, buffer_size = _read_header(stream, size)
     tensors = {name: _read_tensor(stream, entry) for name, entry in
                sorted(entries.items(), key=lambda item: item[1]["data_offsets"])}
-    tensors = {name: tensors[name] for name in entries}   # back to header order
+    return {name: tensors[name] for name in entries}, metadata   # header order
+
+
+def _load_stream(stream, size):
+    tensors, metadata = _read_tensors_and_metadata(stream, size)
     if metadata is None or STRUCTURE_KEY not in metadata:
         return tensors
     return _rebuild(metadata[STRUCTURE_KEY], tensors)

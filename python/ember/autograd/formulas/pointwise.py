@@ -647,7 +647,8 @@ _BITWISE_OPERATORS = ["and", "or", "xor", "lshift", "rshift"]
 nondifferentiable(*_COMPARISONS, *_LOGICAL, *_BITWISE, *(n + "_" for n in _BITWISE),
                   *(f"__{n}__" for n in _BITWISE_OPERATORS),
                   *(f"__i{n}__" for n in _BITWISE_OPERATORS), "__invert__",
-                  "result_type", "promote_types", "can_cast")
+                  "result_type", "promote_types", "can_cast",
+                  *(f"__{n}__" for n in ("lt", "le", "eq", "ne", "gt", "ge")))
 
 
 def _register_zero_grad_inplace(name, op, node_prefix):

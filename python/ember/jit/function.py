@@ -1,0 +1,288 @@
+"""Scripted functions and modules: compile once, specialise per call types.
+
+Note [Specialisation]
+~~~~~~~~~~~~~~~~~~~~~
+`@ember.jit.script` compiles the source to a graph once (`f.graph`).  What
+runs is compiled per *argument signature*, as TorchScript's ArgumentSpec
+does: for each tensor argument its dtype, its number of dimensions and
+whether autograd must see it (it requires grad and grad mode is on); for
+any other argument its type.  The first call with a new signature
+
+  1. copies the graph and refines its input types (Tensor -> Tensor(float32,
+     2d)), then propagates types through the ops that allow it;
+  2. runs the passes (passes/manager.py): the exact-only-for-some-dtypes
+     peepholes fire where the refinement proves them exact;
+  3. fuses elementwise groups, unless autograd must record the call (the
+     unfused ops then go through autograd like eager code);
+  4. lowers to bytecode and builds the C VM's Code object,
+
+and caches the result; later calls with that signature go straight to the
+VM.  `f.code` is the *generic* program (nothing refined, fused groups behind
+their run-time guards): the one `ember.jit.save` writes, which runs for any
+arguments.
+"""
+
+import inspect
+
+from .. import _C
+from .._tensor import Tensor
+from . import types as T
+from .ir import ScriptError
+
+
+def argument_signature(args, grad_enabled):
+    """The specialisation key of a call (Note [Specialisation])."""
+    key = []
+    for arg in args:
+        if isinstance(arg, Tensor):
+            key.append((arg.dtype, arg.dim(), grad_enabled and arg.requires_grad))
+        else:
+            key.append(type(arg))
+    return tuple(key)
+
+
+def describe_type(value):
+    """The type of a Python value, in the script's words ('List[int]')."""
+    t = T.type_of_value(value)
+    if t is None:
+        return type(value).__name__
+    return str(_unrefined(t))
+
+
+def _unrefined(t):
+    if isinstance(t, T.TensorType):
+        return T.Tensor
+    if isinstance(t, T.ListType):
+        return T.ListType(_unrefined(t.elem))
+    if isinstance(t, T.TupleType):
+        return T.TupleType([_unrefined(e) for e in t.elems])
+    return t
+
+
+def value_matches(value, t):
+    """Whether a Python value may be passed for a parameter of type t."""
+    if isinstance(t, T.AnyType):
+        return True
+    if isinstance(t, T.TensorType):
+        return isinstance(value, Tensor)
+    if isinstance(t, T.BoolType):
+        return isinstance(value, bool)
+    if isinstance(t, T.IntType):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(t, T.FloatType):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(t, T.NumberType):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(t, T.StrType):
+        return isinstance(value, str)
+    if isinstance(t, T.NoneType):
+        return value is None
+    if isinstance(t, T.DtypeType):
+        return isinstance(value, _C.dtype)
+    if isinstance(t, T.OptionalType):
+        return value is None or value_matches(value, t.elem)
+    if isinstance(t, T.ListType):
+        return isinstance(value, list) and all(value_matches(v, t.elem) for v in value)
+    if isinstance(t, T.TupleType):
+        return isinstance(value, tuple) and len(value) == len(t.elems) and all(
+            value_matches(v, e) for v, e in zip(value, t.elems))
+    return False
+
+
+class Parameters:
+    """Names, types and defaults of a scripted function's parameters, and the
+    binding of call arguments to them, with TorchScript's messages."""
+
+    def __init__(self, name, names, types, defaults):
+        self.name = name
+        self.names = list(names)
+        self.types = list(types)
+        self.defaults = dict(defaults)
+
+    def bind(self, args, kwargs):
+        n = len(self.names)
+        if len(args) > n:
+            raise TypeError(f"{self.name}() expected at most {n} argument(s) "
+                            f"but received {len(args)} argument(s)")
+        bound = list(args)
+        for extra in kwargs:
+            if extra not in self.names:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument '{extra}'")
+        for name in self.names[len(args):]:
+            if name in kwargs:
+                bound.append(kwargs.pop(name))
+            elif name in self.defaults:
+                bound.append(self.defaults[name])
+            else:
+                raise TypeError(f"{self.name}() is missing value for argument "
+                                f"'{name}'.")
+        if kwargs:
+            extra = next(iter(kwargs))
+            if extra in self.names:
+                raise TypeError(f"{self.name}() got multiple values for argument '{extra}'")
+            raise TypeError(f"{self.name}() got an unexpected keyword argument '{extra}'")
+        for value, name, t in zip(bound, self.names, self.types):
+            if not value_matches(value, t):
+                raise TypeError(
+                    f"{self.name}() Expected a value of type '{t}' for argument "
+                    f"'{name}' but instead found type '{describe_type(value)}'.")
+        return bound
+
+
+class Compiled:
+    """One specialisation: the optimised graph, its bytecode program, the
+    specs its fused kernels were built from, and the C Code that runs it."""
+
+    __slots__ = ("graph", "program", "fused_specs", "code")
+
+    def __init__(self, graph, program, fused_specs, code):
+        self.graph = graph
+        self.program = program
+        self.fused_specs = fused_specs
+        self.code = code
+
+
+def compile_graph(graph, input_types=None, fuse=True, name=None, log=None):
+    """Optimises a copy of `graph` (refined to input_types) and lowers it."""
+    from .passes import manager
+    from . import lowering
+    from .passes.fusion import kernel_spec
+    graph = graph.copy()
+    graph.name = name or graph.name
+    if input_types is not None:
+        for value, t in zip(graph.inputs, input_types):
+            value.type = t
+    graph = manager.optimize(graph, fuse=fuse, log=log)
+    program, fused_specs = lowering.lower(graph, kernel_spec=kernel_spec)
+    return Compiled(graph, program, fused_specs, program.to_c())
+
+
+class ScriptFunction:
+    """What `@ember.jit.script` returns: callable like the original."""
+
+    def __init__(self, graph, parameters, source_fn=None, qualified_name=None):
+        self.graph = graph
+        self.parameters = parameters
+        self.__name__ = parameters.name
+        self.__qualname__ = qualified_name or parameters.name
+        self.__doc__ = getattr(source_fn, "__doc__", None)
+        self.__wrapped__ = source_fn
+        self._specialisations = {}
+        self._generic = None
+
+    # -- running ------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != len(self.parameters.names):
+            args = self.parameters.bind(args, dict(kwargs))
+        key = argument_signature(args, _C.is_grad_enabled())
+        compiled = self._specialisations.get(key)
+        if compiled is None:
+            args = self.parameters.bind(args, {})
+            compiled = self._specialise(key, args)
+        return compiled.code(*args)
+
+    def _specialise(self, key, args):
+        input_types = []
+        needs_autograd = False
+        for arg, t, k in zip(args, self.parameters.types, key):
+            if isinstance(arg, Tensor):
+                input_types.append(T.TensorType(arg.dtype, arg.dim()))
+                needs_autograd |= k[2]
+            elif arg is None:
+                input_types.append(T.NoneT)  # lets `is None` tests fold
+            else:
+                input_types.append(t)
+        compiled = compile_graph(self.graph, input_types, fuse=not needs_autograd,
+                                 name=self.__name__)
+        self._specialisations[key] = compiled
+        return compiled
+
+    # -- looking inside ----------------------------------------------------------------
+    @property
+    def generic(self):
+        """The program for any arguments (what `code` prints, what is saved)."""
+        if self._generic is None:
+            self._generic = compile_graph(self.graph, fuse=True, name=self.__name__)
+        return self._generic
+
+    @property
+    def code(self):
+        return self.generic.program.format()
+
+    def graph_for(self, *args, **kwargs):
+        """The optimised graph that runs for these arguments."""
+        args = self.parameters.bind(args, dict(kwargs))
+        key = argument_signature(args, _C.is_grad_enabled())
+        compiled = self._specialisations.get(key) or self._specialise(key, args)
+        return compiled.graph
+
+    def code_for(self, *args, **kwargs):
+        args = self.parameters.bind(args, dict(kwargs))
+        key = argument_signature(args, _C.is_grad_enabled())
+        compiled = self._specialisations.get(key) or self._specialise(key, args)
+        return compiled.program.format()
+
+    def __repr__(self):
+        return f"<ember.jit.ScriptFunction {self.__qualname__}>"
+
+
+class ScriptModule:
+    """`ember.jit.script(module)`: forward compiled, parameters and buffers
+    passed as leading inputs on every call (so training updates are seen)."""
+
+    def __init__(self, module, function, state_names):
+        self._module = module
+        self._function = function
+        self._state_names = list(state_names)
+
+    def _state(self):
+        state = dict(self._module.named_parameters())
+        state.update(dict(self._module.named_buffers()))
+        return [state[name] for name in self._state_names]
+
+    def __call__(self, *args, **kwargs):
+        return self._function(*self._state(), *args, **kwargs)
+
+    @property
+    def graph(self):
+        return self._function.graph
+
+    @property
+    def code(self):
+        return self._function.code
+
+    def graph_for(self, *args):
+        return self._function.graph_for(*self._state(), *args)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def __repr__(self):
+        return f"<ember.jit.ScriptModule wrapping {type(self._module).__name__}>"
+
+
+def script(obj):
+    """Compiles a function (or an nn.Module's forward) to a ScriptFunction."""
+    from ..nn import Module
+    from . import frontend
+    if isinstance(obj, (ScriptFunction, ScriptModule)):
+        return obj
+    if isinstance(obj, Module):
+        graph, signature, state_names = frontend.compile_module_forward(obj)
+        parameters = _parameters_from(signature, type(obj).__name__ + ".forward")
+        return ScriptModule(obj, ScriptFunction(graph, parameters, obj.forward),
+                            state_names)
+    if not inspect.isfunction(obj):
+        raise TypeError(f"ember.jit.script expects a function or an nn.Module, "
+                        f"got {type(obj).__name__}")
+    graph, signature = frontend.compile_function(obj)
+    parameters = _parameters_from(signature, obj.__name__)
+    return ScriptFunction(graph, parameters, obj, obj.__qualname__)
+
+
+def _parameters_from(signature, name):
+    return Parameters(name, signature.names, signature.types, signature.defaults)
+
+
+__all__ = ["script", "ScriptFunction", "ScriptModule", "ScriptError",
+           "compile_graph"]

@@ -1,0 +1,158 @@
+"""ember.jit program files: hostile, malformed and truncated files are
+rejected with ProgramFileError (a ValueError); nothing crashes, nothing in
+the file runs as code (Note [The program file] in jit/serialization.py)."""
+
+import copy
+import io
+import json
+import struct
+
+import pytest
+
+import ember
+from ember import jit
+from ember.jit.serialization import METADATA_KEY, ProgramFileError
+
+
+def program(x, n: int):
+    for i in range(n):
+        x = x * 2 + i
+    return x.relu() - 1
+
+
+@pytest.fixture(scope="module")
+def saved():
+    """(raw bytes, JSON document, tensors) of a valid program file."""
+    scripted = jit.script(program)
+    buffer = io.BytesIO()
+    jit.save(scripted, buffer)
+    raw = buffer.getvalue()
+    header_length = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + header_length])
+    doc = json.loads(header["__metadata__"][METADATA_KEY])
+    return raw, doc
+
+
+def file_with(doc, raw_source=None, header_extra=None):
+    """A safetensors file whose metadata holds `doc` (a dict, or a string
+    put in verbatim) and no tensors."""
+    text = doc if isinstance(doc, str) else json.dumps(doc)
+    header = {"__metadata__": {METADATA_KEY: text}}
+    if header_extra:
+        header.update(header_extra)
+    blob = json.dumps(header).encode()
+    return io.BytesIO(struct.pack("<Q", len(blob)) + blob)
+
+
+def mutated(doc, **changes):
+    doc = copy.deepcopy(doc)
+    doc.update(changes)
+    return doc
+
+
+def test_valid_file_loads_and_runs(saved):
+    raw, doc = saved
+    loaded = jit.load(io.BytesIO(raw))
+    x = ember.tensor([1.0, -2.0])
+    assert loaded(x, 3).tolist() == program(x, 3).tolist()
+    assert jit.load(file_with(doc))(x, 0).tolist() == program(x, 0).tolist()
+
+
+def test_truncated_files(saved):
+    raw, _ = saved
+    for cut in (0, 4, 8, 20, len(raw) // 2, len(raw) - 1):
+        with pytest.raises(ProgramFileError):
+            jit.load(io.BytesIO(raw[:cut]))
+
+
+def test_not_a_program(saved, tmp_path):
+    ember.save({"w": ember.ones(2)}, tmp_path / "weights.safetensors")
+    with pytest.raises(ProgramFileError, match="not an ember.jit program file"):
+        jit.load(tmp_path / "weights.safetensors")
+    with pytest.raises(ProgramFileError, match="JSON is malformed"):
+        jit.load(file_with("{not json"))
+    with pytest.raises(ProgramFileError, match="not an object"):
+        jit.load(file_with("[1, 2]"))
+
+
+def _cases(doc):
+    code = doc["code"]
+    first_call = next(i for i, ins in enumerate(code) if ins[0] == "CALL")
+    jump = next(i for i, ins in enumerate(code) if ins[0] == "JUMP")
+
+    def with_instruction(index, instruction):
+        new_code = copy.deepcopy(code)
+        new_code[index] = instruction
+        return mutated(doc, code=new_code)
+
+    call = code[first_call]
+    yield "format", mutated(doc, format="pickle"), "not an ember.jit program"
+    yield "version", mutated(doc, version=99), "unsupported program version"
+    yield "missing field", {k: v for k, v in doc.items() if k != "nregs"}, "lacks the field"
+    yield "bad opcode", with_instruction(0, ["EXEC", 0, 0, 0]), "unknown opcode"
+    yield "opcode type", with_instruction(0, [7, 0, 0, 0]), "malformed instruction"
+    yield "short instruction", with_instruction(0, ["MOVE", 0, 0]), "malformed instruction"
+    yield "register out of range", with_instruction(first_call, ["CALL", 10**6, *call[2:]]), \
+        "does not verify"
+    yield "negative register", with_instruction(0, ["MOVE", -5, 0, 0]), "does not verify"
+    yield "constant index", with_instruction(0, ["LOAD_CONST", 2, 999, 0]), "does not verify"
+    yield "callsite index", with_instruction(first_call, ["CALL", call[1], 999, call[3]]), \
+        "does not verify"
+    yield "operand offset", with_instruction(first_call, ["CALL", call[1], call[2], 10**6]), \
+        "does not verify"
+    yield "jump outside", with_instruction(jump, ["JUMP", 10**6, 0, 0]), "does not verify"
+    yield "jump negative", with_instruction(jump, ["JUMP", -1, 0, 0]), "does not verify"
+    yield "word too large", with_instruction(0, ["MOVE", 2**40, 0, 0]), "malformed instruction"
+    yield "no return", mutated(doc, code=code[:-1], lines=doc["lines"][:-1]), "does not verify"
+    yield "lines", mutated(doc, lines=doc["lines"][:-1]), "one source line per instruction"
+    yield "nregs", mutated(doc, nregs=10**9), "out of range"
+    yield "nargs", mutated(doc, nargs=7), "out of range"
+    yield "os.system", mutated(doc, callsites=[["os.system", 1, None]] + doc["callsites"][1:]), \
+        "unknown operator"
+    yield "eval", mutated(doc, callsites=[["builtins.eval", 1, None]] + doc["callsites"][1:]), \
+        "unknown operator"
+    yield "ember.save", mutated(doc, callsites=[["ember.save", 2, None]] + doc["callsites"][1:]), \
+        "unknown operator"
+    yield "dunder", mutated(doc, callsites=[["Tensor.__reduce_ex__", 2, None]]
+                            + doc["callsites"][1:]), "unknown operator"
+    yield "kwnames", mutated(doc, callsites=[[doc["callsites"][0][0], 2, ["a b"]]]
+                             + doc["callsites"][1:]), "malformed keyword names"
+    yield "callsite arity", mutated(doc, callsites=[[doc["callsites"][0][0], 300, None]]
+                                    + doc["callsites"][1:]), "malformed callsite"
+    yield "constant tag", mutated(doc, constants=[{"pickle": "cos\nsystem"}]), "malformed constant"
+    yield "constant tensor", mutated(doc, constants=[{"tensor": "nope"}]), "missing tensor"
+    yield "constant float", mutated(doc, constants=[{"float": "0xZZ"}]), "malformed float"
+    yield "constant depth", mutated(doc, constants=[_nested(100)]), "nested too deeply"
+    yield "dtype", mutated(doc, constants=[{"dtype": "object"}]), "malformed constant"
+    yield "arg type", mutated(doc, arg_types=["Tensor", "os.system"]), "unknown argument type"
+    yield "arg names", mutated(doc, arg_names=["x", "import os"]), "malformed argument names"
+    yield "defaults", mutated(doc, defaults={"zz": {"int": 1}}), "names no argument"
+    yield "state", mutated(doc, state=["weight"]), "missing tensors"
+    yield "fused", mutated(doc, fused=[[1, [["system", 1, 0]], [1], "k"]]), "bad fused kernel"
+    yield "fused shape", mutated(doc, fused=[{"ninputs": 1}]), "malformed fused kernel"
+    yield "wrong field type", mutated(doc, operands="0,1,2"), "wrong type"
+
+
+def _nested(depth):
+    value = {"int": 1}
+    for _ in range(depth):
+        value = {"list": [value]}
+    return value
+
+
+def test_hostile_documents_are_rejected(saved):
+    _, doc = saved
+    for name, bad, message in _cases(doc):
+        with pytest.raises(ProgramFileError, match=message):
+            jit.load(file_with(bad))
+
+
+def test_loading_never_runs_code(saved, monkeypatch):
+    import os
+    calls = []
+    monkeypatch.setattr(os, "system", lambda *a: calls.append(a))
+    _, doc = saved
+    bad = mutated(doc, callsites=[["os.system", 1, None]] + doc["callsites"][1:])
+    with pytest.raises(ProgramFileError):
+        jit.load(file_with(bad))
+    assert calls == []
