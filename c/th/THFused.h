@@ -24,7 +24,9 @@
  *   - a VECTOR: an input with unit stride, read in place (a pointer into
  *     the tensor, no copy); a strided input, gathered into a block buffer;
  *     an instruction result, written into a block buffer, or straight into
- *     the output when the register is one.
+ *     the output when the register is one (an output larger than the
+ *     caches is computed in a buffer and streamed out: Note [Streaming
+ *     the outputs] in THFused.c).
  * Instructions dispatch once per (block, instruction) to a loop chosen by
  * which operands are scalars (add(x, 2.0) reads 2.0 once, never a
  * broadcast block).  Full blocks call a loop compiled for the constant
