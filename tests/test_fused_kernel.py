@@ -297,6 +297,24 @@ def test_large_input_runs_parallel_and_equals_eager():
         ember.set_num_threads(previous)
 
 
+@pytest.mark.noleakcheck
+def test_large_output_is_streamed_and_equals_eager():
+    # >= 4 MiB of output: written with non-temporal stores (THFused.c,
+    # Note [Streaming the outputs]); two outputs, one thread then two
+    previous = ember.get_num_threads()
+    a = sample((1_100_003,), ember.float32, seed=6)
+    b = sample((1_100_003,), ember.float32, seed=7)
+    k = FusedKernel(2, BENCH_PROGRAM, [11, 9])
+    try:
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            y, b1 = k(a, b)
+            assert_same_bits(y, bench_eager(a, b))
+            assert_same_bits(b1, b + 1)
+    finally:
+        ember.set_num_threads(previous)
+
+
 # ---- the guard -----------------------------------------------------------------------
 
 

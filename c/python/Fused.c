@@ -26,8 +26,8 @@ static PyTypeObject THPFusedKernelType;
 
 /* ---- parsing a program ------------------------------------------------------ */
 
-/* A register number: a Python int; anything out of int range is reported
- * by the core's range check as -1 would be, so say it here instead. */
+/* A register number: a Python int in [0, TH_FUSED_MAX_REGISTERS) (the
+ * core checks the range too; checking here also covers ints beyond C's). */
 static int
 parse_register(PyObject *obj, int index, const char *what, int *out)
 {
@@ -42,7 +42,7 @@ parse_register(PyObject *obj, int index, const char *what, int *out)
     if (value == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (overflow != 0 || value < -1 || value > TH_FUSED_MAX_REGISTERS) {
+    if (overflow != 0 || value < 0 || value >= TH_FUSED_MAX_REGISTERS) {
         PyErr_Format(PyExc_ValueError,
                      "instruction %d: %s register %R is out of range "
                      "(0 to %d)",

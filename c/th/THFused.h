@@ -24,7 +24,9 @@
  *   - a VECTOR: an input with unit stride, read in place (a pointer into
  *     the tensor, no copy); a strided input, gathered into a block buffer;
  *     an instruction result, written into a block buffer, or straight into
- *     the output when the register is one.
+ *     the output when the register is one (an output larger than the
+ *     caches is computed in a buffer and streamed out: Note [Streaming
+ *     the outputs] in THFused.c).
  * Instructions dispatch once per (block, instruction) to a loop chosen by
  * which operands are scalars (add(x, 2.0) reads 2.0 once, never a
  * broadcast block).  Full blocks call a loop compiled for the constant
@@ -57,6 +59,9 @@
 /* The block buffers of one run live on the stack, in this many bytes;
  * a program with many live temporaries gets shorter blocks. */
 #define TH_FUSED_SCRATCH_BYTES (64 * 1024)
+/* Outputs of at least this many bytes are written with non-temporal
+ * stores (Note [Streaming the outputs] in THFused.c). */
+#define TH_FUSED_STREAM_BYTES (4 * 1024 * 1024)
 
 /* _(name, arity): every op a program may use, with ember's eager name.
  * Binary and ternary ops come from THPointwise's formulas, the unary math
@@ -131,11 +136,11 @@ typedef struct {
     THDtype dtype;                   /* float32 or float64 */
     int64_t numel;
     int block_len;                   /* elements per block */
+    bool stream;  /* Note [Streaming the outputs] in THFused.c */
     THIter iter;  /* operands: the outputs, then the tensor inputs */
     int ntensors;
     int tensor_reg[TH_ITER_MAX_OPERANDS]; /* input register of operand
                                            * noutputs + j */
-    bool is_tensor[TH_FUSED_MAX_INPUTS];
     THFusedValue values[TH_FUSED_MAX_REGISTERS]; /* numbers, constants */
     THTensor *outputs[TH_FUSED_MAX_OUTPUTS];     /* owned until finish */
 } THFusedPlan;
