@@ -197,7 +197,7 @@ code_error(THPJitCode *self, PyObject *type, const char *format, ...)
 }
 
 /* Copies a bytes object of native int32 words into a new array with room
- * for `extra` zeroed words after them.  *count is the number of words. */
+ * for `extra` zeroed words after them (`words` int32 words are copied). */
 static int32_t *
 copy_words(PyObject *bytes, Py_ssize_t words, Py_ssize_t extra)
 {
