@@ -190,6 +190,13 @@ def test_argument_errors_name_the_parameter():
     assert scripted(x=t(1.0), n=3).item() == 2.0
 
 
+def test_list_arguments_are_checked_on_every_new_element_type():
+    scripted = jit.script(list_and_tuple)
+    scripted([t(1.0)], (1, 2.0))
+    with pytest.raises(TypeError, match="argument 'xs'"):
+        scripted([1, 2], (1, 2.0))
+
+
 def test_specialisations_are_cached_per_signature():
     scripted = jit.script(elementwise_chain)
     scripted(t(1.0), t(2.0))

@@ -36,6 +36,9 @@ def argument_signature(args, grad_enabled):
     for arg in args:
         if isinstance(arg, Tensor):
             key.append((arg.dtype, arg.dim(), grad_enabled and arg.requires_grad))
+        elif isinstance(arg, (list, tuple)):
+            # a list of ints and a list of tensors must not share an entry
+            key.append((type(arg), argument_signature(arg, grad_enabled)))
         else:
             key.append(type(arg))
     return tuple(key)
