@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ember
@@ -212,7 +212,11 @@ def run_eager(code, inputs, dtype):
 @given(programs())
 def test_random_programs_equal_eager(case):
     dtype, inputs, code = case
-    values = run_eager(code, inputs, dtype)
+    try:
+        values = run_eager(code, inputs, dtype)
+    except RuntimeError as exc:  # eager sub refuses a bool, as torch does
+        assume("with a bool tensor is not supported" not in str(exc))
+        raise
     full = np.broadcast_shapes(*(tuple(x.shape) for x in inputs
                                  if isinstance(x, ember.Tensor)))
     last = values[-1]

@@ -115,6 +115,8 @@ typedef struct {
     int nslots;
     int16_t slot_of[TH_FUSED_MAX_REGISTERS];
     int8_t output_of[TH_FUSED_MAX_REGISTERS]; /* output index or -1 */
+    /* How many times the schedule reads each register (as an operand). */
+    int16_t nreads[TH_FUSED_MAX_REGISTERS];
 } THFusedProgram;
 
 /* Validates and builds a program: NULL with a TH_ERR_VALUE error naming
