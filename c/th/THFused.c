@@ -13,7 +13,7 @@
 
 /* Non-temporal stores (Note [Streaming the outputs]). */
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #define TH_FUSED_HAVE_STREAM 1
 #else
 #define TH_FUSED_HAVE_STREAM 0
@@ -833,6 +833,11 @@ THFused_prepare(THFusedPlan *plan, const THFusedProgram *program,
 
 /* ---- the interpreter ------------------------------------------------------------ */
 
+/* memcpy to an output, with non-temporal stores (Note [Streaming the
+ * outputs]); stream_copy_in_use() is the one of the loop family in use. */
+typedef void (*StreamCopy)(char *dst, const char *src, int64_t nbytes);
+static StreamCopy stream_copy_in_use(void);
+
 /* One instruction of a run that computes a vector per block. */
 typedef struct {
     THFusedLoop tail, full;
@@ -857,6 +862,7 @@ typedef struct {
     char *scratch;             /* the block buffers, slot_bytes each */
     int64_t slot_bytes;
     bool stream;               /* the plan's */
+    StreamCopy stream_copy;    /* of the loop family in use */
     int nsteps;
     VectorStep steps[TH_FUSED_MAX_REGISTERS];
 } RunState;
@@ -943,6 +949,7 @@ plan_run(const THFusedPlan *plan, const int64_t *strides, char **data,
     st->scratch = scratch;
     st->slot_bytes = slot_bytes;
     st->stream = plan->stream;
+    st->stream_copy = stream_copy_in_use();
 
     for (int r = 0; r < p->ninputs; r++) {
         st->scalar[r] = true;
@@ -1050,6 +1057,33 @@ stream_copy(char *dst, const char *src, int64_t nbytes)
     memcpy(dst + done, src + done, (size_t)(nbytes - done));
 }
 
+#if TH_FUSED_HAVE_AVX2
+/* stream_copy with 32-byte stores: half the instructions. */
+TH_FUSED_ATTR_avx2 static void
+stream_copy_avx2(char *dst, const char *src, int64_t nbytes)
+{
+    int64_t head = (int64_t)((32 - (uintptr_t)dst % 32) % 32);
+    int64_t done = head < nbytes ? head : nbytes;
+    memcpy(dst, src, (size_t)done);
+    for (; done + 32 <= nbytes; done += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(src + done));
+        _mm256_stream_si256((__m256i *)(dst + done), v);
+    }
+    memcpy(dst + done, src + done, (size_t)(nbytes - done));
+}
+#endif
+
+static StreamCopy
+stream_copy_in_use(void)
+{
+#if TH_FUSED_HAVE_AVX2
+    if (loops_in_use() == &avx2_loops) {
+        return stream_copy_avx2;
+    }
+#endif
+    return stream_copy;
+}
+
 /* Runs the program over elements [start, start + len) of the run. */
 static void
 run_block(const THFusedPlan *plan, RunState *st, char **data,
@@ -1093,7 +1127,7 @@ run_block(const THFusedPlan *plan, RunState *st, char **data,
             fill(out[k], st->view[r], len, itemsize);
         }
         else if (plan->stream) {
-            stream_copy(out[k], st->view[r], len * itemsize);
+            st->stream_copy(out[k], st->view[r], len * itemsize);
         }
         else if (st->view[r] != out[k]) {
             memcpy(out[k], st->view[r], (size_t)(len * itemsize));
