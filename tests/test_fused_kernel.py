@@ -230,8 +230,8 @@ def test_random_programs_equal_eager(case):
 
 
 def test_many_live_temporaries_use_shorter_blocks():
-    # 40 values alive at once: the block buffers no longer fit 64 KiB of
-    # 1024-element blocks, so blocks get shorter; results do not change
+    # 40 float64 values alive at once: the block buffers no longer fit
+    # 64 KiB of full blocks, so blocks get shorter; results do not change
     a = sample((3000,), ember.float64)
     code = [("mul", 1 + i, 0, 0) if i == 0 else ("add", 1 + i, i, 0)
             for i in range(40)]
