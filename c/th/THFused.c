@@ -859,6 +859,7 @@ typedef struct {
     bool scalar[TH_FUSED_MAX_REGISTERS];
     THFusedValue computed[TH_FUSED_MAX_REGISTERS]; /* scalar results */
     int read[TH_ITER_MAX_OPERANDS];                /* per tensor input */
+    int itemsize;
     char *scratch;             /* the block buffers, slot_bytes each */
     int64_t slot_bytes;
     bool stream;               /* the plan's */
@@ -946,6 +947,7 @@ plan_run(const THFusedPlan *plan, const int64_t *strides, char **data,
     int d = plan->dtype == TH_Float32 ? 0 : 1;
     int64_t slot_bytes = (int64_t)plan->block_len * itemsize;
     const THFusedPairTable *pairs = pairs_in_use();
+    st->itemsize = itemsize;
     st->scratch = scratch;
     st->slot_bytes = slot_bytes;
     st->stream = plan->stream;
@@ -1090,7 +1092,7 @@ run_block(const THFusedPlan *plan, RunState *st, char **data,
           const int64_t *strides, int64_t start, int64_t len)
 {
     const THFusedProgram *p = plan->program;
-    int itemsize = (int)THDtype_itemsize(plan->dtype);
+    int itemsize = st->itemsize;
     char *out[TH_FUSED_MAX_OUTPUTS];
     for (int j = 0; j < plan->ntensors; j++) {
         int op = p->noutputs + j, r = plan->tensor_reg[j];
