@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ember
@@ -212,7 +212,11 @@ def run_eager(code, inputs, dtype):
 @given(programs())
 def test_random_programs_equal_eager(case):
     dtype, inputs, code = case
-    values = run_eager(code, inputs, dtype)
+    try:
+        values = run_eager(code, inputs, dtype)
+    except RuntimeError as exc:  # eager sub refuses a bool, as torch does
+        assume("with a bool tensor is not supported" not in str(exc))
+        raise
     full = np.broadcast_shapes(*(tuple(x.shape) for x in inputs
                                  if isinstance(x, ember.Tensor)))
     last = values[-1]
@@ -226,8 +230,8 @@ def test_random_programs_equal_eager(case):
 
 
 def test_many_live_temporaries_use_shorter_blocks():
-    # 40 values alive at once: the block buffers no longer fit 64 KiB of
-    # 1024-element blocks, so blocks get shorter; results do not change
+    # 40 float64 values alive at once: the block buffers no longer fit
+    # 64 KiB of full blocks, so blocks get shorter; results do not change
     a = sample((3000,), ember.float64)
     code = [("mul", 1 + i, 0, 0) if i == 0 else ("add", 1 + i, i, 0)
             for i in range(40)]

@@ -13,7 +13,7 @@
 
 /* Non-temporal stores (Note [Streaming the outputs]). */
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #define TH_FUSED_HAVE_STREAM 1
 #else
 #define TH_FUSED_HAVE_STREAM 0
@@ -259,6 +259,109 @@ static const THFusedLoopTable avx2_loops = {
 #undef ISA
 #endif
 
+/* ---- superinstructions: two arithmetic ops in one loop -------------------------
+ *
+ * Note [Superinstructions]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Every instruction is a pass over its block: a load per operand and a
+ * store per element, in L1.  When an instruction of {add, sub, mul, div}
+ * is read exactly once, by the next vector instruction and that one is of
+ * the same four ops, the two run as one loop:
+ *
+ *     t = first(x, y)             o[k] = then(first(x[k], y[k]), z[k])
+ *     o = then(t, z)      =>      (side L), or then(z[k], first(...)) (R)
+ *
+ * t then lives in a vector register, never in a block buffer: one pass
+ * instead of two.  Each op still rounds on its own (no FMA: Note [No FMA
+ * contraction]), so the bits are those of the two loops.  x, y and z are
+ * each a vector or a scalar (x and y not both scalars), as in the loops
+ * above; the loop takes in = {x, y, z} and any n. */
+#define TH_FUSED_PAIR_APPLY_L(then, Name, t, z) fused_elem_##then##_##Name(t, z)
+#define TH_FUSED_PAIR_APPLY_R(then, Name, t, z) fused_elem_##then##_##Name(z, t)
+
+#define TH_FUSED_PAIR_LOOP(isa, attr, first, then, Name, T, FX, FY, FZ, SIDE)  \
+    attr static void                                                           \
+        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_##isa(          \
+            char *out, char *const *in, int64_t n)                             \
+    {                                                                          \
+        T *restrict o = (T *)out;                                              \
+        TH_FUSED_OPERAND(T, x, 0)                                              \
+        TH_FUSED_OPERAND(T, y, 1)                                              \
+        TH_FUSED_OPERAND(T, z, 2)                                              \
+        for (int64_t k = 0; k < n; k++) {                                      \
+            T t = fused_elem_##first##_##Name(TH_FUSED_READ_##FX(x, xv, k),    \
+                                              TH_FUSED_READ_##FY(y, yv, k));   \
+            o[k] = TH_FUSED_PAIR_APPLY_##SIDE(then, Name, t,                   \
+                                              TH_FUSED_READ_##FZ(z, zv, k));   \
+        }                                                                      \
+    }
+
+/* The pair forms: x and y (not both scalars), z, and t's side in `then`. */
+#define TH_FUSED_PAIR_FORMS(_, ...)                                          \
+    _(__VA_ARGS__, V, V, V, L) _(__VA_ARGS__, S, V, V, L)                    \
+    _(__VA_ARGS__, V, S, V, L) _(__VA_ARGS__, V, V, S, L)                    \
+    _(__VA_ARGS__, S, V, S, L) _(__VA_ARGS__, V, S, S, L)                    \
+    _(__VA_ARGS__, V, V, V, R) _(__VA_ARGS__, S, V, V, R)                    \
+    _(__VA_ARGS__, V, S, V, R) _(__VA_ARGS__, V, V, S, R)                    \
+    _(__VA_ARGS__, S, V, S, R) _(__VA_ARGS__, V, S, S, R)
+
+/* The ops a pair is made of: the first four of THFusedOp, so an op is its
+ * own index in the pair table.  Two lists, as a macro cannot expand
+ * itself: _(first, then) for the sixteen pairs. */
+_Static_assert(TH_FUSED_add == 0 && TH_FUSED_sub == 1 && TH_FUSED_mul == 2
+                   && TH_FUSED_div == 3,
+               "the pair ops are THFusedOp 0 to 3");
+#define TH_FUSED_PAIR_OPS 4
+#define TH_FUSED_THEN_OPS(_, first)                                          \
+    _(first, add) _(first, sub) _(first, mul) _(first, div)
+#define TH_FUSED_FORALL_PAIRS(_)                                             \
+    TH_FUSED_THEN_OPS(_, add) TH_FUSED_THEN_OPS(_, sub)                      \
+    TH_FUSED_THEN_OPS(_, mul) TH_FUSED_THEN_OPS(_, div)
+
+#define TH_FUSED_PAIR_LOOPS(first, then)                                     \
+    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_LOOP, ISA, TH_CAT(TH_FUSED_ATTR_, ISA), \
+                        first, then, Float32, float)                         \
+    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_LOOP, ISA, TH_CAT(TH_FUSED_ATTR_, ISA), \
+                        first, then, Float64, double)
+
+#define ISA baseline
+TH_FUSED_FORALL_PAIRS(TH_FUSED_PAIR_LOOPS)
+#undef ISA
+#if TH_FUSED_HAVE_AVX2
+#define ISA avx2
+TH_FUSED_FORALL_PAIRS(TH_FUSED_PAIR_LOOPS)
+#undef ISA
+#endif
+
+/* pair_loops[first][then][dtype][xy form][z scalar][side R]; the xy form
+ * is bit 0 for a scalar x, bit 1 for a scalar y (3, both, has no loop). */
+typedef THFusedLoop THFusedPairTable[TH_FUSED_PAIR_OPS][TH_FUSED_PAIR_OPS][2]
+                                    [3][2][2];
+
+#define TH_FUSED_SIDE_INDEX_L 0
+#define TH_FUSED_SIDE_INDEX_R 1
+#define TH_FUSED_PAIR_ENTRY(isa, first, then, Name, d, FX, FY, FZ, SIDE)     \
+    [TH_FUSED_##first][TH_FUSED_##then][d]                                   \
+    [TH_FUSED_FORM_INDEX_##FX | TH_FUSED_FORM_INDEX_##FY << 1]               \
+    [TH_FUSED_FORM_INDEX_##FZ][TH_FUSED_SIDE_INDEX_##SIDE] =                 \
+        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_##isa,
+#define TH_FUSED_PAIR_ENTRIES(first, then)                                   \
+    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_ENTRY, ISA, first, then, Float32, 0)   \
+    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_ENTRY, ISA, first, then, Float64, 1)
+
+#define ISA baseline
+static const THFusedPairTable baseline_pairs = {
+    TH_FUSED_FORALL_PAIRS(TH_FUSED_PAIR_ENTRIES)
+};
+#undef ISA
+#if TH_FUSED_HAVE_AVX2
+#define ISA avx2
+static const THFusedPairTable avx2_pairs = {
+    TH_FUSED_FORALL_PAIRS(TH_FUSED_PAIR_ENTRIES)
+};
+#undef ISA
+#endif
+
 /* ---- choosing the loop family ------------------------------------------------ */
 
 static bool
@@ -288,6 +391,17 @@ loops_in_use(void)
         active_loops = table;
     }
     return table;
+}
+
+/* The superinstructions of the family in use. */
+static const THFusedPairTable *
+pairs_in_use(void)
+{
+#if TH_FUSED_HAVE_AVX2
+    return loops_in_use() == &avx2_loops ? &avx2_pairs : &baseline_pairs;
+#else
+    return &baseline_pairs;
+#endif
 }
 
 const char *
@@ -433,9 +547,13 @@ schedule_live(THFusedProgram *p)
         }
     }
     p->nscheduled = 0;
+    memset(p->nreads, 0, sizeof(p->nreads));
     for (int i = 0; i < p->ninstructions; i++) {
         if (keep[i]) {
             p->schedule[p->nscheduled++] = i;
+            for (int s = 0; s < op_info[p->code[i].op].arity; s++) {
+                p->nreads[p->code[i].src[s]]++;
+            }
         }
     }
 }
@@ -715,9 +833,17 @@ THFused_prepare(THFusedPlan *plan, const THFusedProgram *program,
 
 /* ---- the interpreter ------------------------------------------------------------ */
 
+/* memcpy to an output, with non-temporal stores (Note [Streaming the
+ * outputs]); stream_copy_in_use() is the one of the loop family in use. */
+typedef void (*StreamCopy)(char *dst, const char *src, int64_t nbytes);
+static StreamCopy stream_copy_in_use(void);
+
 /* One instruction of a run that computes a vector per block. */
 typedef struct {
     THFusedLoop tail, full;
+    THFusedOp op;                  /* of the instruction (unfused) */
+    int form;                      /* which operands are scalars */
+    bool fused;                    /* a superinstruction */
     int dst;
     int output;                    /* output index, or -1: dst's slot */
     int nsrc;
@@ -733,9 +859,81 @@ typedef struct {
     bool scalar[TH_FUSED_MAX_REGISTERS];
     THFusedValue computed[TH_FUSED_MAX_REGISTERS]; /* scalar results */
     int read[TH_ITER_MAX_OPERANDS];                /* per tensor input */
+    int itemsize;
+    char *scratch;             /* the block buffers, slot_bytes each */
+    int64_t slot_bytes;
+    bool stream;               /* the plan's */
+    StreamCopy stream_copy;    /* of the loop family in use */
     int nsteps;
     VectorStep steps[TH_FUSED_MAX_REGISTERS];
 } RunState;
+
+/* The output an instruction writing `reg` stores into directly, or -1
+ * (a streamed output is computed in its slot, then streamed). */
+static int
+direct_output(const RunState *st, const THFusedProgram *p, int reg)
+{
+    return st->stream ? -1 : p->output_of[reg];
+}
+
+/* Where the result `reg` goes: its block buffer, or NULL for an output
+ * (set per block). */
+static char *
+result_view(const RunState *st, const THFusedProgram *p, int reg,
+            int output)
+{
+    return output >= 0 ? NULL : st->scratch + p->slot_of[reg] * st->slot_bytes;
+}
+
+static bool
+is_pair_op(THFusedOp op)
+{
+    return op < TH_FUSED_PAIR_OPS;
+}
+
+/* Note [Superinstructions]: turns the last step, t = first(x, y), and
+ * the instruction `ins` reading t into one step, when
+ *   - both ops are pair ops and the last step is not fused already;
+ *   - ins is t's only reader and t is not an output (t is never stored);
+ *   - ins's destination is not x's or y's block buffer (a slot freed by
+ *     the last step may be ins's: the loop must not run in place).
+ * Returns whether it did. */
+static bool
+fuse_with_previous(const THFusedProgram *p, RunState *st,
+                   const THFusedInstruction *ins,
+                   const THFusedPairTable *pairs, int d)
+{
+    VectorStep *prev = &st->steps[st->nsteps - 1];
+    int t = prev->dst;
+    if (prev->fused || !is_pair_op(prev->op) || !is_pair_op(ins->op)
+        || p->nreads[t] != 1 || p->output_of[t] >= 0) {
+        return false;
+    }
+    int side = ins->src[0] == t ? 0 : ins->src[1] == t ? 1 : -1;
+    if (side < 0) {
+        return false;
+    }
+    int output = direct_output(st, p, ins->dst);
+    char *dst_view = result_view(st, p, ins->dst, output);
+    if (dst_view != NULL
+        && (dst_view == st->view[prev->src[0]]
+            || dst_view == st->view[prev->src[1]])) {
+        return false;
+    }
+    int z = ins->src[1 - side];
+    int z_scalar = st->scalar[z];
+    THFusedLoop loop = (*pairs)[prev->op][ins->op][d][prev->form][z_scalar]
+                                [side];
+    prev->tail = prev->full = loop;
+    prev->fused = true;
+    prev->nsrc = 3;
+    prev->src[2] = z;
+    prev->dst = ins->dst;
+    prev->output = output;
+    st->scalar[ins->dst] = false;
+    st->view[ins->dst] = dst_view;
+    return true;
+}
 
 /* Decides, for one run, what is a scalar; computes the scalar
  * instructions once; lists the vector ones with their loops. */
@@ -748,6 +946,12 @@ plan_run(const THFusedPlan *plan, const int64_t *strides, char **data,
     int itemsize = (int)THDtype_itemsize(plan->dtype);
     int d = plan->dtype == TH_Float32 ? 0 : 1;
     int64_t slot_bytes = (int64_t)plan->block_len * itemsize;
+    const THFusedPairTable *pairs = pairs_in_use();
+    st->itemsize = itemsize;
+    st->scratch = scratch;
+    st->slot_bytes = slot_bytes;
+    st->stream = plan->stream;
+    st->stream_copy = stream_copy_in_use();
 
     for (int r = 0; r < p->ninputs; r++) {
         st->scalar[r] = true;
@@ -786,18 +990,22 @@ plan_run(const THFusedPlan *plan, const int64_t *strides, char **data,
             (*loops)[ins->op][d][0][0](st->view[ins->dst], in, 1);
             continue;
         }
+        if (st->nsteps > 0
+            && fuse_with_previous(p, st, ins, pairs, d)) {
+            continue;
+        }
         VectorStep *step = &st->steps[st->nsteps++];
         step->tail = (*loops)[ins->op][d][form][0];
         step->full = (*loops)[ins->op][d][form][1];
+        step->op = ins->op;
+        step->form = form;
+        step->fused = false;
         step->dst = ins->dst;
-        /* a streamed output is computed in its slot, then streamed */
-        step->output = plan->stream ? -1 : p->output_of[ins->dst];
+        step->output = direct_output(st, p, ins->dst);
         step->nsrc = arity;
         memcpy(step->src, ins->src, sizeof(step->src));
         st->scalar[ins->dst] = false;
-        st->view[ins->dst] = step->output >= 0
-                                 ? NULL /* set per block */
-                                 : scratch + p->slot_of[ins->dst] * slot_bytes;
+        st->view[ins->dst] = result_view(st, p, ins->dst, step->output);
     }
 }
 
@@ -851,13 +1059,40 @@ stream_copy(char *dst, const char *src, int64_t nbytes)
     memcpy(dst + done, src + done, (size_t)(nbytes - done));
 }
 
+#if TH_FUSED_HAVE_AVX2
+/* stream_copy with 32-byte stores: half the instructions. */
+TH_FUSED_ATTR_avx2 static void
+stream_copy_avx2(char *dst, const char *src, int64_t nbytes)
+{
+    int64_t head = (int64_t)((32 - (uintptr_t)dst % 32) % 32);
+    int64_t done = head < nbytes ? head : nbytes;
+    memcpy(dst, src, (size_t)done);
+    for (; done + 32 <= nbytes; done += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(src + done));
+        _mm256_stream_si256((__m256i *)(dst + done), v);
+    }
+    memcpy(dst + done, src + done, (size_t)(nbytes - done));
+}
+#endif
+
+static StreamCopy
+stream_copy_in_use(void)
+{
+#if TH_FUSED_HAVE_AVX2
+    if (loops_in_use() == &avx2_loops) {
+        return stream_copy_avx2;
+    }
+#endif
+    return stream_copy;
+}
+
 /* Runs the program over elements [start, start + len) of the run. */
 static void
 run_block(const THFusedPlan *plan, RunState *st, char **data,
           const int64_t *strides, int64_t start, int64_t len)
 {
     const THFusedProgram *p = plan->program;
-    int itemsize = (int)THDtype_itemsize(plan->dtype);
+    int itemsize = st->itemsize;
     char *out[TH_FUSED_MAX_OUTPUTS];
     for (int j = 0; j < plan->ntensors; j++) {
         int op = p->noutputs + j, r = plan->tensor_reg[j];
@@ -894,7 +1129,7 @@ run_block(const THFusedPlan *plan, RunState *st, char **data,
             fill(out[k], st->view[r], len, itemsize);
         }
         else if (plan->stream) {
-            stream_copy(out[k], st->view[r], len * itemsize);
+            st->stream_copy(out[k], st->view[r], len * itemsize);
         }
         else if (st->view[r] != out[k]) {
             memcpy(out[k], st->view[r], (size_t)(len * itemsize));

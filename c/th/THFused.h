@@ -27,6 +27,8 @@
  *     the output when the register is one (an output larger than the
  *     caches is computed in a buffer and streamed out: Note [Streaming
  *     the outputs] in THFused.c).
+ * Two arithmetic instructions, the first read only by the second, run
+ * as one loop (Note [Superinstructions] in THFused.c).
  * Instructions dispatch once per (block, instruction) to a loop chosen by
  * which operands are scalars (add(x, 2.0) reads 2.0 once, never a
  * broadcast block).  Full blocks call a loop compiled for the constant
@@ -54,8 +56,11 @@
 #define TH_FUSED_MAX_INPUTS 64   /* one bit each in a uint64_t mask */
 #define TH_FUSED_MAX_OUTPUTS 4
 #define TH_FUSED_MAX_ARITY 3
-/* Elements per block: 4 KiB of float32 per block buffer. */
-#define TH_FUSED_BLOCK 1024
+/* Elements per block: 1 KiB of float32 per block buffer.  (Measured on
+ * y = 2*a*a + 3*b - a/(b+1), 4M float32, bench/bench_fused.py: 256 beat
+ * 512 and 1024 -- the buffers and input blocks stay well inside L1, and
+ * the memory reads of a block overlap the previous block's compute.) */
+#define TH_FUSED_BLOCK 256
 /* The block buffers of one run live on the stack, in this many bytes;
  * a program with many live temporaries gets shorter blocks. */
 #define TH_FUSED_SCRATCH_BYTES (64 * 1024)
@@ -115,6 +120,8 @@ typedef struct {
     int nslots;
     int16_t slot_of[TH_FUSED_MAX_REGISTERS];
     int8_t output_of[TH_FUSED_MAX_REGISTERS]; /* output index or -1 */
+    /* How many times the schedule reads each register (as an operand). */
+    int16_t nreads[TH_FUSED_MAX_REGISTERS];
 } THFusedProgram;
 
 /* Validates and builds a program: NULL with a TH_ERR_VALUE error naming
