@@ -27,9 +27,11 @@ Those are the script language's rules, not bugs it hides.
 EMBER_FUZZ_EXAMPLES=2000 runs a longer search than the committed 50.
 """
 
+import ast
 import importlib.util
 import io
 import itertools
+import math
 import os
 import sys
 import tempfile
@@ -71,6 +73,12 @@ class Var:
         dtype = self.dtype if self.dtype == other.dtype else None
         root = self.root or other.root
         return Var(self.kind, self.shape, dtype, root, self.readonly)
+
+
+def names_in(source):
+    """The variable names an expression's source reads."""
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)
+            and node.id != "ember"}
 
 
 def broadcast(a, b):
@@ -120,6 +128,7 @@ class Writer:
         self.counter = itertools.count()
         self.return_kinds = return_kinds
         self.params = params
+        self.emitted = []       # (source, Var, names it reads): CSE bait
 
     # -- small helpers ----------------------------------------------------------------
     def choice(self, options):
@@ -148,16 +157,33 @@ class Writer:
     def number(self, env, kind=None):
         """(source, kind) of an int or float expression."""
         kind = kind or self.choice(["int", "float"] if self.of_kind(env, "float") else ["int"])
+        if self.chance(0.3):     # the identities a peephole may rewrite
+            value = self.choice(["0", "1", "0.0", "1.0", "-0.0", "2"])
+            return value, "float" if "." in value else "int"
         if kind == "int":
             return self.int_expr(env), "int"
         return self.float_expr(env), "float"
 
     def int_expr(self, env, depth=0):
         names = self.of_kind(env, "int")
-        options = ["const", "var", "var", "binop", "shape"] if depth < 2 else ["const", "var"]
+        options = (["const", "var", "var", "binop", "shape", "unary", "item"] if depth < 2
+                   else ["const", "var"])
         what = self.choice(options)
         if what == "const":
             return str(self.draw(st.integers(-3, 5)))
+        if what == "unary":
+            return self.choice([f"(-{self.int_expr(env, depth + 1)})",
+                                f"abs({self.int_expr(env, depth + 1)})",
+                                f"{self.choice(['min', 'max'])}({self.int_expr(env, depth + 1)}, "
+                                f"{self.int_expr(env, depth + 1)})"])
+        if what == "item":
+            tensors = [n for n in self.tensors(env) if env[n].dtype == ember.int64]
+            if not tensors:
+                return self.choice(names)
+            # .item() is a number (int or float) to the script, as in
+            # TorchScript: int() says which
+            return self.choice([f"int({self.choice(tensors)}.sum())",
+                                f"int({self.choice(tensors)}.sum().item())"])
         if what == "var":
             return self.choice(names)
         if what == "shape":
@@ -166,17 +192,24 @@ class Writer:
                 return self.choice(names)
             name = self.choice(tensors)
             return f"{name}.shape[{self.draw(st.integers(0, len(env[name].shape) - 1))}]"
-        op = self.choice(["+", "-", "+", "%"])
+        op = self.choice(["+", "-", "+", "%", "//"])
         left = self.int_expr(env, depth + 1)
-        if op == "%":
-            return f"({left} % {self.draw(st.integers(1, 4))})"
+        if op in ("%", "//"):
+            return f"({left} {op} {self.choice([1, 2, 3, -2])})"
         return f"({left} {op} {self.int_expr(env, depth + 1)})"
 
     def float_expr(self, env, depth=0):
         names = self.of_kind(env, "float")
-        what = self.choice(["const", "var", "var", "binop"] if depth < 2 else ["const", "var"])
+        what = self.choice(["const", "var", "var", "binop", "item"] if depth < 2
+                           else ["const", "var"])
         if what == "const" or not names:
-            return self.choice(["0.5", "1.5", "-0.25", "2.0", "0.0"])
+            return self.choice(["0.5", "1.5", "-0.25", "2.0", "0.0", "-0.0", "1.0"])
+        if what == "item":
+            tensors = [n for n in self.tensors(env) if env[n].dtype in FLOATS]
+            if not tensors:
+                return self.choice(names)
+            return self.choice([f"float({self.choice(tensors)}.sum())",
+                                f"float({self.choice(tensors)}.sum().item())"])
         if what == "var":
             return self.choice(names)
         op = self.choice(["+", "-", "*"])
@@ -190,14 +223,15 @@ class Writer:
             n for n in self.tensors(env) if env[n].shape == target]
         options = ["leaf"] * 2
         if depth < 3:
-            options += ["binop", "binop", "number", "unary", "unary"]
+            options += ["binop", "binop", "number", "unary", "unary", "ifexp", "where"]
             if target is None or target == ():
                 options += ["reduce"]
             if target is None or len(target) == 2:
                 options += ["transpose"]
             options += ["reshape"]
         what = self.choice(options)
-        if what == "leaf" or (what in ("binop", "number", "unary") and not leaves):
+        if what == "leaf" or (what in ("binop", "number", "unary", "ifexp", "where")
+                              and not leaves):
             return self.leaf(env, leaves, target)
         if what == "binop":
             left, lv = self.tensor_expr(env, target, depth + 1)
@@ -233,6 +267,21 @@ class Writer:
             if self.chance(0.3) and op in ("relu", "tanh", "sigmoid", "abs", "neg"):
                 return f"ember.{op}({inner})", Var("tensor", v.shape, dtype)
             return f"{inner}.{op}()", Var("tensor", v.shape, dtype)
+        if what == "ifexp":
+            left, lv = self.tensor_expr(env, target, depth + 1)
+            right, rv = self.tensor_expr(env, lv.shape, depth + 1)
+            return (f"({left} if {self.condition(env)} else {right})",
+                    Var("tensor", lv.shape, lv.merged(rv).dtype, lv.root or rv.root))
+        if what == "where":
+            left, lv = self.tensor_expr(env, target, depth + 1)
+            partners = self.tensors(env, lv.shape)
+            right, rv = self.tensor_expr_from(env, self.choice(partners), depth + 1) \
+                if partners else (left, lv)
+            cond, _ = self.tensor_expr_from(env, self.choice(partners), depth + 1) \
+                if partners else (left, lv)
+            compare = self.choice([">", "<", ">=", "=="])
+            return (f"ember.where({cond} {compare} {self.choice(['0', '0.5', '-1.0'])}, {left}, {right})",
+                    Var("tensor", lv.shape, promote(lv.dtype, rv.dtype)))
         if what == "reduce":
             inner, v = self.tensor_expr(env, None, depth + 1)
             if target == () or not v.shape or self.chance(0.3):
@@ -316,7 +365,19 @@ class Writer:
 
     def stmt_assign(self, env, indent, depth, loop_depth, in_loop):
         name = self.fresh_name()
-        source, v = self.tensor_expr(env)
+        again = [(src, v) for src, v, reads in self.emitted
+                 if all(r in env and env[r].kind == "tensor" and env[r].shape == shapes
+                        for r, shapes in reads)]
+        if again and self.chance(0.3):
+            # an expression written before: the same computation again,
+            # perhaps after an in-place write to what it reads
+            source, v = self.choice(again)
+            v = v.copy()
+        else:
+            source, v = self.tensor_expr(env)
+            reads = sorted({(n, env[n].shape) for n in names_in(source) if n in env})
+            if all(env[n].kind == "tensor" for n, _ in reads):
+                self.emitted.append((source, v, reads))
         self.emit(indent, f"{name} = {source}")
         env = dict(env)
         env[name] = v
@@ -352,7 +413,7 @@ class Writer:
 
     def stmt_inplace(self, env, indent, depth, loop_depth, in_loop):
         """x += y, x.add_(y), x.mul_(y) on a tensor this function made."""
-        targets = [n for n in self.tensors(env) if env[n].root is None]
+        targets = [n for n in self.tensors(env) if env[n].root is None or self.chance(0.1)]
         if not targets:
             # make a fresh one: arithmetic, not a view
             source, v = self.tensor_expr(env)
@@ -442,6 +503,12 @@ class Writer:
     def stmt_for(self, env, indent, depth, loop_depth, in_loop):
         index = self.fresh_name("i")
         count = self.choice([str(c) for c in LOOP_COUNTS] + [self.int_expr(env)] * 2)
+        form = self.choice(["count", "count", "start", "step"])
+        if form == "start":
+            count = f"{self.int_expr(env)}, {count}"
+        elif form == "step":
+            count = self.choice([f"{count}, {self.int_expr(env)}, {self.choice([2, 3, -1, -2])}",
+                                 f"{self.int_expr(env)}, {count}, 2"])
         self.emit(indent, f"for {index} in range({count}):")
         body_env = dict(env)
         body_env[index] = Var("int", readonly=True)
@@ -451,7 +518,8 @@ class Writer:
         counter = self.fresh_name("j")
         bound = self.choice([str(c) for c in LOOP_COUNTS] + [self.int_expr(env)])
         self.emit(indent, f"{counter} = 0")
-        self.emit(indent, f"while {counter} < {bound}:")
+        extra = f" and ({self.condition(env)})" if self.chance(0.3) else ""
+        self.emit(indent, f"while {counter} < {bound}{extra}:")
         self.emit(indent + 1, f"{counter} += 1")
         body_env = dict(env)
         body_env[counter] = Var("int", readonly=True)
@@ -508,7 +576,8 @@ class Writer:
 def programs(draw):
     """(source, function name, argument factory) of a random function."""
     rank = draw(st.integers(0, 2))
-    base = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
+    size = st.integers(1, 3) | st.just(0) if draw(st.integers(0, 9)) == 0 else st.integers(1, 3)
+    base = tuple(draw(st.lists(size, min_size=rank, max_size=rank)))
     n_tensors = draw(st.integers(1, 3))
     env, params, arg_specs = {}, [], []
     for k in range(n_tensors):
@@ -602,6 +671,9 @@ def assert_close(a, b, what):
         else:
             tol = 1e-5 if a.dtype == ember.float32 else 1e-11
             np.testing.assert_allclose(y, x, rtol=tol, atol=tol, err_msg=what)
+            zeros = (x == 0) & (y == 0)     # -0.0 is not 0.0 (x + 0 is not x)
+            np.testing.assert_array_equal(np.signbit(y[zeros]), np.signbit(x[zeros]),
+                                          err_msg=what + ": the sign of a zero")
     elif isinstance(a, tuple):
         assert isinstance(b, tuple) and len(a) == len(b), f"{what}: {b!r} for {a!r}"
         for x, y in zip(a, b):
@@ -609,6 +681,8 @@ def assert_close(a, b, what):
     elif isinstance(a, float):
         assert isinstance(b, float), f"{what}: {b!r} for the float {a!r}"
         assert a == pytest.approx(b, rel=1e-9, abs=1e-12, nan_ok=True), what
+        if a == 0 and b == 0:
+            assert math.copysign(1, a) == math.copysign(1, b), what + ": the sign of a zero"
     else:
         assert type(a) is type(b) and a == b, f"{what}: {b!r}, eager {a!r}"
 
