@@ -122,12 +122,15 @@ def floating(dtype):
 class Writer:
     """Writes one random function, drawing every choice from hypothesis."""
 
-    def __init__(self, draw, params, return_kinds):
+    def __init__(self, draw, params, return_kinds, counter=None, helpers=None,
+                 return_shape=None):
         self.draw = draw
         self.lines = []
-        self.counter = itertools.count()
+        self.counter = counter or itertools.count()
         self.return_kinds = return_kinds
+        self.return_shape = return_shape    # a helper returns one tensor of it
         self.params = params
+        self.helpers = helpers if helpers is not None else []   # their sources
         self.emitted = []       # (source, Var, names it reads): CSE bait
 
     # -- small helpers ----------------------------------------------------------------
@@ -228,6 +231,8 @@ class Writer:
                 options += ["reduce"]
             if target is None or len(target) == 2:
                 options += ["transpose"]
+            if self.return_shape is None and len(self.helpers) < 3:
+                options += ["call"]
             options += ["reshape"]
         what = self.choice(options)
         if what == "leaf" or (what in ("binop", "number", "unary", "ifexp", "where")
@@ -267,6 +272,8 @@ class Writer:
             if self.chance(0.3) and op in ("relu", "tanh", "sigmoid", "abs", "neg"):
                 return f"ember.{op}({inner})", Var("tensor", v.shape, dtype)
             return f"{inner}.{op}()", Var("tensor", v.shape, dtype)
+        if what == "call" and leaves:
+            return self.helper_call(env, self.choice(leaves))
         if what == "ifexp":
             left, lv = self.tensor_expr(env, target, depth + 1)
             right, rv = self.tensor_expr(env, lv.shape, depth + 1)
@@ -307,6 +314,32 @@ class Writer:
         spelled = self.choice([f"({shape},)" if len(v.shape) == 1 else f"({shape})",
                                f"{inner}.shape"]) if v.shape else "()"
         return f"{inner}.reshape({spelled})", Var("tensor", v.shape, v.dtype, v.root)
+
+    def helper_call(self, env, first):
+        """A call of a module-level helper function (the front end inlines
+        it, early returns and all), which the call writes now or reuses."""
+        shape = env[first].shape
+        partners = self.tensors(env, shape)
+        second = self.choice(partners)
+        usable = [h for h in self.helpers if h[1] == shape and h[2] == env[second].shape]
+        if usable and self.chance(0.5):
+            name = self.choice(usable)[0]
+        else:
+            name = self.fresh_name("helper")
+            self.write_helper(name, shape, env[second].shape)
+        count = self.int_expr(env)
+        return f"{name}({first}, {second}, {count})", Var("tensor", shape, None)
+
+    def write_helper(self, name, shape, other_shape):
+        env = {"u": Var("tensor", shape, None, root="u"),
+               "w": Var("tensor", other_shape, None, root="w"), "m": Var("int")}
+        writer = Writer(self.draw, {"u", "w", "m"}, ["tensor"], self.counter,
+                        self.helpers, return_shape=shape)
+        final = writer.block(env, 1, 1, 0, False, size=self.draw(st.integers(1, 3)))
+        if final is not None:
+            writer.emit(1, writer.return_statement(final))
+        source = f"def {name}(u, w, m: int):\n" + "\n".join(writer.lines) + "\n"
+        self.helpers.append((name, shape, other_shape, source))
 
     def leaf(self, env, leaves, target):
         if leaves:
@@ -448,6 +481,10 @@ class Writer:
         name = self.choice(tensors)
         v = env[name]
         dim = self.draw(st.integers(0, len(v.shape) - 1))
+        if v.shape[dim] == 0:
+            # max over an empty dim raises; unused, DCE drops it (as
+            # TorchScript's does: dead pure ops are assumed not to raise)
+            return self.stmt_assign(env, indent, depth, loop_depth, in_loop)
         values, indices = self.fresh_name(), self.fresh_name()
         if self.chance(0.5):
             shape = v.shape[:dim] + (1,) + v.shape[dim + 1:]
@@ -561,6 +598,8 @@ class Writer:
         return env
 
     def return_statement(self, env):
+        if self.return_shape is not None:
+            return f"return {self.tensor_expr(env, self.return_shape, 2)[0]}"
         values = []
         for kind in self.return_kinds:
             if kind == "tensor":
@@ -605,8 +644,9 @@ def programs(draw):
     final = writer.block(env, 1, 0, 0, False, size=draw(st.integers(1, 6)))
     if final is not None:
         writer.lines.append("    " + writer.return_statement(final))
-    source = "import ember\n\n\ndef fuzzed({}):\n{}\n".format(", ".join(params),
-                                                              "\n".join(writer.lines))
+    helpers = "".join(h[3] + "\n\n" for h in writer.helpers)
+    source = "import ember\n\n\n{}def fuzzed({}):\n{}\n".format(
+        helpers, ", ".join(params), "\n".join(writer.lines))
     return source, arg_specs
 
 
@@ -635,8 +675,7 @@ def make_args(arg_specs, grad=False):
     for spec in arg_specs:
         if spec[0] == "tensor":
             _, shape, dtype, values = spec
-            t = ember.tensor(np.array(values, dtype=np.float64).reshape(shape).tolist(),
-                             dtype=dtype)
+            t = ember.tensor(values, dtype=dtype).reshape(shape)    # (0, 3) too
             if grad and dtype == ember.float64:
                 t.requires_grad_(True)
             args.append(t)
