@@ -87,7 +87,7 @@ def broadcast(a, b):
     for x, y in itertools.zip_longest(reversed(a), reversed(b), fillvalue=1):
         if x != y and 1 not in (x, y):
             return None
-        out.append(max(x, y))
+        out.append(y if x == 1 else x)     # 1 against 0 is 0
     return tuple(reversed(out))
 
 
