@@ -441,6 +441,25 @@ graph(%x : Tensor):
     check_pass(text, passes.cse, [f32(2)], changed=False)
 
 
+def test_cse_refuses_reads_of_a_value_written_in_between():
+    # found by test_jit_fuzz: `a = (x * 2).relu(); x.add_(1); b = (x * 2).relu()`
+    # read the same Value %x with different contents
+    text = """
+graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %one : int = prim::Constant[value=1]()
+  %m : Tensor = operator.mul(%x, %two)
+  %a : Tensor = Tensor.relu(%m)
+  %w : Tensor = Tensor.add_(%x, %one)
+  %m2 : Tensor = operator.mul(%x, %two)
+  %b : Tensor = Tensor.relu(%m2)
+  %r : Tensor = operator.add(%a, %b)
+  return (%r)
+"""
+    graph = check_pass(text, passes.cse, [f32(2)], changed=False)
+    assert callees(graph).count("operator.mul") == 2
+
+
 # ---------------------------------------------------------------------------
 # DCE
 

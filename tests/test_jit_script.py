@@ -391,3 +391,18 @@ def test_save_load_module_and_tensor_constants(tmp_path):
     traced = jit.trace(lambda x: x + ember.ones(2) * 3, t(1.0, 2.0))
     jit.save(traced, tmp_path / "c.ejit")
     close(jit.load(tmp_path / "c.ejit")(t(0.0, 1.0)), t(3.0, 4.0))
+
+
+# ---- regressions found by test_jit_fuzz.py ---------------------------------------------
+
+
+def test_zero_and_negative_zero_constants_get_their_own_registers():
+    # lowering shared one register between the constants 0.0 and -0.0
+    # (equal, same hash): the -0.0 came back as 0.0
+    def zeros(p: float):
+        return p * 0.0, 0.0, -0.0, (0.0, -0.0)
+
+    for fn in (jit.script(zeros), jit.script(zeros).generic.code):
+        got = fn(-1.0)
+        assert [math.copysign(1.0, v) for v in got[:3]] == [-1.0, 1.0, -1.0]
+        assert [math.copysign(1.0, v) for v in got[3]] == [1.0, -1.0]

@@ -38,12 +38,15 @@ from .ir import ScriptError
 
 def _constant_key(value):
     """Constants equal by this key share one register: by type and value
-    (1, 1.0 and True differ; NaN equals NaN), tensors by identity."""
+    (1, 1.0 and True differ; so do 0.0 and -0.0, which compare equal; NaN
+    equals NaN), inside tuples too; tensors by identity."""
     from .._tensor import Tensor
     if isinstance(value, Tensor):
         return ("tensor", id(value))
-    if isinstance(value, float) and value != value:
-        return (float, "nan")
+    if isinstance(value, float):
+        return (float, repr(value))     # '-0.0' != '0.0', 'nan' == 'nan'
+    if isinstance(value, tuple):
+        return (tuple, tuple(_constant_key(item) for item in value))
     try:
         hash(value)
     except TypeError:

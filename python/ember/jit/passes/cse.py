@@ -8,9 +8,12 @@ earlier one in its own block or in an enclosing block (which dominates
 it), never one inside a sibling block.
 
 Not shared: impure calls, nodes with blocks, tensor constants, list
-results (two lists are two objects), and nodes whose results are written
-in place or would make two graph outputs one object (Note [When
-replacing a value is safe] in aliasing.py).
+results (two lists are two objects), nodes that read a value written in
+place anywhere (`a = x * 2; x.add_(1); b = x * 2`: the same input Value,
+two different contents; like TorchScript's CSE, which skips nodes whose
+inputs have writers), and nodes whose results are written in place or
+would make two graph outputs one object (Note [When replacing a value is
+safe] in aliasing.py).
 """
 
 
@@ -65,13 +68,18 @@ class _CSE:
         table = _ScopedTable(outer)
         for node in list(block.nodes):
             key = node_key(node)
-            if key is not None:
+            if key is not None and not self.reads_written(node):
                 earlier = table.get(key)
                 if earlier is not None and self.share(node, earlier):
                     continue
                 table[key] = node
             for sub in node.blocks:
                 self.block(sub, table)
+
+    def reads_written(self, node):
+        """Whether an input may be written in place somewhere in the graph:
+        its contents then depend on where the node runs."""
+        return any(self.aliases.is_written(v) for v in node.inputs)
 
     def share(self, node, earlier):
         for old, new in zip(node.outputs, earlier.outputs):
