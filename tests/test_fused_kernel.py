@@ -319,6 +319,17 @@ def test_large_output_is_streamed_and_equals_eager():
         ember.set_num_threads(previous)
 
 
+@pytest.mark.noleakcheck
+def test_streamed_output_with_unaligned_runs_equals_eager():
+    # runs of 1033 elements: most start off the 32-byte grid, so the
+    # `stream` loops store an unaligned head and a tail plainly
+    a = sample((1031, 1033), ember.float32, seed=8)
+    b = sample((1033,), ember.float32, seed=9)
+    k = FusedKernel(2, BENCH_PROGRAM, [11])
+    (y,) = k(a, b)
+    assert_same_bits(y, bench_eager(a, b))
+
+
 # ---- the guard -----------------------------------------------------------------------
 
 

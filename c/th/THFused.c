@@ -19,6 +19,25 @@
 #define TH_FUSED_HAVE_STREAM 0
 #endif
 
+/* One vector of a block, v (a local array), stored to o without reading
+ * o's line first; o is aligned to TH_FUSED_NT_BYTES_<isa>. */
+#if TH_FUSED_HAVE_STREAM
+#define TH_FUSED_NT_BYTES_baseline 16
+#define TH_FUSED_NT_STORE_baseline_Float32(o, v) \
+    _mm_stream_ps((o), _mm_loadu_ps(v))
+#define TH_FUSED_NT_STORE_baseline_Float64(o, v) \
+    _mm_stream_pd((o), _mm_loadu_pd(v))
+#else
+#define TH_FUSED_NT_BYTES_baseline 16
+#define TH_FUSED_NT_STORE_baseline_Float32(o, v) memcpy((o), (v), 16)
+#define TH_FUSED_NT_STORE_baseline_Float64(o, v) memcpy((o), (v), 16)
+#endif
+#define TH_FUSED_NT_BYTES_avx2 32
+#define TH_FUSED_NT_STORE_avx2_Float32(o, v) \
+    _mm256_stream_ps((o), _mm256_loadu_ps(v))
+#define TH_FUSED_NT_STORE_avx2_Float64(o, v) \
+    _mm256_stream_pd((o), _mm256_loadu_pd(v))
+
 
 /* ---- op names and arities ------------------------------------------------- */
 
@@ -108,8 +127,9 @@ TH_FORALL_FLOAT_FORMULAS(TH_FUSED_UNARY_ELEMS)
  * an operand marked S in the loop's form is a scalar read once (in[i][0]).
  * out never overlaps an input (block buffers are never shared by a
  * source and its destination), hence `restrict`.  Each (op, dtype, form)
- * has a loop for any n (`tail`) and one for n == TH_FUSED_BLOCK (`full`),
- * and each exists twice: baseline x86-64 and AVX2.  With -ffp-contract=off
+ * has a loop for any n (`tail`), one for n == TH_FUSED_BLOCK (`full`) and
+ * one for any n with non-temporal stores (`stream`, Note [Streaming the
+ * outputs]), and each exists twice: baseline x86-64 and AVX2.  With -ffp-contract=off
  * both compute the same bits (Note [No FMA contraction]). */
 typedef void (*THFusedLoop)(char *out, char *const *in, int64_t n);
 
@@ -127,27 +147,59 @@ typedef void (*THFusedLoop)(char *out, char *const *in, int64_t n);
     const T var##v = var[0];                                                 \
     (void)var##v;
 
-#define TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, suffix, LEN)           \
+/* The loop over k of one instruction or superinstruction, storing
+ * o[k] = ELEM (an expression of k, the variadic argument).  `plain`
+ * stores normally, k < LEN; `stream` is Note [Streaming the outputs]:
+ * k < n, with non-temporal stores on the part of o aligned to the vector
+ * width, plain stores on the unaligned head and the short tail. */
+#define TH_FUSED_STORE_LOOP_plain(isa, Name, T, LEN, ...)                    \
+    for (int64_t k = 0; k < (LEN); k++) {                                    \
+        o[k] = (__VA_ARGS__);                                                \
+    }
+#define TH_FUSED_STORE_LOOP_stream(isa, Name, T, LEN, ...)                   \
+    enum { W = TH_FUSED_NT_BYTES_##isa / (int)sizeof(T) };                   \
+    int64_t head = (int64_t)((TH_FUSED_NT_BYTES_##isa                        \
+                              - (uintptr_t)o % TH_FUSED_NT_BYTES_##isa)      \
+                             % TH_FUSED_NT_BYTES_##isa / sizeof(T));         \
+    head = head < n ? head : n;                                              \
+    int64_t body_end = head + (n - head) / W * W;                            \
+    for (int64_t k = 0; k < head; k++) {                                     \
+        o[k] = (__VA_ARGS__);                                                \
+    }                                                                        \
+    for (int64_t at = head; at < body_end; at += W) {                        \
+        T v[W];                                                              \
+        for (int j = 0; j < W; j++) {                                        \
+            int64_t k = at + j;                                              \
+            v[j] = (__VA_ARGS__);                                            \
+        }                                                                    \
+        TH_FUSED_NT_STORE_##isa##_##Name(o + at, v);                         \
+    }                                                                        \
+    for (int64_t k = body_end; k < n; k++) {                                 \
+        o[k] = (__VA_ARGS__);                                                \
+    }
+
+#define TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, suffix, STORE, LEN)    \
     attr static void fused_##name##_##Name##_##FA##_##suffix##_##isa(        \
         char *out, char *const *in, int64_t n)                               \
     {                                                                        \
         TH_FUSED_OPERANDS(T)                                                 \
-        for (int64_t k = 0; k < (LEN); k++) {                                \
-            o[k] = fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k)); \
-        }                                                                    \
+        TH_FUSED_STORE_LOOP_##STORE(                                         \
+            isa, Name, T, LEN,                                               \
+            fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k)))        \
     }
-#define TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, suffix, LEN)       \
+#define TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, suffix, STORE, LEN) \
     attr static void fused_##name##_##Name##_##FA##FB##_##suffix##_##isa(    \
         char *out, char *const *in, int64_t n)                               \
     {                                                                        \
         TH_FUSED_OPERANDS(T)                                                 \
         TH_FUSED_OPERAND(T, b, 1)                                            \
-        for (int64_t k = 0; k < (LEN); k++) {                                \
-            o[k] = fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k),  \
-                                              TH_FUSED_READ_##FB(b, bv, k)); \
-        }                                                                    \
+        TH_FUSED_STORE_LOOP_##STORE(                                         \
+            isa, Name, T, LEN,                                               \
+            fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k),         \
+                                       TH_FUSED_READ_##FB(b, bv, k)))        \
     }
-#define TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, suffix, LEN)   \
+#define TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, suffix, STORE, \
+                        LEN)                                                 \
     attr static void                                                         \
         fused_##name##_##Name##_##FA##FB##FC##_##suffix##_##isa(             \
             char *out, char *const *in, int64_t n)                           \
@@ -155,11 +207,11 @@ typedef void (*THFusedLoop)(char *out, char *const *in, int64_t n);
         TH_FUSED_OPERANDS(T)                                                 \
         TH_FUSED_OPERAND(T, b, 1)                                            \
         TH_FUSED_OPERAND(T, c, 2)                                            \
-        for (int64_t k = 0; k < (LEN); k++) {                                \
-            o[k] = fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k),  \
-                                              TH_FUSED_READ_##FB(b, bv, k),  \
-                                              TH_FUSED_READ_##FC(c, cv, k)); \
-        }                                                                    \
+        TH_FUSED_STORE_LOOP_##STORE(                                         \
+            isa, Name, T, LEN,                                               \
+            fused_elem_##name##_##Name(TH_FUSED_READ_##FA(a, av, k),         \
+                                       TH_FUSED_READ_##FB(b, bv, k),         \
+                                       TH_FUSED_READ_##FC(c, cv, k)))        \
     }
 
 /* The forms of each arity: V (vector) or S (scalar) per operand, all but
@@ -175,15 +227,20 @@ typedef void (*THFusedLoop)(char *out, char *const *in, int64_t n);
 #define TH_FUSED_NFORMS 7
 
 #define TH_FUSED_LOOPS_OF_FORM_1(isa, attr, name, Name, T, FA)               \
-    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, tail, n)                   \
-    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, full, TH_FUSED_BLOCK)
+    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, tail, plain, n)            \
+    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, full, plain,               \
+                    TH_FUSED_BLOCK)                                          \
+    TH_FUSED_LOOP_1(isa, attr, name, Name, T, FA, stream, stream, n)
 #define TH_FUSED_LOOPS_OF_FORM_2(isa, attr, name, Name, T, FA, FB)           \
-    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, tail, n)               \
-    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, full, TH_FUSED_BLOCK)
+    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, tail, plain, n)        \
+    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, full, plain,           \
+                    TH_FUSED_BLOCK)                                          \
+    TH_FUSED_LOOP_2(isa, attr, name, Name, T, FA, FB, stream, stream, n)
 #define TH_FUSED_LOOPS_OF_FORM_3(isa, attr, name, Name, T, FA, FB, FC)       \
-    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, tail, n)           \
-    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, full,              \
-                    TH_FUSED_BLOCK)
+    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, tail, plain, n)    \
+    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, full, plain,       \
+                    TH_FUSED_BLOCK)                                          \
+    TH_FUSED_LOOP_3(isa, attr, name, Name, T, FA, FB, FC, stream, stream, n)
 
 #define TH_FUSED_DEFINE_LOOPS(isa, attr, name, arity)                        \
     TH_FUSED_FORMS_##arity(TH_FUSED_LOOPS_OF_FORM_##arity, isa, attr, name,  \
@@ -217,26 +274,31 @@ TH_FORALL_FUSED_UNARY_OPS(TH_FUSED_UNARY_LOOPS)
 #undef ISA
 #endif
 
-/* loops[op][dtype][form] = {tail, full}; dtype 0 is float32, 1 float64. */
-typedef THFusedLoop THFusedLoopTable[TH_NUM_FUSED_OPS][2][TH_FUSED_NFORMS][2];
+/* loops[op][dtype][form] = {tail, full, stream}; dtype 0 is float32, 1
+ * float64. */
+enum { TH_FUSED_TAIL, TH_FUSED_FULL, TH_FUSED_STREAM };
+typedef THFusedLoop THFusedLoopTable[TH_NUM_FUSED_OPS][2][TH_FUSED_NFORMS][3];
 
 #define TH_FUSED_FORM_INDEX_V 0
 #define TH_FUSED_FORM_INDEX_S 1
 #define TH_FUSED_ENTRY_1(isa, name, Name, d, FA)                             \
     [TH_FUSED_##name][d][TH_FUSED_FORM_INDEX_##FA] = {                       \
         fused_##name##_##Name##_##FA##_tail_##isa,                           \
-        fused_##name##_##Name##_##FA##_full_##isa},
+        fused_##name##_##Name##_##FA##_full_##isa,                           \
+        fused_##name##_##Name##_##FA##_stream_##isa},
 #define TH_FUSED_ENTRY_2(isa, name, Name, d, FA, FB)                         \
     [TH_FUSED_##name][d][TH_FUSED_FORM_INDEX_##FA                            \
                          | TH_FUSED_FORM_INDEX_##FB << 1] = {                \
         fused_##name##_##Name##_##FA##FB##_tail_##isa,                       \
-        fused_##name##_##Name##_##FA##FB##_full_##isa},
+        fused_##name##_##Name##_##FA##FB##_full_##isa,                       \
+        fused_##name##_##Name##_##FA##FB##_stream_##isa},
 #define TH_FUSED_ENTRY_3(isa, name, Name, d, FA, FB, FC)                     \
     [TH_FUSED_##name][d][TH_FUSED_FORM_INDEX_##FA                            \
                          | TH_FUSED_FORM_INDEX_##FB << 1                     \
                          | TH_FUSED_FORM_INDEX_##FC << 2] = {                \
         fused_##name##_##Name##_##FA##FB##FC##_tail_##isa,                   \
-        fused_##name##_##Name##_##FA##FB##FC##_full_##isa},
+        fused_##name##_##Name##_##FA##FB##FC##_full_##isa,                   \
+        fused_##name##_##Name##_##FA##FB##FC##_stream_##isa},
 #define TH_FUSED_ENTRIES(isa, name, arity)                                   \
     TH_FUSED_FORMS_##arity(TH_FUSED_ENTRY_##arity, isa, name, Float32, 0)    \
     TH_FUSED_FORMS_##arity(TH_FUSED_ENTRY_##arity, isa, name, Float64, 1)
@@ -275,26 +337,35 @@ static const THFusedLoopTable avx2_loops = {
  * instead of two.  Each op still rounds on its own (no FMA: Note [No FMA
  * contraction]), so the bits are those of the two loops.  x, y and z are
  * each a vector or a scalar (x and y not both scalars), as in the loops
- * above; the loop takes in = {x, y, z} and any n. */
+ * above; the loop takes in = {x, y, z} and any n, with plain stores or
+ * non-temporal ones (`stream`, Note [Streaming the outputs]). */
 #define TH_FUSED_PAIR_APPLY_L(then, Name, t, z) fused_elem_##then##_##Name(t, z)
 #define TH_FUSED_PAIR_APPLY_R(then, Name, t, z) fused_elem_##then##_##Name(z, t)
 
-#define TH_FUSED_PAIR_LOOP(isa, attr, first, then, Name, T, FX, FY, FZ, SIDE)  \
+#define TH_FUSED_PAIR_LOOP(isa, attr, first, then, Name, T, FX, FY, FZ, SIDE,  \
+                           STORE)                                              \
     attr static void                                                           \
-        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_##isa(          \
+        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_##STORE##_##isa( \
             char *out, char *const *in, int64_t n)                             \
     {                                                                          \
         T *restrict o = (T *)out;                                              \
         TH_FUSED_OPERAND(T, x, 0)                                              \
         TH_FUSED_OPERAND(T, y, 1)                                              \
         TH_FUSED_OPERAND(T, z, 2)                                              \
-        for (int64_t k = 0; k < n; k++) {                                      \
-            T t = fused_elem_##first##_##Name(TH_FUSED_READ_##FX(x, xv, k),    \
-                                              TH_FUSED_READ_##FY(y, yv, k));   \
-            o[k] = TH_FUSED_PAIR_APPLY_##SIDE(then, Name, t,                   \
-                                              TH_FUSED_READ_##FZ(z, zv, k));   \
-        }                                                                      \
+        TH_FUSED_STORE_LOOP_##STORE(                                           \
+            isa, Name, T, n,                                                   \
+            TH_FUSED_PAIR_APPLY_##SIDE(                                        \
+                then, Name,                                                    \
+                fused_elem_##first##_##Name(TH_FUSED_READ_##FX(x, xv, k),      \
+                                            TH_FUSED_READ_##FY(y, yv, k)),     \
+                TH_FUSED_READ_##FZ(z, zv, k)))                                 \
     }
+#define TH_FUSED_PAIR_LOOP_BOTH(isa, attr, first, then, Name, T, FX, FY, FZ,  \
+                                SIDE)                                         \
+    TH_FUSED_PAIR_LOOP(isa, attr, first, then, Name, T, FX, FY, FZ, SIDE,     \
+                       plain)                                                 \
+    TH_FUSED_PAIR_LOOP(isa, attr, first, then, Name, T, FX, FY, FZ, SIDE,     \
+                       stream)
 
 /* The pair forms: x and y (not both scalars), z, and t's side in `then`. */
 #define TH_FUSED_PAIR_FORMS(_, ...)                                          \
@@ -319,10 +390,12 @@ _Static_assert(TH_FUSED_add == 0 && TH_FUSED_sub == 1 && TH_FUSED_mul == 2
     TH_FUSED_THEN_OPS(_, mul) TH_FUSED_THEN_OPS(_, div)
 
 #define TH_FUSED_PAIR_LOOPS(first, then)                                     \
-    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_LOOP, ISA, TH_CAT(TH_FUSED_ATTR_, ISA), \
-                        first, then, Float32, float)                         \
-    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_LOOP, ISA, TH_CAT(TH_FUSED_ATTR_, ISA), \
-                        first, then, Float64, double)
+    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_LOOP_BOTH, ISA,                        \
+                        TH_CAT(TH_FUSED_ATTR_, ISA), first, then, Float32,   \
+                        float)                                               \
+    TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_LOOP_BOTH, ISA,                        \
+                        TH_CAT(TH_FUSED_ATTR_, ISA), first, then, Float64,   \
+                        double)
 
 #define ISA baseline
 TH_FUSED_FORALL_PAIRS(TH_FUSED_PAIR_LOOPS)
@@ -333,18 +406,20 @@ TH_FUSED_FORALL_PAIRS(TH_FUSED_PAIR_LOOPS)
 #undef ISA
 #endif
 
-/* pair_loops[first][then][dtype][xy form][z scalar][side R]; the xy form
- * is bit 0 for a scalar x, bit 1 for a scalar y (3, both, has no loop). */
+/* pair_loops[first][then][dtype][xy form][z scalar][side R][stream]; the
+ * xy form is bit 0 for a scalar x, bit 1 for a scalar y (3, both, has no
+ * loop); stream 1 is the loop with non-temporal stores. */
 typedef THFusedLoop THFusedPairTable[TH_FUSED_PAIR_OPS][TH_FUSED_PAIR_OPS][2]
-                                    [3][2][2];
+                                    [3][2][2][2];
 
 #define TH_FUSED_SIDE_INDEX_L 0
 #define TH_FUSED_SIDE_INDEX_R 1
 #define TH_FUSED_PAIR_ENTRY(isa, first, then, Name, d, FX, FY, FZ, SIDE)     \
     [TH_FUSED_##first][TH_FUSED_##then][d]                                   \
     [TH_FUSED_FORM_INDEX_##FX | TH_FUSED_FORM_INDEX_##FY << 1]               \
-    [TH_FUSED_FORM_INDEX_##FZ][TH_FUSED_SIDE_INDEX_##SIDE] =                 \
-        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_##isa,
+    [TH_FUSED_FORM_INDEX_##FZ][TH_FUSED_SIDE_INDEX_##SIDE] = {               \
+        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_plain_##isa,  \
+        fused_##first##_##then##_##Name##_##FX##FY##FZ##SIDE##_stream_##isa},
 #define TH_FUSED_PAIR_ENTRIES(first, then)                                   \
     TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_ENTRY, ISA, first, then, Float32, 0)   \
     TH_FUSED_PAIR_FORMS(TH_FUSED_PAIR_ENTRY, ISA, first, then, Float64, 1)
@@ -580,8 +655,8 @@ find_output_inputs(THFusedProgram *p)
  * one is gathered there) and to the temporaries, reusing a slot once its
  * register has been read for the last time.  A destination never gets a
  * slot freed by its own instruction, so loops never run in place.
- * Outputs get a slot too, used when they are streamed (Note [Streaming
- * the outputs]). */
+ * Outputs get a slot too, though their instruction writes into the
+ * output itself (plainly or streamed, Note [Streaming the outputs]). */
 static void
 assign_slots(THFusedProgram *p)
 {
@@ -841,6 +916,8 @@ static StreamCopy stream_copy_in_use(void);
 /* One instruction of a run that computes a vector per block. */
 typedef struct {
     THFusedLoop tail, full;
+    THFusedLoop stream;            /* tail with non-temporal stores */
+    bool streams;                  /* stores its output with `stream` */
     THFusedOp op;                  /* of the instruction (unfused) */
     int form;                      /* which operands are scalars */
     bool fused;                    /* a superinstruction */
@@ -868,12 +945,21 @@ typedef struct {
     VectorStep steps[TH_FUSED_MAX_REGISTERS];
 } RunState;
 
-/* The output an instruction writing `reg` stores into directly, or -1
- * (a streamed output is computed in its slot, then streamed). */
+/* The output an instruction writing `reg` stores into directly, or -1. */
 static int
-direct_output(const RunState *st, const THFusedProgram *p, int reg)
+direct_output(const THFusedProgram *p, int reg)
 {
-    return st->stream ? -1 : p->output_of[reg];
+    return p->output_of[reg];
+}
+
+/* Whether a step writing `reg` into output `output` streams it (Note
+ * [Streaming the outputs]): a large output that no later step reads (a
+ * streamed line is no longer in the cache). */
+static bool
+streams_output(const RunState *st, const THFusedProgram *p, int reg,
+               int output)
+{
+    return st->stream && output >= 0 && p->nreads[reg] == 0;
 }
 
 /* Where the result `reg` goes: its block buffer, or NULL for an output
@@ -913,7 +999,7 @@ fuse_with_previous(const THFusedProgram *p, RunState *st,
     if (side < 0) {
         return false;
     }
-    int output = direct_output(st, p, ins->dst);
+    int output = direct_output(p, ins->dst);
     char *dst_view = result_view(st, p, ins->dst, output);
     if (dst_view != NULL
         && (dst_view == st->view[prev->src[0]]
@@ -922,9 +1008,11 @@ fuse_with_previous(const THFusedProgram *p, RunState *st,
     }
     int z = ins->src[1 - side];
     int z_scalar = st->scalar[z];
-    THFusedLoop loop = (*pairs)[prev->op][ins->op][d][prev->form][z_scalar]
-                                [side];
-    prev->tail = prev->full = loop;
+    const THFusedLoop *loop = (*pairs)[prev->op][ins->op][d][prev->form]
+                                      [z_scalar][side];
+    prev->tail = prev->full = loop[0];
+    prev->stream = loop[1];
+    prev->streams = streams_output(st, p, ins->dst, output);
     prev->fused = true;
     prev->nsrc = 3;
     prev->src[2] = z;
@@ -995,13 +1083,15 @@ plan_run(const THFusedPlan *plan, const int64_t *strides, char **data,
             continue;
         }
         VectorStep *step = &st->steps[st->nsteps++];
-        step->tail = (*loops)[ins->op][d][form][0];
-        step->full = (*loops)[ins->op][d][form][1];
+        step->tail = (*loops)[ins->op][d][form][TH_FUSED_TAIL];
+        step->full = (*loops)[ins->op][d][form][TH_FUSED_FULL];
+        step->stream = (*loops)[ins->op][d][form][TH_FUSED_STREAM];
         step->op = ins->op;
         step->form = form;
         step->fused = false;
         step->dst = ins->dst;
-        step->output = direct_output(st, p, ins->dst);
+        step->output = direct_output(p, ins->dst);
+        step->streams = streams_output(st, p, ins->dst, step->output);
         step->nsrc = arity;
         memcpy(step->src, ins->src, sizeof(step->src));
         st->scalar[ins->dst] = false;
@@ -1037,11 +1127,13 @@ fill(char *dst, const char *value, int64_t n, int itemsize)
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
  * A plain store to a line that is not in the cache first reads the line
  * from memory (to own it), so writing an output costs a read and a write.
- * For outputs larger than the caches, the blocks are computed in a slot
- * and copied out with non-temporal stores, which write whole lines
- * without reading them: a third less memory traffic for y = f(a, b).
- * (The output then is not in the cache; for a large output it would not
- * have stayed there anyway.) */
+ * For outputs larger than the caches, the step that computes an output
+ * (when no later step reads it) runs its `stream` loop, which stores
+ * with non-temporal stores: they write whole lines without reading them,
+ * a third less memory traffic for y = f(a, b), and no copy pass.  (The
+ * output then is not in the cache; for a large output it would not have
+ * stayed there anyway.)  An output that is an input is copied with
+ * stream_copy. */
 /* memcpy, with non-temporal stores for the 16-byte aligned part of dst. */
 static void
 stream_copy(char *dst, const char *src, int64_t nbytes)
@@ -1119,16 +1211,18 @@ run_block(const THFusedPlan *plan, RunState *st, char **data,
         if (step->output >= 0) {
             st->view[step->dst] = out[step->output];
         }
-        (full ? step->full : step->tail)(st->view[step->dst], in, len);
+        THFusedLoop loop = step->streams ? step->stream
+                           : full        ? step->full
+                                         : step->tail;
+        loop(st->view[step->dst], in, len);
     }
-    /* Outputs not written by their instruction: an input, a scalar, or
-     * any output when streaming. */
+    /* Outputs not written by their instruction: an input or a scalar. */
     for (int k = 0; k < p->noutputs; k++) {
         int r = p->outputs[k];
         if (st->scalar[r]) {
             fill(out[k], st->view[r], len, itemsize);
         }
-        else if (plan->stream) {
+        else if (st->view[r] != out[k] && plan->stream) {
             st->stream_copy(out[k], st->view[r], len * itemsize);
         }
         else if (st->view[r] != out[k]) {
