@@ -1,7 +1,11 @@
 """pytest configuration shared by the suite and the leak gates (Makefile leak-*)."""
 
 import os
+import pathlib
 import sys
+import tempfile
+
+import pytest
 
 # The ASan and valgrind gates run without the PyTorch oracle (EMBER_NO_TORCH=1):
 # under them torch takes minutes to import and brings leak reports of its own
@@ -36,3 +40,11 @@ def pytest_configure(config):
         "Hypothesis' caches, so their deltas are noise)")
     config.addinivalue_line("markers", "slow: a slow test")
     config.addinivalue_line("markers", "cuda: needs a CUDA device (skipped without one)")
+
+
+@pytest.fixture
+def tmp_dir():
+    """A fresh directory (pytest's tmp_path keeps references that the
+    refcount gate, tools/ember_refleaks.py, counts as leaks)."""
+    with tempfile.TemporaryDirectory() as directory:
+        yield pathlib.Path(directory)

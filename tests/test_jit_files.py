@@ -65,10 +65,10 @@ def test_truncated_files(saved):
             jit.load(io.BytesIO(raw[:cut]))
 
 
-def test_not_a_program(saved, tmp_path):
-    ember.save({"w": ember.ones(2)}, tmp_path / "weights.safetensors")
+def test_not_a_program(saved, tmp_dir):
+    ember.save({"w": ember.ones(2)}, tmp_dir / "weights.safetensors")
     with pytest.raises(ProgramFileError, match="not an ember.jit program file"):
-        jit.load(tmp_path / "weights.safetensors")
+        jit.load(tmp_dir / "weights.safetensors")
     with pytest.raises(ProgramFileError, match="JSON is malformed"):
         jit.load(file_with("{not json"))
     with pytest.raises(ProgramFileError, match="not an object"):

@@ -365,14 +365,14 @@ def test_trace_module_and_in_place_ops():
 # ---- save and load ---------------------------------------------------------------------
 
 
-def test_save_load_round_trip(tmp_path):
+def test_save_load_round_trip(tmp_dir):
     scripted = jit.script(with_loops)
-    path = tmp_path / "loops.ejit"
+    path = tmp_dir / "loops.ejit"
     jit.save(scripted, path)
     loaded = jit.load(path)
     for n in (0, 3, 12):
         close(with_loops(t(1.0, 2.0), n), loaded(t(1.0, 2.0), n))
-    again = tmp_path / "again.ejit"
+    again = tmp_dir / "again.ejit"
     jit.save(loaded, again)
     assert path.read_bytes() == again.read_bytes()
     assert "LOOP_TEST" in loaded.code and "graph(" in loaded.graph
@@ -380,17 +380,17 @@ def test_save_load_round_trip(tmp_path):
         loaded(t(1.0), "3")
 
 
-def test_save_load_module_and_tensor_constants(tmp_path):
+def test_save_load_module_and_tensor_constants(tmp_dir):
     model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU())
     scripted = jit.script(model)
-    jit.save(scripted, tmp_path / "m.ejit")
-    loaded = jit.load(tmp_path / "m.ejit")
+    jit.save(scripted, tmp_dir / "m.ejit")
+    loaded = jit.load(tmp_dir / "m.ejit")
     x = ember.randn(2, 3)
     with ember.no_grad():
         close(model(x), loaded(x))
     traced = jit.trace(lambda x: x + ember.ones(2) * 3, t(1.0, 2.0))
-    jit.save(traced, tmp_path / "c.ejit")
-    close(jit.load(tmp_path / "c.ejit")(t(0.0, 1.0)), t(3.0, 4.0))
+    jit.save(traced, tmp_dir / "c.ejit")
+    close(jit.load(tmp_dir / "c.ejit")(t(0.0, 1.0)), t(3.0, 4.0))
 
 
 # ---- regressions found by test_jit_fuzz.py ---------------------------------------------

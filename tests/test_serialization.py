@@ -5,9 +5,7 @@ import io
 import json
 import math
 import os
-import pathlib
 import struct
-import tempfile
 
 import numpy as np
 import pytest
@@ -36,14 +34,6 @@ def sample(shape, dtype, seed=0):
         values = rng.integers(info.min, info.max, size=shape, dtype=NUMPY_OF[dtype],
                               endpoint=True)
     return ember.from_numpy(np.ascontiguousarray(values)).clone()
-
-
-@pytest.fixture
-def tmp_dir():
-    """A fresh directory (pytest's tmp_path keeps references that the
-    refcount gate, tools/ember_refleaks.py, counts as leaks)."""
-    with tempfile.TemporaryDirectory() as directory:
-        yield pathlib.Path(directory)
 
 
 def roundtrip(obj):
