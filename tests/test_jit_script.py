@@ -5,9 +5,7 @@ the reference graph interpreter on the unoptimised graph, and through the
 compiled, optimised, specialised bytecode in the C VM (fused or not)."""
 
 import math
-import os
 import warnings
-import weakref
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -282,12 +280,6 @@ def test_script_module_trains_like_eager():
 
 
 def test_intermediates_die_as_early_as_in_eager():
-    seen = []
-
-    def probe(x):
-        seen.append(weakref.ref(x))
-        return x
-
     def f(x):
         y = x * 2
         z = y + 1          # y's last use

@@ -15,14 +15,14 @@ Node kinds it knows (Note [The graph IR] in ir.py):
   anything with attrs["callee"]: a call, keywords last (attrs["kwnames"])
 """
 
+from .. import _C
 from . import ops
 
 INT64_MAX = 2**63 - 1
 
-# RaiseException's exception names -> classes: the only ones a script raises.
-EXCEPTIONS = {cls.__name__: cls for cls in (
-    AssertionError, RuntimeError, ValueError, TypeError, IndexError,
-    KeyError, NotImplementedError, ZeroDivisionError, Exception)}
+# RaiseException's exception names -> classes: the only ones a script raises,
+# the VM's RAISE kinds (one list, in c/python/JitVM.c).
+EXCEPTIONS = {cls.__name__: cls for cls in _C._jit_raise_kinds()}
 
 
 class _Uninitialized:

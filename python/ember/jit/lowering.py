@@ -34,6 +34,7 @@ from .. import _C
 from . import bytecode
 from .bytecode import Op
 from .ir import ScriptError
+from .ops import resolve
 
 
 def _constant_key(value):
@@ -242,7 +243,7 @@ class Lowering:
 
     def emit_call(self, dst, callee, args, kwnames):
         kwnames = tuple(kwnames)
-        site = self.asm.callsite(callee, ops_resolve(callee), len(args),
+        site = self.asm.callsite(callee, resolve(callee), len(args),
                                  kwnames or None)
         offset = self.asm.span(args)
         self.asm.emit(Op.CALL, -1 if dst is None else dst, site, offset, line=self.line)
@@ -389,11 +390,6 @@ def _exception_class(name):
         if cls.__name__ == name:
             return cls
     raise ScriptError(f"cannot raise {name}")
-
-
-def ops_resolve(callee):
-    from .ops import resolve
-    return resolve(callee)
 
 
 def _defined_in(value, block):

@@ -147,6 +147,13 @@ DENIED_METHODS = frozenset({
 })
 
 
+# ember functions a script may not call: files, global state, foreign memory.
+DENIED_FUNCTIONS = frozenset({
+    "save", "load", "set_printoptions", "from_numpy", "from_dlpack",
+    "manual_seed", "set_num_threads", "set_default_dtype", "set_grad_enabled",
+})
+
+
 def _public_tensor_methods():
     from .._tensor import Tensor
     names = {}
@@ -171,18 +178,12 @@ def callee_table():
         return _TABLE
     import ember
     from ..nn import functional as F
-    from .._tensor import Tensor
     table = {}
     for name in dir(ember):
         value = getattr(ember, name)
         if not name.startswith("_") and callable(value) \
-                and not isinstance(value, type) and name not in (
-                    "save", "load", "set_printoptions", "from_numpy",
-                    "from_dlpack", "manual_seed", "set_num_threads",
-                    "set_default_dtype", "set_grad_enabled"):
-            if getattr(value, "__module__", "ember").startswith(("ember", None)) \
-                    or type(value).__name__ in ("builtin_op", "builtin_function_or_method"):
-                table[f"ember.{name}"] = value
+                and not isinstance(value, type) and name not in DENIED_FUNCTIONS:
+            table[f"ember.{name}"] = value
     for name, method in _public_tensor_methods().items():
         table[f"Tensor.{name}"] = method
     for name in TENSOR_ATTRIBUTES:
@@ -200,7 +201,6 @@ def callee_table():
         table[f"builtins.{name}"] = getattr(builtins, name)
     for name, (fn, _) in PRIM_HELPERS.items():
         table[name] = fn
-    assert Tensor is not None
     _TABLE = table
     return table
 
