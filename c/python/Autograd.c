@@ -300,6 +300,26 @@ call_impl(THPOp *op, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
 }
 
+/* call_impl inside a pin frame (Note [Pinned arguments] in THP.h): the
+ * implementation sees its tensor arguments owned, and lists as tuples.
+ * `self` is args[0] for methods (skip = 1). */
+static PyObject *
+call_pinned(THPOp *op, PyObject *self, PyObject *const *args,
+            Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t skip)
+{
+    Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    THPPinFrame frame;
+    THPPin_enter(&frame);
+    PyObject *const *pinned;
+    PyObject *result = NULL;
+    if (THPPin_args(&frame, args, n, &pinned) == 0) {
+        result = call_impl(op, skip ? pinned[0] : self, pinned + skip,
+                           nargs - skip, kwnames);
+    }
+    THPPin_exit(&frame);
+    return result;
+}
+
 /* A method whose arguments differ from the function's (t.where(cond, y)
  * vs ember.where(cond, x, y)) registers its own handler as
  * "Tensor.<name>"; every other op shares one handler for both forms. */
@@ -333,7 +353,7 @@ dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
             return call_handler(handler, args, nargsf, kwnames);
         }
     }
-    return call_impl(op, self, args + skip, nargs - skip, kwnames);
+    return call_pinned(op, self, args, nargs, kwnames, skip);
 }
 
 static PyObject *
@@ -513,9 +533,39 @@ static PyTypeObject THPOpMethodType = {
     .tp_descr_get = op_method_get,
 };
 
-/* A function of `module`, or (module NULL) a method of `objclass`. */
+/* A C function that is not an operator (a factory, size(), numpy()) runs
+ * inside a pin frame too, but is neither traced nor differentiated. */
 static PyObject *
-new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass)
+pinned_function_vectorcall(PyObject *callable, PyObject *const *args,
+                           size_t nargsf, PyObject *kwnames)
+{
+    THPOp *op = (THPOp *)callable;
+    return call_pinned(op, op->module, args, PyVectorcall_NARGS(nargsf),
+                       kwnames, 0);
+}
+
+static PyObject *
+pinned_method_vectorcall(PyObject *callable, PyObject *const *args,
+                         size_t nargsf, PyObject *kwnames)
+{
+    THPOp *op = (THPOp *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1 || !THPVariable_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError,
+                     "descriptor '%U' for '_TensorBase' objects needs a "
+                     "tensor as its first argument, not %s",
+                     op->name,
+                     nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    return call_pinned(op, args[0], args, nargs, kwnames, 1);
+}
+
+/* A function of `module`, or (module NULL) a method of `objclass`; an
+ * operator when `is_operator`, else only pinned. */
+static PyObject *
+new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass,
+       bool is_operator)
 {
     THPOp *op = PyObject_New(THPOp, module == NULL ? &THPOpMethodType
                                                    : &THPOpFunctionType);
@@ -526,14 +576,21 @@ new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass)
     op->module = module;
     op->objclass = objclass;
     op->method_key = NULL;
-    op->vectorcall = module == NULL ? op_method_vectorcall
-                                    : op_function_vectorcall;
+    if (is_operator) {
+        op->vectorcall = module == NULL ? op_method_vectorcall
+                                        : op_function_vectorcall;
+    }
+    else {
+        op->vectorcall = module == NULL ? pinned_method_vectorcall
+                                        : pinned_function_vectorcall;
+    }
     op->name = PyUnicode_InternFromString(def->ml_name);
-    if (op->name == NULL || PySet_Add(op_names, op->name) < 0) {
+    if (op->name == NULL
+        || (is_operator && PySet_Add(op_names, op->name) < 0)) {
         Py_DECREF(op);
         return NULL;
     }
-    if (module == NULL) {
+    if (module == NULL && is_operator) {
         op->method_key = PyUnicode_FromFormat("Tensor.%s", def->ml_name);
         if (op->method_key == NULL) {
             Py_DECREF(op);
@@ -548,7 +605,7 @@ new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass)
  * type's), refusing a name already there. */
 static int
 add_ops(PyObject *dict, PyMethodDef *table, PyObject *module,
-        PyTypeObject *objclass)
+        PyTypeObject *objclass, bool is_operator)
 {
     for (PyMethodDef *def = table; def->ml_name != NULL; def++) {
         if (PyDict_GetItemString(dict, def->ml_name) != NULL) {
@@ -556,7 +613,7 @@ add_ops(PyObject *dict, PyMethodDef *table, PyObject *module,
                          def->ml_name);
             return -1;
         }
-        PyObject *op = new_op(def, module, objclass);
+        PyObject *op = new_op(def, module, objclass, is_operator);
         if (op == NULL) {
             return -1;
         }
@@ -572,13 +629,29 @@ add_ops(PyObject *dict, PyMethodDef *table, PyObject *module,
 int
 THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table)
 {
-    return add_ops(PyModule_GetDict(module), table, module, NULL);
+    return add_ops(PyModule_GetDict(module), table, module, NULL, true);
 }
 
 int
 THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table)
 {
-    if (add_ops(type->tp_dict, table, NULL, type) < 0) {
+    if (add_ops(type->tp_dict, table, NULL, type, true) < 0) {
+        return -1;
+    }
+    PyType_Modified(type);
+    return 0;
+}
+
+int
+THPAutograd_addPinnedFunctions(PyObject *module, PyMethodDef *table)
+{
+    return add_ops(PyModule_GetDict(module), table, module, NULL, false);
+}
+
+int
+THPAutograd_addPinnedMethods(PyTypeObject *type, PyMethodDef *table)
+{
+    if (add_ops(type->tp_dict, table, NULL, type, false) < 0) {
         return -1;
     }
     PyType_Modified(type);
@@ -814,6 +887,8 @@ static PyMethodDef THPAutograd_methods[] = {
     {"_versions", (PyCFunction)(void (*)(void))THPModule_versions,
      METH_FASTCALL, "The version counters of values being saved."},
     {"_owns_its_memory", THPModule_ownsItsMemory, METH_O, NULL},
+    {"_pin_depth", THPPin_depth, METH_NOARGS,
+     "How many pin frames this thread has open (Note [Pinned arguments])."},
     {"_op_names", THPModule_opNames, METH_NOARGS,
      "The names of every operator entry point (functions and methods)."},
     {NULL, NULL, 0, NULL},

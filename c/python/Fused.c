@@ -292,14 +292,8 @@ fused_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     if (status != 0) {
         return status < 0 ? THPUtils_setErrorFromTH() : Py_NewRef(Py_None);
     }
-    if (plan.numel >= TH_PARALLEL_GRAIN) {
-        Py_BEGIN_ALLOW_THREADS
-        THFused_execute(&plan);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        THFused_execute(&plan);
-    }
+    THP_RUN_WITHOUT_GIL_IF(plan.numel >= TH_PARALLEL_GRAIN,
+                           THFused_execute(&plan));
     THTensor *outputs[TH_FUSED_MAX_OUTPUTS];
     THFused_finish(&plan, outputs);
     return wrap_outputs(outputs, program->noutputs);

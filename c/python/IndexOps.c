@@ -84,16 +84,7 @@ bool_arg(const char *fname, const char *name, PyObject *obj, bool *out)
  * Python; a Python allocator takes the GIL itself). */
 #define THP_LARGE(numel) ((numel) >= TH_PARALLEL_GRAIN)
 #define THP_RUN_MAYBE_WITHOUT_GIL(large, statement) \
-    do {                                            \
-        if (large) {                                \
-            Py_BEGIN_ALLOW_THREADS                  \
-            statement;                              \
-            Py_END_ALLOW_THREADS                    \
-        }                                           \
-        else {                                      \
-            statement;                              \
-        }                                           \
-    } while (0)
+    THP_RUN_WITHOUT_GIL_IF(large, statement)
 
 /* Hands a fresh result back, or moves it into out= when one was given.
  * Steals `result` (NULL: the core's error).  An out= of another shape or

@@ -350,7 +350,7 @@ apply_basic_items(THTensor *tensor, const ParsedIndex *parsed,
 /* ---- __getitem__ and __setitem__ ------------------------------------------- */
 
 static PyObject *
-THPVariable_getitem(PyObject *self, PyObject *index)
+getitem_pinned(PyObject *self, PyObject *index)
 {
     PyObject *operands[2] = {self, index}, *routed;
     if (THPAutograd_maybeDispatch("__getitem__", operands, 2, &routed)) {
@@ -369,9 +369,9 @@ THPVariable_getitem(PyObject *self, PyObject *index)
         return view == NULL ? NULL : THPVariable_Wrap(view);
     }
     THTensor *result;
-    Py_BEGIN_ALLOW_THREADS /* the core takes no Python objects */
-    result = THTensor_newIndex(view, nadvanced, advanced);
-    Py_END_ALLOW_THREADS
+    THP_RUN_WITHOUT_GIL_IF(true,
+                           result = THTensor_newIndex(view, nadvanced,
+                                                      advanced));
     THTensor_release(view);
     parsed_index_clear(&parsed);
     return THPVariable_Wrap(result);
@@ -417,21 +417,16 @@ put_values(THTensor *view, THTensor *const *advanced, int nadvanced,
         return -1;
     }
     int status;
-    Py_BEGIN_ALLOW_THREADS /* the core takes no Python objects */
-    status = THTensor_indexPut(view, nadvanced, advanced, values, false);
-    Py_END_ALLOW_THREADS
+    THP_RUN_WITHOUT_GIL_IF(true, status = THTensor_indexPut(
+                                     view, nadvanced, advanced, values,
+                                     false));
     THTensor_release(values);
     return status;
 }
 
 static int
-THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
+setitem_pinned(PyObject *self, PyObject *index, PyObject *value)
 {
-    if (value == NULL) {
-        PyErr_SetString(PyExc_TypeError, "tensors do not support item "
-                        "deletion");
-        return -1;
-    }
     PyObject *operands[3] = {self, index, value}, *routed;
     if (THPAutograd_maybeDispatch("__setitem__", operands, 3, &routed)) {
         if (routed == NULL) {
@@ -473,6 +468,33 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
     parsed_index_clear(&parsed);
     Py_XDECREF(source);
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
+}
+
+/* Both run inside a pin frame (Note [Pinned arguments] in THP.h): an
+ * index item's __index__ or a sequence's items can rebind self.data. */
+static PyObject *
+THPVariable_getitem(PyObject *self, PyObject *index)
+{
+    return THPPin_callBinary(getitem_pinned, self, index);
+}
+
+static int
+THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "tensors do not support item "
+                        "deletion");
+        return -1;
+    }
+    PyObject *objects[3] = {self, index, value};
+    THPPinFrame frame;
+    THPPin_enter(&frame);
+    int status = THPPin_objects(&frame, objects, 3);
+    if (status == 0) {
+        status = setitem_pinned(self, index, value);
+    }
+    THPPin_exit(&frame);
+    return status;
 }
 
 PyMappingMethods THPVariable_as_mapping = {

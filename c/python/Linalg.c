@@ -366,13 +366,9 @@ run_gemm(const Product *p, THTensor *target, THTensor *init, THScalar beta,
     int64_t work = c->numel * p->a->sizes[nd - 1];
     THScalar gemm_beta = add_init ? beta : THScalar_fromInt(0);
     int status;
-    if (work >= LINALG_GIL_RELEASE_WORK) {
-        Py_BEGIN_ALLOW_THREADS
-        status = THBlas_gemmTensor(c, p->a, p->b, gemm_beta, alpha);
-        Py_END_ALLOW_THREADS
-    } else {
-        status = THBlas_gemmTensor(c, p->a, p->b, gemm_beta, alpha);
-    }
+    THP_RUN_WITHOUT_GIL_IF(
+        work >= LINALG_GIL_RELEASE_WORK,
+        status = THBlas_gemmTensor(c, p->a, p->b, gemm_beta, alpha));
     THTensor_release(c);
     return status;
 }
@@ -551,11 +547,8 @@ THP_DEFINE_OP(matmul)
 /* The @ operator: NotImplemented for a non-tensor operand, so Python tries
  * the other operand's __rmatmul__ and then raises TypeError. */
 static PyObject *
-THPVariable_matmul_slot(PyObject *a, PyObject *b)
+matmul_slot_pinned(PyObject *a, PyObject *b)
 {
-    if (!THPVariable_Check(a) || !THPVariable_Check(b)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
     PyObject *operands[2] = {a, b}, *routed;
     if (THPAutograd_maybeDispatch("__matmul__", operands, 2, &routed)) {
         return routed;
@@ -565,6 +558,15 @@ THPVariable_matmul_slot(PyObject *a, PyObject *b)
         return NULL;
     }
     return multiply(ta, tb, NULL);
+}
+
+static PyObject *
+THPVariable_matmul_slot(PyObject *a, PyObject *b)
+{
+    if (!THPVariable_Check(a) || !THPVariable_Check(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return THPPin_callBinary(matmul_slot_pinned, a, b);
 }
 
 /* ---- mm, bmm, mv, dot, vdot, outer -------------------------------------------- */

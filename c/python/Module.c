@@ -117,8 +117,8 @@ PyInit__C(void)
         || THPReturnTypes_InitModule(module) < 0
         || THPJitVM_InitModule(module) < 0
         || THPFused_InitModule(module) < 0
-        || PyModule_AddFunctions(module, THPCreation_methods) < 0
-        || PyModule_AddFunctions(module, THPNumpy_methods) < 0
+        || THPAutograd_addPinnedFunctions(module, THPCreation_methods) < 0
+        || THPAutograd_addPinnedFunctions(module, THPNumpy_methods) < 0
         || PyModule_AddFunctions(module, THPAllocator_methods) < 0
         || add_operator_functions(module) < 0
         || PyModule_AddIntConstant(module, "_max_dims", TH_MAX_DIMS) < 0) {

@@ -109,14 +109,8 @@ run_pointwise(THPointwiseOp op, const THPointwiseArg *args, THTensor *out,
     if (THPointwise_prepare(&plan, op, args, &options) < 0) {
         return THPUtils_setErrorFromTH();
     }
-    if (plan.numel >= TH_PARALLEL_GRAIN) {
-        Py_BEGIN_ALLOW_THREADS
-        THPointwise_execute(&plan);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        THPointwise_execute(&plan);
-    }
+    THP_RUN_WITHOUT_GIL_IF(plan.numel >= TH_PARALLEL_GRAIN,
+                           THPointwise_execute(&plan));
     THTensor *result = THPointwise_finish(&plan);
     if (result == NULL || returned == NULL) {
         return THPVariable_Wrap(result);
@@ -133,8 +127,8 @@ static const THScalar alpha_one = {.dtype = TH_Int64, .value.i = 1};
 /* `name` is the slot's dunder name, autograd's handler key (NULL: an
  * operator without a derivative). */
 static PyObject *
-binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
-                bool inplace)
+binary_operator_pinned(const char *name, THPointwiseOp op, PyObject *a,
+                       PyObject *b, bool inplace)
 {
     THPointwiseArg args[2];
     int status_a = parse_operand(a, &args[0]);
@@ -157,6 +151,22 @@ binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
     }
     return run_pointwise(op, args, NULL, inplace, alpha_one,
                          inplace ? a : NULL);
+}
+
+/* The slots run inside a pin frame (Note [Pinned arguments] in THP.h): b's
+ * __index__ may rebind a.data while a's THTensor is in use. */
+static PyObject *
+binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
+                bool inplace)
+{
+    PyObject *operands[2] = {a, b};
+    THPPinFrame frame;
+    THPPin_enter(&frame);
+    PyObject *result = THPPin_objects(&frame, operands, 2) < 0
+                           ? NULL
+                           : binary_operator_pinned(name, op, a, b, inplace);
+    THPPin_exit(&frame);
+    return result;
 }
 
 #define THP_BINARY_SLOTS(slot, OP, dunder)                                  \
@@ -207,8 +217,15 @@ unary_operator(const char *name, THPointwiseOp op, PyObject *self)
     if (THPAutograd_maybeDispatch(name, &self, 1, &routed)) {
         return routed;
     }
-    THPointwiseArg arg = THPointwiseArg_tensor(THPVariable_Unpack(self));
-    return run_pointwise(op, &arg, NULL, false, alpha_one, NULL);
+    THPPinFrame frame;
+    THPPin_enter(&frame);
+    PyObject *result = NULL;
+    if (THPPin_objects(&frame, &self, 1) == 0) {
+        THPointwiseArg arg = THPointwiseArg_tensor(THPVariable_Unpack(self));
+        result = run_pointwise(op, &arg, NULL, false, alpha_one, NULL);
+    }
+    THPPin_exit(&frame);
+    return result;
 }
 
 static PyObject *

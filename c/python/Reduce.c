@@ -10,17 +10,9 @@
 #include "THP.h"
 
 /* Runs `stmt` without the GIL when the input is large enough for the
- * kernel time to matter. */
-#define THP_MAYBE_WITHOUT_GIL(numel, stmt)                                   \
-    do {                                                                     \
-        if ((numel) >= TH_PARALLEL_GRAIN) {                                  \
-            Py_BEGIN_ALLOW_THREADS stmt;                                     \
-            Py_END_ALLOW_THREADS                                             \
-        }                                                                    \
-        else {                                                               \
-            stmt;                                                            \
-        }                                                                    \
-    } while (0)
+ * kernel time to matter (Note [Pinned arguments] in THP.h). */
+#define THP_MAYBE_WITHOUT_GIL(numel, stmt) \
+    THP_RUN_WITHOUT_GIL_IF((numel) >= TH_PARALLEL_GRAIN, stmt)
 
 /* ---- argument parsing --------------------------------------------------- */
 

@@ -203,15 +203,11 @@ run_join(JoinFn join, JoinOutFn join_out, int n, THTensor *const *tensors,
 {
     if (out == NULL) {
         THTensor *result;
-        Py_BEGIN_ALLOW_THREADS
-        result = join(n, tensors, dim);
-        Py_END_ALLOW_THREADS
+        THP_RUN_WITHOUT_GIL_IF(true, result = join(n, tensors, dim));
         return THPVariable_Wrap(result);
     }
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = join_out(out, n, tensors, dim);
-    Py_END_ALLOW_THREADS
+    THP_RUN_WITHOUT_GIL_IF(true, status = join_out(out, n, tensors, dim));
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
@@ -1164,14 +1160,9 @@ run_sort(THTensor *tensor, int64_t dim, bool descending, THTensor **values,
          THTensor **indices)
 {
     int status;
-    if (THP_BIG(tensor)) {
-        Py_BEGIN_ALLOW_THREADS
-        status = THTensor_sort(tensor, dim, descending, values, indices);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        status = THTensor_sort(tensor, dim, descending, values, indices);
-    }
+    THP_RUN_WITHOUT_GIL_IF(
+        THP_BIG(tensor),
+        status = THTensor_sort(tensor, dim, descending, values, indices));
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
@@ -1260,9 +1251,8 @@ topk_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = THTensor_topk(tensor, k, dim, largest, &values, &indices);
-    Py_END_ALLOW_THREADS
+    THP_RUN_WITHOUT_GIL_IF(true, status = THTensor_topk(tensor, k, dim, largest,
+                                                        &values, &indices));
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
@@ -1296,9 +1286,9 @@ kthvalue_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = THTensor_kthvalue(tensor, k, dim, keepdim, &values, &indices);
-    Py_END_ALLOW_THREADS
+    THP_RUN_WITHOUT_GIL_IF(true,
+                           status = THTensor_kthvalue(tensor, k, dim, keepdim,
+                                                      &values, &indices));
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }
@@ -1328,11 +1318,12 @@ run_unique(const char *fname, UniqueFn unique, bool consecutive,
     THTensor **want_inverse = return_inverse ? &inverse : NULL;
     THTensor **want_counts = return_counts ? &counts : NULL;
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = by_dim ? THTensor_uniqueDim(tensor, dim, consecutive, &values,
-                                         want_inverse, want_counts)
-                    : unique(tensor, &values, want_inverse, want_counts);
-    Py_END_ALLOW_THREADS
+    THP_RUN_WITHOUT_GIL_IF(
+        true, status = by_dim ? THTensor_uniqueDim(tensor, dim, consecutive,
+                                                   &values, want_inverse,
+                                                   want_counts)
+                              : unique(tensor, &values, want_inverse,
+                                       want_counts));
     if (status < 0) {
         return THPUtils_setErrorFromTH();
     }

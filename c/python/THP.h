@@ -52,6 +52,10 @@ THPVariable_Check(PyObject *obj)
     return PyObject_TypeCheck(obj, &THPVariableType);
 }
 
+/* Makes `self` hold `replacement` (retained) instead of its THTensor: the
+ * one way to change a THPVariable's cdata (t.data = x, set_, resize_).
+ * 0 or -1. */
+int THPVariable_rebind(PyObject *self, THTensor *replacement);
 /* Wraps a tensor in a new ember.Tensor.  Steals the reference to `tensor`
  * (released on failure too).  NULL tensor (a failed core call) gives NULL
  * with the core's error translated. */
@@ -291,6 +295,11 @@ int THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
 /* Publish an operator table as THPOps: module functions or tensor methods. */
 int THPAutograd_addOpFunctions(PyObject *module, PyMethodDef *table);
 int THPAutograd_addOpMethods(PyTypeObject *type, PyMethodDef *table);
+/* Publish a table of C functions that take tensors but are not operators
+ * (factories, size(), numpy()): each runs in a pin frame (Note [Pinned
+ * arguments]), and autograd and the tracer do not see it. */
+int THPAutograd_addPinnedFunctions(PyObject *module, PyMethodDef *table);
+int THPAutograd_addPinnedMethods(PyTypeObject *type, PyMethodDef *table);
 int THPAutograd_InitModule(PyObject *module);
 
 /* ---- ember.jit's bytecode VM (JitVM.c) ----------------------------------------
@@ -301,10 +310,121 @@ int THPJitVM_InitModule(PyObject *module);
 /* The threading knobs (ember.set_num_threads and friends), Module.c. */
 extern PyMethodDef THPParallel_methods[];
 
+/* ---- pin frames (Pin.c) -----------------------------------------------------
+ *
+ * Note [Pinned arguments]
+ * ~~~~~~~~~~~~~~~~~~~~~~~
+ * The rule: a borrowed pointer dies at any call that can run Python, and a
+ * kernel that runs without the GIL owns everything it touches.
+ *
+ * THPVariable_Unpack(obj) is a borrowed pointer: `obj` owns its THTensor
+ * only until somebody runs `obj.data = other`, which can happen inside any
+ * call that runs Python -- an argument's __index__ or __float__, a
+ * sequence's items, a Python allocator's malloc -- or on another thread
+ * while a kernel runs without the GIL.  Likewise the items of a list
+ * argument die when Python code clears the list.
+ *
+ * So every entry point that takes tensors runs inside a pin frame, as
+ * PyTorch's kernels hold at::Tensor, an owning handle:
+ *
+ *   - on entry (THPPin_args) each tensor argument's THTensor is retained,
+ *     and so are tensors inside tuple arguments; a list argument is first
+ *     replaced by a private copy (a new list no Python code can reach), so
+ *     clearing the caller's list cannot free the items in use;
+ *   - until the call returns, THPVariable_Unpack of a pinned argument gives
+ *     that THTensor: the whole call sees one consistent set of tensors, as
+ *     a PyTorch kernel sees the at::Tensors it was called with, even when
+ *     a later argument's __index__ rebinds an earlier one's .data;
+ *   - while a frame is open on this thread, `t.data = x` and the other
+ *     rebinding setters hand the old and the new THTensor to the outermost
+ *     frame (THPPin_keepAlive) instead of releasing them, so a THTensor *
+ *     unpacked at any moment of the call stays valid until the call ends;
+ *   - kernels release the GIL (THP_RUN_WITHOUT_GIL_IF) only inside a frame:
+ *     another thread's `t.data = x` then drops the Python object's
+ *     reference, never the last one;
+ *   - THPPin_exit releases all of it, after the frame is off the stack.
+ *
+ * Entry points: every THPOp (Autograd.c call_pinned), the number slots,
+ * indexing, iteration and the other C functions that take tensors.  An
+ * entry point opens its own frame even when it has no tensor arguments to
+ * pin if it unpacks tensors: Unpack consults only the innermost frame, so
+ * Python code that runs inside an operator (an allocator, a callback) and
+ * calls back into C sees live tensors, not the operator's pins.  Code that
+ * reads a tensor's fields without calling Python in between (attribute
+ * getters, t.data = x) reads cdata directly. */
+#define THP_PIN_INLINE 8
+typedef struct THPPinFrame {
+    struct THPPinFrame *outer;  /* the frame this call runs inside, or NULL */
+    /* objects[i] (borrowed: the caller's argument, or an item of a tuple
+     * the caller or this frame holds) was pinned with kept[i]. */
+    PyObject **objects;
+    Py_ssize_t pinned_count, objects_capacity, cursor;
+    THTensor **kept;            /* owned references, released on exit */
+    Py_ssize_t kept_count, kept_capacity;
+    PyObject **args;            /* owned copy of the arguments, or NULL */
+    Py_ssize_t nargs;
+    PyObject *inline_objects[THP_PIN_INLINE];
+    THTensor *inline_kept[THP_PIN_INLINE];
+    PyObject *inline_args[THP_PIN_INLINE];
+} THPPinFrame;
+
+/* This thread's innermost open frame, or NULL. */
+extern _Thread_local THPPinFrame *THPPin_top;
+
+/* Opens `frame` (on the caller's stack); always pair with THPPin_exit. */
+void THPPin_enter(THPPinFrame *frame);
+/* Pins the tensors among args[0..n) (tensors, and tensors inside tuples
+ * and lists); *pinned_args is the array to use from now on: `args`
+ * itself, or a copy owned by the frame in which every list is a private
+ * copy of it.  0 or -1. */
+int THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
+                PyObject *const **pinned_args);
+/* The same without copying lists (so their items are not pinned); NULL
+ * entries are skipped. */
+int THPPin_objects(THPPinFrame *frame, PyObject *const *objects,
+                   Py_ssize_t n);
+/* Hands the outermost open frame a reference to `tensor` (retained here);
+ * a no-op outside any frame.  0 or -1 (MemoryError). */
+int THPPin_keepAlive(THTensor *tensor);
+void THPPin_exit(THPPinFrame *frame);
+/* fn(a, b) inside a frame that pins a and b (and tensors in tuples). */
+PyObject *THPPin_callBinary(binaryfunc fn, PyObject *a, PyObject *b);
+/* _C._pin_depth() */
+PyObject *THPPin_depth(PyObject *module, PyObject *unused);
+
+/* Runs `statement` without the GIL when `condition` holds and a pin frame
+ * owns the arguments (Note [Pinned arguments]); else with the GIL. */
+#define THP_RUN_WITHOUT_GIL_IF(condition, statement)                        \
+    do {                                                                    \
+        if ((condition) && THPPin_top != NULL) {                            \
+            Py_BEGIN_ALLOW_THREADS                                          \
+            statement;                                                      \
+            Py_END_ALLOW_THREADS                                            \
+        }                                                                   \
+        else {                                                              \
+            statement;                                                      \
+        }                                                                   \
+    } while (0)
+
 /* Helpers shared by the tensor files. */
+/* obj's THTensor now, without the frame lookup: for the attribute code
+ * that reads or rebinds it without running Python in between. */
+#define THPVariable_CURRENT(obj) (((THPVariable *)(obj))->cdata)
+
+/* The pinned THTensor of `obj` in `frame`, else obj's own. */
+THTensor *THPPin_lookup(THPPinFrame *frame, PyObject *obj);
+
+/* Borrowed.  Inside an entry point's pin frame, a pinned argument gives
+ * the THTensor it had when the call began, valid until the call returns,
+ * whatever Python code runs meanwhile (Note [Pinned arguments]); anything
+ * else is valid only until the next call that can run Python. */
 static inline THTensor *
 THPVariable_Unpack(PyObject *obj)
 {
+    THPPinFrame *frame = THPPin_top;
+    if (frame != NULL && frame->pinned_count > 0) {
+        return THPPin_lookup(frame, obj);
+    }
     return ((THPVariable *)obj)->cdata;
 }
 

@@ -343,7 +343,7 @@ THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
                          Py_TYPE(value)->tp_name);
             return -1;
         }
-        THTensor *grad = THPVariable_Unpack(value);
+        THTensor *grad = THPVariable_CURRENT(value);
         if (grad->dtype != tensor->dtype) {
             /* PyTorch's words: the C++ type name, then the ScalarType's. */
             PyErr_Format(PyExc_RuntimeError,
@@ -388,6 +388,26 @@ THPVariable_get_data(PyObject *self, void *closure)
         t->dtype));
 }
 
+int
+THPVariable_rebind(PyObject *self, THTensor *replacement)
+{
+    THTensor *old = SELF_TENSOR;
+    /* Inside an operator, both stay alive until it returns: it may hold
+     * either (Note [Pinned arguments] in THP.h). */
+    if (THPPin_keepAlive(old) < 0) {
+        return -1;
+    }
+    if (THPPin_keepAlive(replacement) < 0) {
+        return -1; /* `old` stays installed; the frame drops its extra ref */
+    }
+    THTensor_retain(replacement); /* self's reference */
+    /* Install first: releasing `old` can run Python (a Python allocator's
+     * free, a deleter) that must see a live tensor here. */
+    SELF_TENSOR = replacement;
+    THTensor_release(old);
+    return 0;
+}
+
 static int
 THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
 {
@@ -404,11 +424,7 @@ THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
                      Py_TYPE(value)->tp_name);
         return -1;
     }
-    THTensor *replacement = THPVariable_Unpack(value);
-    THTensor_retain(replacement);
-    THTensor_release(SELF_TENSOR);
-    SELF_TENSOR = replacement;
-    return 0;
+    return THPVariable_rebind(self, THPVariable_CURRENT(value));
 }
 
 #define FIELD_OFFSET(name) ((void *)offsetof(THPVariable, name))
@@ -898,28 +914,6 @@ PyTypeObject THPVariableType = {
     .tp_new = THPVariable_pynew,
 };
 
-/* Concatenates the NULL-terminated tables of plain methods (the ones that
- * read a tensor, and NumPy's) into one (static storage). */
-static PyMethodDef plain_methods[128];
-
-static int
-collect_plain_methods(void)
-{
-    PyMethodDef *tables[] = {THPVariable_methods, THPVariable_numpy_methods};
-    size_t n = 0;
-    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
-        for (PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
-            if (n + 1 >= sizeof(plain_methods) / sizeof(plain_methods[0])) {
-                PyErr_SetString(PyExc_SystemError,
-                                "too many tensor methods for plain_methods");
-                return -1;
-            }
-            plain_methods[n++] = *m;
-        }
-    }
-    return 0;
-}
-
 /* The operator methods (views, copies and every operator family) become
  * THPOps, which route to autograd when needed (Note [The autograd
  * boundary] in Autograd.c).  Added after PyType_Ready; a name defined
@@ -933,6 +927,14 @@ add_operator_methods(void)
 #undef THP_OP_FAMILY_METHODS
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         if (THPAutograd_addOpMethods(&THPVariableType, tables[t]) < 0) {
+            return -1;
+        }
+    }
+    /* The plain methods (size(), item(), numpy(), ...) are no operators,
+     * but they read tensors too: pinned (Note [Pinned arguments]). */
+    PyMethodDef *plain[] = {THPVariable_methods, THPVariable_numpy_methods};
+    for (size_t t = 0; t < sizeof(plain) / sizeof(plain[0]); t++) {
+        if (THPAutograd_addPinnedMethods(&THPVariableType, plain[t]) < 0) {
             return -1;
         }
     }
@@ -969,10 +971,6 @@ static PyMethodDef THPVariable_module_methods[] = {
 int
 THPVariable_InitModule(PyObject *module)
 {
-    if (collect_plain_methods() < 0) {
-        return -1;
-    }
-    THPVariableType.tp_methods = plain_methods;
     THPPointwise_initTypeSlots(&THPVariableType, &THPVariable_as_number);
     THPLinalg_initTypeSlots(&THPVariable_as_number);
     if (PyType_Ready(&THPVariableType) < 0

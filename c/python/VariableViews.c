@@ -8,7 +8,7 @@
  */
 #include "THP.h"
 
-#define SELF_TENSOR (((THPVariable *)self)->cdata)
+#define SELF_TENSOR THPVariable_Unpack(self) /* pinned: Note [Pinned arguments] */
 #define FASTCALL_KW(fn) (PyCFunction)(void (*)(void))(fn), \
                         METH_FASTCALL | METH_KEYWORDS
 
