@@ -365,13 +365,15 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS)
     parser.add_argument("--max-calls", type=int, default=10**9)
     parser.add_argument("--only", type=int, help="rebuild and run call N alone")
+    parser.add_argument("--start", type=int, default=0, help="begin at call N")
     parser.add_argument("--log")
     options = parser.parse_args(argv)
     limit_memory()
     log = ep.CaseLog(options.log)
     functions, methods = public_functions(), tensor_methods()
     failures, calls = [], 0
-    indices = [options.only] if options.only is not None else range(options.max_calls)
+    indices = ([options.only] if options.only is not None
+               else range(options.start, options.max_calls))
     deadline = time.monotonic() + options.seconds
     with ep.allocator_restored():
         for index in indices:
