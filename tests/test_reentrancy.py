@@ -348,6 +348,14 @@ def cases_for(kind, name, templates):
             yield Case(kind, name, template, "malloc", action, "allocator")
 
 
+def skipped_probes():
+    """EMBER_REENTRY_SKIP: comma-separated 'position:action' pairs to leave
+    out while triaging (e.g. 'malloc:alloc_uninstall', one root cause that
+    crashes every allocating entry point and hides the others)."""
+    pairs = os.environ.get("EMBER_REENTRY_SKIP", "")
+    return {tuple(p.split(":", 1)) for p in pairs.split(",") if ":" in p}
+
+
 def group_cases(group):
     if group == "slots":
         entries = [("slot", name, templates) for name, (_, templates) in SLOTS.items()]
@@ -355,9 +363,12 @@ def group_cases(group):
         kind = {"functions": "function", "methods": "method"}[group]
         entries = [(k, n, ep.templates_for(k, n)[0]) for k, n in ep.entry_points()
                    if k == kind]
+    skip = skipped_probes()
     cases = []
     for kind, name, templates in entries:
-        cases.extend(cases_for(kind, name, templates))
+        cases.extend(case for case in cases_for(kind, name, templates)
+                     if (str(case.position), case.action) not in skip
+                     and ("any", case.action) not in skip)
     return cases
 
 
@@ -474,6 +485,7 @@ def main(argv=None):
 # ---- the tests --------------------------------------------------------------------------
 
 
+@pytest.mark.noleakcheck
 def test_every_entry_point_has_a_working_call():
     """Coverage of the generated suites: each entry point found in the tables
     has a call the plain arguments accept; few rely on the generic probes."""
@@ -491,6 +503,7 @@ def test_every_entry_point_has_a_working_call():
         f"generic probes; add templates to tests/entry_points.py for: {generic}")
 
 
+@pytest.mark.noleakcheck
 def test_declared_templates_all_work():
     """A template the plain call rejects tests nothing: it must be fixed."""
     rotten = []
