@@ -487,10 +487,11 @@ def child_env():
     return env
 
 
-def run_child(script, args, log_path, timeout):
+def run_child(script, args, log_path, timeout, failures=None):
     """Runs `python script args --log log_path`.  Returns (returncode, output,
-    the last line logged before the child ended): a case is logged before it
-    runs, so after a crash the last line names it."""
+    the last case logged before the child ended): a case is logged before it
+    runs, so after a crash the last one names it.  Lines the child logged as
+    'FAIL ...' (misbehaviours it survived) are appended to `failures`."""
     if os.path.exists(log_path):
         os.remove(log_path)
     try:
@@ -506,7 +507,10 @@ def run_child(script, args, log_path, timeout):
     if os.path.exists(log_path):
         with open(log_path) as log:
             lines = log.read().splitlines()
-        last = lines[-1] if lines else None
+        cases = [line for line in lines if not line.startswith("FAIL ")]
+        last = cases[-1] if cases else None
+        if failures is not None:
+            failures.extend(line[len("FAIL "):] for line in lines if line.startswith("FAIL "))
     return returncode, output, last
 
 

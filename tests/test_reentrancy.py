@@ -478,6 +478,7 @@ def main(argv=None):
         count += 1
         if problem is not None:
             failures.append(f"{index} {description}: {problem}")
+            log.write(f"FAIL {failures[-1]}")
     print("REPORT " + json.dumps({"cases": count, "total": len(work), "failures": failures}))
     return 0
 
@@ -537,11 +538,11 @@ def sweep(group, max_crashes):
         while start < len(descriptions):
             returncode, output, last = ep.run_child(
                 os.path.abspath(__file__), ["--group", group, "--start", str(start)],
-                log_path, timeout=900)
+                log_path, timeout=900, failures=failures)
+            if last is not None:
+                cases += int(last.split(" ", 1)[0]) + 1 - start
             report = ep.child_report(output)
             if returncode == 0 and report is not None:
-                failures += report["failures"]
-                cases += report["cases"]
                 break
             crashes.append(f"{last} -> exit {returncode}\n{output[-1500:]}")
             if last is None or len(crashes) >= max_crashes:
