@@ -219,7 +219,7 @@ def run_family(name, log):
                     pass
             step += 1
             time.sleep(0)
-        del targets, target  # the swapper drops its references
+        targets = target = None  # the swapper drops its references
         tensors = None
         worker.join()
         if "error" in outcome:
