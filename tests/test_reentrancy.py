@@ -278,10 +278,17 @@ def accepted(case, result, args, call_tensor_count):
     plain = reference(case.kind, case.name, case.template)
     if plain is not None and ep.same(got, plain):
         return True
+    if (case.kind == "slot" and case.position != "malloc"
+            and case.name.split()[-2] in ("eq", "ne") and isinstance(result, bool)):
+        # An evil placeholder is an object with __float__/__index__ only, not
+        # a number: == and != fall back to identity, as PyTorch's do.
+        return True
     if case.action != "swap":
         return False
     if is_inplace(case.kind, case.name) and args and result is args[0]:
         return True
+    if isinstance(result, ember.Tensor) and result is kwargs.get("out"):
+        return True  # out= was returned; the evil code replaced its .data
     count = min(call_tensor_count, 4)
     for size in range(1, count + 1):
         for swapped in itertools.combinations(range(count), size):

@@ -136,6 +136,20 @@ binary_operator_pinned(const char *name, THPointwiseOp op, PyObject *a,
         return status_a < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     }
     int status_b = parse_operand(b, &args[1]);
+    if (status_b == 0 && inplace && op == TH_OP_ADD
+        && (Py_TYPE(b)->tp_as_number == NULL
+            || Py_TYPE(b)->tp_as_number->nb_add == NULL)) {
+        /* CPython fills a heap subclass's sq_inplace_concat with the
+         * nb_inplace_add it inherits (both are __iadd__), and calls it
+         * again once every + has declined: a NotImplemented from here
+         * would become the value of t += b.  When b cannot add either,
+         * raise the error CPython would. */
+        PyErr_Format(PyExc_TypeError,
+                     "unsupported operand type(s) for +=: '%.100s' and "
+                     "'%.100s'",
+                     Py_TYPE(a)->tp_name, Py_TYPE(b)->tp_name);
+        return NULL;
+    }
     if (status_b <= 0) {
         return status_b < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     }
