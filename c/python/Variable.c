@@ -72,12 +72,18 @@ static void
 THPVariable_dealloc(PyObject *self)
 {
     PyObject_GC_UnTrack(self);
+    /* A chain of tensors (each the .grad of the last) deallocates
+     * recursively: the trashcan defers the deep part so the C stack does
+     * not overflow.  (For ember.Tensor, CPython's subtype_dealloc already
+     * runs one around this; the macro is a no-op then.) */
+    Py_TRASHCAN_BEGIN(self, THPVariable_dealloc)
     if (((THPVariable *)self)->weakreflist != NULL) {
         PyObject_ClearWeakRefs(self);
     }
     THPVariable_clear(self);
     THTensor_release(((THPVariable *)self)->cdata);
     Py_TYPE(self)->tp_free(self);
+    Py_TRASHCAN_END
 }
 
 /* The THTensor for ember.Tensor(...): Tensor(data) copies data, and
@@ -331,10 +337,51 @@ sizes_to_list(const THTensor *t)
     return list;
 }
 
+/* PyTorch's checks of `tensor.grad = grad`, with both tensors owned by the
+ * caller (the messages' lists are built by calls that can run Python).
+ * Returns 0 or -1 with RuntimeError. */
+static int
+check_assigned_grad(THTensor *grad, THTensor *tensor)
+{
+    if (grad == tensor) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "can't assign Variable as its own grad");
+        return -1;
+    }
+    if (grad->dtype != tensor->dtype) {
+        /* PyTorch's words: the C++ type name, then the ScalarType's. */
+        PyErr_Format(PyExc_RuntimeError,
+                     "attempting to assign a gradient with dtype '%s' "
+                     "to a tensor with grad_dtype '%s'. The gradient "
+                     "must match the tensor's grad_dtype (defaults to "
+                     "the tensor's dtype).",
+                     THDtype_cppTypeName(grad->dtype),
+                     THDtype_scalarTypeName(tensor->dtype));
+        return -1;
+    }
+    if (grad->ndim != tensor->ndim
+        || memcmp(grad->sizes, tensor->sizes,
+                  sizeof(int64_t) * tensor->ndim)
+               != 0) {
+        PyObject *grad_sizes = sizes_to_list(grad);
+        PyObject *sizes = sizes_to_list(tensor);
+        if (grad_sizes != NULL && sizes != NULL) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "attempting to assign a gradient of size '%S' "
+                         "to a tensor of size '%S'. Please ensure that "
+                         "the gradient and the tensor are the same size",
+                         grad_sizes, sizes);
+        }
+        Py_XDECREF(grad_sizes);
+        Py_XDECREF(sizes);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
 {
-    THTensor *tensor = SELF_TENSOR;
     if (value != NULL && value != Py_None) {
         if (!THPVariable_Check(value)) {
             PyErr_Format(PyExc_TypeError,
@@ -344,32 +391,13 @@ THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
             return -1;
         }
         THTensor *grad = THPVariable_Unpack(value);
-        if (grad->dtype != tensor->dtype) {
-            /* PyTorch's words: the C++ type name, then the ScalarType's. */
-            PyErr_Format(PyExc_RuntimeError,
-                         "attempting to assign a gradient with dtype '%s' "
-                         "to a tensor with grad_dtype '%s'. The gradient "
-                         "must match the tensor's grad_dtype (defaults to "
-                         "the tensor's dtype).",
-                         THDtype_cppTypeName(grad->dtype),
-                         THDtype_scalarTypeName(tensor->dtype));
-            return -1;
-        }
-        if (grad->ndim != tensor->ndim
-            || memcmp(grad->sizes, tensor->sizes,
-                      sizeof(int64_t) * tensor->ndim)
-                   != 0) {
-            PyObject *grad_sizes = sizes_to_list(grad);
-            PyObject *sizes = sizes_to_list(tensor);
-            if (grad_sizes != NULL && sizes != NULL) {
-                PyErr_Format(PyExc_RuntimeError,
-                             "attempting to assign a gradient of size '%S' "
-                             "to a tensor of size '%S'. Please ensure that "
-                             "the gradient and the tensor are the same size",
-                             grad_sizes, sizes);
-            }
-            Py_XDECREF(grad_sizes);
-            Py_XDECREF(sizes);
+        THTensor *tensor = SELF_TENSOR;
+        THTensor_retain(grad);   /* ours for the checks */
+        THTensor_retain(tensor); /* ours for the checks */
+        int checked = check_assigned_grad(grad, tensor);
+        THTensor_release(grad);
+        THTensor_release(tensor);
+        if (checked < 0) {
             return -1;
         }
     }
@@ -405,9 +433,27 @@ THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
         return -1;
     }
     THTensor *replacement = THPVariable_Unpack(value);
-    THTensor_retain(replacement);
-    THTensor_release(SELF_TENSOR);
+    THTensor *previous = SELF_TENSOR;
+    if (replacement->storage->device != previous->storage->device) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Attempted to call `variable.set_data(tensor)`, but "
+                        "`variable` and `tensor` have incompatible tensor "
+                        "type.");
+        return -1;
+    }
+    if (((THPVariable *)self)->requires_grad
+        && !THDtype_isFloating(replacement->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "data set to a tensor that requires gradients must "
+                        "be floating point or complex dtype");
+        return -1;
+    }
+    /* Install first, release after: releasing the old tensor can run a
+     * storage deleter or a Python allocator's free, which may read (or
+     * set) this tensor's data again and must find a live one. */
+    THTensor_retain(replacement); /* the field's new reference */
     SELF_TENSOR = replacement;
+    THTensor_release(previous);   /* the field's old reference */
     return 0;
 }
 
@@ -623,12 +669,17 @@ static PyObject *
 THPVariable_tolist(PyObject *self, PyObject *unused)
 {
     (void)unused;
+    /* Owned: each new Python number may run the GC, and a finalizer may
+     * set self.data while we are still reading the old memory. */
     THTensor *t = SELF_TENSOR;
-    if (t->numel == 0 && t->storage->data == NULL) {
-        /* Empty storages have no pointer; nothing is read anyway. */
-        return tolist_recursive(t, 0, (const char *)"");
-    }
-    return tolist_recursive(t, 0, THTensor_data(t));
+    THTensor_retain(t);
+    /* Empty storages have no pointer; nothing is read anyway. */
+    const char *data = t->numel == 0 && t->storage->data == NULL
+                           ? (const char *)""
+                           : THTensor_data(t);
+    PyObject *list = tolist_recursive(t, 0, data);
+    THTensor_release(t);
+    return list;
 }
 
 static PyObject *
@@ -831,7 +882,13 @@ THPVariableIterator_next(PyObject *self)
     if (it->tensor == NULL) {
         return NULL; /* cleared by the GC: exhausted */
     }
+    /* Read afresh each step: the tensor's data may have been replaced
+     * (t.data = ...) by one of another rank or size since the last. */
     THTensor *t = THPVariable_Unpack(it->tensor);
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
     if (it->next >= t->sizes[0]) {
         return NULL; /* StopIteration */
     }
