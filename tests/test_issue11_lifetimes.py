@@ -9,9 +9,8 @@ exception pending; print options are validated and a huge expanded tensor
 prints a summary.  Run under ASan by `make leak-asan`.
 """
 
-import ctypes
 import gc
-import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -360,6 +359,49 @@ def test_free_keeps_a_pending_exception():
 
     with pytest.raises(LookupError, match="pending"):
         drop_while_raising()
+
+
+
+class Keeper(RawAllocator):
+    """An allocator that keeps what it allocated: a cycle through C."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept = []
+
+
+def test_python_allocator_holding_its_tensor_is_collected():
+    alloc = Keeper()
+    with memory.use_allocator(alloc):
+        alloc.kept.append(ember.arange(16.0))
+    live = alloc.live
+    collected = weakref.ref(alloc)
+    del alloc
+    gc.collect()
+    assert collected() is None
+    assert live == set()  # the block went back through the allocator's free
+
+
+def test_python_allocator_cycle_is_kept_while_installed_or_shared():
+    alloc = Keeper()
+    with memory.use_allocator(alloc):
+        t = ember.arange(4.0)
+        alloc.kept.append(t)
+        gc.collect()  # installed: reachable from the registry, untouched
+        assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    alloc.kept.append(t.view(2, 2))  # two tensors share the storage
+    del t
+    live = alloc.live
+    collected = weakref.ref(alloc)
+    del alloc
+    gc.collect()  # the shared edge is not shown to the GC: the cycle stays
+    survivor = collected()
+    assert survivor is not None and len(live) == 1
+    assert survivor.kept[1].tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    survivor.kept.clear()  # breaking it by hand frees everything
+    del survivor
+    gc.collect()
+    assert collected() is None and live == set()
 
 
 # ---- 5. print options and huge tensors -------------------------------------------

@@ -196,6 +196,12 @@ python_release_context(void *context)
     PyGILState_Release(gil);
 }
 
+PyObject *
+THPAllocator_pythonObject(const THAllocator *allocator)
+{
+    return allocator->malloc == python_malloc ? allocator->context : NULL;
+}
+
 /* ---- ember.memory.CAllocator: a C allocator seen from Python ------------------ */
 
 typedef struct {

@@ -43,6 +43,39 @@ THPVariable_Wrap(THTensor *tensor)
         THPVariableClass != NULL ? THPVariableClass : &THPVariableType, tensor);
 }
 
+/* Note [Tensors from a Python allocator and the GC]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A Python allocator that keeps tensors it allocated (say, in a list) makes
+ * a cycle through C: allocator -> list -> tensor -> THTensor -> THStorage
+ * -> THAllocator -> allocator.  The last edge is the THAllocator's one
+ * reference to its Python object.  The GC may be shown an edge only by an
+ * object that alone owns it, so a tensor visits the allocator only while
+ * the chain is exclusive: its THTensor has one reference (the tensor's),
+ * the storage one (the THTensor's), and the THAllocator one (the
+ * storage's: uninstalled, and backing no other storage).  Such a cycle is
+ * then garbage the GC can see.  Before clearing anything, the GC runs
+ * every finalizer in the garbage (PEP 442): THPVariable_finalize gives the
+ * memory back through the allocator's free while the allocator is still
+ * whole, which drops the THAllocator, its reference, and so the cycle.
+ * Two tensors from one allocator in one cycle share that edge: neither
+ * may show it, and the cycle stays (as it does in PyTorch, whose
+ * allocators are C++). */
+static PyObject *
+exclusive_python_allocator(const THTensor *t)
+{
+    if (t == NULL || __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1) {
+        return NULL;
+    }
+    const THStorage *storage = t->storage;
+    if (__atomic_load_n(&storage->refcount, __ATOMIC_ACQUIRE) != 1
+        || storage->allocator == NULL
+        || __atomic_load_n(&storage->allocator->refcount, __ATOMIC_ACQUIRE)
+               != 1) {
+        return NULL;
+    }
+    return THPAllocator_pythonObject(storage->allocator);
+}
+
 static int
 THPVariable_traverse(PyObject *self, visitproc visit, void *arg)
 {
@@ -51,7 +84,31 @@ THPVariable_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(var->grad_fn);
     Py_VISIT(var->backward_hooks);
     Py_VISIT(var->autograd_meta);
+    Py_VISIT(exclusive_python_allocator(var->cdata));
     return 0;
+}
+
+/* See Note [Tensors from a Python allocator and the GC]: frees the memory
+ * of an exclusively owned Python-allocator block while the allocator is
+ * whole.  The tensor keeps an empty tensor of its dtype (a finalized
+ * object may still be looked at, by a weakref callback say). */
+static void
+THPVariable_finalize(PyObject *self)
+{
+    THPVariable *var = (THPVariable *)self;
+    if (exclusive_python_allocator(var->cdata) == NULL) {
+        return;
+    }
+    int64_t no_elements = 0;
+    THTensor *empty = THTensor_newEmpty(1, &no_elements, var->cdata->dtype,
+                                        var->cdata->storage->device);
+    if (empty == NULL) {
+        THError_clear(); /* keep the memory; plain dealloc frees it later */
+        return;
+    }
+    THTensor *previous = var->cdata;
+    var->cdata = empty;          /* install first, as in set_data */
+    THTensor_release(previous);  /* python_free keeps pending exceptions */
 }
 
 static int
@@ -950,6 +1007,7 @@ PyTypeObject THPVariableType = {
     .tp_weaklistoffset = offsetof(THPVariable, weakreflist),
     .tp_traverse = THPVariable_traverse,
     .tp_clear = THPVariable_clear,
+    .tp_finalize = THPVariable_finalize,
     .tp_iter = THPVariable_iter,
     .tp_getset = THPVariable_getset,
     .tp_new = THPVariable_pynew,
