@@ -217,7 +217,8 @@ def test_from_numpy_and_numpy():
     assert t[0, 0].item() == 1.0
     assert ember.from_numpy(a.T).stride() == (1, 3)
     n = t.numpy()
-    assert n.base is t and n.ctypes.data == a.ctypes.data
+    assert isinstance(n.base, ember.UntypedStorage)
+    assert n.ctypes.data == a.ctypes.data
     assert np.asarray(t).ctypes.data == a.ctypes.data
     assert np.array(t).ctypes.data != a.ctypes.data
     assert t.__array__(np.int64).dtype == np.int64
@@ -353,6 +354,62 @@ def test_allocator_error_paths():
         sys.unraisablehook = old_hook
     assert seen == [ValueError]
     assert isinstance(memory.get_allocator(), memory.CAllocator)
+
+
+
+def test_issue11_lifetimes_smoke():
+    """A few of tests/test_issue11_lifetimes.py, so valgrind sees them."""
+    t = ember.arange(4.0)
+    arr = t.numpy()
+    capsule = t.__dlpack__()
+    t.data = ember.zeros(1)  # the exports keep the old memory alive
+    assert arr.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert ember.from_dlpack(capsule).tolist() == [0.0, 1.0, 2.0, 3.0]
+    x = ember.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        x.grad = x
+    with pytest.raises(RuntimeError):
+        x.data = ember.zeros(2, dtype=ember.int64)
+    it = iter(ember.arange(2.0))
+    cpu = memory.get_allocator()
+    cpu.raw_free(0)
+    address = cpu.raw_malloc(16)
+    cpu.raw_free(address)
+    with pytest.raises(ValueError):
+        cpu.raw_free(address)
+
+    class FailsOnce(memory.CountingAllocator):
+        calls = 0
+
+        def malloc(self, nbytes):
+            self.calls += 1
+            if self.calls == 1:
+                raise MemoryError("first")
+            return super().malloc(nbytes)
+
+        def __repr__(self):
+            return "FailsOnce()"
+
+    failing = FailsOnce()
+    with memory.use_allocator(failing):
+        with pytest.raises(MemoryError, match="first"):
+            ember.tensor([2.0, 1.0]).sort()
+
+    class Misaligned(memory.CountingAllocator):
+        def malloc(self, nbytes):
+            return super().malloc(nbytes) + 8
+
+        def free(self, address):
+            super().free(address - 8)
+
+        def __repr__(self):
+            return "Misaligned()"
+
+    with memory.use_allocator(Misaligned()):
+        with pytest.raises(ValueError):
+            ember.ones(3)
+    del it
+    assert failing.live_blocks == 0
 
 
 # ---- operators: each family once, with its error paths -----------------------

@@ -16,22 +16,147 @@
 
 /* ---- the bridge: THAllocator functions that call Python --------------------- */
 
-static void *
-python_malloc(void *context, size_t nbytes)
+/* Note [Calling a Python allocator]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * python_malloc and python_free run Python code from deep inside the core,
+ * possibly from a thread that released the GIL.  Four rules:
+ *   - the THAllocator is kept alive by the caller for the whole call
+ *     (Note [Registry references] in THAllocator.h), and the Python object
+ *     by a reference of our own, so malloc may uninstall itself;
+ *   - Python never runs with an exception set.  An exception pending when
+ *     malloc is entered means an earlier allocation of the same operator
+ *     failed (sort, topk and unique allocate two results before checking
+ *     either): this one fails too without calling Python, and the first
+ *     exception stays the operator's exception.  free() runs from
+ *     deallocators, so it saves and restores a pending exception instead;
+ *   - an exception raised by malloc stays set, and the core error
+ *     TH_ERR_EXTERNAL points at it: THPUtils_setErrorFromTH then leaves it
+ *     as the operator's exception;
+ *   - an address is checked before the core trusts it: a positive int,
+ *     aligned to TH_PY_ALLOCATOR_ALIGNMENT.  A refused block is handed back
+ *     to the allocator's free, so its bookkeeping stays balanced. */
+
+/* What malloc must align to: alignof(max_align_t), what C's malloc
+ * guarantees, and enough for every ember dtype and the kernels' loads. */
+#define TH_PY_ALLOCATOR_ALIGNMENT 16
+
+/* The pending exception (or NULL), taken out of the thread state. */
+static PyObject *
+take_pending_exception(void)
 {
-    PyGILState_STATE gil = PyGILState_Ensure();
-    void *ptr = NULL;
-    PyObject *result = PyObject_CallMethod(context, "malloc", "n",
-                                           (Py_ssize_t)nbytes);
-    if (result != NULL) {
-        ptr = PyLong_AsVoidPtr(result);
-        Py_DECREF(result);
-        if (ptr == NULL && !PyErr_Occurred()) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (type == NULL) {
+        return NULL;
+    }
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL) {
+        PyException_SetTraceback(value, traceback);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+#endif
+}
+
+/* Makes `exception` (stolen; may be NULL) the pending one again. */
+static void
+restore_pending_exception(PyObject *exception)
+{
+    if (exception == NULL) {
+        return;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exception);
+#else
+    PyObject *type = (PyObject *)Py_TYPE(exception);
+    Py_INCREF(type); /* stolen by PyErr_Restore */
+    PyErr_Restore(type, exception, PyException_GetTraceback(exception));
+#endif
+}
+
+/* allocator.free(address_obj), reporting a failure as unraisable (it runs
+ * where no exception may escape); any pending exception survives it. */
+static void
+call_python_free(PyObject *allocator, PyObject *address_obj)
+{
+    PyObject *pending = take_pending_exception();
+    PyObject *result = PyObject_CallMethod(allocator, "free", "O",
+                                           address_obj);
+    if (result == NULL) {
+        PyErr_WriteUnraisable(allocator);
+    }
+    Py_XDECREF(result);
+    restore_pending_exception(pending);
+}
+
+/* The block address in malloc's result, or NULL with an exception set
+ * (and the result handed back to free when it was an unusable int). */
+static void *
+checked_address(PyObject *allocator, PyObject *result, size_t nbytes)
+{
+    if (!PyLong_Check(result)) {
+        PyErr_Format(PyExc_TypeError,
+                     "the Python allocator's malloc must return an int "
+                     "address, got %s",
+                     Py_TYPE(result)->tp_name);
+        return NULL;
+    }
+    int overflow;
+    long long signed_value = PyLong_AsLongLongAndOverflow(result, &overflow);
+    if (signed_value == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (overflow < 0 || (overflow == 0 && signed_value < 0)) {
+        PyErr_Format(PyExc_ValueError,
+                     "the Python allocator's malloc returned a negative "
+                     "address (%R) for %zu bytes",
+                     result, nbytes);
+        call_python_free(allocator, result);
+        return NULL;
+    }
+    void *ptr = PyLong_AsVoidPtr(result); /* OverflowError past 2**64 */
+    if (ptr == NULL) {
+        if (!PyErr_Occurred()) {
             PyErr_Format(PyExc_MemoryError,
                          "the Python allocator returned address 0 for %zu "
                          "bytes",
                          nbytes);
         }
+        return NULL;
+    }
+    if ((uintptr_t)ptr % TH_PY_ALLOCATOR_ALIGNMENT != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "the Python allocator's malloc returned address %p for "
+                     "%zu bytes, which is not aligned to %d bytes: ember "
+                     "needs every block aligned to %d bytes (what C's malloc "
+                     "guarantees)",
+                     ptr, nbytes, TH_PY_ALLOCATOR_ALIGNMENT,
+                     TH_PY_ALLOCATOR_ALIGNMENT);
+        call_python_free(allocator, result);
+        return NULL;
+    }
+    return ptr;
+}
+
+static void *
+python_malloc(void *context, size_t nbytes)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    void *ptr = NULL;
+    if (!PyErr_Occurred()) {
+        PyObject *allocator = context;
+        Py_INCREF(allocator); /* ours, for the call: it may uninstall itself */
+        PyObject *result = PyObject_CallMethod(allocator, "malloc", "n",
+                                               (Py_ssize_t)nbytes);
+        if (result != NULL) {
+            ptr = checked_address(allocator, result, nbytes);
+            Py_DECREF(result);
+        }
+        Py_DECREF(allocator);
     }
     if (ptr == NULL) {
         /* The Python exception stays set; the core error only points at
@@ -47,17 +172,19 @@ python_free(void *context, void *ptr, size_t nbytes)
 {
     (void)nbytes;
     PyGILState_STATE gil = PyGILState_Ensure();
-    /* free() runs from deallocators, where no exception may escape: save
-     * any pending one, and report a failing free as unraisable. */
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyObject *result = PyObject_CallMethod(context, "free", "N",
-                                           PyLong_FromVoidPtr(ptr));
-    if (result == NULL) {
-        PyErr_WriteUnraisable(context);
+    PyObject *allocator = context;
+    Py_INCREF(allocator); /* ours, for the call */
+    PyObject *pending = take_pending_exception();
+    PyObject *address_obj = PyLong_FromVoidPtr(ptr);
+    if (address_obj == NULL) {
+        PyErr_WriteUnraisable(allocator);
     }
-    Py_XDECREF(result);
-    PyErr_Restore(type, value, traceback);
+    else {
+        call_python_free(allocator, address_obj);
+        Py_DECREF(address_obj);
+    }
+    restore_pending_exception(pending);
+    Py_DECREF(allocator);
     PyGILState_Release(gil);
 }
 
@@ -69,12 +196,27 @@ python_release_context(void *context)
     PyGILState_Release(gil);
 }
 
+PyObject *
+THPAllocator_pythonObject(const THAllocator *allocator)
+{
+    return allocator->malloc == python_malloc ? allocator->context : NULL;
+}
+
 /* ---- ember.memory.CAllocator: a C allocator seen from Python ------------------ */
 
 typedef struct {
     PyObject_HEAD
     THAllocator *allocator; /* owned reference */
 } THPCAllocator;
+
+/* Note [Raw blocks]
+ * ~~~~~~~~~~~~~~~~~
+ * raw_malloc/raw_free hand C memory to Python code, which can pass any int
+ * back.  A C allocator's free trusts its argument (a wrong or repeated
+ * address corrupts the heap or aborts), so every block raw_malloc handed
+ * out is remembered here, address -> the THAllocator it came from, and
+ * raw_free accepts only those, each once.  Module-lifetime dict. */
+static PyObject *raw_blocks;
 
 static void
 THPCAllocator_dealloc(PyObject *self)
@@ -108,7 +250,15 @@ THPCAllocator_raw_malloc(PyObject *self, PyObject *arg)
     if (ptr == NULL) {
         return THPUtils_setErrorFromTH();
     }
-    return PyLong_FromVoidPtr(ptr);
+    PyObject *address = PyLong_FromVoidPtr(ptr);
+    PyObject *owner = PyLong_FromVoidPtr(allocator);
+    if (address == NULL || owner == NULL
+        || PyDict_SetItem(raw_blocks, address, owner) < 0) {
+        allocator->free(allocator->context, ptr, (size_t)nbytes);
+        Py_CLEAR(address);
+    }
+    Py_XDECREF(owner);
+    return address;
 }
 
 static PyObject *
@@ -121,12 +271,37 @@ THPCAllocator_raw_free(PyObject *self, PyObject *const *args,
                         "raw_free(address, nbytes=0) takes 1 or 2 arguments");
         return NULL;
     }
+    /* Every argument is converted (which may run __index__) before the
+     * block is looked up and freed. */
     void *ptr = PyLong_AsVoidPtr(args[0]);
     if (ptr == NULL && PyErr_Occurred()) {
         return NULL;
     }
     Py_ssize_t nbytes = nargs == 2 ? PyLong_AsSsize_t(args[1]) : 0;
     if (nbytes == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (ptr == NULL) {
+        Py_RETURN_NONE; /* free(NULL) is a no-op, as in C */
+    }
+    PyObject *address = PyLong_FromVoidPtr(ptr);
+    if (address == NULL) {
+        return NULL;
+    }
+    PyObject *owner = PyDict_GetItemWithError(raw_blocks, address); /* borrowed */
+    if (owner == NULL || PyLong_AsVoidPtr(owner) != (void *)allocator) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError,
+                         "raw_free: address %p was not returned by this "
+                         "allocator's raw_malloc, or was already freed",
+                         ptr);
+        }
+        Py_DECREF(address);
+        return NULL;
+    }
+    int deleted = PyDict_DelItem(raw_blocks, address);
+    Py_DECREF(address);
+    if (deleted < 0) {
         return NULL;
     }
     allocator->free(allocator->context, ptr, (size_t)nbytes);
@@ -295,6 +470,16 @@ THPModule_reset_peak_memory_stats(PyObject *module, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
+/* The Python object for the allocator installed for `device`. */
+static PyObject *
+installed_allocator_to_python(THDeviceType device)
+{
+    THAllocator *installed = THAllocator_acquire(device);
+    PyObject *result = allocator_to_python(installed);
+    THAllocator_release(installed);
+    return result;
+}
+
 static PyObject *
 THPModule_get_allocator(PyObject *module, PyObject *const *args,
                         Py_ssize_t nargs)
@@ -304,7 +489,7 @@ THPModule_get_allocator(PyObject *module, PyObject *const *args,
     if (parse_device_arg(args, nargs, 0, &device) < 0) {
         return NULL;
     }
-    return allocator_to_python(THAllocator_get(device));
+    return installed_allocator_to_python(device);
 }
 
 /* _set_allocator(obj, device=None) -> the previous allocator */
@@ -325,15 +510,18 @@ THPModule_set_allocator(PyObject *module, PyObject *const *args,
     if (allocator == NULL) {
         return NULL;
     }
-    /* Build the result before the swap so that nothing can fail after it. */
-    PyObject *previous_obj = allocator_to_python(THAllocator_get(device));
-    if (previous_obj == NULL) {
-        THAllocator_release(allocator);
-        return NULL;
-    }
+    /* The result is built from the registry's old reference, which we own
+     * after the swap: building it may run Python (the GC), which may call
+     * set_allocator itself, so the object returned is the allocator this
+     * call replaced. */
     THAllocator *previous = THAllocator_exchange(allocator);
     THAllocator_release(allocator); /* the registry holds its own now */
-    THAllocator_release(previous);  /* the registry's old reference */
+    PyObject *previous_obj = allocator_to_python(previous);
+    if (previous_obj == NULL && previous != NULL) {
+        /* Put it back: a failed call changes nothing. */
+        THAllocator_release(THAllocator_exchange(previous));
+    }
+    THAllocator_release(previous); /* the registry's old reference */
     return previous_obj;
 }
 
@@ -411,6 +599,10 @@ int
 THPAllocator_InitModule(PyObject *module)
 {
     if (PyType_Ready(&THPCAllocatorType) < 0) {
+        return -1;
+    }
+    raw_blocks = PyDict_New();
+    if (raw_blocks == NULL) {
         return -1;
     }
     return PyModule_AddObjectRef(module, "CAllocator",

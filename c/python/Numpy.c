@@ -14,9 +14,12 @@
  *     a = a + 1     makes a new array and rebinds the name: t still views
  *                   the old one, which it keeps alive.
  * Exporting (t.numpy()): the ndarray points at the tensor's memory and its
- * base is the tensor itself (PyArray_SetBaseObject), so the tensor, and
- * through it the storage, outlives the array.  DLPack export retains the
- * THTensor in the capsule's context; the consumer's deleter releases it.
+ * base is the tensor's storage (an ember.UntypedStorage, set with
+ * PyArray_SetBaseObject), so the memory outlives the array.  Not the
+ * tensor object: `t.data = other` replaces the tensor's THTensor, and the
+ * old storage would go with it while the array still points into it.
+ * DLPack export retains the THTensor in the capsule's context; the
+ * consumer's deleter releases it.
  */
 #include "THP.h"
 
@@ -162,15 +165,19 @@ static const int numpy_typenums[TH_NUM_DTYPES] = {
 
 static char empty_data[64];
 
-/* An ndarray on the tensor's memory whose base is the tensor. */
+/* An ndarray on the memory of `t` (owned by the caller) whose base is
+ * t's storage. */
 static PyObject *
-tensor_to_numpy(PyObject *self)
+tensor_to_numpy(THTensor *t)
 {
-    THTensor *t = THPVariable_Unpack(self);
     npy_intp dims[TH_MAX_DIMS], byte_strides[TH_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) {
         dims[d] = (npy_intp)t->sizes[d];
         byte_strides[d] = (npy_intp)(t->strides[d] * THTensor_itemsize(t));
+    }
+    PyObject *storage = THPStorage_New(t->storage);
+    if (storage == NULL) {
+        return NULL;
     }
     /* An empty storage has no pointer, but NumPy would allocate for NULL. */
     void *data = t->storage->data != NULL ? THTensor_data(t) : empty_data;
@@ -179,13 +186,28 @@ tensor_to_numpy(PyObject *self)
                                   numpy_typenums[t->dtype], byte_strides,
                                   data, 0, flags, NULL);
     if (array == NULL) {
+        Py_DECREF(storage);
         return NULL;
     }
-    Py_INCREF(self); /* stolen by SetBaseObject: the array keeps us alive */
-    if (PyArray_SetBaseObject((PyArrayObject *)array, self) < 0) {
+    /* SetBaseObject steals `storage`, on failure too: the array keeps the
+     * memory alive. */
+    if (PyArray_SetBaseObject((PyArrayObject *)array, storage) < 0) {
         Py_DECREF(array);
         return NULL;
     }
+    return array;
+}
+
+/* tensor_to_numpy of a tensor object's current THTensor, held for the
+ * call (allocating the array may run the GC, and a finalizer may set
+ * `.data`). */
+static PyObject *
+variable_to_numpy(PyObject *variable)
+{
+    THTensor *t = THPVariable_Unpack(variable);
+    THTensor_retain(t);
+    PyObject *array = tensor_to_numpy(t);
+    THTensor_release(t);
     return array;
 }
 
@@ -206,13 +228,12 @@ THPVariable_numpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     if (force) {
         /* force=True: detach and copy, whatever the tensor is. */
-        PyObject *copy = THPVariable_Wrap(
-            THTensor_newClone(THPVariable_Unpack(self)));
+        THTensor *copy = THTensor_newClone(THPVariable_Unpack(self));
         if (copy == NULL) {
-            return NULL;
+            return THPUtils_setErrorFromTH();
         }
         PyObject *array = tensor_to_numpy(copy);
-        Py_DECREF(copy);
+        THTensor_release(copy); /* the array holds the copy's storage */
         return array;
     }
     if (((THPVariable *)self)->requires_grad) {
@@ -221,7 +242,7 @@ THPVariable_numpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         "Use tensor.detach().numpy() instead.");
         return NULL;
     }
-    return tensor_to_numpy(self);
+    return variable_to_numpy(self);
 }
 
 /* __array__(dtype=None, copy=None): what np.asarray(t) calls.  NumPy 2's
@@ -342,7 +363,6 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     static const char *const names[] = {"stream", "max_version",
                                         "dl_device", "copy"};
     PyObject *objs[4];
-    THTensor *t = THPVariable_Unpack(self);
     if (THPUtils_parseArgs("__dlpack__", args, nargs, kwnames, names, 4, 1,
                            objs)
         < 0) {
@@ -389,6 +409,9 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     }
+    /* Read only now: the arguments above can run Python (__eq__,
+     * __getitem__, __index__), which may have set self.data. */
+    THTensor *t = THPVariable_Unpack(self);
     int versioned = major >= DLPACK_MAJOR_VERSION;
     if (!versioned && t->storage->read_only) {
         PyErr_SetString(PyExc_BufferError,

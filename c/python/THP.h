@@ -141,6 +141,9 @@ PyObject *THPUtils_scalarToPython(const char *data, THDtype dtype);
 int THPVariable_InitModule(PyObject *module);
 int THPStorage_InitModule(PyObject *module);
 int THPAllocator_InitModule(PyObject *module);
+/* The Python object of an allocator written in Python (borrowed: the
+ * THAllocator's own reference), or NULL for any other allocator. */
+PyObject *THPAllocator_pythonObject(const THAllocator *allocator);
 int THPNumpy_InitModule(PyObject *module);
 /* ember._C.FusedKernel and its helpers (Fused.c). */
 int THPFused_InitModule(PyObject *module);

@@ -43,6 +43,39 @@ THPVariable_Wrap(THTensor *tensor)
         THPVariableClass != NULL ? THPVariableClass : &THPVariableType, tensor);
 }
 
+/* Note [Tensors from a Python allocator and the GC]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A Python allocator that keeps tensors it allocated (say, in a list) makes
+ * a cycle through C: allocator -> list -> tensor -> THTensor -> THStorage
+ * -> THAllocator -> allocator.  The last edge is the THAllocator's one
+ * reference to its Python object.  The GC may be shown an edge only by an
+ * object that alone owns it, so a tensor visits the allocator only while
+ * the chain is exclusive: its THTensor has one reference (the tensor's),
+ * the storage one (the THTensor's), and the THAllocator one (the
+ * storage's: uninstalled, and backing no other storage).  Such a cycle is
+ * then garbage the GC can see.  Before clearing anything, the GC runs
+ * every finalizer in the garbage (PEP 442): THPVariable_finalize gives the
+ * memory back through the allocator's free while the allocator is still
+ * whole, which drops the THAllocator, its reference, and so the cycle.
+ * Two tensors from one allocator in one cycle share that edge: neither
+ * may show it, and the cycle stays (as it does in PyTorch, whose
+ * allocators are C++). */
+static PyObject *
+exclusive_python_allocator(const THTensor *t)
+{
+    if (t == NULL || __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1) {
+        return NULL;
+    }
+    const THStorage *storage = t->storage;
+    if (__atomic_load_n(&storage->refcount, __ATOMIC_ACQUIRE) != 1
+        || storage->allocator == NULL
+        || __atomic_load_n(&storage->allocator->refcount, __ATOMIC_ACQUIRE)
+               != 1) {
+        return NULL;
+    }
+    return THPAllocator_pythonObject(storage->allocator);
+}
+
 static int
 THPVariable_traverse(PyObject *self, visitproc visit, void *arg)
 {
@@ -51,7 +84,31 @@ THPVariable_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(var->grad_fn);
     Py_VISIT(var->backward_hooks);
     Py_VISIT(var->autograd_meta);
+    Py_VISIT(exclusive_python_allocator(var->cdata));
     return 0;
+}
+
+/* See Note [Tensors from a Python allocator and the GC]: frees the memory
+ * of an exclusively owned Python-allocator block while the allocator is
+ * whole.  The tensor keeps an empty tensor of its dtype (a finalized
+ * object may still be looked at, by a weakref callback say). */
+static void
+THPVariable_finalize(PyObject *self)
+{
+    THPVariable *var = (THPVariable *)self;
+    if (exclusive_python_allocator(var->cdata) == NULL) {
+        return;
+    }
+    int64_t no_elements = 0;
+    THTensor *empty = THTensor_newEmpty(1, &no_elements, var->cdata->dtype,
+                                        var->cdata->storage->device);
+    if (empty == NULL) {
+        THError_clear(); /* keep the memory; plain dealloc frees it later */
+        return;
+    }
+    THTensor *previous = var->cdata;
+    var->cdata = empty;          /* install first, as in set_data */
+    THTensor_release(previous);  /* python_free keeps pending exceptions */
 }
 
 static int
@@ -72,12 +129,18 @@ static void
 THPVariable_dealloc(PyObject *self)
 {
     PyObject_GC_UnTrack(self);
+    /* A chain of tensors (each the .grad of the last) deallocates
+     * recursively: the trashcan defers the deep part so the C stack does
+     * not overflow.  (For ember.Tensor, CPython's subtype_dealloc already
+     * runs one around this; the macro is a no-op then.) */
+    Py_TRASHCAN_BEGIN(self, THPVariable_dealloc)
     if (((THPVariable *)self)->weakreflist != NULL) {
         PyObject_ClearWeakRefs(self);
     }
     THPVariable_clear(self);
     THTensor_release(((THPVariable *)self)->cdata);
     Py_TYPE(self)->tp_free(self);
+    Py_TRASHCAN_END
 }
 
 /* The THTensor for ember.Tensor(...): Tensor(data) copies data, and
@@ -331,10 +394,51 @@ sizes_to_list(const THTensor *t)
     return list;
 }
 
+/* PyTorch's checks of `tensor.grad = grad`, with both tensors owned by the
+ * caller (the messages' lists are built by calls that can run Python).
+ * Returns 0 or -1 with RuntimeError. */
+static int
+check_assigned_grad(THTensor *grad, THTensor *tensor)
+{
+    if (grad == tensor) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "can't assign Variable as its own grad");
+        return -1;
+    }
+    if (grad->dtype != tensor->dtype) {
+        /* PyTorch's words: the C++ type name, then the ScalarType's. */
+        PyErr_Format(PyExc_RuntimeError,
+                     "attempting to assign a gradient with dtype '%s' "
+                     "to a tensor with grad_dtype '%s'. The gradient "
+                     "must match the tensor's grad_dtype (defaults to "
+                     "the tensor's dtype).",
+                     THDtype_cppTypeName(grad->dtype),
+                     THDtype_scalarTypeName(tensor->dtype));
+        return -1;
+    }
+    if (grad->ndim != tensor->ndim
+        || memcmp(grad->sizes, tensor->sizes,
+                  sizeof(int64_t) * tensor->ndim)
+               != 0) {
+        PyObject *grad_sizes = sizes_to_list(grad);
+        PyObject *sizes = sizes_to_list(tensor);
+        if (grad_sizes != NULL && sizes != NULL) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "attempting to assign a gradient of size '%S' "
+                         "to a tensor of size '%S'. Please ensure that "
+                         "the gradient and the tensor are the same size",
+                         grad_sizes, sizes);
+        }
+        Py_XDECREF(grad_sizes);
+        Py_XDECREF(sizes);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
 {
-    THTensor *tensor = SELF_TENSOR;
     if (value != NULL && value != Py_None) {
         if (!THPVariable_Check(value)) {
             PyErr_Format(PyExc_TypeError,
@@ -344,32 +448,13 @@ THPVariable_set_grad(PyObject *self, PyObject *value, void *closure)
             return -1;
         }
         THTensor *grad = THPVariable_CURRENT(value);
-        if (grad->dtype != tensor->dtype) {
-            /* PyTorch's words: the C++ type name, then the ScalarType's. */
-            PyErr_Format(PyExc_RuntimeError,
-                         "attempting to assign a gradient with dtype '%s' "
-                         "to a tensor with grad_dtype '%s'. The gradient "
-                         "must match the tensor's grad_dtype (defaults to "
-                         "the tensor's dtype).",
-                         THDtype_cppTypeName(grad->dtype),
-                         THDtype_scalarTypeName(tensor->dtype));
-            return -1;
-        }
-        if (grad->ndim != tensor->ndim
-            || memcmp(grad->sizes, tensor->sizes,
-                      sizeof(int64_t) * tensor->ndim)
-                   != 0) {
-            PyObject *grad_sizes = sizes_to_list(grad);
-            PyObject *sizes = sizes_to_list(tensor);
-            if (grad_sizes != NULL && sizes != NULL) {
-                PyErr_Format(PyExc_RuntimeError,
-                             "attempting to assign a gradient of size '%S' "
-                             "to a tensor of size '%S'. Please ensure that "
-                             "the gradient and the tensor are the same size",
-                             grad_sizes, sizes);
-            }
-            Py_XDECREF(grad_sizes);
-            Py_XDECREF(sizes);
+        THTensor *tensor = SELF_TENSOR;
+        THTensor_retain(grad);   /* ours for the checks */
+        THTensor_retain(tensor); /* ours for the checks */
+        int checked = check_assigned_grad(grad, tensor);
+        THTensor_release(grad);
+        THTensor_release(tensor);
+        if (checked < 0) {
             return -1;
         }
     }
@@ -424,7 +509,23 @@ THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
                      Py_TYPE(value)->tp_name);
         return -1;
     }
-    return THPVariable_rebind(self, THPVariable_CURRENT(value));
+    THTensor *replacement = THPVariable_CURRENT(value);
+    THTensor *previous = SELF_TENSOR;
+    if (replacement->storage->device != previous->storage->device) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Attempted to call `variable.set_data(tensor)`, but "
+                        "`variable` and `tensor` have incompatible tensor "
+                        "type.");
+        return -1;
+    }
+    if (((THPVariable *)self)->requires_grad
+        && !THDtype_isFloating(replacement->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "data set to a tensor that requires gradients must "
+                        "be floating point or complex dtype");
+        return -1;
+    }
+    return THPVariable_rebind(self, replacement);
 }
 
 #define FIELD_OFFSET(name) ((void *)offsetof(THPVariable, name))
@@ -639,12 +740,17 @@ static PyObject *
 THPVariable_tolist(PyObject *self, PyObject *unused)
 {
     (void)unused;
+    /* Owned: each new Python number may run the GC, and a finalizer may
+     * set self.data while we are still reading the old memory. */
     THTensor *t = SELF_TENSOR;
-    if (t->numel == 0 && t->storage->data == NULL) {
-        /* Empty storages have no pointer; nothing is read anyway. */
-        return tolist_recursive(t, 0, (const char *)"");
-    }
-    return tolist_recursive(t, 0, THTensor_data(t));
+    THTensor_retain(t);
+    /* Empty storages have no pointer; nothing is read anyway. */
+    const char *data = t->numel == 0 && t->storage->data == NULL
+                           ? (const char *)""
+                           : THTensor_data(t);
+    PyObject *list = tolist_recursive(t, 0, data);
+    THTensor_release(t);
+    return list;
 }
 
 static PyObject *
@@ -847,7 +953,13 @@ THPVariableIterator_next(PyObject *self)
     if (it->tensor == NULL) {
         return NULL; /* cleared by the GC: exhausted */
     }
+    /* Read afresh each step: the tensor's data may have been replaced
+     * (t.data = ...) by one of another rank or size since the last. */
     THTensor *t = THPVariable_Unpack(it->tensor);
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
     if (it->next >= t->sizes[0]) {
         return NULL; /* StopIteration */
     }
@@ -909,6 +1021,7 @@ PyTypeObject THPVariableType = {
     .tp_weaklistoffset = offsetof(THPVariable, weakreflist),
     .tp_traverse = THPVariable_traverse,
     .tp_clear = THPVariable_clear,
+    .tp_finalize = THPVariable_finalize,
     .tp_iter = THPVariable_iter,
     .tp_getset = THPVariable_getset,
     .tp_new = THPVariable_pynew,

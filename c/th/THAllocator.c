@@ -251,9 +251,8 @@ static THAllocator cpu_allocator = {
 };
 
 /* registry[device] holds one reference to the installed allocator (or is
- * NULL, e.g. for CUDA before ember.cuda installs one).  It is only changed
- * with the GIL held (from Python), so a plain load is enough for readers
- * that hold the GIL; kernels never look it up. */
+ * NULL, e.g. for CUDA before ember.cuda installs one).  Read and written
+ * under the allocator lock (Note [Registry references]). */
 static THAllocator *registry[TH_NUM_DEVICE_TYPES] = {
     [TH_DEVICE_CPU] = &cpu_allocator,
 };
@@ -579,21 +578,47 @@ THAllocator_getCacheLimit(void)
     return limit;
 }
 
+static bool
+valid_device(THDeviceType device)
+{
+    return (int)device >= 0 && device < TH_NUM_DEVICE_TYPES;
+}
+
 THAllocator *
 THAllocator_get(THDeviceType device)
 {
-    if ((int)device < 0 || device >= TH_NUM_DEVICE_TYPES) {
-        return NULL;
+    return valid_device(device)
+               ? __atomic_load_n(&registry[device], __ATOMIC_ACQUIRE)
+               : NULL;
+}
+
+THAllocator *
+THAllocator_acquire(THDeviceType device)
+{
+    THAllocator *allocator = THAllocator_get(device);
+    if (allocator == NULL || allocator->is_static) {
+        return allocator; /* static: never freed, nothing to retain */
     }
-    return registry[device];
+    /* Retained under the lock, so an exchange cannot release it between
+     * our load and our retain. */
+    lock_allocators();
+    allocator = registry[device];
+    if (allocator != NULL) {
+        THAllocator_retain(allocator);
+    }
+    unlock_allocators();
+    return allocator;
 }
 
 THAllocator *
 THAllocator_exchange(THAllocator *allocator)
 {
     THAllocator_retain(allocator);
+    lock_allocators();
     THAllocator *previous = registry[allocator->device];
-    registry[allocator->device] = allocator;
+    __atomic_store_n(&registry[allocator->device], allocator,
+                     __ATOMIC_RELEASE);
+    unlock_allocators();
     return previous;
 }
 

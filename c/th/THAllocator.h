@@ -107,8 +107,22 @@ void THAllocator_release(THAllocator *allocator);
 void *THAllocator_alloc(THAllocator *allocator, size_t nbytes);
 void THAllocator_free(THAllocator *allocator, void *ptr, size_t nbytes);
 
-/* The allocator installed for a device: a borrowed pointer (retain it to
- * keep it).  Never NULL for the CPU. */
+/* Note [Registry references]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * An allocator written in Python runs Python code in malloc, and that code
+ * may install another allocator (ember.memory.set_allocator), dropping the
+ * registry's reference to the one being called.  So whoever allocates
+ * through the registry takes an owned reference first
+ * (THAllocator_acquire) and drops it after the call, and a storage retains
+ * its allocator before asking it for memory.  The registry itself is read
+ * and written under the allocator lock, so a kernel that allocates without
+ * the GIL never sees a half-exchanged slot. */
+
+/* The allocator installed for a device, as a new reference (release it),
+ * or NULL when none is installed. */
+THAllocator *THAllocator_acquire(THDeviceType device);
+/* The same as a borrowed pointer, only good for comparing identities
+ * (it may be freed by the next call that can run Python). */
 THAllocator *THAllocator_get(THDeviceType device);
 /* Installs `allocator` for its device and returns the previous one, whose
  * registry reference passes to the caller (it may be NULL for a device that

@@ -37,12 +37,15 @@ THStorage_newWithAllocator(int64_t nbytes, THAllocator *allocator)
     if (storage == NULL) {
         return NULL;
     }
+    /* Retained before the call: a Python allocator's malloc may drop every
+     * other reference to it (Note [Registry references]). */
+    THAllocator_retain(allocator);
     storage->data = THAllocator_alloc(allocator, (size_t)nbytes);
     if (storage->data == NULL && nbytes > 0) {
+        THAllocator_release(allocator);
         free(storage);
         return NULL;
     }
-    THAllocator_retain(allocator);
     storage->allocator = allocator;
     storage->nbytes = nbytes;
     storage->device = allocator->device;
@@ -52,14 +55,16 @@ THStorage_newWithAllocator(int64_t nbytes, THAllocator *allocator)
 THStorage *
 THStorage_new(int64_t nbytes, THDeviceType device)
 {
-    THAllocator *allocator = THAllocator_get(device);
+    THAllocator *allocator = THAllocator_acquire(device);
     if (allocator == NULL) {
         THError_set(TH_ERR_RUNTIME,
                     "no allocator is installed for device type %d",
                     (int)device);
         return NULL;
     }
-    return THStorage_newWithAllocator(nbytes, allocator);
+    THStorage *storage = THStorage_newWithAllocator(nbytes, allocator);
+    THAllocator_release(allocator); /* the storage holds its own */
+    return storage;
 }
 
 THStorage *

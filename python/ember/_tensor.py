@@ -10,7 +10,24 @@ for every tensor, including views.
 import numpy as np
 
 from . import _C
-from ._tensor_str import tensor_repr
+from ._tensor_str import summary_edges, tensor_repr
+
+
+def _summary_rows(t, edges, dim):
+    """The rows of `t` a summarised repr prints (see summary_edges).
+
+    Narrowed views all the way down, copied (by cat) only once every
+    dimension is small, so a huge expanded tensor costs a few elements.
+    """
+    if dim == t.dim():
+        return t
+    edge = edges[dim]
+    if edge is None:
+        return _summary_rows(t, edges, dim + 1)
+    n = t.shape[dim]
+    head = _summary_rows(t.narrow(dim, 0, edge + 1), edges, dim + 1)
+    tail = _summary_rows(t.narrow(dim, n - edge, edge), edges, dim + 1)
+    return _C.cat([head, tail], dim)
 
 
 class Tensor(_C._TensorBase):
@@ -18,7 +35,11 @@ class Tensor(_C._TensorBase):
     __array_priority__ = 1000
 
     def __repr__(self, *, tensor_contents=None):
-        values = np.asarray(self.detach())
+        shown = self.detach()
+        edges = summary_edges(shown.shape)
+        if edges is not None:
+            shown = _summary_rows(shown, edges, 0)
+        values = np.asarray(shown)
         grad_fn = self.grad_fn
         grad_fn_name = None if grad_fn is None else type(grad_fn).__name__
         return tensor_repr(
@@ -27,6 +48,8 @@ class Tensor(_C._TensorBase):
             requires_grad=self.requires_grad,
             grad_fn_name=grad_fn_name,
             default_float=str(_C.get_default_dtype()).removeprefix("ember."),
+            summarize=edges is not None,
+            shape=tuple(self.shape),
         )
 
     __str__ = __repr__

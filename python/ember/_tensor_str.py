@@ -89,18 +89,37 @@ def set_printoptions(
             ``None`` lets the formatter decide.  Like torch, this option is
             reset on every call, so omitting it means ``None``.
     """
-    if profile is not None and profile in _PROFILES:
-        for name, value in _PROFILES[profile].items():
-            setattr(_OPTS, name, value)
-    if precision is not None:
-        _OPTS.precision = precision
-    if threshold is not None:
-        _OPTS.threshold = threshold
-    if edgeitems is not None:
-        _OPTS.edgeitems = edgeitems
-    if linewidth is not None:
-        _OPTS.linewidth = linewidth
+    # Every value is checked before any is set, so a bad call changes
+    # nothing (NumPy's checks and messages: torch checks nothing, and a bad
+    # value would break every later repr).
+    chosen = dict(_PROFILES[profile]) if profile in _PROFILES else {}
+    given = {"precision": precision, "threshold": threshold,
+             "edgeitems": edgeitems, "linewidth": linewidth}
+    chosen.update({name: value for name, value in given.items() if value is not None})
+    for name, value in chosen.items():
+        _check_print_option(name, value)
+    if sci_mode is not None and not isinstance(sci_mode, (bool, np.bool_)):
+        raise TypeError(f"sci_mode must be a bool or None, got {type(sci_mode).__name__}")
+    for name, value in chosen.items():
+        setattr(_OPTS, name, value)
     _OPTS.sci_mode = sci_mode
+
+
+def _check_print_option(name, value):
+    """Raises TypeError/ValueError for a value the layout code can't use."""
+    if name == "threshold":
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError("threshold must be numeric")
+        if math.isnan(value):
+            raise ValueError("threshold must be non-NAN, try sys.maxsize for "
+                             "untruncated representation")
+        if value < 0:
+            raise ValueError("threshold must be >= 0")
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0")
 
 
 def get_printoptions() -> dict[str, Any]:
@@ -326,10 +345,13 @@ def _format_block(arr: np.ndarray, indent: int, summarize: bool, fmt: _Renderer)
     return "[" + separator.join(parts) + "]"
 
 
-def _format_data(arr: np.ndarray, indent: int, floating: bool, complex_: bool) -> str:
+def _format_data(
+    arr: np.ndarray, indent: int, floating: bool, complex_: bool, summarize: bool | None = None
+) -> str:
     if arr.size == 0:
         return "[]"
-    summarize = arr.size > _OPTS.threshold
+    if summarize is None:
+        summarize = arr.size > _OPTS.threshold
     sample = _displayed_values(arr) if summarize else arr
     fmt = _Renderer(sample, floating, complex_)
     return _format_block(arr, indent, summarize, fmt)
@@ -364,6 +386,8 @@ def tensor_repr(
     default_float: str = "float32",
     default_int: str = "int64",
     prefix: str = "tensor(",
+    summarize: bool | None = None,
+    shape: tuple[int, ...] | None = None,
 ) -> str:
     """Render a tensor the way ``repr(torch_tensor)`` does.
 
@@ -380,6 +404,11 @@ def tensor_repr(
             in torch; it is still shown for empty tensors, as in torch).
         prefix: text before the data; continuation lines are indented by
             its length.
+        summarize: whether to summarise; ``None`` decides by the size of
+            ``values`` and the threshold.  A caller that hands over only the
+            rows a summary shows (see :func:`summary_rows`) passes ``True``.
+        shape: the tensor's real shape when ``values`` holds only its
+            summary rows (it is printed in the ``size=`` suffix).
     """
     arr = np.asarray(values)
     name = _dtype_key(dtype_name) or _dtype_key(arr.dtype)
@@ -417,10 +446,11 @@ def tensor_repr(
         body = "[]"
     else:
         if not _OPTS.edgeitems:
-            suffixes.append("size=" + str(tuple(int(n) for n in arr.shape)))
+            real_shape = arr.shape if shape is None else shape
+            suffixes.append("size=" + str(tuple(int(n) for n in real_shape)))
         if not dtype_is_default:
             suffixes.append(dtype_suffix)
-        body = _format_data(arr, indent, floating, complex_)
+        body = _format_data(arr, indent, floating, complex_, summarize)
 
     if grad_fn_name is not None:
         suffixes.append(f"grad_fn=<{grad_fn_name}>")
@@ -428,3 +458,20 @@ def tensor_repr(
         suffixes.append("requires_grad=True")
 
     return _attach_suffixes(prefix + body, suffixes, indent)
+
+
+def summary_edges(shape) -> list[int | None] | None:
+    """Which rows of each dimension a summarised repr reads, or ``None``.
+
+    ``None`` when a tensor of ``shape`` is printed whole (no more than
+    ``threshold`` elements).  Otherwise one entry per dimension: ``None``
+    to keep it whole, or ``edgeitems``: keep the first ``edgeitems + 1``
+    rows and the last ``edgeitems`` (the row after the head stands for the
+    ones the summary prints as ``...``), so that a huge (e.g. expanded)
+    tensor need never become a NumPy array whole.
+    """
+    numel = math.prod(int(n) for n in shape)
+    if numel <= _OPTS.threshold:
+        return None
+    edge = _OPTS.edgeitems
+    return [None if n <= 2 * edge + 1 else edge for n in shape]

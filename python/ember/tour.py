@@ -80,7 +80,8 @@ def chapter_numpy():
     _show("a", a)
     _show("t (unchanged)", t)
     back = t.numpy()
-    _show("t.numpy().base is t", back.base is t)
+    _show("type(t.numpy().base)  # the storage: it keeps the memory alive",
+          type(back.base).__name__)
     back[0] = -1.0
     _show("t after back[0] = -1", t)
     print()
