@@ -415,3 +415,16 @@ THPUtils_callOpFunction(const char *fname, THPOpImpl impl,
     }
     return impl(args[0], args + 1, nargs - 1, kwnames);
 }
+
+void *
+THPUtils_mallocArray(int64_t count, size_t itemsize)
+{
+    size_t nbytes;
+    void *block = TH_arrayNbytes(count, itemsize, &nbytes)
+                      ? PyMem_Malloc(nbytes > 0 ? nbytes : 1)
+                      : NULL;
+    if (block == NULL) {
+        PyErr_NoMemory();
+    }
+    return block;
+}

@@ -204,6 +204,25 @@ THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel)
     return 0;
 }
 
+int
+THTensor_checkedNbytes(int ndim, const int64_t *sizes, THDtype dtype,
+                       int64_t *nbytes)
+{
+    char buf[256];
+    int64_t numel;
+    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
+        return -1;
+    }
+    if (TH_mul_overflows(numel, THDtype_itemsize(dtype), nbytes)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "Storage size calculation overflowed with "
+                           "sizes=%s",
+                           THTensor_formatSizes(buf, sizeof(buf), ndim,
+                                                sizes));
+    }
+    return 0;
+}
+
 void
 THTensor_contiguousStrides(int ndim, const int64_t *sizes, int64_t *strides)
 {
@@ -457,17 +476,12 @@ THTensor *
 THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
                   THDeviceType device)
 {
-    int64_t numel, nbytes;
+    int64_t nbytes;
     if (!THDtype_isValid(dtype)) {
         THError_set(TH_ERR_TYPE, "invalid dtype %d", (int)dtype);
         return NULL;
     }
-    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
-        return NULL;
-    }
-    if (TH_mul_overflows(numel, THDtype_itemsize(dtype), &nbytes)) {
-        THError_set(TH_ERR_RUNTIME, "Storage size calculation overflowed "
-                    "for %lld elements", (long long)numel);
+    if (THTensor_checkedNbytes(ndim, sizes, dtype, &nbytes) < 0) {
         return NULL;
     }
     THStorage *storage = THStorage_new(nbytes, device);
@@ -504,6 +518,9 @@ THTensor_isNonOverlappingAndDense(const THTensor *tensor)
 {
     int perm[TH_MAX_DIMS];
     int64_t expected = 1;
+    if (tensor->numel == 0) {
+        return true; /* no element at all (PyTorch: randn(3, 0) is dense) */
+    }
     stride_order(tensor, perm);
     for (int i = tensor->ndim - 1; i >= 0; i--) {
         int64_t size = tensor->sizes[perm[i]];
@@ -521,10 +538,16 @@ THTensor_isNonOverlappingAndDense(const THTensor *tensor)
 THTensor *
 THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
 {
-    int64_t strides[TH_MAX_DIMS];
+    int64_t strides[TH_MAX_DIMS], nbytes;
     if (tensor->numel == 0) {
         return THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype,
                                  tensor->storage->device);
+    }
+    /* A view's numel fits an int64 but its bytes may not (expand(2**62));
+     * checked before the strides below multiply the sizes together. */
+    if (THTensor_checkedNbytes(tensor->ndim, tensor->sizes, dtype, &nbytes)
+        < 0) {
+        return NULL;
     }
     if (THTensor_isNonOverlappingAndDense(tensor)) {
         memcpy(strides, tensor->strides, sizeof(int64_t) * tensor->ndim);
@@ -538,7 +561,6 @@ THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
             running *= tensor->sizes[perm[i]];
         }
     }
-    int64_t nbytes = tensor->numel * THDtype_itemsize(dtype);
     THStorage *storage = THStorage_new(nbytes, tensor->storage->device);
     if (storage == NULL) {
         return NULL;

@@ -123,6 +123,11 @@ const char *THTensor_formatSizes(char *buf, size_t buflen, int ndim,
                                  const int64_t *sizes);
 /* numel of the sizes, with overflow and negative-size checks. */
 int THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel);
+/* The bytes of a dense block of the sizes in dtype, checked like numel
+ * (Note [Counts to bytes]): PyTorch's "Storage size calculation overflowed
+ * with sizes=[...]" when numel * itemsize does not fit an int64. */
+int THTensor_checkedNbytes(int ndim, const int64_t *sizes, THDtype dtype,
+                           int64_t *nbytes);
 /* Contiguous (row-major) strides for sizes. */
 void THTensor_contiguousStrides(int ndim, const int64_t *sizes,
                                 int64_t *strides);
