@@ -211,9 +211,8 @@ THPUtils_parseScalar(PyObject *obj, THScalar *out)
     if (PyLong_Check(obj)) {
         int overflow;
         long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
-        if (overflow) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "Overflow when unpacking long");
+        if (overflow) { /* PyTorch's error for an int Scalar argument */
+            PyErr_SetString(PyExc_OverflowError, "int too big to convert");
             return -1;
         }
         *out = THScalar_fromInt(value);

@@ -41,7 +41,7 @@ static void
 integral_range(THDtype dtype, double *min, double *max)
 {
     switch (dtype) {
-        TH_RANGE_CASE(UInt8, -255.0, 255.0)
+        TH_RANGE_CASE(UInt8, 0.0, 255.0)
         TH_RANGE_CASE(Int8, -128.0, 127.0)
         TH_RANGE_CASE(Int16, -32768.0, 32767.0)
         TH_RANGE_CASE(Int32, -2147483648.0, 2147483647.0)
@@ -68,17 +68,22 @@ THScalar_checkFits(THScalar value, THDtype dtype)
     else if (value.dtype == TH_Int64) {
         double min, max;
         integral_range(dtype, &min, &max);
+        /* uint8 also takes -255..-1, which wrap (PyTorch's fill_(-1)) */
+        if (dtype == TH_UInt8) {
+            min = -255.0;
+        }
         fits = dtype == TH_Int64
                || (value.value.i >= (int64_t)min
                    && value.value.i <= (int64_t)max);
     }
     else {
+        /* A double fits when it lies in [min, max] (PyTorch: 127.5 does
+         * not fit int8, -1.0 does not fit uint8, -2.5 fits int32).  The
+         * int64 bound 2^63 is max rounded up, and does not fit. */
         double min, max, d = value.value.d;
         integral_range(dtype, &min, &max);
-        /* Truncation toward zero decides, so -2.5 fits int32.  The int64
-         * bound 2^63 itself does not fit. */
-        fits = !isnan(d) && d > min - 1.0 && d < max + 1.0
-               && (dtype != TH_Int64 || d < 9223372036854775808.0);
+        fits = d >= min
+               && (dtype == TH_Int64 ? d < 9223372036854775808.0 : d <= max);
     }
     if (!fits) {
         return THError_set(TH_ERR_RUNTIME,

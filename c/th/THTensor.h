@@ -80,9 +80,10 @@ THScalar THScalar_fromBool(bool b);
 THScalar THScalar_fromInt(int64_t i);
 THScalar THScalar_fromDouble(double d);
 /* Fails (RuntimeError kind) when converting `value` to dtype would
- * overflow, as PyTorch's fill_ and full do.  NaN and infinities fit the
- * floating dtypes only.  Like PyTorch, uint8 also accepts -255..-1, which
- * wrap around (fill_(-1) gives 255). */
+ * overflow, as PyTorch's fill_ and full do: a float must lie within the
+ * integral dtype's range (127.5 does not fit int8).  NaN and infinities fit
+ * the floating dtypes only.  Like PyTorch, uint8 also accepts the ints
+ * -255..-1, which wrap around (fill_(-1) gives 255; fill_(-1.0) fails). */
 int THScalar_checkFits(THScalar value, THDtype dtype);
 
 /* ---- creation and lifetime ---------------------------------------------- */
