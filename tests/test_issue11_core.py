@@ -428,3 +428,45 @@ def test_index_list_whose_len_raises_matches_torch():
     expected = raised_by(lambda: torch.zeros(3)[LenRaises([0, 1])])
     assert expected == (ValueError, "len boom")
     assert raised_by(lambda: ember.zeros(3)[LenRaises([0, 1])]) == expected
+
+
+# ---- out-of-place index ops parse their arguments before cloning ------------------------
+
+BAD_ARGUMENT_OF_A_HUGE_INPUT = {
+    "index_add": lambda m, t: t.index_add(0, [0], m.zeros(1)),
+    "index_fill": lambda m, t: t.index_fill(0, m.tensor([0]), "x"),
+    "index_put": lambda m, t: t.index_put((m.tensor([0]),), 1.5),
+    "scatter": lambda m, t: t.scatter(0, m.tensor([0]), "x"),
+    "scatter_add": lambda m, t: t.scatter_add(0, m.tensor([0]), 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ARGUMENT_OF_A_HUGE_INPUT))
+def test_out_of_place_index_ops_check_arguments_before_the_clone(name):
+    # The clone of this input cannot exist: the argument's TypeError comes
+    # first (Note [Parse before the clone]), as PyTorch's parser does.
+    op = BAD_ARGUMENT_OF_A_HUGE_INPUT[name]
+    with pytest.raises(TypeError):
+        op(ember, huge())
+    try:
+        import torch
+    except ImportError:
+        return
+    assert raised_by(lambda: op(torch, torch.zeros(1).expand(HUGE)))[0] \
+        is TypeError
+
+
+def test_out_of_place_index_ops_still_return_fresh_results():
+    t = ember.zeros(3)
+    r = t.index_add(0, ember.tensor([1]), ember.ones(1), alpha=2)
+    assert r.tolist() == [0.0, 2.0, 0.0] and t.tolist() == [0.0] * 3
+    assert r._version == 0
+    assert t.index_fill(0, ember.tensor([0]), 5.0).tolist() == [5.0, 0, 0]
+    assert t.scatter(0, ember.tensor([2]), 4.0).tolist() == [0, 0, 4.0]
+    assert t.scatter_add(0, ember.tensor([2, 2]), ember.ones(2)).tolist() \
+        == [0, 0, 2.0]
+    assert t.index_put((ember.tensor([0]),), ember.tensor(1.0)).tolist() \
+        == [1.0, 0, 0]
+    assert t.tolist() == [0.0] * 3 and t._version == 0
+    t.index_fill_(0, ember.tensor([1]), 3.0)
+    assert t.tolist() == [0, 3.0, 0] and t._version == 1
