@@ -5,8 +5,10 @@
  *
  * ember.tensor walks nested Python sequences twice: once to find the shape
  * and the dtype (bool < int < float, as PyTorch infers), once to store the
- * values into a fresh contiguous tensor.  NumPy arrays and other buffers
- * take the zero-copy path of Numpy.c and are then copied once.
+ * values into a fresh contiguous tensor; both walks read an owned tuple
+ * snapshot of the lists (Note [Snapshot of nested data]).  NumPy arrays
+ * and other buffers take the zero-copy path of Numpy.c and are then copied
+ * once.
  */
 #include "THP.h"
 
