@@ -5,8 +5,10 @@
  *
  * ember.tensor walks nested Python sequences twice: once to find the shape
  * and the dtype (bool < int < float, as PyTorch infers), once to store the
- * values into a fresh contiguous tensor.  NumPy arrays and other buffers
- * take the zero-copy path of Numpy.c and are then copied once.
+ * values into a fresh contiguous tensor; both walks read an owned tuple
+ * snapshot of the lists (Note [Snapshot of nested data]).  NumPy arrays
+ * and other buffers take the zero-copy path of Numpy.c and are then copied
+ * once.
  */
 #include "THP.h"
 
@@ -109,6 +111,50 @@ widen(DataShape *shape, THDtype kind)
     else {
         shape->inferred = THDtype_promote(shape->inferred, kind);
     }
+}
+
+/* Note [Snapshot of nested data]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * ember.tensor reads the nested lists twice: the shape pass, then the fill
+ * pass.  Converting a leaf runs Python (__index__, __float__, a buffer
+ * export), and that code may grow, shrink or replace any list of the data
+ * between the passes or inside the fill pass, so a shape learnt in the
+ * first pass, or a borrowed item array, would no longer describe the
+ * lists: the fill would write past the tensor or read freed items.  So the
+ * data is first copied into nested tuples that this call owns (no Python
+ * runs while copying), and both passes read only the copy: the tensor
+ * holds the values as they were when ember.tensor was called.  Leaves are
+ * shared, not copied; a leaf that is a tensor is re-read by value. */
+
+/* An owned copy of `obj` in which every list or tuple down to depth
+ * TH_MAX_DIMS is a fresh tuple (deeper ones can only be a ragged-data
+ * error, reported by the shape pass, so they are kept as they are). */
+static PyObject *
+snapshot_nested(PyObject *obj, int depth)
+{
+    if (!is_sequence(obj) || depth > TH_MAX_DIMS) {
+        Py_INCREF(obj);
+        return obj;
+    }
+    /* list or tuple, subclasses included: their items, read directly */
+    Py_ssize_t n = PyList_Check(obj) ? PyList_GET_SIZE(obj)
+                                     : PyTuple_GET_SIZE(obj);
+    PyObject *copy = PyTuple_New(n);
+    if (copy == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* borrowed, but nothing in this loop runs Python code */
+        PyObject *item = PyList_Check(obj) ? PyList_GET_ITEM(obj, i)
+                                           : PyTuple_GET_ITEM(obj, i);
+        PyObject *item_copy = snapshot_nested(item, depth + 1);
+        if (item_copy == NULL) {
+            Py_DECREF(copy);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(copy, i, item_copy); /* steals item_copy */
+    }
+    return copy;
 }
 
 /* The shape is taken from the first element at each depth; every other
@@ -260,6 +306,9 @@ set_requires_grad(PyObject *result, int requires_grad)
     return result;
 }
 
+static PyObject *tensor_from_snapshot(PyObject *data, int dtype,
+                                      int requires_grad);
+
 PyObject *
 THPVariable_FromData(PyObject *data, int dtype, int requires_grad)
 {
@@ -297,6 +346,20 @@ THPVariable_FromData(PyObject *data, int dtype, int requires_grad)
         Py_DECREF(as_list);
         return result;
     }
+    /* Both passes read an owned snapshot (Note [Snapshot of nested data]) */
+    PyObject *snapshot = snapshot_nested(data, 0);
+    if (snapshot == NULL) {
+        return NULL;
+    }
+    PyObject *result = tensor_from_snapshot(snapshot, dtype, requires_grad);
+    Py_DECREF(snapshot);
+    return result;
+}
+
+/* ember.tensor of nested tuples that nothing else can change. */
+static PyObject *
+tensor_from_snapshot(PyObject *data, int dtype, int requires_grad)
+{
     DataShape shape = {.saw_any = 0};
     if (infer_shape(data, &shape) < 0
         || check_and_scan(data, 0, &shape) < 0) {
@@ -616,6 +679,58 @@ scalar_to_double(THScalar s)
     }
 }
 
+static const char inconsistent_step[] =
+    "upper bound and lower bound inconsistent with step sign";
+
+/* The filled arange tensor of `size` elements. */
+static PyObject *
+arange_new(int64_t size, THDtype dtype, THScalar start, THScalar step,
+           FactoryOptions options)
+{
+    THTensor *tensor = THTensor_newEmpty(1, &size, dtype, TH_DEVICE_CPU);
+    if (tensor == NULL || THTensor_arange(tensor, start, step) < 0) {
+        THTensor_release(tensor);
+        return THPUtils_setErrorFromTH();
+    }
+    return set_requires_grad(THPVariable_Wrap(tensor), options.requires_grad);
+}
+
+static int64_t
+scalar_to_int(THScalar s)
+{
+    return s.dtype == TH_Bool ? (int64_t)s.value.b : s.value.i;
+}
+
+/* arange of int (or bool) bounds and step: the count is exact, computed
+ * in uint64 (end - start may not fit an int64, and a double loses the
+ * last digits: arange(-2**63, 10, 2**62) has 3 elements, not 2). */
+static PyObject *
+arange_of_ints(THScalar start, THScalar end, THScalar step,
+               FactoryOptions options)
+{
+    int64_t first = scalar_to_int(start), last = scalar_to_int(end);
+    int64_t stride = scalar_to_int(step);
+    if (stride == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "step must be nonzero");
+        return NULL;
+    }
+    if ((stride > 0 && last < first) || (stride < 0 && last > first)) {
+        PyErr_SetString(PyExc_RuntimeError, inconsistent_step);
+        return NULL;
+    }
+    uint64_t span = stride > 0 ? (uint64_t)last - (uint64_t)first
+                               : (uint64_t)first - (uint64_t)last;
+    uint64_t distance = stride > 0 ? (uint64_t)stride : -(uint64_t)stride;
+    uint64_t count = span / distance + (span % distance != 0);
+    if (count > (uint64_t)INT64_MAX) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "arange: too many elements requested");
+        return NULL;
+    }
+    THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype : TH_Int64;
+    return arange_new((int64_t)count, dtype, start, step, options);
+}
+
 static PyObject *
 THPModule_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)
@@ -647,6 +762,11 @@ THPModule_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         || (objs[2] != NULL && THPUtils_parseScalar(objs[2], &step) < 0)) {
         return NULL;
     }
+    bool all_ints = start.dtype != TH_Float64 && end.dtype != TH_Float64
+                    && step.dtype != TH_Float64;
+    if (all_ints) {
+        return arange_of_ints(start, end, step, options);
+    }
     double dstart = scalar_to_double(start), dend = scalar_to_double(end);
     double dstep = scalar_to_double(step);
     if (dstep == 0.0) {
@@ -661,29 +781,18 @@ THPModule_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if ((dstep > 0 && dend < dstart) || (dstep < 0 && dend > dstart)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "upper bound and lower bound inconsistent with "
-                        "step sign");
+        PyErr_SetString(PyExc_RuntimeError, inconsistent_step);
         return NULL;
     }
-    bool all_ints = start.dtype != TH_Float64 && end.dtype != TH_Float64
-                    && step.dtype != TH_Float64;
-    THDtype dtype = options.dtype >= 0
-                        ? (THDtype)options.dtype
-                        : (all_ints ? TH_Int64 : THPDtype_defaultFloat());
+    THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
+                                       : THPDtype_defaultFloat();
     double count = ceil((dend - dstart) / dstep);
     if (!(count < 9.0e15)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "arange: too many elements requested");
         return NULL;
     }
-    int64_t size = (int64_t)count;
-    THTensor *tensor = THTensor_newEmpty(1, &size, dtype, TH_DEVICE_CPU);
-    if (tensor == NULL || THTensor_arange(tensor, start, step) < 0) {
-        THTensor_release(tensor);
-        return THPUtils_setErrorFromTH();
-    }
-    return set_requires_grad(THPVariable_Wrap(tensor), options.requires_grad);
+    return arange_new((int64_t)count, dtype, start, step, options);
 }
 
 static PyObject *
@@ -721,6 +830,12 @@ THPModule_linspace(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : THPDtype_defaultFloat();
+    /* Like PyTorch, both ends must fit the dtype (an int64 linspace to inf
+     * is an error, not INT64_MIN); the values between them then do too. */
+    if (THScalar_checkFits(start, dtype) < 0
+        || THScalar_checkFits(end, dtype) < 0) {
+        return THPUtils_setErrorFromTH();
+    }
     THTensor *tensor = THTensor_newEmpty(1, &steps, dtype, TH_DEVICE_CPU);
     if (tensor == NULL
         || THTensor_linspace(tensor, scalar_to_double(start),

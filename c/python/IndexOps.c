@@ -184,6 +184,66 @@ finish_inplace(PyObject *self, int status)
     return self;
 }
 
+/* Note [Parse before the clone]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * scatter, scatter_add, index_add, index_fill and index_put share one body
+ * with their in-place twins, which writes into a target.  The out-of-place
+ * form's target is a clone of the input, made only after every argument
+ * has been parsed and checked: a bad argument costs no copy of a large
+ * input, and the parsing (which runs Python) never races the clone. */
+typedef struct {
+    THTensor *input; /* borrowed: the tensor the op was called on */
+    bool inplace;
+    THTensor *target; /* input itself, or an owned clone; NULL until chosen */
+} IndexOpTarget;
+
+/* Chooses the target once the arguments are good; -1 with an exception. */
+static int
+choose_target(IndexOpTarget *t)
+{
+    t->target = t->inplace ? t->input : new_result_clone(t->input);
+    return t->target == NULL ? THPUtils_setErrorFromTH_int() : 0;
+}
+
+/* What the op returns: self in place, else the clone; status < 0 means
+ * the body failed with an exception set. */
+static PyObject *
+finish_target(PyObject *self, IndexOpTarget *t, int status)
+{
+    if (t->inplace) {
+        if (status < 0) {
+            return NULL;
+        }
+        Py_INCREF(self); /* the returned reference */
+        return self;
+    }
+    if (status < 0) {
+        THTensor_release(t->target); /* NULL when never chosen */
+        return NULL;
+    }
+    return finish_copy(t->target, 0);
+}
+
+/* The in-place and out-of-place impls of an op whose body is
+ * name##_into(IndexOpTarget *, args, nargs, kwnames). */
+#define THP_TARGET_IMPLS(name, inplace_name)                                \
+    static PyObject *inplace_name##_impl(PyObject *input,                   \
+                                         PyObject *const *args,             \
+                                         Py_ssize_t nargs,                  \
+                                         PyObject *kwnames)                 \
+    {                                                                       \
+        IndexOpTarget t = {THPVariable_Unpack(input), true, NULL};          \
+        return finish_target(input, &t,                                     \
+                             name##_into(&t, args, nargs, kwnames));        \
+    }                                                                       \
+    static PyObject *name##_impl(PyObject *input, PyObject *const *args,    \
+                                 Py_ssize_t nargs, PyObject *kwnames)       \
+    {                                                                       \
+        IndexOpTarget t = {THPVariable_Unpack(input), false, NULL};         \
+        return finish_target(input, &t,                                     \
+                             name##_into(&t, args, nargs, kwnames));        \
+    }
+
 /* ---- index_select, gather, take -------------------------------------------------- */
 
 static PyObject *
@@ -282,10 +342,10 @@ parse_reduce(PyObject *obj, THScatterReduce *reduce)
     return -1;
 }
 
-/* scatter(input, dim, index, src | value, *, reduce=None), in place on
- * `target`. */
+/* scatter(input, dim, index, src | value, *, reduce=None), into the
+ * target (Note [Parse before the clone]). */
 static int
-scatter_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
+scatter_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
              PyObject *kwnames)
 {
     static const char *const names[] = {"dim", "index", "src", "value",
@@ -316,58 +376,37 @@ scatter_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         return -1;
     }
     int status;
-    if (objs[2] != NULL) {
-        THTensor *src = tensor_arg("scatter", "src", 4, objs[2]);
-        if (src == NULL) {
-            return -1;
-        }
+    THTensor *src = NULL;
+    THScalar value;
+    if (objs[2] != NULL
+            ? (src = tensor_arg("scatter", "src", 4, objs[2])) == NULL
+            : THPUtils_parseScalar(objs[3], &value) < 0) {
+        return -1;
+    }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
+    if (src != NULL) {
         THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
-                                  status = THTensor_scatter(target, dim,
+                                  status = THTensor_scatter(t->target, dim,
                                                             index, src,
                                                             reduce));
     }
     else {
-        THScalar value;
-        if (THPUtils_parseScalar(objs[3], &value) < 0) {
-            return -1;
-        }
         THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
                                   status = THTensor_scatterValue(
-                                      target, dim, index, value, reduce));
+                                      t->target, dim, index, value, reduce));
     }
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
-static PyObject *
-scatter__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-              PyObject *kwnames)
-{
-    if (scatter_into(THPVariable_Unpack(input), args, nargs, kwnames) < 0) {
-        return NULL;
-    }
-    Py_INCREF(input); /* the returned reference */
-    return input;
-}
-THP_DEFINE_METHOD_ONLY(scatter_)
 
-static PyObject *
-scatter_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-             PyObject *kwnames)
-{
-    THTensor *result = new_result_clone(THPVariable_Unpack(input));
-    if (result == NULL) {
-        return THPUtils_setErrorFromTH();
-    }
-    if (scatter_into(result, args, nargs, kwnames) < 0) {
-        THTensor_release(result);
-        return NULL;
-    }
-    return finish_copy(result, 0);
-}
+THP_TARGET_IMPLS(scatter, scatter_)
+THP_DEFINE_METHOD_ONLY(scatter_)
 THP_DEFINE_OP(scatter)
 
 static int
-scatter_add_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
+scatter_add_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)
 {
     static const char *const names[] = {"dim", "index", "src"};
@@ -383,48 +422,26 @@ scatter_add_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         || (src = tensor_arg("scatter_add", "src", 4, objs[2])) == NULL) {
         return -1;
     }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
     int status;
     THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
-                              status = THTensor_scatter(target, dim, index,
+                              status = THTensor_scatter(t->target, dim, index,
                                                         src,
                                                         TH_SCATTER_ADD));
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
-static PyObject *
-scatter_add__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-                  PyObject *kwnames)
-{
-    int status = scatter_add_into(THPVariable_Unpack(input), args, nargs,
-                                  kwnames);
-    if (status < 0) {
-        return NULL;
-    }
-    Py_INCREF(input); /* the returned reference */
-    return input;
-}
-THP_DEFINE_METHOD_ONLY(scatter_add_)
 
-static PyObject *
-scatter_add_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-                 PyObject *kwnames)
-{
-    THTensor *result = new_result_clone(THPVariable_Unpack(input));
-    if (result == NULL) {
-        return THPUtils_setErrorFromTH();
-    }
-    if (scatter_add_into(result, args, nargs, kwnames) < 0) {
-        THTensor_release(result);
-        return NULL;
-    }
-    return finish_copy(result, 0);
-}
+THP_TARGET_IMPLS(scatter_add, scatter_add_)
+THP_DEFINE_METHOD_ONLY(scatter_add_)
 THP_DEFINE_OP(scatter_add)
 
 /* ---- index_add, index_fill ------------------------------------------------------ */
 
 static int
-index_add_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
+index_add_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
                PyObject *kwnames)
 {
     static const char *const names[] = {"dim", "index", "source", "alpha"};
@@ -442,43 +459,23 @@ index_add_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         || (objs[3] != NULL && THPUtils_parseScalar(objs[3], &alpha) < 0)) {
         return -1;
     }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
     int status;
     THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(source->numel),
-                              status = THTensor_indexAdd(target, dim, index,
+                              status = THTensor_indexAdd(t->target, dim, index,
                                                          source, alpha));
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
-static PyObject *
-index_add__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-                PyObject *kwnames)
-{
-    if (index_add_into(THPVariable_Unpack(input), args, nargs, kwnames) < 0) {
-        return NULL;
-    }
-    Py_INCREF(input); /* the returned reference */
-    return input;
-}
-THP_DEFINE_METHOD_ONLY(index_add_)
 
-static PyObject *
-index_add_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames)
-{
-    THTensor *result = new_result_clone(THPVariable_Unpack(input));
-    if (result == NULL) {
-        return THPUtils_setErrorFromTH();
-    }
-    if (index_add_into(result, args, nargs, kwnames) < 0) {
-        THTensor_release(result);
-        return NULL;
-    }
-    return finish_copy(result, 0);
-}
+THP_TARGET_IMPLS(index_add, index_add_)
+THP_DEFINE_METHOD_ONLY(index_add_)
 THP_DEFINE_OP(index_add)
 
 static int
-index_fill_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
+index_fill_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
     static const char *const names[] = {"dim", "index", "value"};
@@ -495,38 +492,17 @@ index_fill_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         || fill_value_arg("index_fill_", objs[2], &value) < 0) {
         return -1;
     }
-    return THTensor_indexFill(target, dim, index, value) < 0
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
+    return THTensor_indexFill(t->target, dim, index, value) < 0
                ? THPUtils_setErrorFromTH_int()
                : 0;
 }
 
-static PyObject *
-index_fill__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-                 PyObject *kwnames)
-{
-    if (index_fill_into(THPVariable_Unpack(input), args, nargs, kwnames)
-        < 0) {
-        return NULL;
-    }
-    Py_INCREF(input); /* the returned reference */
-    return input;
-}
-THP_DEFINE_METHOD_ONLY(index_fill_)
 
-static PyObject *
-index_fill_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-                PyObject *kwnames)
-{
-    THTensor *result = new_result_clone(THPVariable_Unpack(input));
-    if (result == NULL) {
-        return THPUtils_setErrorFromTH();
-    }
-    if (index_fill_into(result, args, nargs, kwnames) < 0) {
-        THTensor_release(result);
-        return NULL;
-    }
-    return finish_copy(result, 0);
-}
+THP_TARGET_IMPLS(index_fill, index_fill_)
+THP_DEFINE_METHOD_ONLY(index_fill_)
 THP_DEFINE_OP(index_fill)
 
 /* ---- masks ------------------------------------------------------------------------- */
@@ -743,7 +719,7 @@ parse_index_list(PyObject *obj, THTensor **out)
 }
 
 static int
-index_put_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
+index_put_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
                PyObject *kwnames)
 {
     static const char *const names[] = {"indices", "values", "accumulate"};
@@ -761,15 +737,19 @@ index_put_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
         || bool_arg("index_put_", "accumulate", objs[2], &accumulate) < 0) {
         return -1;
     }
-    if (values->dtype != target->dtype) {
+    if (values->dtype != t->input->dtype) {
         PyErr_Format(PyExc_RuntimeError,
                      "Index put requires the source and destination dtypes "
                      "match, got %s for the destination and %s for the "
                      "source.",
-                     THDtype_scalarTypeName(target->dtype),
+                     THDtype_scalarTypeName(t->input->dtype),
                      THDtype_scalarTypeName(values->dtype));
         return -1;
     }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
+    THTensor *target = t->target;
     int status;
     THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(target->numel + values->numel),
                               status = THTensor_indexPut(target, nindices,
@@ -778,32 +758,9 @@ index_put_into(THTensor *target, PyObject *const *args, Py_ssize_t nargs,
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
-static PyObject *
-index_put__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-                PyObject *kwnames)
-{
-    if (index_put_into(THPVariable_Unpack(input), args, nargs, kwnames) < 0) {
-        return NULL;
-    }
-    Py_INCREF(input); /* the returned reference */
-    return input;
-}
-THP_DEFINE_OP(index_put_)
 
-static PyObject *
-index_put_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames)
-{
-    THTensor *result = new_result_clone(THPVariable_Unpack(input));
-    if (result == NULL) {
-        return THPUtils_setErrorFromTH();
-    }
-    if (index_put_into(result, args, nargs, kwnames) < 0) {
-        THTensor_release(result);
-        return NULL;
-    }
-    return finish_copy(result, 0);
-}
+THP_TARGET_IMPLS(index_put, index_put_)
+THP_DEFINE_OP(index_put_)
 THP_DEFINE_OP(index_put)
 
 /* ---- tables ------------------------------------------------------------------------- */

@@ -86,10 +86,16 @@ new_bool_positions(bool value)
 static THTensor *
 new_tensor_from_sequence(PyObject *obj)
 {
-    if ((PyList_Check(obj) || PyTuple_Check(obj))
-        && PySequence_Size(obj) == 0) {
-        int64_t zero = 0;
-        return THTensor_newEmpty(1, &zero, TH_Int64, TH_DEVICE_CPU);
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        /* a subclass's __len__ runs here, and may raise: raise it now */
+        Py_ssize_t length = PySequence_Size(obj);
+        if (length < 0) {
+            return NULL;
+        }
+        if (length == 0) {
+            int64_t zero = 0;
+            return THTensor_newEmpty(1, &zero, TH_Int64, TH_DEVICE_CPU);
+        }
     }
     PyObject *wrapped = THPVariable_FromData(obj, -1, 0);
     if (wrapped == NULL) {

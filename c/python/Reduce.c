@@ -456,19 +456,23 @@ argmax_or_argmin(bool is_max, PyObject *input, PyObject *const *args,
     static const char *const names[] = {"dim", "keepdim"};
     const char *fname = is_max ? "argmax" : "argmin";
     PyObject *objs[2];
-    int64_t dim = TH_REDUCE_FLATTEN;
+    int64_t dim = 0;
     bool keepdim = false;
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 2, 2, objs) < 0
-        || (objs[0] != NULL && objs[0] != Py_None
-            && parse_one_dim(fname, objs[0], &dim) < 0)
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 2, 2, objs)
+        < 0) {
+        return NULL;
+    }
+    bool flatten = objs[0] == NULL || objs[0] == Py_None;
+    if ((!flatten && parse_one_dim(fname, objs[0], &dim) < 0)
         || parse_bool(fname, "keepdim", objs[1], &keepdim) < 0) {
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
     THTensor *result;
-    THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newArgmax(
-                                           self, dim, keepdim, is_max));
-    if (result != NULL && dim == TH_REDUCE_FLATTEN && keepdim) {
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          result = THTensor_newArgmax(
+                              self, flatten ? NULL : &dim, keepdim, is_max));
+    if (result != NULL && flatten && keepdim) {
         /* PyTorch keeps every dim as size 1 */
         int64_t ones[TH_MAX_DIMS];
         for (int d = 0; d < self->ndim; d++) {

@@ -331,7 +331,8 @@ THPFunction_vstack(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 /* ---- split, chunk, tensor_split, unbind: tuples of views ------------------- */
 
 /* A tuple of views: piece i is `lengths[i]` elements of dim starting at
- * starts[i]; narrow views, or select views when lengths is NULL. */
+ * starts[i]; narrow views, or (unbind) select views of index i when both
+ * are NULL. */
 static PyObject *
 views_tuple(THTensor *tensor, int64_t dim, Py_ssize_t n,
             const int64_t *starts, const int64_t *lengths)
@@ -344,7 +345,7 @@ views_tuple(THTensor *tensor, int64_t dim, Py_ssize_t n,
         THTensor *view =
             lengths != NULL
                 ? THTensor_newNarrow(tensor, dim, starts[i], lengths[i])
-                : THTensor_newSelect(tensor, dim, starts[i]);
+                : THTensor_newSelect(tensor, dim, i);
         PyObject *item = THPVariable_Wrap(view);
         if (item == NULL) {
             Py_DECREF(tuple);
@@ -360,14 +361,14 @@ static PyObject *
 split_by_lengths(THTensor *tensor, int64_t dim, Py_ssize_t n,
                  int64_t *lengths)
 {
-    int64_t *starts = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *starts = THPUtils_mallocArray(n, sizeof(int64_t));
     if (starts == NULL) {
-        return PyErr_NoMemory();
+        return NULL;
     }
     int64_t start = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         starts[i] = start;
-        start += lengths[i];
+        start += lengths[i]; /* the lengths sum to the dim's size */
     }
     PyObject *result = views_tuple(tensor, dim, n, starts, lengths);
     PyMem_Free(starts);
@@ -393,16 +394,13 @@ split_even(THTensor *tensor, int64_t dim, int64_t split_size)
                      (long long)size);
         return NULL;
     }
-    int64_t n = size == 0 ? 1 : (size + split_size - 1) / split_size;
-    if (n > PY_SSIZE_T_MAX / 16) {
-        return PyErr_NoMemory();
-    }
-    int64_t *lengths = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t n = size == 0 ? 1 : TH_ceilDiv(size, split_size);
+    int64_t *lengths = THPUtils_mallocArray(n, sizeof(int64_t));
     if (lengths == NULL) {
-        return PyErr_NoMemory();
+        return NULL;
     }
     for (int64_t i = 0; i < n; i++) {
-        int64_t left = size - i * split_size;
+        int64_t left = size - i * split_size; /* i * split_size < size */
         lengths[i] = left < split_size ? left : split_size;
     }
     PyObject *result = split_by_lengths(tensor, dim, (Py_ssize_t)n, lengths);
@@ -425,7 +423,7 @@ split_with_sizes(THTensor *tensor, int64_t dim, PyObject *seq)
     }
     PyObject *result = NULL;
     int64_t total = 0;
-    bool negative = false;
+    bool negative = false, overflowed = false;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (THPUtils_unpackLong(PySequence_Fast_GET_ITEM(seq, i), "split",
                                 "split_size", &lengths[i])
@@ -433,9 +431,13 @@ split_with_sizes(THTensor *tensor, int64_t dim, PyObject *seq)
             goto done;
         }
         negative |= lengths[i] < 0;
-        total += lengths[i];
+        /* a sum past INT64_MAX cannot be the size: saturate, never wrap */
+        if (TH_add_overflows(total, lengths[i], &total)) {
+            total = INT64_MAX;
+            overflowed = true;
+        }
     }
-    if (negative || total != tensor->sizes[dim]) {
+    if (negative || overflowed || total != tensor->sizes[dim]) {
         PyObject *list = PySequence_List(seq);
         if (list == NULL) {
             goto done;
@@ -555,18 +557,16 @@ chunk_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     }
     int64_t size = tensor->sizes[d];
     if (size == 0) { /* PyTorch: `chunks` empty pieces */
-        if (chunks > PY_SSIZE_T_MAX / 16) {
-            return PyErr_NoMemory();
-        }
-        int64_t *zeros = PyMem_Calloc((size_t)chunks, sizeof(int64_t));
+        int64_t *zeros = THPUtils_mallocArray(chunks, sizeof(int64_t));
         if (zeros == NULL) {
-            return PyErr_NoMemory();
+            return NULL;
         }
+        memset(zeros, 0, sizeof(int64_t) * (size_t)chunks);
         PyObject *result = split_by_lengths(tensor, d, chunks, zeros);
         PyMem_Free(zeros);
         return result;
     }
-    return split_even(tensor, d, (size + chunks - 1) / chunks);
+    return split_even(tensor, d, TH_ceilDiv(size, chunks));
 }
 THP_DEFINE_OP(chunk)
 
@@ -621,14 +621,14 @@ tensor_split_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                          (long long)sections);
             return NULL;
         }
-        if (sections > PY_SSIZE_T_MAX / 16) {
+        if (sections > PY_SSIZE_T_MAX / 2) {
             return PyErr_NoMemory();
         }
         n = (Py_ssize_t)sections;
     }
-    int64_t *starts = PyMem_Malloc(sizeof(int64_t) * 2 * (size_t)n);
+    int64_t *starts = THPUtils_mallocArray(2 * (int64_t)n, sizeof(int64_t));
     if (starts == NULL) {
-        return PyErr_NoMemory();
+        return NULL;
     }
     int64_t *lengths = starts + n;
     int64_t start = 0;
@@ -684,17 +684,13 @@ unbind_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     if (THTensor_wrapDim(dim, tensor->ndim, &d) < 0) {
         return THPUtils_setErrorFromTH();
     }
+    /* One tuple slot per index: a dim too long for a tuple (an expanded
+     * zeros(1).expand(2**61)) is a MemoryError from PyTuple_New. */
     int64_t n = tensor->sizes[d];
-    int64_t *starts = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
-    if (starts == NULL) {
+    if (n > PY_SSIZE_T_MAX) {
         return PyErr_NoMemory();
     }
-    for (int64_t i = 0; i < n; i++) {
-        starts[i] = i;
-    }
-    PyObject *result = views_tuple(tensor, d, n, starts, NULL);
-    PyMem_Free(starts);
-    return result;
+    return views_tuple(tensor, d, (Py_ssize_t)n, NULL, NULL);
 }
 THP_DEFINE_OP(unbind)
 

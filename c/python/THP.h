@@ -135,6 +135,9 @@ int THPUtils_parseSizeSequence(const char *fname, PyObject *seq,
 int THPUtils_parseScalar(PyObject *obj, THScalar *out);
 /* Converts one element at `data` to a Python bool/int/float. */
 PyObject *THPUtils_scalarToPython(const char *data, THDtype dtype);
+/* PyMem_Malloc for `count` items of `itemsize` bytes, with the size
+ * checked (Note [Counts to bytes]); NULL with MemoryError.  PyMem_Free it. */
+void *THPUtils_mallocArray(int64_t count, size_t itemsize);
 
 /* ---- module pieces ---------------------------------------------------------- */
 

@@ -211,9 +211,8 @@ THPUtils_parseScalar(PyObject *obj, THScalar *out)
     if (PyLong_Check(obj)) {
         int overflow;
         long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
-        if (overflow) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "Overflow when unpacking long");
+        if (overflow) { /* PyTorch's error for an int Scalar argument */
+            PyErr_SetString(PyExc_OverflowError, "int too big to convert");
             return -1;
         }
         *out = THScalar_fromInt(value);
@@ -414,4 +413,17 @@ THPUtils_callOpFunction(const char *fname, THPOpImpl impl,
         return NULL;
     }
     return impl(args[0], args + 1, nargs - 1, kwnames);
+}
+
+void *
+THPUtils_mallocArray(int64_t count, size_t itemsize)
+{
+    size_t nbytes;
+    void *block = TH_arrayNbytes(count, itemsize, &nbytes)
+                      ? PyMem_Malloc(nbytes > 0 ? nbytes : 1)
+                      : NULL;
+    if (block == NULL) {
+        PyErr_NoMemory();
+    }
+    return block;
 }

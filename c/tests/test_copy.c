@@ -481,6 +481,25 @@ test_copy_fill_overflow(void)
     CHECK_FAILS(THTensor_fill(f32, THScalar_fromDouble(1e300)),
                 TH_ERR_RUNTIME, "float32");
     CHECK_OK(THTensor_fill(f32, THScalar_fromDouble(INFINITY)));
+    /* a float fits an integral dtype only within [min, max] (PyTorch) */
+    CHECK_FAILS(THTensor_fill(u8, THScalar_fromDouble(-2.5)),
+                TH_ERR_RUNTIME, "uint8");
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(-1.0), TH_UInt8),
+                TH_ERR_RUNTIME, "uint8");
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(-0.5), TH_UInt8),
+                TH_ERR_RUNTIME, "uint8");
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(255.5), TH_UInt8),
+                TH_ERR_RUNTIME, "uint8");
+    CHECK_OK(THScalar_checkFits(THScalar_fromInt(-255), TH_UInt8));
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromInt(-256), TH_UInt8),
+                TH_ERR_RUNTIME, "uint8");
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(127.5), TH_Int8),
+                TH_ERR_RUNTIME, "int8");
+    CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(-128.5), TH_Int8),
+                TH_ERR_RUNTIME, "int8");
+    CHECK_OK(THScalar_checkFits(THScalar_fromDouble(-128.0), TH_Int8));
+    CHECK_OK(THScalar_checkFits(THScalar_fromDouble(-9223372036854775808.0),
+                                TH_Int64));
     CHECK_OK(THScalar_checkFits(THScalar_fromInt(INT64_MAX), TH_Int64));
     CHECK_FAILS(THScalar_checkFits(THScalar_fromDouble(9223372036854775808.0),
                                    TH_Int64),

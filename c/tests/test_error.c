@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static void
 test_error_set_kind_message_clear(void)
@@ -100,10 +101,40 @@ test_checked_arithmetic(void)
     CHECK(TH_MAX_NBYTES < INT64_MAX / 2);
 }
 
+/* Note [Counts to bytes]: the helpers refuse what would wrap. */
+static void
+test_counts_to_bytes(void)
+{
+    size_t nbytes = 0;
+    CHECK(TH_arrayNbytes(3, 8, &nbytes));
+    CHECK_EQ_INT(nbytes, 24);
+    CHECK(TH_arrayNbytes(0, 16, &nbytes));
+    CHECK_EQ_INT(nbytes, 0);
+    CHECK(!TH_arrayNbytes(-1, 8, &nbytes));
+    /* 2^61 * 8 wraps to 0 in uint64: the unbind overflow of issue 11 */
+    CHECK(!TH_arrayNbytes((int64_t)1 << 61, 8, &nbytes));
+    CHECK(!TH_arrayNbytes(TH_MAX_NBYTES / 8 + 1, 8, &nbytes));
+    CHECK(TH_arrayNbytes(TH_MAX_NBYTES / 8, 8, &nbytes));
+    THError_clear();
+    CHECK(TH_mallocArray((int64_t)1 << 62, 16, "sort") == NULL);
+    CHECK_ERROR(TH_ERR_MEMORY, "sort: cannot allocate");
+    void *empty = TH_mallocArray(0, 8, "test");
+    CHECK_NOT_NULL(empty);
+    free(empty);
+    CHECK_EQ_INT(TH_ceilDiv(0, 5), 0);
+    CHECK_EQ_INT(TH_ceilDiv(10, 5), 2);
+    CHECK_EQ_INT(TH_ceilDiv(11, 5), 3);
+    /* (a + b - 1) / b would wrap here */
+    CHECK_EQ_INT(TH_ceilDiv((int64_t)1 << 62, INT64_MAX), 1);
+    CHECK_EQ_INT(TH_ceilDiv(INT64_MAX, INT64_MAX), 1);
+    CHECK_EQ_INT(TH_ceilDiv(INT64_MAX, 2), (int64_t)1 << 62);
+}
+
 TH_TEST_SUITE(error) = {
     TH_TEST(test_error_set_kind_message_clear),
     TH_TEST(test_error_long_message_is_truncated),
     TH_TEST(test_error_is_thread_local),
     TH_TEST(test_checked_arithmetic),
+    TH_TEST(test_counts_to_bytes),
     TH_TEST_END,
 };

@@ -84,7 +84,7 @@ test_reduce_argmax_first_index_and_nan(void)
     CHECK(values != NULL && tt_get(values, 0) == 5 && isnan(tt_get(values, 1)));
     THTensor_release(values);
     THTensor_release(indices);
-    THTensor *flat = THTensor_newArgmax(t, TH_REDUCE_FLATTEN, false, false);
+    THTensor *flat = THTensor_newArgmax(t, NULL, false, false);
     CHECK_VALUES(flat, 3);
     THTensor_release(flat);
     THTensor_release(t);
@@ -130,7 +130,7 @@ test_reduce_split_driver(void)
     THTensor *v = THTensor_newVar(t, mask, 0, false, false);
     CHECK(v != NULL
           && fabs(tt_get(v, 0) - ((double)n * n - 1) / 12) < 1e-6 * n * n);
-    THTensor *a = THTensor_newArgmax(t, TH_REDUCE_FLATTEN, false, true);
+    THTensor *a = THTensor_newArgmax(t, NULL, false, true);
     CHECK_VALUES(a, (double)(n - 1));
     CHECK_OK(THParallel_setNumThreads(saved));
     THTensor_release(a);

@@ -351,6 +351,47 @@ test_tensor_scalars(void)
     CHECK(d.dtype == TH_Float64 && d.value.d == 2.5);
 }
 
+/* A view whose numel fits int64 but whose bytes do not: every dense copy
+ * of it refuses with PyTorch's message instead of wrapping the size. */
+static void
+test_tensor_new_empty_like_huge_view(void)
+{
+    int64_t one = 1, huge = (int64_t)1 << 62, nbytes = 0;
+    THTensor *t = THTensor_newEmpty(1, &one, TH_Float32, TH_DEVICE_CPU);
+    THTensor *wide = THTensor_newExpand(t, 1, &huge);
+    CHECK_NOT_NULL(wide);
+    CHECK_NEW_FAILS(THTensor_newEmptyLike(wide, TH_Float32), TH_ERR_RUNTIME,
+                    "Storage size calculation overflowed with "
+                    "sizes=[4611686018427387904]");
+    CHECK_NEW_FAILS(THTensor_newContiguous(wide), TH_ERR_RUNTIME,
+                    "overflowed");
+    CHECK_NEW_FAILS(THTensor_newEmpty(1, &huge, TH_Int8, TH_DEVICE_CPU),
+                    TH_ERR_MEMORY, "");
+    CHECK_FAILS(THTensor_checkedNbytes(1, &huge, TH_Float32, &nbytes),
+                TH_ERR_RUNTIME, "overflowed");
+    CHECK_OK(THTensor_checkedNbytes(1, &huge, TH_Bool, &nbytes));
+    CHECK_EQ_INT(nbytes, huge);
+    THTensor *values = NULL, *indices = NULL;
+    CHECK_FAILS(THTensor_topk(wide, 1, 0, true, &values, &indices),
+                TH_ERR_MEMORY, "too long");
+    CHECK(values == NULL && indices == NULL);
+    THTensor_release(wide);
+    THTensor_release(t);
+}
+
+/* An empty tensor touches no memory: non-overlapping and dense whatever
+ * its strides (PyTorch; randn(3, 0) fills one). */
+static void
+test_tensor_empty_is_dense(void)
+{
+    int64_t sizes[3] = {2, 0, 2};
+    THTensor *t = THTensor_newEmpty(3, sizes, TH_Float32, TH_DEVICE_CPU);
+    CHECK(THTensor_isNonOverlappingAndDense(t));
+    CHECK_OK(THTensor_normal(t, THGenerator_default(), 0.0, 1.0));
+    CHECK_OK(THTensor_uniform(t, THGenerator_default(), 0.0, 1.0));
+    THTensor_release(t);
+}
+
 TH_TEST_SUITE(tensor) = {
     TH_TEST(test_tensor_new_empty),
     TH_TEST(test_tensor_new_empty_failures),
@@ -361,5 +402,7 @@ TH_TEST_SUITE(tensor) = {
     TH_TEST(test_tensor_size_helpers),
     TH_TEST(test_tensor_is_same_view),
     TH_TEST(test_tensor_scalars),
+    TH_TEST(test_tensor_new_empty_like_huge_view),
+    TH_TEST(test_tensor_empty_is_dense),
     TH_TEST_END,
 };

@@ -1014,9 +1014,14 @@ THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
         return THBlas_gemm(c->dtype, m, n, k, alpha, ma, mb, beta, mc);
     }
     int64_t count = c->numel / (m * n);
-    int64_t *offsets = malloc((size_t)(3 * count) * sizeof(int64_t));
+    /* count <= c's numel, but c may be an out= view (Note [Counts to
+     * bytes]) */
+    int64_t *offsets = count <= INT64_MAX / 3
+                           ? TH_mallocArray(3 * count, sizeof(int64_t),
+                                            "matmul")
+                           : NULL;
     if (offsets == NULL) {
-        return out_of_memory();
+        return count <= INT64_MAX / 3 ? -1 : out_of_memory();
     }
     /* Odometer over the batch index, last dim fastest. */
     int64_t index[TH_MAX_DIMS] = {0};

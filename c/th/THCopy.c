@@ -337,6 +337,20 @@ THTensor_arange(THTensor *tensor, THScalar start, THScalar step)
     return 0;
 }
 
+/* An interpolated value of linspace: ends that fit int64 can still round
+ * to 2^63 in double (linspace(0, 2**63 - 1, 3)), whose cast to int64 is
+ * undefined; it saturates instead. */
+static void
+store_interpolated(THTensor *tensor, int64_t i, double value)
+{
+    if (tensor->dtype == TH_Int64 && value >= 9223372036854775808.0) {
+        store_int(tensor, i, INT64_MAX);
+    }
+    else {
+        store_double(tensor, i, value);
+    }
+}
+
 int
 THTensor_linspace(THTensor *tensor, double start, double end)
 {
@@ -345,7 +359,7 @@ THTensor_linspace(THTensor *tensor, double start, double end)
     }
     int64_t steps = tensor->numel;
     if (steps == 1) {
-        store_double(tensor, 0, start);
+        store_interpolated(tensor, 0, start);
     }
     else if (steps > 1) {
         /* PyTorch fills symmetrically from both ends, so the last element
@@ -355,7 +369,7 @@ THTensor_linspace(THTensor *tensor, double start, double end)
         for (int64_t i = 0; i < steps; i++) {
             double v = i < half ? start + step * (double)i
                                 : end - step * (double)(steps - 1 - i);
-            store_double(tensor, i, v);
+            store_interpolated(tensor, i, v);
         }
     }
     return 0;

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 enum { TH_ERROR_MESSAGE_SIZE = 512 };
 
@@ -40,4 +41,23 @@ THError_clear(void)
 {
     error_kind = TH_ERR_NONE;
     error_message[0] = '\0';
+}
+
+void *
+TH_mallocArray(int64_t count, size_t itemsize, const char *what)
+{
+    size_t nbytes;
+    if (!TH_arrayNbytes(count, itemsize, &nbytes)) {
+        THError_set(TH_ERR_MEMORY,
+                    "%s: cannot allocate %lld items of %zu bytes (the size "
+                    "overflows)",
+                    what, (long long)count, itemsize);
+        return NULL;
+    }
+    void *block = malloc(nbytes > 0 ? nbytes : 1);
+    if (block == NULL) {
+        THError_set(TH_ERR_MEMORY, "%s: out of memory for %lld items", what,
+                    (long long)count);
+    }
+    return block;
 }

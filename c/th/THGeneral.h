@@ -52,8 +52,45 @@ TH_add_overflows(int64_t a, int64_t b, int64_t *out)
     return __builtin_add_overflow(a, b, out);
 }
 
+/* ceil(a / b) for a >= 0 and b > 0, without forming a + b - 1 (which
+ * wraps for a near INT64_MAX: expand(2**62).split(2**63 - 1)). */
+static inline int64_t
+TH_ceilDiv(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
 /* The largest byte count any single storage may have: well below SIZE_MAX and
  * INT64_MAX so that pointer arithmetic on it can never wrap. */
 #define TH_MAX_NBYTES ((int64_t)1 << 52)
+
+/* Note [Counts to bytes]
+ * ~~~~~~~~~~~~~~~~~~~~~~
+ * Every place that turns an element count into a byte count for an
+ * allocation goes through TH_arrayNbytes (scratch arrays) or
+ * THTensor_checkedNbytes (tensor storage): a count taken from a tensor's
+ * sizes can be anything up to INT64_MAX (zeros(1).expand(2**62) is a valid
+ * view), and `count * itemsize` computed unchecked wraps to a small number,
+ * so the allocation succeeds and the writes run past it. */
+
+/* count * itemsize in *nbytes; false when count is negative or the product
+ * exceeds TH_MAX_NBYTES (so it cannot wrap a size_t either). */
+static inline bool
+TH_arrayNbytes(int64_t count, size_t itemsize, size_t *nbytes)
+{
+    int64_t product;
+    if (count < 0 || itemsize > (size_t)TH_MAX_NBYTES
+        || TH_mul_overflows(count, (int64_t)itemsize, &product)
+        || product > TH_MAX_NBYTES) {
+        return false;
+    }
+    *nbytes = (size_t)product;
+    return true;
+}
+
+/* malloc for `count` items of `itemsize` bytes (at least one byte, so a
+ * zero count is not NULL); NULL with a MemoryError-kind error naming
+ * `what` when the size does not fit or malloc fails. */
+void *TH_mallocArray(int64_t count, size_t itemsize, const char *what);
 
 #endif /* TH_GENERAL_H */

@@ -426,6 +426,47 @@ check_pow_exponent(const THPointwiseArg *args)
     return 0;
 }
 
+/* Note [Numbers that must fit]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Arithmetic wraps a number into the compute dtype as C casts do
+ * (int8 tensor + 300 adds 44, as in PyTorch).  But where a number is a
+ * value the result may hold rather than an operand of arithmetic, PyTorch
+ * converts it with an overflow check: where's values, clamp's bounds
+ * (maximum/minimum take numbers only as clamp's), alpha, and an integer
+ * pow's exponent.  int8.clamp(300) is then "value cannot be converted to
+ * type int8 without overflow", never a bound of 44. */
+static bool
+number_must_fit(THPointwiseOp op, const THPointwiseArg *args, int k,
+                THDtype compute)
+{
+    switch (op) {
+    case TH_OP_WHERE: return k > 0;
+    case TH_OP_CLAMP:
+    case TH_OP_MAXIMUM:
+    case TH_OP_MINIMUM: return true;
+    case TH_OP_POW:
+        return k == 1 && args[0].tensor != NULL
+               && THDtype_isIntegral(compute, true);
+    default: return false;
+    }
+}
+
+static int
+check_numbers_fit(THPointwiseOp op, const THPointwiseArg *args,
+                  const THPointwiseOptions *options, THDtype compute)
+{
+    for (int k = 0; k < op_arity[op]; k++) {
+        if (args[k].tensor == NULL && number_must_fit(op, args, k, compute)
+            && THScalar_checkFits(args[k].number, compute) < 0) {
+            return -1;
+        }
+    }
+    if (op == TH_OP_ADD_ALPHA || op == TH_OP_SUB_ALPHA) {
+        return THScalar_checkFits(options->alpha, compute);
+    }
+    return 0;
+}
+
 static bool
 is_integer_division(THPointwiseOp op, THDtype compute)
 {
@@ -463,6 +504,9 @@ compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
         return -1;
     }
     if (op == TH_OP_POW && check_pow_exponent(args) < 0) {
+        return -1;
+    }
+    if (check_numbers_fit(op, args, options, dtype) < 0) {
         return -1;
     }
     if (loops[op][dtype] == NULL) {

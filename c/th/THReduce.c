@@ -1665,18 +1665,9 @@ THTensor_newAmax(THTensor *input, const bool *mask, bool keepdim,
                   &params, input->dtype, NULL, TH_Int64);
 }
 
-/* The mask of one dim (or of all dims for TH_REDUCE_FLATTEN). */
-static int
-single_dim_mask(const THTensor *input, int64_t dim, bool *mask)
-{
-    if (dim == TH_REDUCE_FLATTEN) {
-        return THReduce_dimMask(input, 0, NULL, mask);
-    }
-    return THReduce_dimMask(input, 1, &dim, mask);
-}
-
 THTensor *
-THTensor_newArgmax(THTensor *input, int64_t dim, bool keepdim, bool is_max)
+THTensor_newArgmax(THTensor *input, const int64_t *dim, bool keepdim,
+                   bool is_max)
 {
     static const ReduceParams params = {0};
     const char *fname = is_max ? "argmax" : "argmin";
@@ -1686,9 +1677,9 @@ THTensor_newArgmax(THTensor *input, int64_t dim, bool keepdim, bool is_max)
                     fname);
         return NULL;
     }
-    if (single_dim_mask(input, dim, mask) < 0
-        || check_nonempty_reduction(input, mask, dim == TH_REDUCE_FLATTEN,
-                                    fname, true)
+    /* dim NULL: the mask of every dim (the flattened input) */
+    if (THReduce_dimMask(input, dim != NULL ? 1 : 0, dim, mask) < 0
+        || check_nonempty_reduction(input, mask, dim == NULL, fname, true)
                < 0) {
         return NULL;
     }

@@ -39,12 +39,12 @@ THTensor *THTensor_newMean(THTensor *input, const bool *mask, bool keepdim,
  * the messages): NaN propagates; reducing over 0 elements is an error. */
 THTensor *THTensor_newAmax(THTensor *input, const bool *mask, bool keepdim,
                            bool is_max, const char *fname);
-/* The index of the first largest (smallest) element along `dim`, or in the
- * flattened input when dim is TH_REDUCE_FLATTEN; a NaN counts as the
- * largest and the smallest.  int64 result. */
-#define TH_REDUCE_FLATTEN INT64_MIN
-THTensor *THTensor_newArgmax(THTensor *input, int64_t dim, bool keepdim,
-                             bool is_max);
+/* The index of the first largest (smallest) element along *dim, or in the
+ * flattened input when dim is NULL (no dim value is set aside for that:
+ * argmax(dim=-2**63) is an out-of-range dim); a NaN counts as the largest
+ * and the smallest.  int64 result. */
+THTensor *THTensor_newArgmax(THTensor *input, const int64_t *dim,
+                             bool keepdim, bool is_max);
 /* max(dim)/min(dim): values and indices together. */
 int THTensor_maxDim(THTensor *input, int64_t dim, bool keepdim, bool is_max,
                     THTensor **values, THTensor **indices);

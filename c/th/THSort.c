@@ -365,7 +365,9 @@ static void
 sort_lanes(int64_t begin, int64_t end, void *arg)
 {
     SortJob *job = arg;
-    SortItem *items = malloc(2 * (size_t)job->lane_len * sizeof(SortItem));
+    /* 2 * lane_len items: checked by sort_lanes_to_new */
+    SortItem *items = TH_mallocArray(2 * job->lane_len, sizeof(SortItem),
+                                     "sort");
     if (items == NULL) {
         atomic_store(&job->out_of_memory, true);
         return;
@@ -393,6 +395,18 @@ sort_lanes_to_new(THTensor *input, int64_t dim, bool descending,
     else { /* a 0-d result always holds the element (PyTorch: topk(k=0)) */
         first = 0;
         count = 1;
+    }
+    /* Each worker needs 2 * lane_len items of scratch: refuse a lane whose
+     * scratch does not fit before allocating anything (Note [Counts to
+     * bytes]; a huge expanded lane, zeros(1).expand(2**62).topk(1)). */
+    int64_t lane_len = input->ndim > 0 ? input->sizes[dim] : 1;
+    size_t scratch_bytes;
+    if (lane_len > INT64_MAX / 2
+        || !TH_arrayNbytes(2 * lane_len, sizeof(SortItem), &scratch_bytes)) {
+        return THError_set(TH_ERR_MEMORY,
+                           "sort: a lane of %lld elements is too long for "
+                           "the scratch memory of a sort",
+                           (long long)lane_len);
     }
     THDeviceType device = input->storage->device;
     *values = THTensor_newEmpty(input->ndim, sizes, input->dtype, device);
@@ -591,13 +605,11 @@ unique_impl(THTensor *input, bool sort, THTensor **values,
     if (flat == NULL) {
         return -1;
     }
-    int64_t n = flat->numel;
-    SortItem *items = malloc((2 * (size_t)n + 1) * sizeof(SortItem));
+    int64_t n = flat->numel; /* fits: flat's own bytes did */
+    SortItem *items = TH_mallocArray(2 * n + 1, sizeof(SortItem), "unique");
     if (items == NULL) {
         THTensor_release(flat);
-        return THError_set(TH_ERR_MEMORY,
-                           "unique: out of memory for %lld elements",
-                           (long long)n);
+        return -1;
     }
     if (n > 0) {
         load_keys[flat->dtype](items, THTensor_data(flat),
@@ -742,14 +754,19 @@ THTensor_uniqueDim(THTensor *input, int64_t dim, bool consecutive,
     front_permutation(input->ndim, d, perm, unpermute);
     THTensor *front = THTensor_newPermute(input, input->ndim, perm);
     THTensor *flat = front ? THTensor_newContiguous(front) : NULL;
+    /* rows * cols is flat's numel, and flat's bytes fit: so do these */
     size_t nkeys = (size_t)(rows * cols);
-    SortItem *keys = malloc((nkeys + 2 * (size_t)rows + 1) * sizeof(SortItem));
-    int64_t *order = malloc((2 * (size_t)rows + 1) * sizeof(int64_t));
+    SortItem *keys = NULL;
+    int64_t *order = NULL;
     int status = -1;
-    if (flat == NULL || keys == NULL || order == NULL) {
-        if (flat != NULL) {
-            THError_set(TH_ERR_MEMORY, "unique: out of memory");
-        }
+    if (flat == NULL) {
+        goto done;
+    }
+    keys = TH_mallocArray((int64_t)nkeys + 2 * rows + 1, sizeof(SortItem),
+                          "unique");
+    order = keys ? TH_mallocArray(2 * rows + 1, sizeof(int64_t), "unique")
+                 : NULL;
+    if (order == NULL) {
         goto done;
     }
     if (nkeys > 0) {

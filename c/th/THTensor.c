@@ -41,7 +41,7 @@ static void
 integral_range(THDtype dtype, double *min, double *max)
 {
     switch (dtype) {
-        TH_RANGE_CASE(UInt8, -255.0, 255.0)
+        TH_RANGE_CASE(UInt8, 0.0, 255.0)
         TH_RANGE_CASE(Int8, -128.0, 127.0)
         TH_RANGE_CASE(Int16, -32768.0, 32767.0)
         TH_RANGE_CASE(Int32, -2147483648.0, 2147483647.0)
@@ -68,17 +68,22 @@ THScalar_checkFits(THScalar value, THDtype dtype)
     else if (value.dtype == TH_Int64) {
         double min, max;
         integral_range(dtype, &min, &max);
+        /* uint8 also takes -255..-1, which wrap (PyTorch's fill_(-1)) */
+        if (dtype == TH_UInt8) {
+            min = -255.0;
+        }
         fits = dtype == TH_Int64
                || (value.value.i >= (int64_t)min
                    && value.value.i <= (int64_t)max);
     }
     else {
+        /* A double fits when it lies in [min, max] (PyTorch: 127.5 does
+         * not fit int8, -1.0 does not fit uint8, -2.5 fits int32).  The
+         * int64 bound 2^63 is max rounded up, and does not fit. */
         double min, max, d = value.value.d;
         integral_range(dtype, &min, &max);
-        /* Truncation toward zero decides, so -2.5 fits int32.  The int64
-         * bound 2^63 itself does not fit. */
-        fits = !isnan(d) && d > min - 1.0 && d < max + 1.0
-               && (dtype != TH_Int64 || d < 9223372036854775808.0);
+        fits = d >= min
+               && (dtype == TH_Int64 ? d < 9223372036854775808.0 : d <= max);
     }
     if (!fits) {
         return THError_set(TH_ERR_RUNTIME,
@@ -201,6 +206,25 @@ THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel)
         }
     }
     *numel = n;
+    return 0;
+}
+
+int
+THTensor_checkedNbytes(int ndim, const int64_t *sizes, THDtype dtype,
+                       int64_t *nbytes)
+{
+    char buf[256];
+    int64_t numel;
+    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
+        return -1;
+    }
+    if (TH_mul_overflows(numel, THDtype_itemsize(dtype), nbytes)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "Storage size calculation overflowed with "
+                           "sizes=%s",
+                           THTensor_formatSizes(buf, sizeof(buf), ndim,
+                                                sizes));
+    }
     return 0;
 }
 
@@ -457,17 +481,12 @@ THTensor *
 THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
                   THDeviceType device)
 {
-    int64_t numel, nbytes;
+    int64_t nbytes;
     if (!THDtype_isValid(dtype)) {
         THError_set(TH_ERR_TYPE, "invalid dtype %d", (int)dtype);
         return NULL;
     }
-    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
-        return NULL;
-    }
-    if (TH_mul_overflows(numel, THDtype_itemsize(dtype), &nbytes)) {
-        THError_set(TH_ERR_RUNTIME, "Storage size calculation overflowed "
-                    "for %lld elements", (long long)numel);
+    if (THTensor_checkedNbytes(ndim, sizes, dtype, &nbytes) < 0) {
         return NULL;
     }
     THStorage *storage = THStorage_new(nbytes, device);
@@ -504,6 +523,9 @@ THTensor_isNonOverlappingAndDense(const THTensor *tensor)
 {
     int perm[TH_MAX_DIMS];
     int64_t expected = 1;
+    if (tensor->numel == 0) {
+        return true; /* no element at all (PyTorch: randn(3, 0) is dense) */
+    }
     stride_order(tensor, perm);
     for (int i = tensor->ndim - 1; i >= 0; i--) {
         int64_t size = tensor->sizes[perm[i]];
@@ -521,10 +543,16 @@ THTensor_isNonOverlappingAndDense(const THTensor *tensor)
 THTensor *
 THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
 {
-    int64_t strides[TH_MAX_DIMS];
+    int64_t strides[TH_MAX_DIMS], nbytes;
     if (tensor->numel == 0) {
         return THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype,
                                  tensor->storage->device);
+    }
+    /* A view's numel fits an int64 but its bytes may not (expand(2**62));
+     * checked before the strides below multiply the sizes together. */
+    if (THTensor_checkedNbytes(tensor->ndim, tensor->sizes, dtype, &nbytes)
+        < 0) {
+        return NULL;
     }
     if (THTensor_isNonOverlappingAndDense(tensor)) {
         memcpy(strides, tensor->strides, sizeof(int64_t) * tensor->ndim);
@@ -538,7 +566,6 @@ THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
             running *= tensor->sizes[perm[i]];
         }
     }
-    int64_t nbytes = tensor->numel * THDtype_itemsize(dtype);
     THStorage *storage = THStorage_new(nbytes, tensor->storage->device);
     if (storage == NULL) {
         return NULL;

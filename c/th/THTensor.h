@@ -80,9 +80,10 @@ THScalar THScalar_fromBool(bool b);
 THScalar THScalar_fromInt(int64_t i);
 THScalar THScalar_fromDouble(double d);
 /* Fails (RuntimeError kind) when converting `value` to dtype would
- * overflow, as PyTorch's fill_ and full do.  NaN and infinities fit the
- * floating dtypes only.  Like PyTorch, uint8 also accepts -255..-1, which
- * wrap around (fill_(-1) gives 255). */
+ * overflow, as PyTorch's fill_ and full do: a float must lie within the
+ * integral dtype's range (127.5 does not fit int8).  NaN and infinities fit
+ * the floating dtypes only.  Like PyTorch, uint8 also accepts the ints
+ * -255..-1, which wrap around (fill_(-1) gives 255; fill_(-1.0) fails). */
 int THScalar_checkFits(THScalar value, THDtype dtype);
 
 /* ---- creation and lifetime ---------------------------------------------- */
@@ -123,6 +124,11 @@ const char *THTensor_formatSizes(char *buf, size_t buflen, int ndim,
                                  const int64_t *sizes);
 /* numel of the sizes, with overflow and negative-size checks. */
 int THTensor_checkedNumel(int ndim, const int64_t *sizes, int64_t *numel);
+/* The bytes of a dense block of the sizes in dtype, checked like numel
+ * (Note [Counts to bytes]): PyTorch's "Storage size calculation overflowed
+ * with sizes=[...]" when numel * itemsize does not fit an int64. */
+int THTensor_checkedNbytes(int ndim, const int64_t *sizes, THDtype dtype,
+                           int64_t *nbytes);
 /* Contiguous (row-major) strides for sizes. */
 void THTensor_contiguousStrides(int ndim, const int64_t *sizes,
                                 int64_t *strides);
