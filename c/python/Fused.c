@@ -222,7 +222,10 @@ done:
 
 /* Reads the call's arguments.  1: all are tensors or numbers; 0: the
  * guard fails (another type, a number beyond int64, or a tensor that
- * requires grad under grad mode); -1: error. */
+ * requires grad under grad mode); -1: error.  Runs no Python code (exact
+ * checks, no __index__ or __float__), so the tensors it reads are still
+ * the arguments' when it returns; the caller retains them (release_inputs
+ * undoes that). */
 static int
 parse_inputs(PyObject *const *args, int ninputs, THPointwiseArg *out)
 {
@@ -245,6 +248,31 @@ parse_inputs(PyObject *const *args, int ninputs, THPointwiseArg *out)
     return 1;
 }
 
+/* Note [A fused kernel owns its inputs]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A large kernel runs without the GIL, and another thread may then run
+ * `a.data = ...` on an input, which releases the THTensor the plan reads
+ * (and with it the storage).  So the call retains each input tensor
+ * before it prepares the plan and releases it after the outputs are
+ * wrapped: the memory the plan points into lives as long as the call. */
+static void
+retain_inputs(THPointwiseArg *inputs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (inputs[i].tensor != NULL) {
+            THTensor_retain(inputs[i].tensor);
+        }
+    }
+}
+
+static void
+release_inputs(THPointwiseArg *inputs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        THTensor_release(inputs[i].tensor); /* NULL: a number, a no-op */
+    }
+}
+
 /* A tuple of the tensors, wrapped; steals every reference in outputs. */
 static PyObject *
 wrap_outputs(THTensor **outputs, int n)
@@ -263,6 +291,29 @@ wrap_outputs(THTensor **outputs, int n)
         PyTuple_SET_ITEM(tuple, k, wrapped);
     }
     return tuple;
+}
+
+/* Prepares, runs and wraps one call over owned inputs (Note [A fused
+ * kernel owns its inputs]); None when the guard fails. */
+static PyObject *
+run_kernel(const THFusedProgram *program, THPointwiseArg *inputs)
+{
+    THFusedPlan plan;
+    int status = THFused_prepare(&plan, program, inputs);
+    if (status != 0) {
+        return status < 0 ? THPUtils_setErrorFromTH() : Py_NewRef(Py_None);
+    }
+    if (plan.numel >= TH_PARALLEL_GRAIN) {
+        Py_BEGIN_ALLOW_THREADS
+        THFused_execute(&plan);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        THFused_execute(&plan);
+    }
+    THTensor *outputs[TH_FUSED_MAX_OUTPUTS];
+    THFused_finish(&plan, outputs);
+    return wrap_outputs(outputs, program->noutputs);
 }
 
 static PyObject *
@@ -287,22 +338,10 @@ fused_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     if (status <= 0) {
         return status < 0 ? NULL : Py_NewRef(Py_None);
     }
-    THFusedPlan plan;
-    status = THFused_prepare(&plan, program, inputs);
-    if (status != 0) {
-        return status < 0 ? THPUtils_setErrorFromTH() : Py_NewRef(Py_None);
-    }
-    if (plan.numel >= TH_PARALLEL_GRAIN) {
-        Py_BEGIN_ALLOW_THREADS
-        THFused_execute(&plan);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        THFused_execute(&plan);
-    }
-    THTensor *outputs[TH_FUSED_MAX_OUTPUTS];
-    THFused_finish(&plan, outputs);
-    return wrap_outputs(outputs, program->noutputs);
+    retain_inputs(inputs, program->ninputs);
+    PyObject *result = run_kernel(program, inputs);
+    release_inputs(inputs, program->ninputs);
+    return result;
 }
 
 /* ---- the type ------------------------------------------------------------------ */
