@@ -31,8 +31,14 @@ Nothing in the file is ever executed as code: no pickle, no eval.  Loading
 checks every field's type and range, resolves callees only through the
 allowlist, rebuilds kernels through their validating constructor, and runs
 the bytecode verifier (bytecode.Program.verify) before building the C Code
-object, whose constructor checks the structure once more.  Anything wrong
-raises ProgramFileError (a ValueError) naming the problem.
+object, whose constructor checks the structure once more.  The strings a
+prim.format call may take as its format are checked too: plain positional
+fields only, no attribute or index chains (Note [Format strings in a
+program] in ops.py).  Anything wrong raises ProgramFileError (a
+ValueError) naming the problem.  What the file cannot promise -- that a
+size is reasonable, that a loop ends -- is the running program's to
+report: an absurd size raises as in eager mode, and the VM checks signals
+on backward jumps, so a call can be interrupted.
 
 The encoding is canonical (sorted keys, fixed separators, tensors named by
 position), so save -> load -> save writes the same bytes.
