@@ -260,6 +260,28 @@ def test_multiple_outputs():
     assert out[2] is not a and out[2].data_ptr() != a.data_ptr()
 
 
+@pytest.mark.parametrize("ninputs, instructions, outputs", [
+    (1, [], [0]),                                                # never read
+    (1, [("exp", 1, 0), ("neg", 2, 1), ("neg", 3, 2)], [0, 3]),  # slot reused
+    (1, [("exp", 1, 0)], [1, 0]),
+    (2, [("add", 2, 0, 1), ("mul", 3, 2, 2), ("sub", 4, 3, 1)], [4, 0, 1]),
+])
+def test_strided_input_as_output_is_the_input(ninputs, instructions, outputs):
+    # A strided input is gathered into a block buffer; when it is also an
+    # output, that buffer must survive the block's last step (it was given
+    # to a later temporary after the input's last read: a wrong result).
+    inputs = [sample((40, 33), ember.float32, seed=11).t(),
+              sample((33, 80), ember.float32, seed=12)[:, ::2]][:ninputs]
+    got = FusedKernel(ninputs, instructions, outputs)(*inputs)
+    values = dict(enumerate(inputs))
+    for name, dst, *srcs in instructions:
+        values[dst] = eager(name, [values[s] for s in srcs], ember.float32)
+    for tensor, reg in zip(got, outputs):
+        assert_same_bits(tensor, values[reg])
+        if reg < ninputs:
+            assert tensor.data_ptr() != inputs[reg].data_ptr()
+
+
 def test_output_of_stride0_input_is_filled():
     a = ember.tensor([2.5]).expand(2000)
     b = sample((2000,), ember.float32)

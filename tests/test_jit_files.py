@@ -156,3 +156,171 @@ def test_loading_never_runs_code(saved, monkeypatch):
     with pytest.raises(ProgramFileError):
         jit.load(file_with(bad))
     assert calls == []
+
+
+# ---- edited programs: format strings, absurd constants, fused outputs ----------------
+
+
+def document_of(fn):
+    """(header, doc, tensor bytes) of ember.jit.save(jit.script(fn))."""
+    buffer = io.BytesIO()
+    jit.save(jit.script(fn), buffer)
+    raw = buffer.getvalue()
+    header_length = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + header_length])
+    return header, json.loads(header["__metadata__"][METADATA_KEY]), raw[8 + header_length:]
+
+
+def file_of(header, doc, data):
+    """A program file: `header` with `doc` as its program, then the tensors."""
+    header = dict(header, __metadata__={METADATA_KEY: json.dumps(doc)})
+    blob = json.dumps(header).encode()
+    return io.BytesIO(struct.pack("<Q", len(blob)) + blob + data)
+
+
+def formats(x, n: int):
+    s = f"{n}:{x.sum()!r:>12}|{n + 1:04d}"
+    return x * n, s
+
+
+def format_constant(doc):
+    return next(i for i, c in enumerate(doc["constants"]) if "str" in c)
+
+
+def test_format_program_round_trips():
+    header, doc, data = document_of(formats)
+    x = ember.ones(3)
+    assert jit.load(file_of(header, doc, data))(x, 3)[1] == formats(x, 3)[1]
+
+
+@pytest.mark.parametrize("fmt", [
+    "{0.backward.__globals__}",       # attributes: any global, os.environ
+    "{0.__class__}", "{0[0]}", "{n}", "{0!x}", "{0:{1}}", "{:>{}}",
+    "{:99999999}", "{:.99999999f}", "{", "}", "{0}{}",
+])
+def test_format_string_in_file_cannot_reach_attributes(fmt):
+    header, doc, data = document_of(formats)
+    doc["constants"][format_constant(doc)] = {"str": fmt}
+    with pytest.raises(ProgramFileError, match="bad format string"):
+        jit.load(file_of(header, doc, data))
+
+
+def test_format_string_must_be_a_str():
+    header, doc, data = document_of(formats)
+    doc["constants"][format_constant(doc)] = {"int": 3}
+    with pytest.raises(ProgramFileError, match="must be a str"):
+        jit.load(file_of(header, doc, data))
+
+
+def computed_format(doc, left, right):
+    """The program with its format string computed at run time:
+    operator.add(left, right) into the format's register."""
+    doc = copy.deepcopy(doc)
+    site = next(i for i, s in enumerate(doc["callsites"]) if s[0] == "prim.format")
+    call = next(i for i, ins in enumerate(doc["code"])
+                if ins[0] == "CALL" and ins[2] == site)
+    fmt_reg = doc["operands"][doc["code"][call][3]]
+    spare = doc["nregs"]
+    k = format_constant(doc)
+    doc["constants"][k] = {"str": left}
+    doc["constants"].append({"str": right})
+    doc["callsites"].append(["operator.add", 2, None])
+    doc["operands"] += [fmt_reg, spare]
+    doc["code"][call:call] = [
+        ["LOAD_CONST", spare, len(doc["constants"]) - 1, 0],
+        ["CALL", fmt_reg, len(doc["callsites"]) - 1, len(doc["operands"]) - 2],
+        ["DROP", spare, 0, 0]]
+    doc["lines"][call:call] = [0, 0, 0]
+    doc["nregs"] = spare + 1
+    return doc
+
+
+def test_computed_format_string_is_checked_when_it_runs():
+    header, doc, data = document_of(formats)
+    x = ember.ones(3)
+    fine = jit.load(file_of(header, computed_format(doc, "{}:{!r:>12}", "|{:04d}"), data))
+    assert fine(x, 3)[1] == formats(x, 3)[1]  # the edit itself works
+    for left, right in [("{0.backward", ".__globals__}"), ("{1.", "__class__}"),
+                        ("{0", "[0]}")]:
+        loaded = jit.load(file_of(header, computed_format(doc, left, right), data))
+        with pytest.raises(ValueError, match="plain positional fields"):
+            loaded(x, 3)
+
+
+def test_script_f_string_rules():
+    x = ember.ones(2)
+
+    def conversions(x, n: int):
+        return f"{x!s}{x!r}{n!a}{n:+05d}{{}}"
+
+    assert jit.script(conversions)(x, 7) == conversions(x, 7)
+
+    def computed_spec(x, n: int):
+        return f"{x:{n}}"
+
+    with pytest.raises(Exception, match="computed format specs"):
+        jit.script(computed_spec)
+
+    def huge_width(n: int):
+        return f"{n:>100000}"
+
+    with pytest.raises(Exception, match="width above"):
+        jit.script(huge_width)
+
+
+def test_print_takes_no_keywords_from_a_file():
+    def prints(x):
+        print(x)
+        return x
+
+    header, doc, data = document_of(prints)
+    site = next(i for i, s in enumerate(doc["callsites"]) if s[0] == "prim.print")
+    doc["callsites"][site] = ["prim.print", 1, ["file"]]  # print(file=x)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        jit.load(file_of(header, doc, data))(ember.ones(1))
+
+
+def test_wrongly_shaped_constants_are_program_file_errors(saved):
+    _, doc = saved
+    for bad in ({"dtype": []}, {"dtype": {"a": 1}}, {"slice": [1]}, {"int": []},
+                {"int": 2**64}, {"tuple": {}}, {"float": 1.5}, {"str": 3}, [], None):
+        with pytest.raises(ProgramFileError):
+            jit.load(file_with(mutated(doc, constants=[bad])))
+    fused = [[2**40, [], [0], "k"], [1, 5, [0], "k"], [1, [], [0], 7],
+             [1, [["exp", 1, 2**70]], [1], "k"]]
+    for bad in fused:
+        with pytest.raises(ProgramFileError):
+            jit.load(file_with(mutated(doc, fused=[bad])))
+
+
+def expands(x):
+    return x.expand(4, 3).exp() + 1
+
+
+@pytest.mark.parametrize("size", [2**62, 2**63 - 1, -2, 2**31])
+def test_absurd_size_constant_fails_cleanly_when_called(size):
+    header, doc, data = document_of(expands)
+    k = next(i for i, c in enumerate(doc["constants"]) if c == {"int": 4})
+    doc["constants"][k] = {"int": size}
+    loaded = jit.load(file_of(header, doc, data))
+    with pytest.raises((RuntimeError, ValueError, MemoryError)):
+        loaded(ember.zeros(3))
+
+
+def two_outputs(x):
+    y = ember.exp(x)
+    return -(-y), y * 2
+
+
+def test_strided_input_as_fused_output_through_a_loaded_program():
+    header, doc, data = document_of(two_outputs)
+    (ninputs, instructions, outputs, name), = doc["fused"]
+    assert ninputs == 1 and len(outputs) == 2
+    # The first output becomes the input itself (register 0): the kernel
+    # must return a copy of x, not the temporary that reused x's buffer.
+    doc["fused"] = [[ninputs, instructions, [0, outputs[0]], name]]
+    loaded = jit.load(file_of(header, doc, data))
+    x = ember.arange(24.0).reshape(4, 6).t()
+    first, second = loaded(x)
+    assert first.tolist() == x.tolist()
+    assert second.tolist() == (-(-ember.exp(x))).tolist()

@@ -893,3 +893,47 @@ def bits(tensor):
     """The tensor's bytes as integers (so -0.0 != 0.0 and nan == nan)."""
     import torch
     return tensor.view(torch.uint8)
+
+
+def elif_chain(branches, directory):
+    """`if k == 0: ... elif k == 1: ... else: ...`, from a module file."""
+    lines = ["import ember", "", "", "def chain(x, k: int):"]
+    for i in range(branches):
+        lines.append(f"    {'if' if i == 0 else 'elif'} k == {i}:")
+        lines.append(f"        x = x * {i + 1} + 1")
+    lines += ["    else:", "        x = x - 1", "    return x", ""]
+    path = directory / f"ember_elif_chain_{branches}.py"
+    path.write_text("\n".join(lines))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.chain
+
+
+def test_elif_chain_compiles_in_linear_side_effect_checks(tmp_dir, monkeypatch):
+    # has_side_effects(If) used to ask every nested node, and each nested
+    # If asked its own again: 2**n calls for n branches (20: 18 s, 24 never
+    # finished).  Counted, not timed: the calls must grow linearly, and a
+    # budget far above the linear count stops a regression at once (fails,
+    # never hangs: pytest.fail is no Exception the compiler could catch).
+    import ember.jit.passes.util as util
+    checks = []
+    original = util.has_side_effects
+
+    def counting(node):
+        checks.append(node)
+        if len(checks) > 100_000:
+            pytest.fail("has_side_effects called over 100000 times")
+        return original(node)
+
+    monkeypatch.setattr(util, "has_side_effects", counting)
+    counts = {}
+    for branches in (20, 40):
+        chain = ember.jit.script(elif_chain(branches, tmp_dir))
+        checks.clear()
+        x = ember.ones(2)
+        for k in (0, 7, branches - 1, branches, -1):
+            want = x * (k + 1) + 1 if 0 <= k < branches else x - 1
+            assert chain(x, k).tolist() == want.tolist()
+        counts[branches] = len(checks)
+    assert 0 < counts[40] <= 2.5 * counts[20], counts

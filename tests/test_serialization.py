@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import ember
 from ember.serialization import SafetensorsError
+from ember.serialization import SafetensorsError
 
 DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32,
           ember.int64, ember.float32, ember.float64]
@@ -221,6 +222,79 @@ def test_file_objects_read_from_current_position_and_unseekable_streams():
             return self._data.readinto(b)
 
     assert ember.load(Pipe(buffer.getvalue()[6:]))["a"].numpy().tolist() == [0, 1, 2]
+
+
+class LyingStream:
+    """A seekable binary stream whose readinto (or read, without readinto)
+    returns what `answer(buffer, honest_count)` says."""
+
+    def __init__(self, data, answer, with_readinto=True):
+        self._data = io.BytesIO(data)
+        self._answer = answer
+        self.calls = 0
+        if with_readinto:
+            self.readinto = self._readinto
+
+    def seekable(self):
+        return True
+
+    def seek(self, *args):
+        return self._data.seek(*args)
+
+    def tell(self):
+        return self._data.tell()
+
+    def read(self, n=-1):
+        if hasattr(self, "readinto") or self._data.tell() < 16:
+            return self._data.read(n)   # the header: honest
+        return self._lie(bytearray(n), self._data.readinto)
+
+    def _readinto(self, b):
+        return self._lie(b, self._data.readinto)
+
+    def _lie(self, b, honest):
+        self.calls += 1
+        if self.calls > 10_000:
+            pytest.fail("the loader keeps reading from a stream that lies")
+        return self._answer(b, honest)
+
+
+def tensor_file():
+    buffer = io.BytesIO()
+    ember.save({"a": ember.arange(1000, dtype=ember.int32)}, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("answer", [
+    lambda b, honest: -1,                      # looped forever
+    lambda b, honest: len(b) + 100,            # uninitialised memory
+    lambda b, honest: 2**70,
+    lambda b, honest: "3",
+    lambda b, honest: 3.0,
+    lambda b, honest: True,
+])
+def test_load_rejects_a_readinto_that_lies(answer):
+    with pytest.raises(OSError, match="readinto"):
+        ember.load(LyingStream(tensor_file(), answer))
+
+
+@pytest.mark.parametrize("answer, error", [
+    (lambda b, honest: bytes(honest(b)) + b"xx", "returned"),   # more than asked
+    (lambda b, honest: "text", "should return bytes"),
+    (lambda b, honest: 12, "should return bytes"),
+])
+def test_load_rejects_a_read_that_lies(answer, error):
+    def lie(b, honest):
+        return answer(b, lambda buf: buf[:honest(buf)])
+    with pytest.raises(OSError, match=error):
+        ember.load(LyingStream(tensor_file(), lie, with_readinto=False))
+
+
+def test_load_handles_short_reads_and_none():
+    one_byte = LyingStream(tensor_file(), lambda b, honest: honest(b[:1]))
+    assert ember.load(one_byte)["a"].tolist() == list(range(1000))
+    with pytest.raises(SafetensorsError, match="truncated"):
+        ember.load(LyingStream(tensor_file(), lambda b, honest: None))
 
 
 def test_numpy_and_subclassed_scalars_load_as_plain_python_values():

@@ -222,7 +222,10 @@ done:
 
 /* Reads the call's arguments.  1: all are tensors or numbers; 0: the
  * guard fails (another type, a number beyond int64, or a tensor that
- * requires grad under grad mode); -1: error. */
+ * requires grad under grad mode); -1: error.  Runs no Python code (exact
+ * checks, no __index__ or __float__), so the tensors it reads are still
+ * the arguments' when it returns; the caller retains them (release_inputs
+ * undoes that). */
 static int
 parse_inputs(PyObject *const *args, int ninputs, THPointwiseArg *out)
 {
@@ -245,6 +248,31 @@ parse_inputs(PyObject *const *args, int ninputs, THPointwiseArg *out)
     return 1;
 }
 
+/* Note [A fused kernel owns its inputs]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A large kernel runs without the GIL, and another thread may then run
+ * `a.data = ...` on an input, which releases the THTensor the plan reads
+ * (and with it the storage).  So the call retains each input tensor
+ * before it prepares the plan and releases it after the outputs are
+ * wrapped: the memory the plan points into lives as long as the call. */
+static void
+retain_inputs(THPointwiseArg *inputs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (inputs[i].tensor != NULL) {
+            THTensor_retain(inputs[i].tensor);
+        }
+    }
+}
+
+static void
+release_inputs(THPointwiseArg *inputs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        THTensor_release(inputs[i].tensor); /* NULL: a number, a no-op */
+    }
+}
+
 /* A tuple of the tensors, wrapped; steals every reference in outputs. */
 static PyObject *
 wrap_outputs(THTensor **outputs, int n)
@@ -265,6 +293,23 @@ wrap_outputs(THTensor **outputs, int n)
     return tuple;
 }
 
+/* Prepares, runs and wraps one call over owned inputs (Note [A fused
+ * kernel owns its inputs]); None when the guard fails. */
+static PyObject *
+run_kernel(const THFusedProgram *program, THPointwiseArg *inputs)
+{
+    THFusedPlan plan;
+    int status = THFused_prepare(&plan, program, inputs);
+    if (status != 0) {
+        return status < 0 ? THPUtils_setErrorFromTH() : Py_NewRef(Py_None);
+    }
+    THP_RUN_WITHOUT_GIL_IF(plan.numel >= TH_PARALLEL_GRAIN,
+                           THFused_execute(&plan));
+    THTensor *outputs[TH_FUSED_MAX_OUTPUTS];
+    THFused_finish(&plan, outputs);
+    return wrap_outputs(outputs, program->noutputs);
+}
+
 static PyObject *
 fused_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                  PyObject *kwnames)
@@ -282,21 +327,25 @@ fused_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                      kernel->name, program->ninputs, nargs);
         return NULL;
     }
+    /* A pin frame, as for every entry point (Note [Pinned arguments] in
+     * THP.h): parsing a number input can run Python. */
+    THPPinFrame frame;
+    THPPin_enter(&frame);
+    PyObject *result = NULL;
     THPointwiseArg inputs[TH_FUSED_MAX_INPUTS];
-    int status = parse_inputs(args, program->ninputs, inputs);
-    if (status <= 0) {
-        return status < 0 ? NULL : Py_NewRef(Py_None);
+    int status = THPPin_objects(&frame, args, nargs) < 0
+                     ? -1
+                     : parse_inputs(args, program->ninputs, inputs);
+    if (status > 0) {
+        retain_inputs(inputs, program->ninputs);
+        result = run_kernel(program, inputs);
+        release_inputs(inputs, program->ninputs);
     }
-    THFusedPlan plan;
-    status = THFused_prepare(&plan, program, inputs);
-    if (status != 0) {
-        return status < 0 ? THPUtils_setErrorFromTH() : Py_NewRef(Py_None);
+    else if (status == 0) {
+        result = Py_NewRef(Py_None);
     }
-    THP_RUN_WITHOUT_GIL_IF(plan.numel >= TH_PARALLEL_GRAIN,
-                           THFused_execute(&plan));
-    THTensor *outputs[TH_FUSED_MAX_OUTPUTS];
-    THFused_finish(&plan, outputs);
-    return wrap_outputs(outputs, program->noutputs);
+    THPPin_exit(&frame);
+    return result;
 }
 
 /* ---- the type ------------------------------------------------------------------ */

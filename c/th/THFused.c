@@ -660,7 +660,11 @@ find_output_inputs(THFusedProgram *p)
  * register has been read for the last time.  A destination never gets a
  * slot freed by its own instruction, so loops never run in place.
  * Outputs get a slot too, though their instruction writes into the
- * output itself (plainly or streamed, Note [Streaming the outputs]). */
+ * output itself (plainly or streamed, Note [Streaming the outputs]).
+ * An input that is also an output is copied from its slot after the last
+ * step of the block (run_block), so it gets a slot even when no
+ * instruction reads it, and that slot is never given to a later
+ * temporary. */
 static void
 assign_slots(THFusedProgram *p)
 {
@@ -678,9 +682,12 @@ assign_slots(THFusedProgram *p)
         }
     }
     for (int r = 0; r < p->ninputs; r++) {
-        if (last_use[r] >= 0) {
+        if (last_use[r] >= 0 || p->output_of[r] >= 0) {
             free_slot[nslots] = false;
             p->slot_of[r] = (int16_t)nslots++;
+        }
+        if (p->output_of[r] >= 0) {
+            last_use[r] = p->nscheduled; /* read by the final copy */
         }
     }
     for (int n = 0; n < p->nscheduled; n++) {

@@ -496,27 +496,63 @@ def _read_tensor(stream, entry):
     return tensor
 
 
+# Note [Streams are untrusted code]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A file object's read() and readinto() may be Python code that returns
+# anything.  A count outside [0, wanted] (readinto returning -1 looped
+# forever; one above the buffer ended the loop with the tensor's memory
+# left uninitialised) or a result of the wrong type raises OSError, as
+# io.BufferedReader does for a raw stream that lies; None (no data yet,
+# non-blocking) counts as the end of the data: a truncated file.
+
+
 def _read_exactly(stream, n):
     data = stream.read(n)
+    if data is None:
+        data = b""
+    if not isinstance(data, (bytes, bytearray)):
+        raise OSError(f"read() should return bytes, not {type(data).__name__}")
+    if len(data) > n:
+        raise OSError(f"read({n}) returned {len(data)} bytes")
     if len(data) != n:
         raise SafetensorsError(f"file truncated: wanted {n} bytes, got {len(data)}")
     return data
 
 
-def _read_exactly_into(stream, buffer):
-    view, filled = memoryview(buffer), 0
+def _read_some_into(stream, view):
+    """Reads into the memoryview `view`; how many bytes (0 at the end)."""
+    wanted = len(view)
     readinto = getattr(stream, "readinto", None)
-    while filled < len(view):
-        if readinto is not None:
-            n = readinto(view[filled:])
-        else:
-            chunk = stream.read(len(view) - filled)
-            n = len(chunk)
-            view[filled:filled + n] = chunk
-        if not n:
-            raise SafetensorsError(f"file truncated: a tensor wanted {len(view)} bytes, "
-                                   f"got {filled}")
-        filled += n
+    if readinto is None:
+        chunk = _read_exactly(stream, 0) if wanted == 0 else stream.read(wanted)
+        if chunk is None:
+            return 0
+        if not isinstance(chunk, (bytes, bytearray)):
+            raise OSError(f"read() should return bytes, not {type(chunk).__name__}")
+        if len(chunk) > wanted:
+            raise OSError(f"read({wanted}) returned {len(chunk)} bytes")
+        view[:len(chunk)] = chunk
+        return len(chunk)
+    n = readinto(view)
+    if n is None:
+        return 0
+    if type(n) is not int or not 0 <= n <= wanted:
+        raise OSError(f"readinto() returned {_short(n)}, not a byte count between "
+                      f"0 and {wanted}")
+    return n
+
+
+def _read_exactly_into(stream, buffer):
+    """Fills `buffer` from the stream (Note [Streams are untrusted code])."""
+    with memoryview(buffer) as view:
+        filled = 0
+        while filled < len(view):
+            with view[filled:] as rest:
+                n = _read_some_into(stream, rest)
+            if n == 0:
+                raise SafetensorsError(f"file truncated: a tensor wanted {len(view)} "
+                                       f"bytes, got {filled}")
+            filled += n
 
 
 # ------------------------------------------------------------ the structure

@@ -43,7 +43,7 @@ import reprlib
 
 from .. import _C
 
-__all__ = ["Op", "RAISE_KINDS", "BytecodeError", "Callsite", "Program",
+__all__ = ["Op", "RAISE_KINDS", "BytecodeError", "Callsite", "Program", "flow_effects",
            "Assembler", "Label", "run_reference", "fused_arity"]
 
 Op = enum.IntEnum("Op", _C._jit_opcodes())
@@ -283,7 +283,7 @@ def _span(p, op, ins):
 # ---- flow checks: definite assignment, no falling off the end ----------------------
 
 
-def _effects(p, pc):
+def flow_effects(p, pc):
     """(registers read, [(successor, registers written, registers emptied)])
     of instruction `pc`; successor len(instructions) is the end."""
     op, a, b, c = p.instructions[pc]
@@ -329,7 +329,7 @@ def _check_flow(p):
     work = [0]
     while work:
         pc = work.pop()
-        for succ, writes, empties in _effects(p, pc)[1]:
+        for succ, writes, empties in flow_effects(p, pc)[1]:
             if succ == n:
                 _fail(p, f"instruction {pc} ({Op(p.instructions[pc][0]).name}) "
                          f"can run off the end of the code (no RETURN or RAISE)")
@@ -341,7 +341,7 @@ def _check_flow(p):
     for pc in range(n):
         if written[pc] is None:
             continue  # unreachable: never runs
-        for reg in _effects(p, pc)[0]:
+        for reg in flow_effects(p, pc)[0]:
             if reg not in written[pc]:
                 _fail(p, f"instruction {pc} ({Op(p.instructions[pc][0]).name}): "
                          f"register r{reg} may be read before it is written "

@@ -1313,7 +1313,12 @@ class Emitter:
                 spec = ":" + "".join(str(p.value) for p in pieces)
             fmt.append("{" + conversion + spec + "}")
             args.append(self.emit_value(part.value))
-        return self.call("prim.format", [self.constant("".join(fmt))] + args, expr)
+        fmt = "".join(fmt)
+        try:
+            ops.check_format_string(fmt)
+        except ValueError as exc:
+            self.error(f"unsupported f-string: {exc}", expr)
+        return self.call("prim.format", [self.constant(fmt)] + args, expr)
 
     def expr_BinOp(self, expr):
         left = self.emit_value(expr.left)

@@ -20,8 +20,11 @@ For each callee the compiler needs a few facts:
 """
 
 import builtins
+import functools
 import math
 import operator
+import re
+import string
 
 from .. import _C
 from . import types as T
@@ -47,8 +50,96 @@ def _tensor_to_bool(value):
     return builtins.bool(value)
 
 
+# Note [Format strings in a program]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An f-string compiles to prim.format(fmt, *values), and a program file
+# holds fmt as data.  str.format would walk the fields' attribute and
+# index chains ("{0.backward.__globals__[os].environ}"): from any tensor
+# to any global.  So a format string may hold only plain positional
+# fields -- "{}" or "{0}" -- with a conversion of !s, !r or !a and a
+# standard format spec without nested fields, a width and precision of at
+# most MAX_FORMAT_WIDTH; and prim.format does not call str.format: it
+# applies each field itself (conversion, then format(value, spec), which
+# reads no attribute of the value beyond its type's __format__).  The
+# front end checks its f-strings with check_format_string, the loader
+# checks the constants a file passes as format strings, and prim.format
+# checks the string it is given at run time (it may be computed).
+
+MAX_FORMAT_WIDTH = 10_000
+
+_FORMAT_SPEC = re.compile(
+    r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>[0-9]*)[,_]?"
+    r"(?:\.(?P<precision>[0-9]+))?[bcdeEfFgGnosxX%]?", re.DOTALL)
+_CONVERSIONS = {None: None, "s": builtins.str, "r": builtins.repr,
+                "a": builtins.ascii}
+
+
+def check_format_string(fmt):
+    """The pieces of a format string a program may use, as a tuple of
+    (literal text, field index or None, conversion or None, spec); raises
+    ValueError for anything else (Note [Format strings in a program])."""
+    if type(fmt) is not str:  # exactly str: the cache hashes it
+        raise TypeError(f"a format string must be a str, not {type(fmt).__name__}")
+    return _parse_format_string(fmt)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_format_string(fmt):
+    pieces, automatic, numbered = [], 0, False
+    for literal, field, spec, conversion in string.Formatter().parse(fmt):
+        if field is None:
+            pieces.append((literal, None, None, ""))
+            continue
+        if field == "":
+            if numbered:
+                raise ValueError("cannot switch from manual field specification "
+                                 "to automatic field numbering")
+            index, automatic = automatic, automatic + 1
+        elif re.fullmatch(r"[0-9]{1,6}", field):
+            if automatic:
+                raise ValueError("cannot switch from automatic field numbering "
+                                 "to manual field specification")
+            index, numbered = int(field), True
+        else:
+            raise ValueError(f"format field {field!r}: a program may only use "
+                             f"plain positional fields ('{{}}' or '{{0}}'), no "
+                             f"names, attributes or indexing")
+        if conversion not in _CONVERSIONS:
+            raise ValueError(f"format field conversion !{conversion}: only !s, "
+                             f"!r and !a are allowed")
+        _check_format_spec(spec)
+        pieces.append((literal, index, conversion, spec))
+    return tuple(pieces)
+
+
+def _check_format_spec(spec):
+    match = _FORMAT_SPEC.fullmatch(spec)
+    if match is None or "{" in spec or "}" in spec:
+        raise ValueError(f"format spec {spec!r}: only a standard format spec "
+                         f"without nested fields is allowed")
+    for part in ("width", "precision"):
+        digits = match.group(part)
+        if digits and int(digits) > MAX_FORMAT_WIDTH:
+            raise ValueError(f"format spec {spec!r}: {part} above "
+                             f"{MAX_FORMAT_WIDTH}")
+
+
 def _format(fmt, *args):
-    return fmt.format(*args)
+    """An f-string: fmt's fields filled from args, one by one (never
+    str.format: Note [Format strings in a program])."""
+    out = []
+    for literal, index, conversion, spec in check_format_string(fmt):
+        out.append(literal)
+        if index is None:
+            continue
+        if index >= len(args):
+            raise IndexError(f"Replacement index {index} out of range for "
+                             f"positional args tuple")
+        value = args[index]
+        if conversion is not None:
+            value = _CONVERSIONS[conversion](value)
+        out.append(builtins.format(value, spec))
+    return "".join(out)
 
 
 def _unwrap_optional(value):

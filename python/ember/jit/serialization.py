@@ -31,8 +31,14 @@ Nothing in the file is ever executed as code: no pickle, no eval.  Loading
 checks every field's type and range, resolves callees only through the
 allowlist, rebuilds kernels through their validating constructor, and runs
 the bytecode verifier (bytecode.Program.verify) before building the C Code
-object, whose constructor checks the structure once more.  Anything wrong
-raises ProgramFileError (a ValueError) naming the problem.
+object, whose constructor checks the structure once more.  The strings a
+prim.format call may take as its format are checked too: plain positional
+fields only, no attribute or index chains (Note [Format strings in a
+program] in ops.py).  Anything wrong raises ProgramFileError (a
+ValueError) naming the problem.  What the file cannot promise -- that a
+size is reasonable, that a loop ends -- is the running program's to
+report: an absurd size raises as in eager mode, and the VM checks signals
+on backward jumps, so a call can be interrupted.
 
 The encoding is canonical (sorted keys, fixed separators, tensors named by
 position), so save -> load -> save writes the same bytes.
@@ -119,7 +125,7 @@ def decode_constant(entry, tensors, depth=0):
         return payload
     if tag in ("none", "ellipsis") and payload is None:
         return None if tag == "none" else Ellipsis
-    if tag == "dtype" and payload in _DTYPES:
+    if tag == "dtype" and isinstance(payload, str) and payload in _DTYPES:
         return _DTYPES[payload]
     if tag == "slice" and isinstance(payload, list) and len(payload) == 3:
         return slice(*(decode_constant(v, tensors, depth + 1) for v in payload))
@@ -302,7 +308,7 @@ def _decode_fused(doc):
         try:
             instructions = [tuple(i) for i in instructions]
             kernel = _C.FusedKernel(ninputs, instructions, outputs, name=name)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise ProgramFileError(f"bad fused kernel: {exc}") from None
         specs.append((ninputs, instructions, outputs, name))
         kernels.append(kernel)
@@ -357,9 +363,67 @@ def load_program(f):
         c_code = program.to_c()
     except ValueError as exc:
         raise ProgramFileError(f"the bytecode does not verify: {exc}") from None
+    _check_format_strings(program)
     saved = Saved(program, specs, arg_names, arg_types, defaults,
                   _field(doc, "graph", str), state_names, state)
     return LoadedFunction(saved, c_code)
+
+
+def _constants_in_registers(program):
+    """For each instruction, {register: the constant indices it may hold}
+    when the instruction runs: a may-analysis over the control-flow graph
+    (LOAD_CONST and MOVE carry constants; any other write forgets them)."""
+    Op = bytecode.Op
+    n = len(program.instructions)
+    states = [None] * n
+    states[0] = {}
+    work = [0]
+    while work:
+        pc = work.pop()
+        op, a, b, _ = program.instructions[pc]
+        state = states[pc]
+        for successor, written, emptied in bytecode.flow_effects(program, pc)[1]:
+            after = {r: consts for r, consts in state.items()
+                     if r not in written and r not in emptied}
+            if op == Op.LOAD_CONST:
+                after[a] = frozenset((b,))
+            elif op == Op.MOVE and b in state:
+                after[a] = state[b]
+            if successor >= n:
+                continue
+            old = states[successor]
+            if old is None:
+                states[successor] = after
+                work.append(successor)
+                continue
+            merged = dict(old)
+            for r, consts in after.items():
+                merged[r] = merged.get(r, frozenset()) | consts
+            if merged != old:
+                states[successor] = merged
+                work.append(successor)
+    return states
+
+
+def _check_format_strings(program):
+    """Every constant a prim.format call may take as its format string is
+    one a program may use (Note [Format strings in a program] in ops.py;
+    prim.format checks a computed one when it runs)."""
+    sites = {i for i, site in enumerate(program.callsites) if site.name == "prim.format"}
+    if not sites:
+        return
+    states = _constants_in_registers(program)
+    for pc, (op, _, site, offset) in enumerate(program.instructions):
+        if op != bytecode.Op.CALL or site not in sites or states[pc] is None:
+            continue
+        if program.callsites[site].nargs == 0:
+            raise ProgramFileError(f"instruction {pc}: prim.format without a format string")
+        for index in sorted(states[pc].get(program.operands[offset], ())):
+            try:
+                ops.check_format_string(program.constants[index])
+            except (ValueError, TypeError) as exc:
+                raise ProgramFileError(f"instruction {pc}: bad format string "
+                                       f"{_short(program.constants[index])}: {exc}") from None
 
 
 class LoadedFunction:

@@ -35,7 +35,9 @@ class _Marks:
         for value in graph.outputs:
             self.value(value)
         for node in graph.all_nodes():
-            if util.has_side_effects(node) and node.kind not in util.CONTROL_KINDS:
+            # an If/Loop is marked through the effects inside it (node()
+            # marks the owner), so it is not asked itself
+            if node.kind not in util.CONTROL_KINDS and util.has_side_effects(node):
                 self.node(node)
         while self.work:
             self.process(self.work.pop())

@@ -43,11 +43,16 @@ def is_pure_call(node):
 def has_side_effects(node):
     """Must stay even when its outputs are unused (DCE), and must not be
     moved across (fusion): impure calls, raises, unknown kinds; If/Loop
-    when something inside has side effects."""
+    when something inside has side effects.  An If/Loop asks only the
+    nodes of its own blocks (each nested one answers for its blocks), so a
+    call costs one visit per node below: an elif chain is linear, not
+    exponential (node.all_nodes() here visited a nested If's nodes once
+    per enclosing If)."""
     if node.kind in PURE_KINDS:
         return False
     if node.kind in CONTROL_KINDS:
-        return any(has_side_effects(inner) for inner in node.all_nodes())
+        return any(has_side_effects(inner)
+                   for block in node.blocks for inner in block.nodes)
     if is_call(node):
         return not is_pure_call(node)
     return True
