@@ -49,15 +49,14 @@ python_free(void *context, void *ptr, size_t nbytes)
     PyGILState_STATE gil = PyGILState_Ensure();
     /* free() runs from deallocators, where no exception may escape: save
      * any pending one, and report a failing free as unraisable. */
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *pending = PyErr_GetRaisedException();
     PyObject *result = PyObject_CallMethod(context, "free", "N",
                                            PyLong_FromVoidPtr(ptr));
     if (result == NULL) {
         PyErr_WriteUnraisable(context);
     }
     Py_XDECREF(result);
-    PyErr_Restore(type, value, traceback);
+    PyErr_SetRaisedException(pending);
     PyGILState_Release(gil);
 }
 
