@@ -3,13 +3,24 @@
 # Everything runs from a project-local virtualenv (.venv); the refcount gate
 # has its own one on Debian's debug CPython (.venv-dbg).  Build outputs go to
 # build/ (and the in-place python/ember/_C*.so); none of it is committed.
+#
+# Another CPython: name its interpreter, and it gets a venv of its own
+# (.venv-3.12 here; the in-place .so files of the versions differ by name):
+#   make test PYTHON=~/.pyenv/versions/3.12.1/bin/python3.12
+# `make test-pythons` does that for every other supported CPython found.
 
 SHELL        := bash
 .SHELLFLAGS  := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
 PYTHON       ?= python3
-VENV         := .venv
+VENV         ?= .venv
+# PYTHON given on the command line without a VENV: that version's own venv.
+ifeq ($(origin PYTHON),command line)
+ifeq ($(origin VENV),file)
+VENV         := .venv-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+endif
+endif
 VPY          := $(VENV)/bin/python
 VPIP         := $(VPY) -m pip
 INSTALLED    := $(VENV)/.ember-installed
@@ -71,9 +82,11 @@ ASAN_ENV     = PYTHONPATH=$(CURDIR)/$(ASAN_LIBDIR) \
 # them torch takes minutes to import and brings leak reports of its own.
 NO_TORCH     = EMBER_NO_TORCH=1
 
-# refcount gate (debug CPython)
+# refcount gate (debug CPython).  PYDBG may be any debug build (one with
+# sys.gettotalrefcount) of the version VENV uses: README, "The refcount gate
+# on other versions".
 PYDBG        ?= /usr/bin/python3.11d
-DBG_VENV     := .venv-dbg
+DBG_VENV     ?= .venv-dbg
 DBG_PY       := $(DBG_VENV)/bin/python
 DBG_LIBDIR   := build/dbg/lib
 EMBER_CACHE  ?= $(HOME)/.cache/ember
@@ -83,14 +96,26 @@ export EMBER_CACHE
 VALGRIND     ?= valgrind
 VG_XML_DIR   := build/valgrind
 
-.PHONY: help install build demo test ctest pytest bench leakcheck leak-asan \
-        leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean
+# fuzzing (make fuzz): Note [Hypothesis profiles] in tests/conftest.py.
+FUZZ_TESTS   ?= $(sort $(wildcard tests/test_*fuzz*.py))
+# The budget each time-bounded fuzz test may spend (EMBER_FUZZ_SECONDS), the
+# examples of each Hypothesis one (EMBER_FUZZ_EXAMPLES, test_jit_fuzz.py),
+# and a hard cap on the whole run: past it, a hang is reported.
+FUZZ_SECONDS ?= 300
+FUZZ_EXAMPLES ?= 1000
+FUZZ_TIMEOUT ?= 3600
+EMBER_FUZZ_SEED ?=
+
+.PHONY: help install build demo test ctest pytest fuzz test-pythons bench leakcheck \
+        leak-asan leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean
 
 help:
 	@echo "make install        .venv + editable install with test extras (stamp-based)"
 	@echo "make build          incremental in-place rebuild of ember._C"
 	@echo "make demo           run the tour (python -m ember.tour)"
-	@echo "make test           C unit tests, then pytest tests/ docs/"
+	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
+	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
+	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs)"
 	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_jit (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
@@ -141,6 +166,25 @@ pytest: build
 test: build
 	@$(MAKE) --no-print-directory ctest
 	@$(MAKE) --no-print-directory pytest
+
+# The fuzz tests explore: a random seed (printed; EMBER_FUZZ_SEED=N replays
+# it), Hypothesis' "fuzz" profile with its saved example database
+# (.hypothesis/fuzz-examples: earlier failures replay first), and the
+# longer budgets above.  `make test` runs the same tests briefly, seed fixed.
+fuzz: build
+	@seed='$(EMBER_FUZZ_SEED)'; seed=$${seed:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "fuzz: EMBER_FUZZ_SEED=$$seed (replay: make fuzz EMBER_FUZZ_SEED=$$seed)"; \
+	rc=0; EMBER_FUZZ=1 EMBER_FUZZ_SEED=$$seed EMBER_HYPOTHESIS_PROFILE=fuzz \
+	  EMBER_FUZZ_SECONDS=$(FUZZ_SECONDS) EMBER_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  timeout -k 30 $(FUZZ_TIMEOUT) $(VPY) -m pytest -q -p no:cacheprovider \
+	  --hypothesis-seed=$$seed $(PYTEST_ARGS) $(FUZZ_TESTS) || rc=$$?; \
+	if [ $$rc = 124 ] || [ $$rc = 137 ]; then \
+	  echo "fuzz: still running after $(FUZZ_TIMEOUT)s, a hang? (EMBER_FUZZ_SEED=$$seed)"; fi; \
+	[ $$rc = 0 ] || echo "fuzz: FAILED, replay with make fuzz EMBER_FUZZ_SEED=$$seed"; \
+	exit $$rc
+
+test-pythons:
+	tools/other_pythons.sh $(VPY)
 
 # The bench extras (numexpr, a peer in bench_ops.py) are installed only
 # here, so `make test` never needs them.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE,
@@ -243,4 +287,4 @@ clean:
 	find . -name __pycache__ -type d -not -path './.venv*' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) $(DBG_VENV)
+	rm -rf $(VENV) $(DBG_VENV) .venv-3.* .venv-dbg-*

@@ -24,6 +24,8 @@ touching one .c file recompiles one file and relinks.
 import glob
 import hashlib
 import os
+import sys
+import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy
@@ -82,6 +84,12 @@ class IncrementalBuildExt(build_ext):
     """build_ext that skips up-to-date objects and compiles the rest in parallel."""
 
     def build_extension(self, ext):
+        if self.editable_mode:
+            # `pip install -e` (make install) builds in a fresh temporary
+            # directory; use the one `build_ext --inplace` (make build) uses,
+            # so that the build after an install finds every object made.
+            self.build_temp = os.path.join(
+                HERE, "build", f"temp.{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
         compiler = self.compiler
         # Everything besides the sources that changes the objects or the .so.
         key = repr((ext.extra_compile_args, ext.extra_link_args, ext.define_macros,

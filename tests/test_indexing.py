@@ -466,9 +466,26 @@ def torch_style_numpy_index(index):
     return tuple(basic), tuple(advanced)
 
 
+def _expand_ellipsis(advanced, ndim):
+    """The advanced part with its Ellipsis spelled as the full slices it
+    stands for.  Where NumPy and PyTorch disagree, PyTorch wins: PyTorch
+    decides whether the index arrays are adjacent (result dims in place) or
+    not (result dims first) by the tensor dims they index, so an Ellipsis
+    that covers no dim does not separate them; NumPy counts any Ellipsis in
+    the index tuple as a separator.  t[None, [], ..., []] on a 0x0 tensor:
+    NumPy (0, 1), PyTorch (1, 0).  With the Ellipsis expanded, both agree."""
+    at = next((i for i, item in enumerate(advanced) if item is Ellipsis), None)
+    if at is None:  # (by identity: `in` would compare the arrays with ==)
+        return advanced
+    consumed = sum(item.ndim if isinstance(item, np.ndarray) and item.dtype == np.bool_ else 1
+                   for item in advanced if item is not Ellipsis)
+    return advanced[:at] + (slice(None),) * (ndim - consumed) + advanced[at + 1:]
+
+
 def numpy_getitem(a, index):
     basic, advanced = torch_style_numpy_index(index)
-    return np.asarray(a[basic])[advanced]
+    selected = np.asarray(a[basic])
+    return selected[_expand_ellipsis(advanced, selected.ndim)]
 
 
 def numpy_setitem(a, index, value):
@@ -476,7 +493,7 @@ def numpy_setitem(a, index, value):
     if Ellipsis not in basic:
         basic = basic + (Ellipsis,)  # an array view even when all are ints
     view = a[basic]  # a view: the basic part never copies
-    view[advanced] = value
+    view[_expand_ellipsis(advanced, view.ndim)] = value
 
 
 def to_torch_index(index):
@@ -629,6 +646,23 @@ def test_advanced_setitem_matches_numpy(trio, data):
     trio.e[index] = value
     np.testing.assert_array_equal(np.asarray(trio.e), expected)
     assert trio.e._version == before + 1
+
+
+def test_zero_width_ellipsis_between_index_arrays_follows_torch():
+    # NumPy counts the Ellipsis as a separator (result dims first: (0, 1));
+    # PyTorch looks at the indexed dims, which are adjacent: (1, 0).  PyTorch
+    # wins, and the oracle above (numpy_getitem) says the same.
+    t = ember.zeros(0, 0)
+    index = (None, [], Ellipsis, [])
+    assert np.zeros((0, 0))[index].shape == (0, 1)
+    assert t[index].shape == (1, 0)
+    assert numpy_getitem(np.zeros((0, 0)), index).shape == (1, 0)
+    u = ember.arange(6).view(2, 3)
+    assert u[[1], ..., [2]].tolist() == [5]
+    assert u[None, [1, 0], ..., [2, 0]].shape == (1, 2)
+    if torch is not None:
+        assert tuple(torch.zeros(0, 0)[None, torch.zeros(0, dtype=torch.long), ...,
+                                       torch.zeros(0, dtype=torch.long)].shape) == (1, 0)
 
 
 def test_advanced_getitem_examples():

@@ -10,6 +10,13 @@
 # interpreter once, for the exact version MAIN_PY's venv uses, and keep the wheel
 # in $EMBER_CACHE/wheels (~6.5 min on 2 cores; then reused).  The build holds a
 # lock, so a background build started early (.ci/run) and `make leak-refs` share it.
+#
+# PYDBG names the debug interpreter; everything version-specific (the wheel's
+# ABI tag, Debian's packages) follows it.  It must be the version MAIN_PY is.
+# Debian ships a debug build for its own python3 only (python3.11-dbg on
+# bookworm, /usr/bin/python3.11d), installed here when missing; for another
+# version build one (README, "The refcount gate on other versions"), e.g.
+#   pyenv install --debug 3.12.1    ->  PYDBG=$(pyenv root)/versions/3.12.1-debug/bin/python3.12
 set -euo pipefail
 export PYTHONWARNINGS=ignore   # pip under the debug interpreter warns about unclosed files
 
@@ -19,23 +26,48 @@ cache=${EMBER_CACHE:-$HOME/.cache/ember}
 wheels=$cache/wheels
 mkdir -p "$wheels"
 
+main_version=$("$main_py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
 ensure_pydbg() {
     [ -x "$PYDBG" ] && return 0
-    echo "dbg_venv: $PYDBG missing, installing Debian's debug CPython" >&2
+    # Debian's debug interpreter is /usr/bin/python3.Xd, from python3.X-dbg.
+    local debian_version
+    debian_version=$(expr "$PYDBG" : '/usr/bin/python\(3\.[0-9]*\)d$' || true)
+    if [ -z "$debian_version" ]; then
+        echo "dbg_venv: $PYDBG missing; build a debug CPython $main_version and set PYDBG" \
+             "(README, \"The refcount gate on other versions\")" >&2
+        return 1
+    fi
+    echo "dbg_venv: $PYDBG missing, installing Debian's debug CPython $debian_version" >&2
     local sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -q
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q \
-        python3.11-dbg libpython3.11-dbg python3.11-dev python3.11-venv
+        "python$debian_version-dbg" "libpython$debian_version-dbg" \
+        "python$debian_version-dev" "python$debian_version-venv"
 }
 
+ensure_pydbg
+# The wheel's tags: cp312-cp312d for a 3.12 debug build.
+read -r dbg_version wheel_tag < <("$PYDBG" -c 'import sys
+v = "%d%d" % sys.version_info[:2]
+print("%d.%d" % sys.version_info[:2], "cp%s-cp%s%s" % (v, v, sys.abiflags))')
+if [ "$dbg_version" != "$main_version" ]; then
+    echo "dbg_venv: PYDBG is CPython $dbg_version but $main_py is $main_version" \
+         "(the gate builds ember for both with the same NumPy): pick a matching pair" >&2
+    exit 1
+fi
+if ! "$PYDBG" -c 'import sys; sys.exit(not hasattr(sys, "gettotalrefcount"))'; then
+    echo "dbg_venv: $PYDBG is not a debug build (no sys.gettotalrefcount)" >&2
+    exit 1
+fi
+
 numpy_version=$("$main_py" -c 'import numpy; print(numpy.__version__)')
-pattern="numpy-${numpy_version}-cp311-cp311d-*.whl"
+pattern="numpy-${numpy_version}-${wheel_tag}-*.whl"
 
 have_wheel() { compgen -G "$wheels/$pattern" > /dev/null; }
 
 build_wheel() {
-    ensure_pydbg
     exec 9> "$cache/numpy-wheel.lock"
     flock 9                 # a concurrent build finishes first, then we reuse it
     if have_wheel; then return 0; fi

@@ -1,6 +1,6 @@
 """pytest plugin: CPython `regrtest -R`-style reference-leak hunting.
 
-Used by `make leak-refs` on a debug interpreter (python3.11d):
+Used by `make leak-refs` on a debug interpreter (PYDBG, e.g. python3.11d):
 
     PYTHONPATH=tools python -m pytest -p ember_refleaks --refleaks 3:3 tests
 
@@ -60,7 +60,7 @@ def pytest_configure(config):
     if not m or int(m.group(2)) < 1:
         raise pytest.UsageError(f"--refleaks {spec!r}: expected WARMUPS:RUNS, e.g. 3:3")
     if not hasattr(sys, "gettotalrefcount"):
-        raise pytest.UsageError("--refleaks needs a debug build of CPython (python3.11d)")
+        raise pytest.UsageError("--refleaks needs a debug build of CPython (Debian's python3.11d, or the one PYDBG names)")
     config.pluginmanager.register(RefLeakHunter(int(m.group(1)), int(m.group(2))),
                                   "ember_refleak_hunter")
 

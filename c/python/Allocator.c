@@ -44,38 +44,17 @@
 static PyObject *
 take_pending_exception(void)
 {
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (type == NULL) {
-        return NULL;
-    }
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (traceback != NULL) {
-        PyException_SetTraceback(value, traceback);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-#endif
+    return PyErr_GetRaisedException(); /* THP.h's shim on 3.11 */
 }
 
-/* Makes `exception` (stolen; may be NULL) the pending one again. */
+/* Makes `exception` (stolen; may be NULL: then whatever is pending now
+ * stays) the pending one again. */
 static void
 restore_pending_exception(PyObject *exception)
 {
-    if (exception == NULL) {
-        return;
+    if (exception != NULL) {
+        PyErr_SetRaisedException(exception);
     }
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(exception);
-#else
-    PyObject *type = (PyObject *)Py_TYPE(exception);
-    Py_INCREF(type); /* stolen by PyErr_Restore */
-    PyErr_Restore(type, exception, PyException_GetTraceback(exception));
-#endif
 }
 
 /* allocator.free(address_obj), reporting a failure as unraisable (it runs

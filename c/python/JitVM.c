@@ -907,15 +907,9 @@ raise_kind(PyObject *const *regs, int32_t kind, int32_t msg_reg)
 static void
 add_error_note(THPJitCode *self, Py_ssize_t pc)
 {
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (value == NULL || !PyExceptionInstance_Check(value)) {
-        PyErr_Restore(type, value, traceback);
+    PyObject *value = PyErr_GetRaisedException(); /* Note [One exception object] */
+    if (value == NULL) {
         return;
-    }
-    if (traceback != NULL) {
-        PyException_SetTraceback(value, traceback);
     }
     const char *op = opcode_names[self->instructions[pc].op];
     int line = self->lines[pc];
@@ -935,7 +929,7 @@ add_error_note(THPJitCode *self, Py_ssize_t pc)
         PyErr_Clear();
     }
     Py_XDECREF(result);
-    PyErr_Restore(type, value, traceback);
+    PyErr_SetRaisedException(value);
 }
 
 /* Reads register `reg` (borrowed) into `var`, or fails on an empty one. */

@@ -88,25 +88,34 @@ add_operator_functions(PyObject *module)
     return rc;
 }
 
-static struct PyModuleDef ember_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "ember._C",
-    .m_doc = "ember's C core: tensors, storages, allocators.",
-    .m_size = -1,
-};
-
-PyMODINIT_FUNC
-PyInit__C(void)
+/* Note [Module init]: ember._C uses multi-phase initialization (PEP 489) so
+ * that it can say, in slots, what it supports.  It keeps process-wide state
+ * (static types, the allocator registry, the tracer hook, the kernel
+ * threads, THError's per-thread record), none of it per module, so:
+ *   - exec runs once per process; a second exec (the module dropped from
+ *     sys.modules and imported again) raises ImportError rather than
+ *     initialise the shared state twice;
+ *   - sub-interpreters may not import it (Py_mod_multiple_interpreters,
+ *     3.12+);
+ *   - it needs the GIL (Py_mod_gil, 3.13+): its state, the registry, the
+ *     version counters and the Python-allocator bridge assume the GIL
+ *     serializes every Python-side call, so under a free-threaded build the
+ *     interpreter must re-enable the GIL when it loads ember. */
+static int
+ember_module_exec(PyObject *module)
 {
-    PyObject *module = PyModule_Create(&ember_module);
-    if (module == NULL) {
-        return NULL;
+    static int initialized;
+    if (initialized) {
+        PyErr_SetString(PyExc_ImportError,
+                        "ember._C keeps process-wide state and can be "
+                        "initialised once per process (it was dropped "
+                        "from sys.modules and imported again)");
+        return -1;
     }
     /* Join the kernel threads at exit, so leak checkers see none running. */
     if (Py_AtExit(THParallel_shutdown) < 0) {
-        Py_DECREF(module);
         PyErr_SetString(PyExc_RuntimeError, "ember: no room for an atexit hook");
-        return NULL;
+        return -1;
     }
     if (THPAutograd_InitModule(module) < 0  /* first: the others add ops */
         || THPDtype_InitModule(module) < 0 || THPSize_InitModule(module) < 0
@@ -122,8 +131,33 @@ PyInit__C(void)
         || PyModule_AddFunctions(module, THPAllocator_methods) < 0
         || add_operator_functions(module) < 0
         || PyModule_AddIntConstant(module, "_max_dims", TH_MAX_DIMS) < 0) {
-        Py_DECREF(module);
-        return NULL;
+        return -1;
     }
-    return module;
+    initialized = 1;
+    return 0;
+}
+
+static PyModuleDef_Slot ember_module_slots[] = {
+    {Py_mod_exec, ember_module_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef ember_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ember._C",
+    .m_doc = "ember's C core: tensors, storages, allocators.",
+    .m_size = 0, /* no per-module state: see Note [Module init] */
+    .m_slots = ember_module_slots,
+};
+
+PyMODINIT_FUNC
+PyInit__C(void)
+{
+    return PyModuleDef_Init(&ember_module);
 }

@@ -18,6 +18,40 @@
 
 #include "TH.h"
 
+/* Note [One exception object]: CPython 3.12 replaced the (type, value,
+ * traceback) triple of PyErr_Fetch/PyErr_Restore/PyErr_NormalizeException
+ * (deprecated since) by one normalized exception object, its traceback
+ * attached: PyErr_GetRaisedException() takes the pending exception (a new
+ * reference, or NULL), PyErr_SetRaisedException(exc) steals it back (NULL
+ * clears).  ember uses only the new pair; on 3.11 it is built here, once,
+ * from the old calls (as pythoncapi-compat does). */
+#if PY_VERSION_HEX < 0x030C0000
+static inline PyObject *
+PyErr_GetRaisedException(void)
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value != NULL && traceback != NULL) {
+        (void)PyException_SetTraceback(value, traceback);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+}
+
+static inline void
+PyErr_SetRaisedException(PyObject *exc)
+{
+    if (exc == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *type = Py_NewRef((PyObject *)Py_TYPE(exc));
+    PyErr_Restore(type, exc, PyException_GetTraceback(exc));
+}
+#endif
+
 /* ---- THPVariable: the tensor object --------------------------------------
  *
  * Note [THPVariable layout]

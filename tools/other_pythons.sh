@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `make test` on every supported CPython this machine has besides the main one.
+#
+#   tools/other_pythons.sh MAIN_PY
+#
+# For each version in SUPPORTED other than MAIN_PY's, the newest pyenv
+# install ($(pyenv root)/versions/3.X.Y, no -debug/-dev builds) or a working
+# python3.X on PATH is used; a version with neither is skipped with a message.
+# Each gets its own venv (.venv-3.X, made by the Makefile), and runs the C unit
+# tests and pytest without the torch oracle (no torch wheel for it here;
+# EMBER_NO_TORCH=1 makes the torch tests skip cleanly).  PYTEST_ARGS passes
+# through to pytest.  Prints the time each version took (install + build +
+# test) and fails if any version failed, after trying them all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUPPORTED=${SUPPORTED:-"3.11 3.12 3.13"}
+main_py=${1:?usage: $0 MAIN_PY}
+main_version=$("$main_py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+# The interpreter for version $1 (3.X), or nothing.
+find_python() {
+    local version=$1 root candidate
+    root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+    # newest patch release first; "3.12.1-debug" and the like are not matched
+    for candidate in $(ls -d "$root"/versions/"$version".[0-9]* 2>/dev/null \
+                       | grep -E "/$version\.[0-9]+$" | sort -rV); do
+        if "$candidate/bin/python$version" -c '' 2>/dev/null; then
+            echo "$candidate/bin/python$version"
+            return
+        fi
+    done
+    # (a pyenv shim on PATH exists but fails when the version is not selected)
+    if command -v "python$version" > /dev/null && "python$version" -c '' 2>/dev/null; then
+        command -v "python$version"
+    fi
+}
+
+failed=() summary=()
+for version in $SUPPORTED; do
+    [ "$version" = "$main_version" ] && continue
+    python=$(find_python "$version")
+    if [ -z "$python" ]; then
+        echo "== CPython $version: not found (pyenv or python$version on PATH), skipped"
+        summary+=("$version: skipped (not installed)")
+        continue
+    fi
+    echo "== CPython $version: $python, venv .venv-$version"
+    start=$SECONDS
+    if EMBER_NO_TORCH=1 make --no-print-directory test PYTHON="$python" VENV=".venv-$version" \
+            PYTEST_ARGS="${PYTEST_ARGS:-}"; then
+        result=passed
+    else
+        result=FAILED
+        failed+=("$version")
+    fi
+    summary+=("$version: $result in $((SECONDS - start))s (install + build + test)")
+done
+
+echo "== other CPythons:"
+for line in "${summary[@]}"; do echo "  $line"; done
+[ ${#failed[@]} = 0 ] || { echo "failed on: ${failed[*]}"; exit 1; }
