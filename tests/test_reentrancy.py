@@ -271,7 +271,7 @@ def reference(kind, name, template, swapped=()):
         return None
 
 
-def accepted(case, result, args, call_tensor_count):
+def accepted(case, result, args, kwargs, call_tensor_count):
     got = ep.snapshot(result)
     if case.name in NONDETERMINISTIC:
         return True
@@ -327,7 +327,7 @@ def run_case(case):
         return f"an exception was left pending: {type(error).__name__}: {error}"
     if result is _RAISED:
         return None
-    if not accepted(case, result, args, tensor_count):
+    if not accepted(case, result, args, kwargs, tensor_count):
         return f"wrong result: {ep.snapshot(result)!r:.300}"
     return None
 
