@@ -621,7 +621,7 @@ tensor_split_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                          (long long)sections);
             return NULL;
         }
-        if (sections > PY_SSIZE_T_MAX / 2) {
+        if (sections > PY_SSIZE_T_MAX / 16) { /* so 2 * n cannot wrap */
             return PyErr_NoMemory();
         }
         n = (Py_ssize_t)sections;
