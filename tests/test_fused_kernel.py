@@ -352,6 +352,41 @@ def test_streamed_output_with_unaligned_runs_equals_eager():
     assert_same_bits(y, bench_eager(a, b))
 
 
+@pytest.mark.noleakcheck
+def test_input_swapped_by_another_thread_while_the_kernel_runs():
+    # A large kernel runs without the GIL; another thread's `a.data = ...`
+    # then releases the tensor the plan reads.  The call owns its inputs
+    # (Note [A fused kernel owns its inputs] in Fused.c), so each result
+    # is computed from one input, all ones or all zeros, never a mix of
+    # freed and reused memory.
+    import threading
+    n = 1 << 20
+    a = ember.ones(n)
+    k = FusedKernel(1, [("exp", 1, 0), ("mul", 2, 1, 1)], [2])
+    from_ones = (ember.exp(ember.ones(1)) * ember.exp(ember.ones(1))).numpy()[0]
+    stop = threading.Event()
+
+    def swap():
+        flip = False
+        while not stop.is_set():
+            a.data = ember.zeros(n) if flip else ember.ones(n)
+            flip = not flip
+
+    previous = ember.get_num_threads()
+    ember.set_num_threads(2)
+    thread = threading.Thread(target=swap)
+    thread.start()
+    try:
+        for _ in range(100):
+            (y,) = k(a)
+            values = np.unique(y.numpy())
+            assert len(values) == 1 and values[0] in (1.0, from_ones), values
+    finally:
+        stop.set()
+        thread.join()
+        ember.set_num_threads(previous)
+
+
 # ---- the guard -----------------------------------------------------------------------
 
 

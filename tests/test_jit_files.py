@@ -324,3 +324,14 @@ def test_strided_input_as_fused_output_through_a_loaded_program():
     first, second = loaded(x)
     assert first.tolist() == x.tolist()
     assert second.tolist() == (-(-ember.exp(x))).tolist()
+
+
+def test_program_too_large_to_verify_is_refused(saved):
+    # The verifier keeps a register set per instruction: 40,000
+    # instructions over 20,000 registers ran out of memory.
+    _, doc = saved
+    n = 20_000
+    code = [["LOAD_CONST", i, 0, 0] for i in range(n)] + doc["code"]
+    bad = mutated(doc, code=code, lines=[0] * len(code), nregs=n + doc["nregs"])
+    with pytest.raises(ProgramFileError, match="too large to verify"):
+        jit.load(file_with(bad))

@@ -60,6 +60,13 @@ INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 
 
+# The verifier's dataflow keeps a register set per instruction: a file
+# with a long straight line over many registers would cost time and memory
+# quadratic in its size (40,000 instructions over 20,000 registers ran out
+# of memory).  Compiled programs stay far below this.
+MAX_VERIFY_CELLS = 8_000_000
+
+
 class ProgramFileError(ValueError):
     """A program file that is malformed, truncated or not ember's."""
 
@@ -348,6 +355,10 @@ def load_program(f):
     nargs = _field(doc, "nargs", int, lambda v: v == len(arg_names) + len(state_names))
     nregs = _field(doc, "nregs", int, lambda v: nargs <= v <= 65536)
     code = _decode_code(doc)
+    if len(code) * max(nregs, 1) > MAX_VERIFY_CELLS:
+        raise ProgramFileError(f"the program is too large to verify: {len(code)} "
+                               f"instructions over {nregs} registers (at most "
+                               f"{MAX_VERIFY_CELLS} instruction-registers)")
     lines = _int_list(doc, "lines", 0, INT32_MAX)
     if len(lines) != len(code):
         raise ProgramFileError("one source line per instruction expected")
@@ -369,25 +380,35 @@ def load_program(f):
     return LoadedFunction(saved, c_code)
 
 
-def _constants_in_registers(program):
-    """For each instruction, {register: the constant indices it may hold}
-    when the instruction runs: a may-analysis over the control-flow graph
-    (LOAD_CONST and MOVE carry constants; any other write forgets them)."""
+# Work (register entries copied) the format-string analysis may do before
+# it leaves the check to prim.format's own, at run time.
+_FORMAT_ANALYSIS_BUDGET = 200_000
+
+
+def _constants_in_registers(program, tracked):
+    """For each instruction, {register in `tracked`: the constant indices
+    it may hold} when the instruction runs (None where no path reaches):
+    a may-analysis over the control-flow graph (LOAD_CONST and MOVE carry
+    constants; any other write forgets them).  None when it would take more
+    than _FORMAT_ANALYSIS_BUDGET steps (a file built to be slow to check)."""
     Op = bytecode.Op
     n = len(program.instructions)
     states = [None] * n
     states[0] = {}
-    work = [0]
+    work, spent = [0], 0
     while work:
         pc = work.pop()
         op, a, b, _ = program.instructions[pc]
         state = states[pc]
         for successor, written, emptied in bytecode.flow_effects(program, pc)[1]:
+            spent += len(state) + 1
+            if spent > _FORMAT_ANALYSIS_BUDGET:
+                return None
             after = {r: consts for r, consts in state.items()
                      if r not in written and r not in emptied}
-            if op == Op.LOAD_CONST:
+            if op == Op.LOAD_CONST and a in tracked:
                 after[a] = frozenset((b,))
-            elif op == Op.MOVE and b in state:
+            elif op == Op.MOVE and a in tracked and b in state:
                 after[a] = state[b]
             if successor >= n:
                 continue
@@ -408,16 +429,31 @@ def _constants_in_registers(program):
 def _check_format_strings(program):
     """Every constant a prim.format call may take as its format string is
     one a program may use (Note [Format strings in a program] in ops.py;
-    prim.format checks a computed one when it runs)."""
+    prim.format checks whatever it is given again when it runs, so a
+    string computed at run time, or a program too large to analyse here,
+    is still checked)."""
+    Op = bytecode.Op
     sites = {i for i, site in enumerate(program.callsites) if site.name == "prim.format"}
-    if not sites:
+    calls = [(pc, ins) for pc, ins in enumerate(program.instructions)
+             if ins[0] == Op.CALL and ins[2] in sites]
+    if not calls:
         return
-    states = _constants_in_registers(program)
-    for pc, (op, _, site, offset) in enumerate(program.instructions):
-        if op != bytecode.Op.CALL or site not in sites or states[pc] is None:
-            continue
+    for pc, (_, _, site, _) in calls:
         if program.callsites[site].nargs == 0:
             raise ProgramFileError(f"instruction {pc}: prim.format without a format string")
+    tracked = {program.operands[offset] for _, (_, _, _, offset) in calls}
+    moves = [(a, b) for op, a, b, _ in program.instructions if op == Op.MOVE]
+    while True:  # and the registers moved into them, transitively
+        more = {b for a, b in moves if a in tracked} - tracked
+        if not more:
+            break
+        tracked |= more
+    states = _constants_in_registers(program, tracked)
+    if states is None:
+        return
+    for pc, (_, _, _, offset) in calls:
+        if states[pc] is None:
+            continue  # unreachable
         for index in sorted(states[pc].get(program.operands[offset], ())):
             try:
                 ops.check_format_string(program.constants[index])
