@@ -12,6 +12,7 @@ import collections
 import gc
 import pickle
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -380,8 +381,12 @@ def test_operator_introspection_does_not_crash():
 
     for op in (ember.add, ember.Tensor.add):
         assert "add(" in pydoc.render_doc(op)
-        with pytest.raises(ValueError):
-            inspect.signature(op)
+        try:
+            signature = inspect.signature(op)
+        except ValueError:  # no __text_signature__: no signature (always for a method)
+            assert op is ember.Tensor.add or sys.version_info < (3, 13)
+        else:  # 3.13+: a callable object gets its type's __call__ slot signature
+            assert op is ember.add and str(signature) == "(*args, **kwargs)"
     assert ember.Tensor.add.__get__(None, ember.Tensor) is ember.Tensor.add
     t = ember.ones(2)
     assert ember.Tensor.add.__get__(t, ember.Tensor)(1).tolist() == [2.0, 2.0]

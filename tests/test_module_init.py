@@ -1,6 +1,7 @@
 """ember._C's module initialization (c/python/Module.c, Note [Module init]):
 multi-phase, once per process, and the deprecated error API gone."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -13,8 +14,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def run_python(code):
-    """Runs `code` in a fresh interpreter with this checkout's ember."""
-    env = {"PYTHONPATH": str(pathlib.Path(ember.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
+    """Runs `code` in a fresh interpreter with the ember under test (and the
+    environment the gates set: LD_PRELOAD of libasan, PYTHONMALLOC, ...)."""
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(ember.__file__).parents[1]))
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=120)
 
