@@ -10,6 +10,7 @@ prints a summary.  Run under ASan by `make leak-asan`.
 """
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -116,6 +117,34 @@ def test_numpy_memory_freed_when_the_last_array_goes():
         del arr
         gc.collect()
         assert len(raw.live) == 0
+
+
+
+def test_exports_while_another_thread_swaps_data():
+    """Every export sees one whole arange, whichever data it caught."""
+    t = ember.arange(8.0)
+    stop = threading.Event()
+
+    def swapper():
+        n = 1
+        while not stop.is_set():
+            t.data = ember.arange(float(n % 64 + 1))
+            n += 1
+
+    thread = threading.Thread(target=swapper)
+    thread.start()
+    try:
+        for _ in range(2000):
+            arr = t.numpy()
+            capsule = t.__dlpack__()
+            assert arr.tolist() == list(range(len(arr)))
+            from_capsule = ember.from_dlpack(capsule).tolist()
+            assert from_capsule == list(range(len(from_capsule)))
+            for i, row in enumerate(t):
+                assert row.item() <= 64.0
+    finally:
+        stop.set()
+        thread.join()
 
 
 # ---- 2. t.data = x, x.grad = x ------------------------------------------------

@@ -338,6 +338,50 @@ test_allocator_registry_reference(void)
     CHECK_EQ_INT(c.frees, 1);
 }
 
+/* An allocator whose malloc uninstalls itself (what a Python allocator can
+ * do): the registry drops its only reference in the middle of the call,
+ * and THStorage_new must still hold one (Note [Registry references]). */
+static THAllocator *uninstall_previous; /* what to put back */
+
+static void *
+uninstalling_malloc(void *context, size_t nbytes)
+{
+    THAllocator_release(THAllocator_exchange(uninstall_previous));
+    return counting_malloc(context, nbytes);
+}
+
+static void
+test_allocator_uninstalled_during_its_own_malloc(void)
+{
+    Counter c = {0};
+    THAllocator *custom =
+        THAllocator_new(uninstalling_malloc, counting_free, counting_release,
+                        &c, "uninstalling", TH_DEVICE_CPU);
+    CHECK_NOT_NULL(custom);
+    if (custom == NULL) {
+        return;
+    }
+    uninstall_previous = THAllocator_exchange(custom);
+    THAllocator_release(custom); /* the registry holds the only reference */
+    THAllocator *acquired = THAllocator_acquire(TH_DEVICE_CPU);
+    CHECK(acquired == custom);
+    CHECK_EQ_INT(custom->refcount, 2); /* the registry's + acquired */
+    THAllocator_release(acquired);
+
+    THStorage *s = THStorage_new(32, TH_DEVICE_CPU);
+    CHECK(s != NULL && s->allocator == custom);
+    CHECK(THAllocator_get(TH_DEVICE_CPU) == uninstall_previous);
+    CHECK_EQ_INT(c.releases, 0); /* the storage keeps it alive */
+    if (s != NULL) {
+        CHECK_EQ_INT(custom->refcount, 1);
+    }
+    THStorage_release(s);
+    CHECK_EQ_INT(c.frees, 1);
+    CHECK_EQ_INT(c.releases, 1);
+    CHECK(THAllocator_acquire(TH_DEVICE_CPU) == THAllocator_cpu());
+    CHECK(THAllocator_acquire(TH_NUM_DEVICE_TYPES) == NULL);
+}
+
 /* Statistics are kept per device tag: a CUDA-tagged allocator (host memory
  * here) counts under CUDA, not CPU. */
 static void
@@ -680,6 +724,7 @@ TH_TEST_SUITE(allocator) = {
     TH_TEST(test_allocator_new_validates),
     TH_TEST(test_allocator_exchange_and_lifetime),
     TH_TEST(test_allocator_registry_reference),
+    TH_TEST(test_allocator_uninstalled_during_its_own_malloc),
     TH_TEST(test_allocator_device_tags),
     TH_TEST(test_allocator_failures_leak_nothing),
     TH_TEST(test_allocator_size_classes),

@@ -7,8 +7,18 @@ an allocator of your own: any object with
     malloc(nbytes) -> int address     (non-zero; raise to fail)
     free(address)
 
-A tensor allocated under an allocator is freed through that same allocator,
-even after another one has been installed.
+The address must be a positive int aligned to 16 bytes (what C's malloc
+guarantees); anything else raises, and the refused block is handed back to
+free().  An exception raised by malloc becomes the exception of the
+operation that allocated.  A tensor allocated under an allocator is freed
+through that same allocator, even after another one has been installed, and
+an allocator may install another one from inside its own malloc.  An
+allocator that keeps a tensor it allocated is collected by the GC once it is
+uninstalled (unless it keeps several tensors sharing one block).
+
+CAllocator.raw_malloc/raw_free lend the C allocator's blocks to Python
+allocators: raw_free(0) does nothing, and raw_free of an address that
+raw_malloc did not hand out (or that was freed already) raises ValueError.
 
 The built-in CPU allocator keeps freed blocks in a cache, by size class, and
 hands them out again (Note [The CPU block cache] in c/th/THAllocator.h):
