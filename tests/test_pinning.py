@@ -143,3 +143,35 @@ def test_a_kernel_without_the_gil_owns_its_operands():
     finally:
         stop.set()
         worker.join()
+
+
+def test_a_tracer_hook_that_sets_the_tracer_keeps_that_choice():
+    # Note [The tracer hook]: the hook is off while it runs; a _set_tracer
+    # made inside it must stand (it used to be overwritten, and the new
+    # hook's reference leaked).
+    import sys
+    seen = []
+
+    def second(what, args, kwnames):
+        seen.append("second")
+        return None
+
+    def first(what, args, kwnames):
+        seen.append("first")
+        _C._set_tracer(second)
+        return None
+
+    _C._set_tracer(first)
+    try:
+        ember.ones(2).exp()
+        ember.ones(2).exp()
+    finally:
+        _C._set_tracer(None)
+    assert seen == ["first", "second"]
+    before = sys.getrefcount(second)
+    _C._set_tracer(first)
+    try:
+        ember.ones(2).exp()
+    finally:
+        _C._set_tracer(None)
+    assert sys.getrefcount(second) == before

@@ -54,6 +54,9 @@ static PyObject *op_names = NULL;
  * switched off while it runs, so it computes the real result by calling the
  * op again (autograd included) and records one node per traced call. */
 _Thread_local PyObject *THPTracer_hook = NULL;
+/* Bumped by every _set_tracer: a hook call that sees it change knows the
+ * hook it switched off was replaced (or cleared) meanwhile. */
+static _Thread_local unsigned long tracer_generation = 0;
 
 PyObject *
 THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
@@ -69,10 +72,19 @@ THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
     for (Py_ssize_t i = 0; i < n; i++) {
         PyTuple_SET_ITEM(arg_tuple, i, Py_NewRef(args[i]));
     }
+    /* The hook is off while it runs: the slot's reference moves to `hook`
+     * and comes back after, unless the hook called _set_tracer itself:
+     * then that choice stands and the old reference is ours to drop. */
+    unsigned long generation = tracer_generation;
     THPTracer_hook = NULL;
     PyObject *result = PyObject_CallFunctionObjArgs(
         hook, what, arg_tuple, kwnames == NULL ? Py_None : kwnames, NULL);
-    THPTracer_hook = hook;
+    if (tracer_generation == generation) {
+        THPTracer_hook = hook;
+    }
+    else {
+        Py_DECREF(hook);
+    }
     Py_DECREF(arg_tuple);
     return result;
 }
@@ -694,6 +706,7 @@ THPModule_setTracer(PyObject *module, PyObject *hook)
     }
     PyObject *old = THPTracer_hook;
     THPTracer_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    tracer_generation++; /* Note [The tracer hook]: a running hook sees it */
     Py_XDECREF(old);
     Py_RETURN_NONE;
 }
