@@ -376,6 +376,21 @@ op_function_vectorcall(PyObject *callable, PyObject *const *args,
     return dispatch_or_call(op, op->module, args, nargsf, kwnames, 0);
 }
 
+/* An unbound method's first argument must be a tensor.  0 or -1. */
+static int
+check_method_self(THPOp *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || !THPVariable_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError,
+                     "descriptor '%U' for '_TensorBase' objects needs a "
+                     "tensor as its first argument, not %s",
+                     op->name,
+                     nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
 /* Methods are called unbound, with the tensor first: CPython's LOAD_METHOD
  * does that for types flagged Py_TPFLAGS_METHOD_DESCRIPTOR, so t.add(b)
  * creates no bound-method object. */
@@ -385,12 +400,7 @@ op_method_vectorcall(PyObject *callable, PyObject *const *args,
 {
     THPOp *op = (THPOp *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs < 1 || !THPVariable_Check(args[0])) {
-        PyErr_Format(PyExc_TypeError,
-                     "descriptor '%U' for '_TensorBase' objects needs a "
-                     "tensor as its first argument, not %s",
-                     op->name,
-                     nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
+    if (check_method_self(op, args, nargs) < 0) {
         return NULL;
     }
     return dispatch_or_call(op, args[0], args, nargsf, kwnames, 1);
@@ -562,12 +572,7 @@ pinned_method_vectorcall(PyObject *callable, PyObject *const *args,
 {
     THPOp *op = (THPOp *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs < 1 || !THPVariable_Check(args[0])) {
-        PyErr_Format(PyExc_TypeError,
-                     "descriptor '%U' for '_TensorBase' objects needs a "
-                     "tensor as its first argument, not %s",
-                     op->name,
-                     nargs < 1 ? "nothing" : Py_TYPE(args[0])->tp_name);
+    if (check_method_self(op, args, nargs) < 0) {
         return NULL;
     }
     return call_pinned(op, args[0], args, nargs, kwnames, 1);
