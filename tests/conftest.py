@@ -68,3 +68,17 @@ def tmp_dir():
     refcount gate, tools/ember_refleaks.py, counts as leaks)."""
     with tempfile.TemporaryDirectory() as directory:
         yield pathlib.Path(directory)
+
+
+@pytest.fixture
+def default_allocator_restored():
+    """Every test that uses it starts and ends with the built-in allocator
+    installed; one that leaves another installed fails (and is undone)."""
+    from ember import memory
+    start = memory.get_allocator()
+    assert isinstance(start, memory.CAllocator) and start.name == "cpu"
+    yield
+    current = memory.get_allocator()
+    if not (isinstance(current, memory.CAllocator) and current.name == "cpu"):
+        memory.set_allocator(start)
+        pytest.fail(f"test left {current!r} installed")

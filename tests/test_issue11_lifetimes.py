@@ -20,15 +20,8 @@ import ember
 from ember import memory
 
 
-@pytest.fixture(autouse=True)
-def _default_allocator_restored():
-    start = memory.get_allocator()
-    assert isinstance(start, memory.CAllocator) and start.name == "cpu"
-    yield
-    current = memory.get_allocator()
-    if not (isinstance(current, memory.CAllocator) and current.name == "cpu"):
-        memory.set_allocator(start)
-        pytest.fail(f"test left {current!r} installed")
+# Every test starts and ends with the built-in allocator (conftest.py).
+pytestmark = pytest.mark.usefixtures("default_allocator_restored")
 
 
 class RawAllocator:

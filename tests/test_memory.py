@@ -27,16 +27,8 @@ def _delta(before, after):
     return {k: after[k] - before[k] for k in STAT_KEYS}
 
 
-@pytest.fixture(autouse=True)
-def _default_allocator_restored():
-    """Every test starts and ends with the built-in allocator installed."""
-    start = memory.get_allocator()
-    assert isinstance(start, memory.CAllocator) and start.name == "cpu"
-    yield
-    current = memory.get_allocator()
-    if not (isinstance(current, memory.CAllocator) and current.name == "cpu"):
-        memory.set_allocator(start)
-        pytest.fail(f"test left {current!r} installed")
+# Every test starts and ends with the built-in allocator (conftest.py).
+pytestmark = pytest.mark.usefixtures("default_allocator_restored")
 
 
 class RawCpu:
