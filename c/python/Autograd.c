@@ -38,12 +38,12 @@ static PyObject *autograd_handlers = NULL;
 /* Names of every THPOp, for the test that all of them are registered. */
 static PyObject *op_names = NULL;
 
-/* ---- the tracer hook ---------------------------------------------------------------
+/* ---- the tracer and autocast hooks ------------------------------------------------
  *
  * Note [The tracer hook]
  * ~~~~~~~~~~~~~~~~~~~~~~
  * ember.jit.trace records the ops of one eager run.  While it runs, this
- * thread's THPTracer_hook holds a Python callable (a strong reference, set
+ * thread's tracer slot holds a Python callable (a strong reference, set
  * and cleared by _C._set_tracer), and every entry point that autograd sees
  * (THPOps, number slots, indexing) plus the tensor -> Python conversions
  * (__bool__, item, int, float, index) hands its call to the hook instead:
@@ -52,17 +52,40 @@ static PyObject *op_names = NULL;
  *
  * where `what` is the THPOp itself or the slot's dunder name.  The hook is
  * switched off while it runs, so it computes the real result by calling the
- * op again (autograd included) and records one node per traced call. */
-_Thread_local PyObject *THPTracer_hook = NULL;
-/* Bumped by every _set_tracer: a hook call that sees it change knows the
- * hook it switched off was replaced (or cleared) meanwhile. */
-static _Thread_local unsigned long tracer_generation = 0;
+ * op again (autograd included) and records one node per traced call.
+ *
+ * Note [The autocast hook]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~
+ * ember.amp.autocast runs some ops in lower precision (PyTorch's autocast
+ * dispatch key).  Its policies map op names ("matmul", "__matmul__", ...)
+ * to how their inputs are cast; they are set once (_C._set_autocast_policies)
+ * and shared by all threads.  Inside `with autocast():` this thread's
+ * autocast slot holds a hook (_C._set_autocast_hook), and an op that has a
+ * policy becomes
+ *
+ *     hook(what, policy, args, kwnames)
+ *
+ * with the hook off while it runs: it casts the tensor arguments (autograd
+ * records the casts, so gradients flow back in the inputs' dtypes) and
+ * calls the op again.  Ops without a policy pay one dict lookup.  The
+ * tracer comes first: a traced run records the op as called, and autocast
+ * applies when the tracer calls it. */
+typedef struct {
+    PyObject *hook;           /* owned, or NULL when off */
+    unsigned long generation; /* bumped by every set: a running hook sees it */
+} HookSlot;
 
-PyObject *
-THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
-               PyObject *kwnames)
+static _Thread_local HookSlot tracer_slot = {NULL, 0};
+static _Thread_local HookSlot autocast_slot = {NULL, 0};
+/* op name -> policy; NULL until ember.amp sets it. */
+static PyObject *autocast_policies = NULL;
+
+/* hook(what, [policy,] args, kwnames) with the slot's hook switched off. */
+static PyObject *
+call_hook(HookSlot *slot, PyObject *what, PyObject *policy,
+          PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    PyObject *hook = THPTracer_hook; /* our reference, held by the slot */
+    PyObject *hook = slot->hook; /* our reference, held by the slot */
     Py_ssize_t n = PyVectorcall_NARGS(nargsf)
                    + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     PyObject *arg_tuple = PyTuple_New(n);
@@ -72,15 +95,19 @@ THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
     for (Py_ssize_t i = 0; i < n; i++) {
         PyTuple_SET_ITEM(arg_tuple, i, Py_NewRef(args[i]));
     }
-    /* The hook is off while it runs: the slot's reference moves to `hook`
-     * and comes back after, unless the hook called _set_tracer itself:
-     * then that choice stands and the old reference is ours to drop. */
-    unsigned long generation = tracer_generation;
-    THPTracer_hook = NULL;
-    PyObject *result = PyObject_CallFunctionObjArgs(
-        hook, what, arg_tuple, kwnames == NULL ? Py_None : kwnames, NULL);
-    if (tracer_generation == generation) {
-        THPTracer_hook = hook;
+    PyObject *kw = kwnames == NULL ? Py_None : kwnames;
+    /* The slot's reference moves to `hook` and comes back after, unless
+     * the hook set the slot itself: then that choice stands and the old
+     * reference is ours to drop. */
+    unsigned long generation = slot->generation;
+    slot->hook = NULL;
+    PyObject *result =
+        policy == NULL
+            ? PyObject_CallFunctionObjArgs(hook, what, arg_tuple, kw, NULL)
+            : PyObject_CallFunctionObjArgs(hook, what, policy, arg_tuple, kw,
+                                           NULL);
+    if (slot->generation == generation) {
+        slot->hook = hook;
     }
     else {
         Py_DECREF(hook);
@@ -89,17 +116,60 @@ THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
     return result;
 }
 
+/* Installs `hook` (None: off) in a slot of this thread. */
+static PyObject *
+set_hook(HookSlot *slot, PyObject *hook, const char *setter)
+{
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a callable or None",
+                     setter);
+        return NULL;
+    }
+    PyObject *old = slot->hook;
+    slot->hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    slot->generation++;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+PyObject *
+THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
+               PyObject *kwnames)
+{
+    return call_hook(&tracer_slot, what, NULL, args, nargsf, kwnames);
+}
+
 int
 THPTracer_maybeTrace(const char *name, PyObject *const *args,
                      Py_ssize_t nargs, PyObject **result)
 {
-    if (THPTracer_hook == NULL) {
+    if (tracer_slot.hook == NULL) {
         return 0;
     }
     PyObject *key = PyUnicode_FromString(name);
     *result = key == NULL ? NULL
                           : THPTracer_call(key, args, (size_t)nargs, NULL);
     Py_XDECREF(key);
+    return 1;
+}
+
+/* 0 when autocast is off or `name` has no policy; else 1 with *result
+ * set to the hook's result (NULL with an exception on error). */
+static int
+autocast_maybe_call(PyObject *name, PyObject *what, PyObject *const *args,
+                    size_t nargsf, PyObject *kwnames, PyObject **result)
+{
+    if (autocast_slot.hook == NULL || autocast_policies == NULL) {
+        return 0;
+    }
+    PyObject *policy = PyDict_GetItemWithError(autocast_policies, name);
+    if (policy == NULL) {
+        *result = NULL;
+        return PyErr_Occurred() != NULL;
+    }
+    Py_INCREF(policy); /* the hook may run code that changes the dict */
+    *result = call_hook(&autocast_slot, what, policy, args, nargsf, kwnames);
+    Py_DECREF(policy);
     return 1;
 }
 
@@ -198,13 +268,21 @@ THPAutograd_maybeDispatch(const char *name, PyObject *const *args,
     if (THPTracer_maybeTrace(name, args, nargs, result)) {
         return 1;
     }
-    if (!THPAutograd_needsDispatch(args, nargs, NULL)) {
+    int autocasting = autocast_slot.hook != NULL;
+    if (!autocasting && !THPAutograd_needsDispatch(args, nargs, NULL)) {
         return 0;
     }
     PyObject *key = slot_key(name);
     if (key == NULL) {
         *result = NULL;
         return 1;
+    }
+    if (autocasting && autocast_maybe_call(key, key, args, (size_t)nargs, NULL,
+                                           result)) {
+        return 1;
+    }
+    if (!THPAutograd_needsDispatch(args, nargs, NULL)) {
+        return 0;
     }
     PyObject *handler = find_handler(key);
     if (handler == Py_None) {
@@ -353,8 +431,13 @@ dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
                  size_t nargsf, PyObject *kwnames, Py_ssize_t skip)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (THPTracer_hook != NULL) {
+    if (tracer_slot.hook != NULL) {
         return THPTracer_call((PyObject *)op, args, nargsf, kwnames);
+    }
+    PyObject *result;
+    if (autocast_maybe_call(op->name, (PyObject *)op, args, nargsf, kwnames,
+                            &result)) {
+        return result;
     }
     if (THPAutograd_needsDispatch(args, nargs, kwnames)) {
         PyObject *handler = find_op_handler(op);
@@ -705,14 +788,33 @@ static PyObject *
 THPModule_setTracer(PyObject *module, PyObject *hook)
 {
     (void)module;
-    if (hook != Py_None && !PyCallable_Check(hook)) {
-        PyErr_SetString(PyExc_TypeError, "_set_tracer: expected a callable or None");
+    return set_hook(&tracer_slot, hook, "_set_tracer");
+}
+
+/* _set_autocast_hook(hook or None): Note [The autocast hook]. */
+static PyObject *
+THPModule_setAutocastHook(PyObject *module, PyObject *hook)
+{
+    (void)module;
+    return set_hook(&autocast_slot, hook, "_set_autocast_hook");
+}
+
+/* _set_autocast_policies(dict): Note [The autocast hook].  A copy is
+ * kept, so later changes to the caller's dict do not reach the ops. */
+static PyObject *
+THPModule_setAutocastPolicies(PyObject *module, PyObject *policies)
+{
+    (void)module;
+    if (!PyDict_Check(policies)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_set_autocast_policies: expected a dict");
         return NULL;
     }
-    PyObject *old = THPTracer_hook;
-    THPTracer_hook = hook == Py_None ? NULL : Py_NewRef(hook);
-    tracer_generation++; /* Note [The tracer hook]: a running hook sees it */
-    Py_XDECREF(old);
+    PyObject *copy = PyDict_Copy(policies);
+    if (copy == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(autocast_policies, copy);
     Py_RETURN_NONE;
 }
 
@@ -896,6 +998,10 @@ static PyMethodDef THPAutograd_methods[] = {
     {"_set_grad_enabled", THPModule_setGradEnabled, METH_O, NULL},
     {"_set_tracer", THPModule_setTracer, METH_O,
      "Sets (or clears, with None) this thread's tracer hook."},
+    {"_set_autocast_hook", THPModule_setAutocastHook, METH_O,
+     "Sets (or clears, with None) this thread's autocast hook."},
+    {"_set_autocast_policies", THPModule_setAutocastPolicies, METH_O,
+     "Sets the autocast policy of each op name (a dict)."},
     {"_set_history", (PyCFunction)(void (*)(void))THPModule_setHistory,
      METH_FASTCALL, NULL},
     {"_make_subclass", (PyCFunction)(void (*)(void))THPModule_makeSubclass,

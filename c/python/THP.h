@@ -317,9 +317,7 @@ THPAutograd_needsDispatch(PyObject *const *args, Py_ssize_t nargs,
     Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     return THPAutograd_anyRequiresGrad(args, n);
 }
-/* ember.jit.trace's hook (Note [The tracer hook] in Autograd.c): this
- * thread's tracer, or NULL. */
-extern _Thread_local PyObject *THPTracer_hook;
+/* ember.jit.trace's hook: Note [The tracer hook] in Autograd.c. */
 /* hook(what, args, kwnames) with the hook off while it runs. */
 PyObject *THPTracer_call(PyObject *what, PyObject *const *args, size_t nargsf,
                          PyObject *kwnames);

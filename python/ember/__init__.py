@@ -93,3 +93,13 @@ def numel(input):
 
 from . import nn, optim  # noqa: E402,F401  (ember.nn, ember.optim as in torch)
 from . import jit  # noqa: E402,F401  (ember.jit.script, trace, save, load)
+from . import amp, cuda, accelerator, backends  # noqa: E402,F401
+from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: E402,F401
+from . import serialization  # noqa: E402,F401
+from ._compile import compile  # noqa: E402,F401
+from ._global_flags import (  # noqa: E402,F401
+    set_default_device, get_default_device, set_float32_matmul_precision,
+    get_float32_matmul_precision, use_deterministic_algorithms,
+    are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled)
+from ._legacy import LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)   # ember.FloatTensor, ember.LongTensor, ...

@@ -81,14 +81,17 @@ class Tensor(_C._TensorBase):
         # Pickle by value (a NumPy copy), never by address.
         return (_rebuild_tensor, (self.detach().numpy().copy(), self.requires_grad))
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """The legacy type name ('ember.FloatTensor'), or a cast to `dtype`:
+        a dtype, a legacy class (ember.LongTensor) or its name (the
+        'torch.' spelling is accepted too)."""
+        from ._legacy import dtype_of_type_name, legacy_type_of
         if dtype is None:
-            return "ember." + {
-                "bool": "BoolTensor", "uint8": "ByteTensor",
-                "int8": "CharTensor", "int16": "ShortTensor",
-                "int32": "IntTensor", "int64": "LongTensor",
-                "float32": "FloatTensor", "float64": "DoubleTensor",
-            }[str(self.dtype).removeprefix("ember.")]
+            return "ember." + legacy_type_of(self.dtype).__name__
+        if isinstance(dtype, str):
+            dtype = dtype_of_type_name(dtype)
+        elif not isinstance(dtype, _C.dtype):
+            dtype = dtype.dtype   # a legacy class
         return self.to(dtype)
 
     def new_tensor(self, data, dtype=None, requires_grad=False):
@@ -108,6 +111,18 @@ class Tensor(_C._TensorBase):
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to("cuda" if device is None else device)
+
+    def is_pinned(self, device=None):
+        """False: page-locked host memory needs an accelerator, and ember has none yet."""
+        return False
+
+    def pin_memory(self, device=None):
+        # Page-locked host memory exists for fast copies to an accelerator;
+        # with none available PyTorch raises this same error.
+        raise RuntimeError("Cannot access accelerator device when none is available.")
 
 
 def _rebuild_tensor(array, requires_grad):

@@ -26,7 +26,8 @@ What ember.save accepts, and what ember.load gives back:
     safetensors.numpy.load_file; ember.load returns the same flat dict.
     Any safetensors file without ember's metadata loads as such a dict.
   * anything else -- a single tensor, nested dicts (int keys too, as in an
-    optimizer's state), lists and tuples, with int/float/bool/str/None leaves
+    optimizer's state), lists and tuples, with int/float/bool/str/None or
+    NumPy array leaves (arrays load back as arrays)
     -- is flattened: each tensor gets a dotted name ("state.0.exp_avg") and
     the whole tree is recorded as JSON in the metadata key "ember.structure".
     That tree names each tensor's entry exactly, so keys holding dots (or
@@ -53,7 +54,8 @@ import numpy as np
 from . import _C
 from ._tensor import Tensor
 
-__all__ = ["save", "load", "SafetensorsError"]
+__all__ = ["save", "load", "SafetensorsError", "add_safe_globals", "get_safe_globals",
+           "clear_safe_globals", "safe_globals"]
 
 
 class SafetensorsError(ValueError):
@@ -84,6 +86,41 @@ MAX_HEADER_BYTES = 100 * 1024 * 1024   # safetensors' own limit
 MAX_DEPTH = 64                          # nesting of saved containers
 MAX_DIMS = 32                           # TH_MAX_DIMS
 _INT64_MAX = 2**63 - 1
+
+
+# ------------------------------------------------------- allowed globals
+
+# PyTorch's torch.load(weights_only=True) unpickles only the classes a
+# program allows with these.  ember files hold no pickles and load no
+# classes, so the list is kept (programs call these) and nothing reads it.
+_safe_globals = []
+
+
+def add_safe_globals(safe_globals):
+    _safe_globals.extend(safe_globals)
+
+
+def get_safe_globals():
+    return list(_safe_globals)
+
+
+def clear_safe_globals():
+    _safe_globals.clear()
+
+
+class safe_globals:
+    """`with safe_globals([...]):` allows the globals within the block."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        self._saved = get_safe_globals()
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc_info):
+        _safe_globals[:] = self._saved
+        return False
 
 
 # --------------------------------------------------------------------- save
@@ -126,7 +163,8 @@ def _is_plain_tensor_dict(obj):
 def _describe(obj, path, tensors, open_containers):
     """The JSON tree of `obj`; adds its tensors to `tensors` under fresh names.
 
-    Tree nodes: {"tensor": name}, {"value": json scalar},
+    Tree nodes: {"tensor": name}, {"ndarray": name} (a NumPy array, saved as
+    a tensor and loaded back as an array), {"value": json scalar},
     {"dict": [[key, node], ...]} (keys str or int, in order),
     {"list": [node, ...]}, {"tuple": [node, ...]}.
     """
@@ -134,9 +172,18 @@ def _describe(obj, path, tensors, open_containers):
         name = _fresh_name(path, tensors)
         tensors[name] = obj
         return {"tensor": name}
+    if isinstance(obj, np.ndarray):
+        name = _fresh_name(path, tensors)
+        tensors[name] = _tensor_of_array(obj, path)
+        return {"ndarray": name}
     scalar = _json_scalar(obj)
     if scalar is not _NOT_SCALAR:
         return {"value": scalar}
+    if hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
+        raise TypeError(f"ember.save: cannot save a whole {type(obj).__name__} at "
+                        f"{_where(path)}: ember files hold data, never code; save its "
+                        f"state_dict() instead (ember.save(obj.state_dict(), f)) and "
+                        f"load it into a new instance with load_state_dict()")
     if not isinstance(obj, (dict, list, tuple)):
         raise TypeError(f"ember.save: cannot save an object of type {type(obj).__name__} "
                         f"at {_where(path)}: only tensors, dicts, lists, tuples, int, "
@@ -163,6 +210,14 @@ def _describe(obj, path, tensors, open_containers):
 
 
 _NOT_SCALAR = object()
+
+
+def _tensor_of_array(array, path):
+    """A NumPy array inside a saved object, as a tensor (a view when it can be)."""
+    if array.dtype.newbyteorder("=") not in _NUMPY_OF_CODE.values() or array.dtype.hasobject:
+        raise TypeError(f"ember.save: cannot save a NumPy array of dtype {array.dtype} at "
+                        f"{_where(path)}: ember has no such dtype")
+    return _C.from_numpy(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("=")))
 
 
 def _json_scalar(obj):
@@ -281,19 +336,106 @@ def _build_header(arrays, codes, metadata):
 
 # --------------------------------------------------------------------- load
 
-def load(f):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
     """Loads what ember.save wrote to `f` (a path or a readable binary file).
 
     Files without ember's structure metadata (e.g. from
     safetensors.torch.save_file) load as a flat dict of name -> tensor, in
     header order.  The tensors own their memory: nothing refers to the file
-    afterwards.  A malformed file raises SafetensorsError.  A file object is
-    read from its current position to its end.
+    afterwards, unless `mmap=True`.  A malformed file raises SafetensorsError.
+    A file object is read from its current position to its end.
+
+    PyTorch's other arguments, as far as they mean something here:
+      * map_location: where the tensors go: None, 'cpu', an ember.device, a
+        dict of saved location -> location, or a callable(storage, location)
+        returning the storage to use.  Tensors are saved from the CPU, so
+        their location is 'cpu'; mapping it to a device that is not
+        available raises.
+      * weights_only: every ember load is weights-only (a file holds no
+        code), so True, False and None all load the same way.
+      * mmap: with True and a path, tensors are copy-on-write views of the
+        file mapped into memory (no bytes read up front; writes to them stay
+        in this process), as torch.load(mmap=True).
+      * pickle_module and pickle_load_args: ember never unpickles, so a
+        pickle_module is refused and the pickle arguments (encoding=...)
+        have nothing to act on.
     """
-    if isinstance(f, (str, bytes, os.PathLike)):
+    if pickle_module is not None:
+        raise TypeError("ember.load: ember files hold no pickles, so there is no use "
+                        "for pickle_module")
+    if mmap:
+        if not isinstance(f, (str, bytes, os.PathLike)):
+            raise ValueError("f must be a file path in order to use the mmap argument")
+        obj = _load_mapped(os.fsdecode(f))
+    elif isinstance(f, (str, bytes, os.PathLike)):
         with open(f, "rb") as stream:
-            return _load_stream(*_sized_stream(stream))
-    return _load_stream(*_sized_stream(f))
+            obj = _load_stream(*_sized_stream(stream))
+    else:
+        obj = _load_stream(*_sized_stream(f))
+    if map_location is not None:
+        obj = _map_locations(obj, map_location)
+    return obj
+
+
+def _load_mapped(path):
+    """load() of a path through a copy-on-write memory map of the whole file."""
+    with open(path, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        entries, metadata, buffer_size = _read_header(stream, size)
+    mapping = np.memmap(path, dtype=np.uint8, mode="c") if size else np.zeros(0, np.uint8)
+    start = size - buffer_size
+    tensors = {name: _mapped_tensor(mapping, start, entry) for name, entry in entries.items()}
+    if metadata is None or STRUCTURE_KEY not in metadata:
+        return tensors
+    return _rebuild(metadata[STRUCTURE_KEY], tensors)
+
+
+def _mapped_tensor(mapping, start, entry):
+    """A tensor viewing its bytes in the mapped file; a copy where a view
+    cannot be (bool bytes must be normalised, misaligned or big-endian data)."""
+    code = entry["dtype"]
+    begin, end = entry["data_offsets"]
+    dtype = _NUMPY_OF_CODE[code]
+    raw = mapping[start + begin:start + end]
+    if (code == "BOOL" or sys.byteorder == "big"
+            or (start + begin) % dtype.itemsize or raw.size == 0):
+        return _read_tensor(io.BytesIO(raw.tobytes()), entry)
+    return _C.from_numpy(raw.view(dtype).reshape(entry["shape"]))
+
+
+def _map_locations(obj, map_location):
+    """`obj` with each tensor moved where map_location says a 'cpu' tensor goes."""
+    if isinstance(obj, Tensor):
+        return _map_tensor(obj, map_location)
+    if isinstance(obj, dict):
+        return {key: _map_locations(value, map_location) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        items = [_map_locations(value, map_location) for value in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    return obj
+
+
+def _map_tensor(tensor, map_location):
+    from ._device import device
+    if callable(map_location) and not isinstance(map_location, (str, device)):
+        storage = tensor.untyped_storage()
+        result = map_location(storage, "cpu")
+        if result is None or result is storage:
+            return tensor
+        raise TypeError("ember.load: a map_location function must return the storage it "
+                        "was given (or None): ember cannot rebuild a tensor on another "
+                        "storage")
+    if isinstance(map_location, dict):
+        map_location = map_location.get("cpu", "cpu")
+    target = device(map_location)
+    if target.type != "cpu":
+        raise RuntimeError(
+            "Attempting to deserialize object on a CUDA device but "
+            "ember.cuda.is_available() is False. If you are running on a CPU-only "
+            "machine, please use ember.load with map_location=ember.device('cpu') to "
+            "map your storages to the CPU.")
+    return tensor
 
 
 def _sized_stream(f):
@@ -589,6 +731,8 @@ def _rebuild_node(node, unused, depth):
             raise SafetensorsError(f"{STRUCTURE_KEY} names tensor {_short(payload)}, which "
                                    f"the file does not hold (or which is named twice)")
         return unused.pop(payload)
+    if kind == "ndarray":
+        return _rebuild_node({"tensor": payload}, unused, depth).numpy()
     if kind == "value":
         if isinstance(payload, (dict, list)):
             raise SafetensorsError(f"{STRUCTURE_KEY}: a value must be a JSON scalar, "

@@ -234,7 +234,7 @@ TENSOR_ATTRIBUTES = {
 DENIED_METHODS = frozenset({
     "backward", "register_hook", "retain_grad", "requires_grad_", "numpy",
     "tolist", "data_ptr", "untyped_storage", "detach_", "type", "cpu",
-    "new_tensor",
+    "new_tensor", "cuda", "pin_memory", "share_memory_",
 })
 
 
@@ -242,6 +242,8 @@ DENIED_METHODS = frozenset({
 DENIED_FUNCTIONS = frozenset({
     "save", "load", "set_printoptions", "from_numpy", "from_dlpack",
     "manual_seed", "set_num_threads", "set_default_dtype", "set_grad_enabled",
+    "seed", "set_rng_state", "compile", "set_default_device",
+    "set_float32_matmul_precision", "use_deterministic_algorithms",
 })
 
 

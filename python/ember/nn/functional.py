@@ -11,6 +11,7 @@ import warnings
 
 import ember
 from .. import _C
+from ..amp.autocast_mode import autocast_policy
 
 __all__ = [
     "one_hot", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
@@ -69,6 +70,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 # ---- layers -------------------------------------------------------------------
 
+@autocast_policy("linear")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias; one fused addmm for a 2-D input."""
     if input.dim() == 2 and bias is not None:
@@ -284,6 +286,7 @@ def _reduce_nll(loss, divisor, reduction):
     return _reduce(loss, reduction)
 
 
+@autocast_policy("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
              reduce=None, reduction="mean"):
     """Negative log likelihood of class-index targets given log-probabilities
@@ -347,6 +350,7 @@ def _cross_entropy_classes(input, target, weight, ignore_index, reduction,
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
 
 
+@autocast_policy("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None,
                   ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
@@ -387,6 +391,7 @@ def _pointwise_loss(errors, weight, input, reduction):
     return _reduce(weighted, reduction)
 
 
+@autocast_policy("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
              weight=None):
     """(input - target)**2, reduced."""
@@ -398,6 +403,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
     return _pointwise_loss(difference * difference, weight, input, reduction)
 
 
+@autocast_policy("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
             weight=None):
     """|input - target|, reduced."""
@@ -408,6 +414,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
     return _pointwise_loss(ember.abs(input - target), weight, input, reduction)
 
 
+@autocast_policy("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None,
                          reduce=None, reduction="mean"):
     """-(t * log(x) + (1 - t) * log(1 - x)) for probabilities x, each log
@@ -429,6 +436,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None,
     return _reduce(loss, reduction)
 
 
+@autocast_policy("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None,
                                      size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
