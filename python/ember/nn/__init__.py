@@ -5,11 +5,12 @@
     modules/           layers, containers and losses built on it
     functional         the stateless functions the layers call
     init               in-place weight initialisers
+    utils              gradient clipping, parameters <-> one vector
 """
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
 
-__all__ = ["Parameter", "functional", "init"] + list(_modules_all)
+__all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)

@@ -11,7 +11,7 @@ import warnings
 
 import ember
 from .. import _C
-from ..amp.autocast_mode import autocast_policy
+from ..amp.autocast_mode import autocast_policy as _autocast_policy
 
 __all__ = [
     "one_hot", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
@@ -70,7 +70,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 # ---- layers -------------------------------------------------------------------
 
-@autocast_policy("linear")
+@_autocast_policy("linear")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias; one fused addmm for a 2-D input."""
     if input.dim() == 2 and bias is not None:
@@ -286,7 +286,7 @@ def _reduce_nll(loss, divisor, reduction):
     return _reduce(loss, reduction)
 
 
-@autocast_policy("nll_loss")
+@_autocast_policy("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,
              reduce=None, reduction="mean"):
     """Negative log likelihood of class-index targets given log-probabilities
@@ -350,7 +350,7 @@ def _cross_entropy_classes(input, target, weight, ignore_index, reduction,
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
 
 
-@autocast_policy("cross_entropy")
+@_autocast_policy("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None,
                   ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
@@ -391,7 +391,7 @@ def _pointwise_loss(errors, weight, input, reduction):
     return _reduce(weighted, reduction)
 
 
-@autocast_policy("mse_loss")
+@_autocast_policy("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
              weight=None):
     """(input - target)**2, reduced."""
@@ -403,7 +403,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",
     return _pointwise_loss(difference * difference, weight, input, reduction)
 
 
-@autocast_policy("l1_loss")
+@_autocast_policy("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
             weight=None):
     """|input - target|, reduced."""
@@ -414,7 +414,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
     return _pointwise_loss(ember.abs(input - target), weight, input, reduction)
 
 
-@autocast_policy("binary_cross_entropy")
+@_autocast_policy("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None,
                          reduce=None, reduction="mean"):
     """-(t * log(x) + (1 - t) * log(1 - x)) for probabilities x, each log
@@ -436,7 +436,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None,
     return _reduce(loss, reduction)
 
 
-@autocast_policy("binary_cross_entropy_with_logits")
+@_autocast_policy("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None,
                                      size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
@@ -455,3 +455,452 @@ def binary_cross_entropy_with_logits(input, target, weight=None,
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+# ---- more activations ---------------------------------------------------------
+#
+# Piecewise activations are written with `where` so that each branch's
+# derivative is the one PyTorch's backward kernel uses, boundaries included
+# (hardtanh's gradient is 0 at min_val and max_val, hardswish's at -3 is
+# -1/2, ...).  An `inplace=True` form computes the result and copies it into
+# the input, so autograd records the write like any in-place op.
+
+def _maybe_inplace(input, result, inplace):
+    return input.copy_(result) if inplace else result
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x if x > threshold else value."""
+    return _maybe_inplace(input, ember.where(input > threshold, input, value), inplace)
+
+
+def threshold_(input, threshold, value):
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, ember.where(input > 0, input, input * negative_slope),
+                          inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+    return _maybe_inplace(input, _elu(input, alpha, 1.0, 1.0), inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+class _Elu(ember.autograd.Function):
+    """PyTorch's shared ELU kernel, forward and backward:
+
+        forward   scale * x                                  for x > 0
+                  scale * alpha * expm1(x * input_scale)     otherwise
+        backward  grad * scale, or grad * scale * alpha * input_scale
+                  * exp(x * input_scale)
+
+    The backward takes exp of the input, not expm1's result + 1, which
+    would lose every digit for very negative x.  It is made of
+    differentiable ops, so double backward works."""
+
+    @staticmethod
+    def forward(ctx, input, alpha, scale, input_scale):
+        ctx.save_for_backward(input)
+        ctx.coefficients = (alpha, scale, input_scale)
+        negative = ember.expm1(ember.clamp(input, max=0) * input_scale) * (alpha * scale)
+        return ember.where(input > 0, input * scale, negative)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (input,) = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.coefficients
+        slope = ember.exp(ember.clamp(input, max=0) * input_scale) * (alpha * scale * input_scale)
+        return ember.where(input > 0, grad * scale, grad * slope), None, None, None
+
+
+def _elu(input, alpha, scale, input_scale):
+    return _Elu.apply(input, alpha, scale, input_scale)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _maybe_inplace(input, _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0), inplace)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _maybe_inplace(input, _elu(input, alpha, 1.0, 1.0 / alpha), inplace)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold
+    (the exponential is taken of the clamped value, so it never overflows)."""
+    scaled = input * beta
+    smooth = ember.log1p(ember.exp(ember.clamp(scaled, max=threshold))) / beta
+    return ember.where(scaled > threshold, input, smooth)
+
+
+def softsign(input):
+    return input / (ember.abs(input) + 1)
+
+
+def mish(input, inplace=False):
+    return _maybe_inplace(input, input * ember.tanh(softplus(input)), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    clipped = ember.where(input <= min_val, min_val,
+                          ember.where(input >= max_val, max_val, input))
+    return _maybe_inplace(input, clipped, inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """x / 6 + 1/2 on (-3, 3), 0 below, 1 above."""
+    inside = (input > -3) & (input < 3)
+    outside = (input >= 3).to(input.dtype)
+    return _maybe_inplace(input, ember.where(inside, input / 6 + 0.5, outside), inplace)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6: 0 below -3, x above 3."""
+    middle = input * (input + 3) / 6
+    result = ember.where(input <= -3, ember.zeros_like(input),
+                         ember.where(input < 3, middle, input))
+    return _maybe_inplace(input, result, inplace)
+
+
+def prelu(input, weight):
+    """x if x > 0 else weight * x, weight one value per channel (dim 1) or
+    a single value."""
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, "
+                           f"but got: ndim = {weight.dim()}")
+    channels = weight.numel()
+    if channels != 1:
+        if input.dim() < 2 or input.shape[1] != channels:
+            got = input.shape[1] if input.dim() >= 2 else 1
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found "
+                f"parameter numbers = {channels} and channel size = {got}.")
+        weight = weight.reshape([channels] + [1] * (input.dim() - 2))
+    return ember.where(input > 0, input, input * weight)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), where a and b are the two halves of `input` along dim."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension "
+                           f"{dim % input.dim()} is size {size}")
+    first, second = ember.chunk(input, 2, dim)
+    return first * ember.sigmoid(second)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    return softmax(-input, dim, dtype=dtype)
+
+
+def tanhshrink(input):
+    return input - ember.tanh(input)
+
+
+def hardshrink(input, lambd=0.5):
+    return ember.where(ember.abs(input) > lambd, input, ember.zeros_like(input))
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        largest, name = ((3.40282e+38, "Float") if input.dtype == ember.float32
+                         else (1.79769e+308, "Double"))
+        raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype "
+                           f"{name}, but found {lambd:g}")
+    return ember.where(input > lambd, input - lambd,
+                       ember.where(input < -lambd, input + lambd, ember.zeros_like(input)))
+
+
+# ---- more losses and distances ---------------------------------------------------
+
+def _resolve_reduction(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    return reduction
+
+
+@_autocast_policy("smooth_l1_loss")
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
+                   beta=1.0):
+    """0.5 * d**2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target)."""
+    _warn_size_mismatch(input, target)
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    distance = ember.abs(input - target)
+    if beta == 0:
+        return _reduce(distance, reduction)
+    loss = ember.where(distance < beta, 0.5 * distance * distance / beta, distance - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+@_autocast_policy("huber_loss")
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 * d**2 where |d| < delta, else delta * (|d| - 0.5 * delta)."""
+    _warn_size_mismatch(input, target)
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    distance = ember.abs(input - target)
+    loss = ember.where(distance < delta, 0.5 * distance * distance,
+                       delta * (distance - 0.5 * delta))
+    return _pointwise_loss(loss, weight, input, reduction)
+
+
+class _XLogY(ember.autograd.Function):
+    """x * log(y), 0 where x == 0, with PyTorch's xlogy derivatives:
+    (x != 0) * log(y) for x and x / y for y (so 0 / 0 is NaN, as there)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        safe_y = ember.where(x == 0, ember.ones_like(y), y)
+        return ember.where(x == 0, ember.zeros_like(x * y), x * ember.log(safe_y))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        nonzero = (x != 0).to(grad.dtype)
+        return grad * nonzero * ember.log(y), grad * x / y
+
+
+@_autocast_policy("kl_div")
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
+           log_target=False):
+    """KL(target || exp(input)) pointwise: input holds log-probabilities;
+    target probabilities, or log-probabilities with log_target."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the "
+            "support size.'batchmean' divides only by the batch size, and aligns with "
+            "the KL div math definition.'mean' will be changed to behave the same as "
+            "'batchmean' in the next major release.", stacklevel=2)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = ember.exp(target) * (target - input)
+    else:
+        loss = _XLogY.apply(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
+    return _reduce(loss, reduction)
+
+
+@_autocast_policy("poisson_nll_loss")
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,
+                     eps=1e-8, reduce=None, reduction="mean"):
+    """exp(input) - target * input (log_input), or input - target * log(input + eps);
+    with full, Stirling's term target*log(target) - target + log(2*pi*target)/2
+    where target > 1."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        stirling = (target * ember.log(target) - target
+                    + 0.5 * ember.log(2 * 3.141592653589793 * target))
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 * (log(max(var, eps)) + (input - target)**2 / max(var, eps)), plus
+    0.5 * log(2*pi) with full.  var may have one dimension fewer, or a last
+    dimension of 1 (one variance shared by the features)."""
+    if not isinstance(var, ember.Tensor):
+        var = ember.full_like(input, var)
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    _check_reduction(reduction)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    # PyTorch clamps var in place under no_grad: the value is clamped, the
+    # gradient passes as if it were not.
+    var = var + (ember.clamp(var, min=eps) - var).detach()
+    difference = input - target
+    loss = 0.5 * (ember.log(var) + difference * difference / var)
+    if full:
+        loss = loss + 0.5 * 1.8378770664093453   # log(2 * pi)
+    return _reduce(loss, reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """(x1 / max(|x1|, eps)) . (x2 / max(|x2|, eps)) along dim, broadcasting.
+
+    As in PyTorch, each vector is normalised first and its norm is clamped
+    without autograd seeing the clamp."""
+    return (_normalised(x1, dim, eps) * _normalised(x2, dim, eps)).sum(dim)
+
+
+def _normalised(x, dim, eps):
+    norm = ember.norm(x, 2, dim, keepdim=True)
+    return x / (norm + (ember.clamp(norm, min=eps) - norm).detach())
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dimension."""
+    dim = -1 if max(x1.dim(), x2.dim()) > 0 else 0
+    difference = x1 - x2 + eps
+    return ember.norm(difference, p, dim, keepdim=keepdim)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
+                          reduce=None, reduction="mean"):
+    """1 - cos(x1, x2) for target 1; max(0, cos(x1, x2) - margin) for -1."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.shape != input2.shape:
+        raise RuntimeError(f"cosine_embedding_loss: Input1 and Input2 must have the "
+                           f"same shape, but got {tuple(input1.shape)} and "
+                           f"{tuple(input2.shape)}")
+    eps = 1e-12
+    dim = input1.dim() - 1
+    dot = (input1 * input2).sum(dim)
+    magnitude = ((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)
+    cosine = dot / ember.sqrt(magnitude)
+    zeros = ember.zeros_like(cosine)
+    positive = ember.where(target == 1, 1 - cosine, zeros)
+    negative = ember.where(target == -1, ember.clamp(cosine - margin, min=0), zeros)
+    return _reduce(positive + negative, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got "
+            f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    loss = ember.clamp(-target * (input1 - input2) + margin, min=0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6,
+                        swap=False, size_average=None, reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm distance; with
+    swap, d(a, n) is replaced by min(d(a, n), d(p, n))."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same "
+            f"number of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and "
+            f"negative {dims[2]}D inputs")
+    to_positive = pairwise_distance(anchor, positive, p, eps)
+    to_negative = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        to_negative = ember.minimum(to_negative, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ember.clamp(to_positive - to_negative + margin, min=0), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,
+                                reduce=None, reduction="mean"):
+    """The mean over classes of -(y log sigmoid(x) + (1 - y) log sigmoid(-x))."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(dim=input.dim() - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input))."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    return _reduce(softplus(-target * input), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """input where target is 1; max(0, margin - input) where it is -1."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    zeros = ember.zeros_like(input)
+    margin_part = ember.where(target != 1, ember.clamp(margin - input, min=0), zeros)
+    direct_part = ember.where(target != -1, input, zeros)
+    return _reduce(margin_part + direct_part, reduction)
+
+
+__all__ += [
+    "threshold", "threshold_", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
+    "selu_", "celu", "celu_", "softplus", "softsign", "mish", "hardtanh", "hardtanh_",
+    "relu6", "hardsigmoid", "hardswish", "prelu", "glu", "softmin", "tanhshrink",
+    "hardshrink", "softshrink", "smooth_l1_loss", "huber_loss", "kl_div",
+    "poisson_nll_loss", "gaussian_nll_loss", "cosine_similarity", "pairwise_distance",
+    "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+    "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss",
+]
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(|input|_p, eps) along dim."""
+    denominator = ember.clamp(ember.norm(input, p, dim, keepdim=True), min=eps)
+    result = input / denominator
+    return result if out is None else out.copy_(result)
+
+
+__all__ += ["normalize"]
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    # (..., 1, 1, in1) @ (out, in1, in2) -> (..., out, 1, in2)
+    left = ember.matmul(input1.unsqueeze(-2).unsqueeze(-2), weight).squeeze(-2)
+    output = (left * input2.unsqueeze(-2)).sum(-1)
+    return output if bias is None else output + bias
+
+
+__all__ += ["bilinear"]

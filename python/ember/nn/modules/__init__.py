@@ -1,19 +1,21 @@
 """The nn.Module classes of ember.nn (re-exported by ember.nn)."""
 
 from .module import Module
-from .linear import Identity, Linear
-from .activation import GELU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from .container import ModuleDict, ModuleList, Sequential
+from .linear import Bilinear, Identity, Linear
+from .activation import *  # noqa: F401,F403
+from .activation import __all__ as _activation_all
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .dropout import Dropout
 from .flatten import Flatten
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss,
-                   MSELoss, NLLLoss)
+from .loss import *  # noqa: F401,F403
+from .loss import __all__ as _loss_all
+from .distance import CosineSimilarity, PairwiseDistance
 from .normalization import LayerNorm
 from .sparse import Embedding
 
 __all__ = [
-    "Module", "Identity", "Linear", "GELU", "LogSoftmax", "ReLU", "Sigmoid",
-    "SiLU", "Softmax", "Tanh", "ModuleDict", "ModuleList", "Sequential",
-    "Dropout", "Flatten", "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss",
-    "L1Loss", "MSELoss", "NLLLoss", "LayerNorm", "Embedding",
-]
+    "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
+    "ParameterList", "ParameterDict",
+    "Dropout", "Flatten", "LayerNorm", "Embedding", "CosineSimilarity",
+    "PairwiseDistance",
+] + list(_activation_all) + list(_loss_all)

@@ -9,9 +9,12 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from itertools import islice
 
+import ember
+
+from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _normalize_index(idx, size):
@@ -238,3 +241,165 @@ class ModuleDict(Module):
                     f"ModuleDict update sequence element #{j} has length "
                     f"{len(pair)}; 2 is required")
             self[pair[0]] = pair[1]
+
+
+# ---- ParameterList, ParameterDict ------------------------------------------------
+
+def _parameter_line(key, value, type_name):
+    """One line of a parameter container's repr, as PyTorch prints it."""
+    if isinstance(value, ember.Tensor):
+        size = "x".join(str(n) for n in value.shape)
+        kind = "Parameter containing" if isinstance(value, Parameter) else "Tensor"
+        return f"  ({key}): {kind}: [{type_name(value)} of size {size}]"
+    return f"  ({key}): Object of type: {type(value).__name__}"
+
+
+def _as_parameter(value):
+    """A plain tensor becomes a Parameter (PyTorch's containers do this)."""
+    if isinstance(value, ember.Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under "0", "1", ...; plain tensors
+    are made Parameters, other objects are kept as attributes."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _key(self, idx):
+        return str(_normalize_index(idx, len(self)))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return self.__class__([self[i] for i in range(len(self))[idx]])
+        return getattr(self, self._key(idx))
+
+    def __setitem__(self, idx, param):
+        setattr(self, self._key(idx), _as_parameter(param))
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def __dir__(self):
+        return [key for key in super().__dir__() if not key.isdigit()]
+
+    def append(self, value):
+        new_index = len(self)
+        self._size += 1
+        setattr(self, str(new_index), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        if isinstance(values, ember.Tensor) or not hasattr(values, "__iter__"):
+            raise TypeError("ParameterList.extend should be called with an iterable, "
+                            "but got " + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(_parameter_line(i, value, lambda t: str(t.dtype))
+                         for i, value in enumerate(self))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters, registered under their keys."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((key, self[key]) for key in self._keys)
+
+    def values(self):
+        return (self[key] for key in self._keys)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self):
+        for key in list(self._keys):
+            del self[key]
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def copy(self):
+        return ParameterDict(OrderedDict((key, self[key]) for key in self._keys))
+
+    def update(self, parameters):
+        if not hasattr(parameters, "__iter__"):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = parameters.items()
+        elif isinstance(parameters, Mapping):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = parameters
+        for index, pair in enumerate(pairs):
+            if not hasattr(pair, "__iter__") or isinstance(pair, ember.Tensor):
+                raise TypeError(f"ParameterDict update sequence element #{index} should be "
+                                f"Iterable; is {type(pair).__name__}")
+            pair = tuple(pair)
+            if len(pair) != 2:
+                raise ValueError(f"ParameterDict update sequence element #{index} has "
+                                 f"length {len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
+
+    def extra_repr(self):
+        return "\n".join(_parameter_line(key, value, lambda t: t.type())
+                         for key, value in self.items())
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 import ember
 
 from ..parameter import Parameter
+from . import _backward_hooks
 
 __all__ = ["Module"]
 
@@ -119,6 +120,8 @@ class Module:
         setattr_("_forward_pre_hooks_with_kwargs", set())
         setattr_("_forward_hooks", OrderedDict())
         setattr_("_forward_hooks_with_kwargs", set())
+        setattr_("_backward_pre_hooks", OrderedDict())
+        setattr_("_backward_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(
@@ -452,6 +455,17 @@ class Module:
             self._forward_hooks_with_kwargs.add(handle.id)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or new grad_output, run when
+        the gradients of the module's outputs are known."""
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input,
+        run when the gradients of the module's inputs are known (see
+        _backward_hooks.py for how the module's backward is found)."""
+        return _add_hook(self._backward_hooks, hook, prepend)
+
     def __call__(self, *args, **kwargs):
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -466,6 +480,9 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        backward_hooked = bool(self._backward_hooks or self._backward_pre_hooks)
+        if backward_hooked:
+            hook_state, args = _backward_hooks.wrap_inputs(self, args)
         output = self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
@@ -474,6 +491,8 @@ class Module:
                 result = hook(self, args, output)
             if result is not None:
                 output = result
+        if backward_hooked:
+            output = _backward_hooks.wrap_outputs(hook_state, output)
         return output
 
     # ---- state_dict ---------------------------------------------------------
