@@ -9,6 +9,8 @@ the checks come first and raise PyTorch's exception types and messages.
 
 import warnings
 
+import numpy as np
+
 import ember
 from .. import _C
 from ..amp.autocast_mode import autocast_policy as _autocast_policy
@@ -904,3 +906,131 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 __all__ += ["bilinear"]
+
+
+# ---- normalisation over batches, groups and instances ------------------------------
+#
+# Written from ember operators, so autograd differentiates them; single-pass
+# fused kernels for the forward and backward are future work (issue 12).
+
+def _channel_moments(input, dims):
+    """(mean, biased variance) over `dims`, kept for broadcasting."""
+    mean = input.mean(dim=dims, keepdim=True)
+    centered = input - mean
+    return mean, (centered * centered).mean(dim=dims, keepdim=True)
+
+
+def _update_running(running, statistic, momentum):
+    """running = (1 - momentum) * running + momentum * statistic, in place."""
+    with ember.no_grad():
+        running.mul_(1 - momentum).add_(statistic.to(running.dtype), alpha=momentum)
+
+
+def _affine(output, weight, bias, shape):
+    if weight is not None:
+        output = output * weight.reshape(shape)
+    if bias is not None:
+        output = output + bias.reshape(shape)
+    return output
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalises each channel (dim 1) over the batch and spatial dims: with
+    the batch's statistics when training (updating running_mean/var, the
+    variance unbiased), else with the running ones."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
+    channels = input.shape[1]
+    dims = [0] + list(range(2, input.dim()))
+    shape = [1, channels] + [1] * (input.dim() - 2)
+    count = input.numel() // max(channels, 1)
+    if training:
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got "
+                             f"input size {input.shape}")
+        mean, variance = _channel_moments(input, dims)
+        if running_mean is not None:
+            _update_running(running_mean, mean.detach().reshape(channels), momentum)
+        if running_var is not None:
+            unbiased = variance.detach().reshape(channels) * (count / (count - 1))
+            _update_running(running_var, unbiased, momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation "
+                               "mode")
+        mean, variance = running_mean.reshape(shape), running_var.reshape(shape)
+    output = (input - mean) * ember.rsqrt(variance + eps)
+    return _affine(output, weight, bias, shape)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalises each (sample, channel) over its spatial dims; running
+    statistics (when given) follow the batch average of the instances'."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or more input (got {input.dim()}D input)")
+    channels = input.shape[1]
+    shape = [1, channels] + [1] * (input.dim() - 2)
+    dims = list(range(2, input.dim()))
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        output = (input - running_mean.reshape(shape)) * ember.rsqrt(
+            running_var.reshape(shape) + eps)
+        return _affine(output, weight, bias, shape)
+    count = input.numel() // max(input.shape[0] * channels, 1)
+    if count == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                         f"size {input.shape}")
+    mean, variance = _channel_moments(input, dims)
+    if running_mean is not None:
+        _update_running(running_mean, mean.detach().mean(0).reshape(channels), momentum)
+    if running_var is not None:
+        unbiased = variance.detach().mean(0).reshape(channels) * (count / (count - 1))
+        _update_running(running_var, unbiased, momentum)
+    output = (input - mean) * ember.rsqrt(variance + eps)
+    return _affine(output, weight, bias, shape)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Splits the channels into num_groups groups and normalises each
+    (sample, group) over its channels and spatial dims."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    batch, channels = input.shape[0], input.shape[1]
+    if channels % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    grouped = input.reshape(batch, num_groups, -1)
+    mean, variance = _channel_moments(grouped, [2])
+    output = ((grouped - mean) * ember.rsqrt(variance + eps)).reshape(input.shape)
+    return _affine(output, weight, bias, [1, channels] + [1] * (input.dim() - 2))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x**2) + eps) over the last dims, times weight; eps
+    defaults to the dtype's machine epsilon."""
+    normalized_shape = [normalized_shape] if isinstance(normalized_shape, int) \
+        else list(normalized_shape)
+    k = len(normalized_shape)
+    if input.dim() < k or list(input.shape[input.dim() - k:]) != normalized_shape:
+        raise RuntimeError(   # sic: PyTorch's rms_norm prints "[*4]", not "[*, 4]"
+            f"Given normalized_shape={normalized_shape}, expected input with shape "
+            f"[*{', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(_numpy_dtype(input)).eps)
+    dims = list(range(input.dim() - k, input.dim()))
+    output = input * ember.rsqrt((input * input).mean(dim=dims, keepdim=True) + eps)
+    return output if weight is None else output * weight
+
+
+def _numpy_dtype(tensor):
+    return np.dtype(str(tensor.dtype).removeprefix("ember."))
+
+
+__all__ += ["batch_norm", "instance_norm", "group_norm", "rms_norm"]

@@ -10,12 +10,13 @@ from .flatten import Flatten
 from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .distance import CosineSimilarity, PairwiseDistance
-from .normalization import LayerNorm
+from .normalization import *  # noqa: F401,F403
+from .normalization import __all__ as _normalization_all
 from .sparse import Embedding
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
     "ParameterList", "ParameterDict",
-    "Dropout", "Flatten", "LayerNorm", "Embedding", "CosineSimilarity",
+    "Dropout", "Flatten", "Embedding", "CosineSimilarity",
     "PairwiseDistance",
-] + list(_activation_all) + list(_loss_all)
+] + list(_activation_all) + list(_loss_all) + list(_normalization_all)

@@ -48,3 +48,204 @@ class LayerNorm(Module):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
+
+
+# ---- batch, instance, group and RMS normalisation --------------------------------
+
+def _register_affine(module, channels, affine, bias, dtype):
+    """weight and (with bias) bias per channel when affine, else None."""
+    module.register_parameter(
+        "weight", Parameter(ember.empty(channels, dtype=dtype)) if affine else None)
+    module.register_parameter(
+        "bias", Parameter(ember.empty(channels, dtype=dtype)) if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
+class _NormBase(Module):
+    """The parameters and running statistics BatchNorm and InstanceNorm share:
+    weight (ones) and bias (zeros) when affine; running_mean (zeros),
+    running_var (ones) and num_batches_tracked when track_running_stats."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        _register_affine(self, num_features, affine, bias, dtype)
+        if track_running_stats:
+            self.register_buffer("running_mean", ember.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", ember.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", ember.tensor(0, dtype=ember.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        _reset_affine(self)
+
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
+    def _average_factor(self):
+        """The momentum of this step; momentum=None means a cumulative
+        average, 1 / (batches seen)."""
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with ember.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        return factor
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = self._average_factor()
+        use_batch_stats = self.training or (self.running_mean is None
+                                            and self.running_var is None)
+        keep_stats = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep_stats else None,
+                            self.running_var if keep_stats else None, self.weight,
+                            self.bias, use_batch_stats, factor, self.eps)
+
+
+def _expect_dims(input, allowed):
+    if input.dim() not in allowed:
+        wanted = " or ".join(f"{n}D" for n in allowed)
+        raise ValueError(f"expected {wanted} input (got {input.dim()}D input)")
+
+
+class BatchNorm1d(_BatchNorm):
+    def _check_input_dim(self, input):
+        _expect_dims(input, (2, 3))
+
+
+class BatchNorm2d(_BatchNorm):
+    def _check_input_dim(self, input):
+        _expect_dims(input, (4,))
+
+
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input):
+        _expect_dims(input, (5,))
+
+
+class _InstanceNorm(_NormBase):
+    _spatial_dims = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         device, dtype, bias=bias)
+
+    def forward(self, input):
+        no_batch = self._spatial_dims + 1
+        if input.dim() not in (no_batch, no_batch + 1):
+            raise ValueError(f"expected {no_batch}D or {no_batch + 1}D input (got "
+                             f"{input.dim()}D input)")
+        channel_dim = input.dim() - no_batch
+        if input.shape[channel_dim] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={channel_dim} to match "
+                             f"num_features ({self.num_features}), but got: "
+                             f"{input.shape[channel_dim]}.")
+        if input.dim() == no_batch:
+            return self._normalize(input.unsqueeze(0)).squeeze(0)
+        return self._normalize(input)
+
+    def _normalize(self, input):
+        use_input_stats = self.training or not self.track_running_stats
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
+                               self.bias, use_input_stats,
+                               0.1 if self.momentum is None else self.momentum, self.eps)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial_dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial_dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial_dims = 3
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by "
+                             f"num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        _register_affine(self, num_channels, affine, bias, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _reset_affine(self)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ember.empty(self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+__all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "GroupNorm", "RMSNorm"]
