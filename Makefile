@@ -44,6 +44,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # jit's pure-Python compiler tests (front end, passes, the differential
 # fuzzer): test_jit_vm.py, test_fused_kernel.py, test_jit_script.py and
 # test_jit_files.py, which drive the C VM and the fused kernels, stay in.
+# test_linalg_lapack.py and test_einsum.py too: ember.linalg and einsum are
+# Python over NumPy's LAPACK and existing C operators (no new C entry point).
 # The memory-safety suites of issue 11 (re-entrancy, threads, the API and
 # file fuzzers) run their cases in child processes and look for crashes and
 # wrong results, not reference counts: the ASan gate runs them.
@@ -57,7 +59,9 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_reentrancy.py \
                     --ignore=tests/test_threads.py \
                     --ignore=tests/test_api_fuzz.py \
-                    --ignore=tests/test_file_fuzz.py
+                    --ignore=tests/test_file_fuzz.py \
+                    --ignore=tests/test_linalg_lapack.py \
+                    --ignore=tests/test_einsum.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).

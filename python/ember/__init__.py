@@ -93,3 +93,11 @@ def numel(input):
 
 from . import nn, optim  # noqa: E402,F401  (ember.nn, ember.optim as in torch)
 from . import jit  # noqa: E402,F401  (ember.jit.script, trace, save, load)
+from . import linalg  # noqa: E402  (ember.linalg, over LAPACK through NumPy)
+from ._einsum import einsum, einsum_path  # noqa: E402,F401
+
+# PyTorch's top-level linear algebra: ember.det, Tensor.det(), ember.inverse, ...
+for _name, _function in linalg.TOP_LEVEL.items():
+    globals()[_name] = _function
+    setattr(Tensor, _name, _function)
+del _name, _function
