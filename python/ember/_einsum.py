@@ -32,7 +32,7 @@ _ELLIPSIS = "..."
 
 def _check_letters(equation):
     for index, char in enumerate(equation):
-        if not (char.isascii() and char.isalpha()) and char not in ".,->":
+        if not (char.isascii() and char.isalpha()) and char not in ".,-> ":
             raise RuntimeError(
                 f"einsum(): invalid subscript given at index {index} in the equation "
                 "string, subscripts must be in [a-zA-Z]")
@@ -63,7 +63,7 @@ def _split_term(term, operand_index):
 def _operand_labels(term, operand, index):
     """One label per dim: letters, and ('...', k) for the k-th ellipsis dim
     counted from the right."""
-    head, tail, ellipsis = _split_term(term.replace(" ", ""), index)
+    head, tail, ellipsis = _split_term(term, index)
     named = len(head) + len(tail)
     if not ellipsis and named != operand.dim():
         raise RuntimeError(
@@ -80,8 +80,8 @@ def _operand_labels(term, operand, index):
 
 def _parse(equation, operands):
     """(labels per operand, output labels)."""
-    _check_letters(equation)
-    lhs, arrow, rhs = equation.partition("->")
+    _check_letters(equation)  # indices in messages count the spaces
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
     terms = lhs.split(",")
     if len(terms) > len(operands):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
@@ -97,7 +97,7 @@ def _parse(equation, operands):
                 counts[label] = counts.get(label, 0) + 1
         letters = sorted(x for x, n in counts.items() if type(x) is str and n == 1)
         return labels, ellipsis + letters
-    return labels, _output_labels(rhs.replace(" ", ""), labels, ellipsis)
+    return labels, _output_labels(rhs, labels, ellipsis)
 
 
 def _output_labels(rhs, labels, ellipsis):
