@@ -438,6 +438,8 @@ NOT_PD = [[1., 2, 0], [2, 1, 0], [0, 0, 1]]
     lambda m: m.linalg.matrix_norm(m.ones(2)),
     lambda m: m.linalg.vector_norm(m.ones(2, dtype=m.int64)),
     lambda m: m.linalg.norm(m.ones(2, 2, 2), ord=2),
+    lambda m: m.linalg.norm(m.ones(2, 2, 2), ord="fro"),
+    lambda m: m.linalg.norm(m.ones(2), ord="nuc"),
     lambda m: m.linalg.lstsq(m.eye(2), m.ones(3, 1)),
     lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1), driver="x"),
     lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1, dtype=m.float64)),

@@ -21,8 +21,8 @@ import numpy as np
 import ember
 
 from . import _backward as _bw
-from ._backward import attach, mT
-from ._lapack import (LinAlgError, as_numpy, as_tensor, check_floating, check_matrix,
+from ._backward import attach
+from ._lapack import (LinAlgError, _type_name, as_numpy, as_tensor, check_floating, check_matrix,
                       check_square, check_square_shape, quiet, raise_eigh_failed, raise_not_positive_definite,
                       check_positive_pivots, raise_singular_inverse, raise_singular_solve, raise_svd_nonfinite)
 
@@ -128,7 +128,6 @@ def solve(A, B, *, left=True):
 
 
 def _type(tensor):
-    from ..nn.functional import _type_name
     return _type_name(tensor.dtype)
 
 
@@ -299,7 +298,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
         else:
             s = _svd_arrays("linalg.svd", A, False, compute_uv=False)
     largest = s.max(axis=-1, initial=0.0, keepdims=True)
-    return as_tensor((s > _cutoff(largest, atol, rtol)).sum(axis=-1), ember.float64).long()
+    rank = (s > _cutoff(largest, atol, rtol)).sum(axis=-1)
+    return ember.from_numpy(np.asarray(rank, dtype=np.int64))
 
 
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -408,22 +408,20 @@ def _dims(dim):
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """A vector norm (dim an int, or None with 1-D A or ord None) or a
-    matrix norm (dim a 2-tuple, or None with 2-D A and ord given)."""
-    if isinstance(ord, str):
-        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
-    if isinstance(dim, int):
-        dim = (dim,)
+    matrix norm (dim a 2-tuple or ord a string, or None with 2-D A and ord
+    given)."""
     if dim is not None:
-        if len(dim) == 2:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 2 or isinstance(ord, str):
             return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
-        return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+        return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
     if A.dim() not in (1, 2):
         raise RuntimeError(
             "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
             f"Got {A.dim()}D.")
-    if A.dim() == 1:
+    if A.dim() == 1 and not isinstance(ord, str):
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
 

@@ -18,6 +18,7 @@ M. Giles, "An extended collection of matrix derivative results" (2008).
 
 import ember
 
+from ..autograd.formulas._common import sum_to
 from ..autograd.graph import Node, SavedOutput, edges_of, record
 
 
@@ -50,17 +51,6 @@ def attach(node_class, inputs, outputs, saved, **attributes):
 
 def _linalg():
     return ember.linalg
-
-
-def _sum_to_batch(grad, shape):
-    """A gradient of broadcast batch dims summed back to `shape`."""
-    if tuple(grad.shape) == tuple(shape):
-        return grad
-    lead = grad.dim() - len(shape)
-    if lead:
-        grad = grad.sum(tuple(range(lead)))
-    dims = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(dims, keepdim=True) if dims else grad
 
 
 # ---- inv, det, slogdet, solve --------------------------------------------------------
@@ -134,14 +124,14 @@ class LinalgSolveExBackward0(Node):
         grad_a = None
         if a_edge is not None:
             grad_a = -grad_b.matmul(mT(x))
-            grad_a = _sum_to_batch(grad_a if self.left else mT(grad_a), self.a_shape)
+            grad_a = sum_to(grad_a if self.left else mT(grad_a), self.a_shape)
         if b_edge is None:
             return grad_a, None
         if self.vector:
             grad_b = grad_b.squeeze(-1)
         elif not self.left:
             grad_b = mT(grad_b)
-        return grad_a, _sum_to_batch(grad_b, self.b_shape)
+        return grad_a, sum_to(grad_b, self.b_shape)
 
 
 # ---- cholesky, qr --------------------------------------------------------------------
@@ -340,4 +330,4 @@ class LinalgLstsqBackward0(Node):
 def _gradient_or_none(grad, edge, shape):
     if edge is None or not isinstance(grad, ember.Tensor):
         return None
-    return _sum_to_batch(grad, shape)
+    return sum_to(grad, shape)
