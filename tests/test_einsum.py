@@ -104,6 +104,31 @@ def test_contraction_order_is_greedy_by_size():
     assert len(path) == 4
 
 
+def test_identity_is_a_new_alias():
+    a = ember.ones(2, 3, requires_grad=True)
+    b = ember.einsum("ij->ij", a)
+    assert b is not a and b.data_ptr() == a.data_ptr()
+    b.sum().backward()
+    assert a.grad.tolist() == [[1.0] * 3] * 2
+
+
+def test_programs_are_reused_and_errors_repeat():
+    a, b = ember.ones(2, 3), ember.ones(3, 4)
+    first = ember.einsum("ij,jk->ik", a, b)
+    second = ember.einsum("ij,jk->ik", a * 2, b)
+    assert (second - 2 * first).abs().max().item() == 0
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="does not broadcast"):
+            ember.einsum("ij,ik->jk", a, b)
+
+
+def test_empty_operands():
+    got = ember.einsum("bij,bjk->bik", ember.ones(0, 2, 3), ember.ones(0, 3, 4))
+    assert tuple(got.shape) == (0, 2, 4)
+    got = ember.einsum("ij,jk->ik", ember.ones(2, 0), ember.ones(0, 4))
+    assert got.tolist() == [[0.0] * 4] * 2
+
+
 def test_path_of_one_operand_is_empty():
     path, report = ember.einsum_path("ii->i", ember.ones(3, 3))
     assert path == ["einsum_path"]

@@ -21,6 +21,16 @@ ember ops, so gradients (and double backward) need no formula of their own:
   3. the last operand is summed, permuted and expanded into the output.
 
 einsum_path(equation, *operands) shows the order step 2 chooses.
+
+Note [Compiled einsum]
+~~~~~~~~~~~~~~~~~~~~~~
+Which ops the steps take depends only on the equation and the operands'
+shapes, and parsing and planning cost more than the ops on small tensors.
+So the steps run once per (equation, shapes) on _Symbol placeholders,
+which carry a shape and record each tensor method called on them; einsum
+then replays the recorded program on the real operands (a few Tensor
+method calls).  Errors are raised while recording, so they are PyTorch's
+whether or not the program is cached.
 """
 
 import math
@@ -213,10 +223,99 @@ def _contract(a, a_labels, b, b_labels, result):
     m = math.prod(a.shape[len(batch):len(batch) + len(rows)])
     n = math.prod(b.shape[len(batch) + len(summed):])
     k = math.prod(a.shape[len(batch) + len(rows):])
-    product = a.reshape(-1, m, k).bmm(b.reshape(-1, k, n))
+    count = math.prod(batch_shape)
+    product = a.reshape(count, m, k).bmm(b.reshape(count, k, n))
     shape = batch_shape + tuple(a.shape[len(batch):len(batch) + len(rows)]) \
         + tuple(b.shape[len(batch) + len(summed):])
     return product.reshape(shape)
+
+
+# ---- recording and replaying the steps (Note [Compiled einsum]) ------------------------
+
+class _Symbol:
+    """A placeholder for a tensor: its shape, and its slot in the program."""
+
+    __slots__ = ("shape", "slot", "program")
+
+    def __init__(self, shape, slot, program):
+        self.shape, self.slot, self.program = tuple(shape), slot, program
+
+    def dim(self):
+        return len(self.shape)
+
+    def _record(self, method, args, shape, other=None):
+        self.program.append((self.slot, method, args, None if other is None else other.slot))
+        return _Symbol(shape, self.program.slots(), self.program)
+
+    def diagonal(self, offset, dim1, dim2):
+        kept = tuple(n for i, n in enumerate(self.shape) if i not in (dim1, dim2))
+        return self._record("diagonal", (offset, dim1, dim2), kept + (self.shape[dim1],))
+
+    def squeeze(self, dim):
+        return self._record("squeeze", (dim,), self.shape[:dim] + self.shape[dim + 1:])
+
+    def unsqueeze(self, dim):  # einsum only appends a dim (dim=-1)
+        return self._record("unsqueeze", (dim,), self.shape + (1,))
+
+    def sum(self, dims):
+        return self._record("sum", (dims,),
+                            tuple(n for i, n in enumerate(self.shape) if i not in dims))
+
+    def permute(self, order):
+        return self._record("permute", (order,), tuple(self.shape[i] for i in order))
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return self._record("reshape", (shape,), shape)
+
+    def expand(self, *sizes):
+        return self._record("expand", sizes, sizes)
+
+    def bmm(self, other):
+        return self._record("bmm", (), self.shape[:2] + other.shape[2:], other)
+
+
+class _Program(list):
+    """(slot, method, args, other slot) steps; slot i < number of operands
+    is operand i, and step j writes slot operands + j."""
+
+    def __init__(self, operands):
+        super().__init__()
+        self.operands = operands
+
+    def slots(self):
+        return self.operands + len(self) - 1
+
+    def run(self, tensors, result):
+        values = list(tensors)
+        for slot, method, args, other in self:
+            target = values[slot]
+            if other is None:
+                values.append(getattr(target, method)(*args))
+            else:
+                values.append(getattr(target, method)(values[other], *args))
+        if result < self.operands:  # nothing to do: a new alias, as PyTorch returns
+            return values[result].view_as(values[result])
+        return values[result]
+
+
+_programs = {}
+_MAX_PROGRAMS = 512
+
+
+def _compile(equation, shapes):
+    """The recorded program of einsum(equation) on operands of `shapes`,
+    and the slot of its result."""
+    key = (equation, shapes)
+    compiled = _programs.get(key)
+    if compiled is None:
+        program = _Program(len(shapes))
+        symbols = [_Symbol(shape, i, program) for i, shape in enumerate(shapes)]
+        result = _evaluate(equation, symbols)
+        if len(_programs) >= _MAX_PROGRAMS:
+            _programs.clear()
+        compiled = _programs[key] = (program, result.slot)
+    return compiled
 
 
 # ---- the public functions ------------------------------------------------------------
@@ -248,6 +347,12 @@ def einsum(equation, *operands):
     torch.einsum; Note [einsum as batched GEMMs]).  The operands come as
     separate arguments or as one list."""
     operands = _operands(operands)
+    program, result = _compile(equation, tuple(tuple(op.shape) for op in operands))
+    return program.run(operands, result)
+
+
+def _evaluate(equation, operands):
+    """The three steps on `operands` (placeholders, when compiling)."""
     prepared, output, sizes = _setup(equation, operands)
     tensors = [op for op, _ in prepared]
     labels = [ls for _, ls in prepared]
@@ -279,8 +384,9 @@ def einsum_path(equation, *operands):
     shows its own: (path, report).  `path` is ["einsum_path", (i, j), ...]
     (positions in the shrinking operand list); `report` prints one line per
     step with its sub-equation and the size of its product."""
-    operands = _operands(operands)
-    prepared, output, sizes = _setup(equation, operands)
+    program = _Program(0)  # shapes suffice: placeholders, nothing computed
+    symbols = [_Symbol(op.shape, i, program) for i, op in enumerate(_operands(operands))]
+    prepared, output, sizes = _setup(equation, symbols)
     labels = [ls for _, ls in prepared]
     path = ["einsum_path"]
     lines = [f"  Equation: {equation}", f"  Operands after their own sums: "
