@@ -336,8 +336,9 @@ def test_gradcheck_svd_qr(shape):
         u, s, vh = ember.linalg.svd(a, full_matrices=False)
         return u.square(), s, vh.square(), u.matmul(vh)
     assert gradcheck(svd_invariant, (x,))
+    assert gradgradcheck(svd_invariant, (x,))
     assert gradcheck(lambda a: ember.linalg.qr(a), (x,))
-    assert gradgradcheck(lambda a: ember.linalg.qr(a).R, (x,))
+    assert gradgradcheck(lambda a: (ember.linalg.qr(a).Q.square(), ember.linalg.qr(a).R), (x,))
 
 
 @pytest.mark.parametrize("left", [True, False])
@@ -354,6 +355,7 @@ def test_gradcheck_lstsq_cross():
     a = f64(general((5, 3), np.float64))
     b = f64(np.random.default_rng(4).uniform(-1, 1, (5, 2)))
     assert gradcheck(lambda x, y: ember.linalg.lstsq(x, y, driver="gelsd")[:2], (a, b))
+    assert gradgradcheck(lambda x, y: ember.linalg.lstsq(x, y, driver="gelsd")[:2], (a, b))
     u = f64(general((2, 3), np.float64))
     v = f64(general((2, 3), np.float64, 1))
     assert gradcheck(lambda x, y: ember.linalg.cross(x, y), (u, v))
