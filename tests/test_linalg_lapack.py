@@ -269,6 +269,10 @@ def test_top_level_aliases():
     close(ember.logdet(-e), torch.logdet(-t), dict(tol, equal_nan=True))
     close(e.pinverse(), t.pinverse(), tol)
     close(ember.matrix_power(e, 3), torch.matrix_power(t, 3), tol)
+    close(ember.cross(e, e[:1], dim=2), torch.cross(t, t[:1], dim=2), tol)
+    with pytest.warns(UserWarning, match="without specifying the dim arg is deprecated"):
+        close(e.cross(e.flip(0)), torch.cross(t, t.flip(0), dim=1), tol)
+    close(ember.linalg.pinv(e, 0.5), torch.linalg.pinv(t, 0.5), tol)
     sign, logabsdet = ember.slogdet(e)
     close(logabsdet, torch.slogdet(t).logabsdet, tol)
     assert type(ember.slogdet(e)).__name__ == "slogdet"
@@ -434,6 +438,7 @@ NOT_PD = [[1., 2, 0], [2, 1, 0], [0, 0, 1]]
     lambda m: m.linalg.matrix_power(m.tensor(SINGULAR), -1),
     lambda m: m.linalg.cross(m.ones(2), m.ones(2)),
     lambda m: m.linalg.cross(m.ones(2, 3), m.ones(3)),
+    lambda m: m.cross(m.ones(2, 2), m.ones(2, 2)),
     lambda m: m.linalg.norm(m.ones(2, 2), ord="fro", dim=0),
     lambda m: m.linalg.pinv(m.tensor([[1., 0], [0, float("nan")]])),
     lambda m: m.linalg.matrix_norm(m.ones(2, 2), ord=3),

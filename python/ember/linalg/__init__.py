@@ -15,6 +15,7 @@ only which outputs are filled follows `driver`, as in PyTorch).
 import collections
 import math
 import sys
+import warnings
 
 import numpy as np
 
@@ -274,9 +275,12 @@ def _pinv_array(A, atol, rtol, hermitian):
         return (np.swapaxes(right, -1, -2) * inverse[..., None, :]) @ np.swapaxes(left, -1, -2)
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False):
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse: singular values at or below
-    max(atol, rtol * largest) count as zero."""
+    max(atol, rtol * largest) count as zero (a positional `rcond` is rtol,
+    PyTorch's older form)."""
+    if rcond is not None:
+        rtol = rcond
     check_matrix("linalg.pinv", A)
     atol, rtol = _tolerances(A, atol, rtol)
     result = as_tensor(_pinv_array(A, atol, rtol, hermitian), A.dtype)
@@ -477,9 +481,24 @@ def _slogdet_top(input):
     return _SlogdetTop(*slogdet(input))
 
 
+def _cross_top(input, other, dim=None):
+    """torch.cross: without dim, the first dim of size 3 (deprecated there)."""
+    if dim is None:
+        warnings.warn(
+            "Using torch.cross without specifying the dim arg is deprecated.\n"
+            "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+            "The default value of dim will change to agree with that of linalg.cross "
+            "in a future release.", UserWarning, stacklevel=2)
+        shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return cross(input, other, dim=dim)
+
+
 def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
 TOP_LEVEL = {"det": det, "inverse": inv, "logdet": logdet, "slogdet": _slogdet_top,
-             "pinverse": pinverse, "matrix_power": matrix_power}
+             "pinverse": pinverse, "matrix_power": matrix_power, "cross": _cross_top}
