@@ -411,6 +411,7 @@ SINGULAR = [[1., 2, 3], [2, 4, 6], [0, 1, 1]]
 NOT_PD = [[1., 2, 0], [2, 1, 0], [0, 0, 1]]
 
 
+@pytest.mark.filterwarnings("ignore:Using torch.cross without specifying the dim")
 @pytest.mark.parametrize("call", [
     lambda m: m.linalg.inv(m.tensor(SINGULAR)),
     lambda m: m.linalg.inv(m.tensor([[1., 0, 0], [0, 0, 0], [0, 0, 1]])),
