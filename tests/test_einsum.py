@@ -104,6 +104,32 @@ def test_contraction_order_is_greedy_by_size():
     assert len(path) == 4
 
 
+def test_sublist_format():
+    torch = pytest.importorskip("torch")
+    a, b = operands([(2, 3), (3, 4)])
+    for args in ([0, 1], [1, 2], [0, 2]), ([0, 1], [1, 2]), ([Ellipsis, 1], [1, 2]), ([0, 1], [1]):
+        theirs = torch.einsum(*_interleave([torch.tensor(a), torch.tensor(b)], args))
+        ours = ember.einsum(*_interleave([ember.tensor(a), ember.tensor(b)], args))
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    for bad in [("ij",), (ember.ones(2), [99])]:
+        with pytest.raises(ValueError) as ours:
+            ember.einsum(*bad)
+        with pytest.raises(ValueError) as theirs:
+            torch.einsum(*[torch.ones(2) if isinstance(x, ember.Tensor) else x for x in bad])
+        assert str(ours.value) == str(theirs.value)
+
+
+def _interleave(tensors, sublists):
+    """op0, sublist0, op1, sublist1, ... [output]: a one-operand form
+    when only two sublists are given and the second is the output."""
+    if len(sublists) == 2 and len(sublists[1]) == 1:
+        return [tensors[0], sublists[0], sublists[1]]
+    args = []
+    for t, s in zip(tensors, sublists):
+        args += [t, s]
+    return args + list(sublists[len(tensors):])
+
+
 def test_identity_is_a_new_alias():
     a = ember.ones(2, 3, requires_grad=True)
     b = ember.einsum("ij->ij", a)

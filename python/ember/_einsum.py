@@ -342,11 +342,37 @@ def _setup(equation, operands):
     return prepared, output, sizes
 
 
-def einsum(equation, *operands):
+def _subscript(n):
+    if n is Ellipsis:
+        return _ELLIPSIS
+    if 0 <= n < 52:
+        return chr(ord("A") + n) if n < 26 else chr(ord("a") + n - 26)
+    raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+
+
+def _from_sublists(args):
+    """einsum(op0, sublist0, op1, sublist1, ..., [output sublist]) as an
+    equation and its operands: subscripts 0-25 are A-Z, 26-51 a-z."""
+    pairs = len(args) // 2
+    operands = list(args[0:2 * pairs:2])
+    equation = ",".join("".join(map(_subscript, s)) for s in args[1:2 * pairs:2])
+    if len(args) % 2:
+        equation += "->" + "".join(map(_subscript, args[-1]))
+    return equation, operands
+
+
+def einsum(*args):
     """Sums of products over the dims an equation names (PyTorch's
     torch.einsum; Note [einsum as batched GEMMs]).  The operands come as
-    separate arguments or as one list."""
-    operands = _operands(operands)
+    separate arguments or as one list after the equation, or interleaved
+    with their subscript lists: einsum(a, [0, 1], b, [1, 2], [0, 2])."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    if isinstance(args[0], str):
+        equation, operands = args[0], _operands(args[1:])
+    else:
+        equation, operands = _from_sublists(args)
     program, result = _compile(equation, tuple(tuple(op.shape) for op in operands))
     return program.run(operands, result)
 
