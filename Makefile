@@ -44,6 +44,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # jit's pure-Python compiler tests (front end, passes, the differential
 # fuzzer): test_jit_vm.py, test_fused_kernel.py, test_jit_script.py and
 # test_jit_files.py, which drive the C VM and the fused kernels, stay in.
+# test_linalg_lapack.py and test_einsum.py too: ember.linalg and einsum are
+# Python over NumPy's LAPACK and existing C operators (no new C entry point).
 # The memory-safety suites of issue 11 (re-entrancy, threads, the API and
 # file fuzzers) run their cases in child processes and look for crashes and
 # wrong results, not reference counts: the ASan gate runs them.
@@ -65,7 +67,9 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_namespace.py \
                     --ignore=tests/test_nn_activations_losses.py \
                     --ignore=tests/test_nn_utils_containers.py \
-                    --ignore=tests/test_nn_normalization.py
+                    --ignore=tests/test_nn_normalization.py \
+                    --ignore=tests/test_linalg_lapack.py \
+                    --ignore=tests/test_einsum.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).
@@ -131,7 +135,7 @@ help:
 	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
 	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
 	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs)"
-	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_jit (installs the bench extras)"
+	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_jit, bench_einsum (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
 	@echo "make leak-refs      debug CPython, pytest --refleaks $(LEAK_REFS_RUNS) \$$(LEAK_REFS_TESTS)"
@@ -216,6 +220,7 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_ops.py
 	$(BENCH_ENV) $(VPY) bench/bench_autograd.py
 	$(BENCH_ENV) $(VPY) bench/bench_jit.py
+	$(BENCH_ENV) $(VPY) bench/bench_einsum.py
 
 # --- leak gates ---------------------------------------------------------------
 

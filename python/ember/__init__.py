@@ -103,3 +103,12 @@ from ._global_flags import (  # noqa: E402,F401
     are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled)
 from ._legacy import LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)   # ember.FloatTensor, ember.LongTensor, ...
+
+from . import linalg  # noqa: E402  (ember.linalg, over LAPACK through NumPy)
+from ._einsum import einsum, einsum_path  # noqa: E402,F401
+
+# PyTorch's top-level linear algebra: ember.det, Tensor.det(), ember.inverse, ...
+for _name, _function in linalg.TOP_LEVEL.items():
+    globals()[_name] = _function
+    setattr(Tensor, _name, _function)
+del _name, _function
