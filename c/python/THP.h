@@ -3,7 +3,8 @@
  *
  * Layering: c/python/ turns Python objects into TH core calls and TH
  * errors into Python exceptions.  It owns every Py_INCREF/Py_DECREF; each
- * one that is not obvious says which reference it is.  See DESIGN.md.
+ * one that is not obvious says which reference it is.  See
+ * docs/architecture.md.
  *
  * Conventions (CPython's): a function returning PyObject * returns a new
  * reference or NULL with an exception set; one returning int returns 0 or
