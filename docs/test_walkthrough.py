@@ -53,9 +53,9 @@ BARE_IDENTIFIER = re.compile(r"([A-Za-z_]\w*)(?:\(\))?")
 # be defined or used in c/ itself.
 OUR_C_NAME = re.compile(r"THP?(?:[A-Z_]\w*)?")
 # Names that are someone else's: CPython's C-API (PyType_Ready, Py_INCREF,
-# METH_FASTCALL, the tp_/nb_/sq_/mp_/ob_/bf_ slot and field names) and NumPy's
-# (PyArray_New).  They are not checked.
-FOREIGN_PREFIX = re.compile(r"(?:_?Py|METH_|(?:tp|nb|sq|mp|ob|bf|am)_)\w*")
+# PY_VECTORCALL_ARGUMENTS_OFFSET, METH_FASTCALL, the tp_/nb_/sq_/mp_/ob_/bf_
+# slot and field names) and NumPy's (PyArray_New).  They are not checked.
+FOREIGN_PREFIX = re.compile(r"(?:_?Py|PY_|METH_|(?:tp|nb|sq|mp|ob|bf|am)_)\w*")
 # Other foreign names that look like code, written in the chapters: CPython's
 # internals, libc, DLPack, the environment, and PyTorch's C++ that ember does
 # not have.  A name here is never checked; keep the list short.
