@@ -8,7 +8,10 @@ For every chapter:
    fails with the chapter, the line and the example.
 2. test_references: every `path:identifier` in backticks names an existing
    file that contains the identifier, and every other backticked repository
-   path exists.  Every fenced block after a `<!-- source: path:identifier -->`
+   path exists.  Every bare backticked identifier is checked too (see
+   check_identifiers): one of ours (`THPVariable_Wrap`, `call_pinned`) must
+   still be in the source, so renaming a function fails the chapter that
+   names it.  Every fenced block after a `<!-- source: path:identifier -->`
    marker is a quote: its non-blank lines must appear in that file as
    consecutive lines, whitespace-normalised; a quoted line that is only `...`
    marks an elision (a gap), and the pieces must come in order.  A
@@ -42,6 +45,27 @@ SOURCE_MARKER = re.compile(r"^<!--\s*source:\s*(\S+?):(.+?)\s*-->\s*$")
 REPO_PATH = r"(?:(?:c|python|tools|docs|tests|bench)/[\w./*-]*|Makefile|setup\.py|pyproject\.toml|README\.md)"
 REFERENCE = re.compile(r"`(" + REPO_PATH + r"):([^`]+)`")
 BARE_PATH = re.compile(r"`(" + REPO_PATH + r")`")
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+# `THTensor_free`, `THTensor_free()`, `call_pinned`: one identifier in backticks.
+BARE_IDENTIFIER = re.compile(r"([A-Za-z_]\w*)(?:\(\))?")
+# ember's C names start with TH (the core: THTensor_newView, TH_ERR_EXTERNAL)
+# or THP (the extension: THPVariable_Wrap, THP_RUN_WITHOUT_GIL_IF); these must
+# be defined or used in c/ itself.
+OUR_C_NAME = re.compile(r"THP?(?:[A-Z_]\w*)?")
+# Names that are someone else's: CPython's C-API (PyType_Ready, Py_INCREF,
+# PY_VECTORCALL_ARGUMENTS_OFFSET, METH_FASTCALL, the tp_/nb_/sq_/mp_/ob_/bf_
+# slot and field names) and NumPy's (PyArray_New).  They are not checked.
+FOREIGN_PREFIX = re.compile(r"(?:_?Py|PY_|METH_|(?:tp|nb|sq|mp|ob|bf|am)_)\w*")
+# Other foreign names that look like code, written in the chapters: CPython's
+# internals, libc, DLPack, the environment, and PyTorch's C++ that ember does
+# not have.  A name here is never checked; keep the list short.
+FOREIGN_NAMES = frozenset({
+    "subtype_dealloc",                            # CPython's Objects/typeobject.c
+    "malloc", "posix_memalign", "free",           # libc
+    "DLManagedTensor", "DLTensor",                # dlpack.h
+    "LD_PRELOAD",                                 # the dynamic loader
+    "AutogradMeta", "VariableType", "TensorImpl", "StorageImpl",  # PyTorch C++
+})
 
 
 class Block:
@@ -137,6 +161,53 @@ def contains_identifier(source, identifier):
     return identifier in source
 
 
+_CODE_WORDS = {}
+
+
+def code_words():
+    """The identifiers of the repository's code: {"c": ..., "python": ...}.
+
+    "c" holds every word of c/ (sources and headers); "python" every word of
+    python/ (ember's Python), tools/ and tests/.
+    """
+    if not _CODE_WORDS:
+        for key, patterns in (("c", ["c/**/*.c", "c/**/*.h"]),
+                              ("python", ["python/**/*.py", "tools/**/*.py",
+                                          "tests/**/*.py"])):
+            words = set()
+            for pattern in patterns:
+                for path in REPO.glob(pattern):
+                    words.update(re.findall(r"[A-Za-z_]\w*",
+                                            path.read_text(encoding="utf-8")))
+            _CODE_WORDS[key] = frozenset(words)
+    return _CODE_WORDS
+
+
+def check_identifiers(body, words):
+    """Problems with the bare backticked identifiers of a chapter's prose.
+
+    An identifier with ember's C prefix (TH, THP) must be a word of c/.  Any
+    other identifier that is clearly code (it has an underscore or an inner
+    capital: `call_pinned`, `SavedOutput`, not `view`) must be a word of c/ or
+    of ember's Python, unless it is CPython's (by prefix) or in
+    FOREIGN_NAMES.  Plain words (`view`, `grad`) are not checked: too many of
+    them are English.  A renamed function thus fails every chapter that still
+    names it.
+    """
+    problems = []
+    spans = (BARE_IDENTIFIER.fullmatch(m.group(1)) for m in INLINE_CODE.finditer(body))
+    for name in sorted({span.group(1) for span in spans if span}):
+        if name in FOREIGN_NAMES or FOREIGN_PREFIX.fullmatch(name):
+            continue
+        if OUR_C_NAME.fullmatch(name):
+            if name not in words["c"]:
+                problems.append(f"`{name}`: no such name in c/")
+        elif re.search(r"_|[a-z][A-Z]", name.strip("_")):
+            if name not in words["c"] and name not in words["python"]:
+                problems.append(f"`{name}`: no such name in c/ or python/")
+    return problems
+
+
 def chapter_id(path):
     return path.name
 
@@ -228,6 +299,8 @@ def test_references(chapter):
         elif not (REPO / path).exists():
             problems.append(f"`{path}`: no such file or directory")
 
+    problems += check_identifiers(body, code_words())
+
     for block in parse_blocks(text):
         where = f"{chapter.name}:{block.start}"
         if block.marker is None:
@@ -283,6 +356,27 @@ def test_checker_catches_stale_quotes():
     assert contains_identifier("static int THTensor_newView(", "THTensor_newView")
     assert not contains_identifier("THTensor_newViewX", "THTensor_newView")
     assert REFERENCE.search("see `c/th/THAllocator.h:Note [Allocator lifetime]`")
+
+
+def test_checker_catches_renamed_identifiers():
+    words = {"c": frozenset({"THPVariable_Wrap", "call_pinned", "PyType_Ready"}),
+             "python": frozenset({"SavedOutput", "_record_mul"})}
+    ok = ("`THPVariable_Wrap` `THPVariable_Wrap()` `call_pinned` `SavedOutput` "
+          "`_record_mul` `PyType_Ready` `Py_INCREF` `tp_methods` `nb_add` "
+          "`METH_O` `subtype_dealloc` `view` `grad` `__mul__` `a + b` "
+          "`c/python/Variable.c:THPVariable_Wrap`")
+    assert check_identifiers(ok, words) == []
+    assert check_identifiers("`THPVariable_wrap` and `THTensor_free()`", words) == [
+        "`THPVariable_wrap`: no such name in c/",
+        "`THTensor_free`: no such name in c/"]
+    # A TH name must be in c/: a Python name of the same spelling is not enough.
+    assert check_identifiers("`THPFoo`", {"c": frozenset(), "python": {"THPFoo"}}) == [
+        "`THPFoo`: no such name in c/"]
+    assert check_identifiers("`call_pinned2` `SavedOutputs`", words) == [
+        "`SavedOutputs`: no such name in c/ or python/",
+        "`call_pinned2`: no such name in c/ or python/"]
+    # The repository's own words include a real one of each kind.
+    assert {"THPVariable_Wrap", "THTensor_newView"} <= code_words()["c"]
 
 
 if __name__ == "__main__":  # python docs/test_walkthrough.py

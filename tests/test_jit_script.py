@@ -292,6 +292,34 @@ def test_intermediates_die_as_early_as_in_eager():
     assert scripted.generic.code(t(1.0, 2.0)).item() == f(t(1.0, 2.0)).item()
 
 
+def test_fused_fallback_drops_each_temporary_after_its_last_reader():
+    # Note [Lowering a graph to bytecode]: the unfused calls behind a FUSED
+    # guard free their temporaries as early as the rest of the program.
+    program = jit.script(elementwise_chain).generic.program
+    ops = [bytecode.Op(ins[0]) for ins in program.instructions]
+    fused = ops.index(bytecode.Op.FUSED)
+    assert ops[fused + 1] == bytecode.Op.JUMP, program.format()
+    fallback, done = program.instructions[fused][3], program.instructions[fused + 1][1]
+    calls = [pc for pc in range(fallback, done) if ops[pc] == bytecode.Op.CALL]
+    assert len(calls) >= 4, program.format()
+    dropped = 0
+    for pc in range(fallback, done):
+        if ops[pc] != bytecode.Op.DROP:
+            continue
+        register = program.instructions[pc][1]
+        readers = [q for q in range(fallback, pc)
+                   if register in bytecode.flow_effects(program, q)[0]]
+        assert readers, program.format()
+        # only other DROPs between the last read and this one
+        assert all(ops[q] == bytecode.Op.DROP for q in range(readers[-1] + 1, pc)), (
+            f"r{register} outlives its last reader at {readers[-1]}:\n"
+            + program.format())
+        dropped += 1
+    assert dropped == len(calls), program.format()   # every temporary
+    a, b = t(1.0, 2.0), ember.tensor([3, 4])   # int64 b: the fallback runs
+    close(elementwise_chain(a, b), jit.script(elementwise_chain).generic.code(a, b))
+
+
 def test_vm_matches_reference_vm_and_releases_everything():
     scripted = jit.script(with_loops)
     program = scripted.generic.program

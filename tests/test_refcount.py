@@ -1,6 +1,6 @@
 """Reference counting and object lifetime across the C layer.
 
-The ownership chain (DESIGN.md): THPVariable --1 ref--> THTensor --1 ref-->
+The ownership chain (docs/architecture.md): THPVariable --1 ref--> THTensor --1 ref-->
 THStorage --> bytes (allocator or external exporter).  These tests watch
 each link from Python: sys.getrefcount on exporters, a Python allocator to
 observe the free, weakrefs for objects that must die, and gc.collect() for

@@ -3,7 +3,8 @@
  *
  * Layering: c/python/ turns Python objects into TH core calls and TH
  * errors into Python exceptions.  It owns every Py_INCREF/Py_DECREF; each
- * one that is not obvious says which reference it is.  See DESIGN.md.
+ * one that is not obvious says which reference it is.  See
+ * docs/architecture.md.
  *
  * Conventions (CPython's): a function returning PyObject * returns a new
  * reference or NULL with an exception set; one returning int returns 0 or
@@ -60,9 +61,11 @@ PyErr_SetRaisedException(PyObject *exc)
  * Python-side autograd state.  The C type is `ember._C._TensorBase`; the
  * public `ember.Tensor` is a Python subclass of it, registered at import
  * (ember._C._set_python_types), and every tensor C creates is an instance
- * of that subclass.  The Python fields can form reference cycles (tensor ->
- * grad_fn -> saved tensors -> tensor), so the type takes part in the cyclic
- * GC: tp_traverse visits each field below and tp_clear drops each.
+ * of that subclass.  The Python fields can form reference cycles (a hook
+ * whose closure refers to its tensor: tensor -> backward_hooks -> hook ->
+ * tensor; the autograd graph itself has none), so the type takes part in
+ * the cyclic GC: tp_traverse visits each field below and tp_clear drops
+ * each.
  */
 typedef struct {
     PyObject_HEAD

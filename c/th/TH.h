@@ -1,6 +1,6 @@
 /*
  * TH.h -- the whole TH core in one include.
- * Layering: nothing in c/th/ includes Python.h (see ../shared/DESIGN.md).
+ * Layering: nothing in c/th/ includes Python.h (see docs/architecture.md).
  */
 #ifndef TH_H
 #define TH_H

@@ -1,6 +1,6 @@
 """ember: a small PyTorch-like tensor library with a hand-written C core.
 
-The layers (see DESIGN.md):
+The layers (see docs/architecture.md):
     python/ember/   this package: the public API, printing, memory, the tour
     ember._C        the CPython extension: THPVariable, THPStorage, ...
     c/th            the pure-C core: THTensor, THStorage, THAllocator

@@ -1,6 +1,7 @@
 """ember.autograd: reverse-mode automatic differentiation, in Python.
 
-The layers (DESIGN.md's VariableType):
+The modules (the layer PyTorch calls VariableType; see
+docs/walkthrough/10-autograd.md):
     grad_mode.py   no_grad / enable_grad / set_grad_enabled / inference_mode
     graph.py       Node, edges, saved tensors (Note [The graph])
     engine.py      backward() and grad() (Note [How the engine walks the graph])

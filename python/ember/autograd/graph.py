@@ -157,8 +157,7 @@ class Node:
             "one of the variables needed for gradient computation has been "
             f"modified by an inplace operation: [{tensor.type()} [{sizes}]]"
             f"{where} is at version {tensor._version}; expected version "
-            f"{version} instead. Hint: the backtrace further above can help "
-            "find the operation that failed to compute its gradient.")
+            f"{version} instead.")  # PyTorch's hint names anomaly mode: not in ember
 
     def _release(self):
         """Drops the saved tensors (after a backward without retain_graph)."""

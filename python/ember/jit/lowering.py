@@ -25,7 +25,8 @@ Constants are loaded once, in a prologue, into registers that stay loaded
 is a None there).
 Every other register is released (DROP) right after the instruction that
 reads its value for the last time, so a tensor dies as early as in eager
-code.  A value read inside a loop but defined before it lives until the loop
+code; that includes the temporaries of a fused group's fallback (an output
+of the group is last read by its MOVE into the group's register).  A value read inside a loop but defined before it lives until the loop
 ends (the body runs again).  A register freed by a DROP is reused for the
 next value defined, so the register file stays small.
 """
@@ -359,24 +360,38 @@ class Lowering:
 
     def lower_fallback(self, node, subgraph, targets):
         """The group's own nodes, run one by one (when the kernel's guard
-        fails: other dtypes, autograd, shapes that do not broadcast)."""
+        fails: other dtypes, autograd, shapes that do not broadcast).  Each
+        temporary is dropped after its last reader, as everywhere else: an
+        intermediate after the last call that reads it, a group output after
+        the MOVE into the group's register."""
         registers = dict(zip(subgraph.inputs, (self.reg(v) for v in node.inputs)))
-        temporaries = []
-        for inner in subgraph.block.nodes:
+        nodes = subgraph.block.nodes
+        last_reader = {}
+        for index, inner in enumerate(nodes):
+            for value in inner.inputs:
+                last_reader[value] = index
+        outputs = set(subgraph.outputs)
+        temporaries = {}   # value -> its register, while it holds one
+        for index, inner in enumerate(nodes):
             if inner.kind == "prim::Constant":
                 key = _constant_key(self.constant_object(inner.attrs["value"]))
                 registers[inner.output] = self.prologue_registers[key]
                 continue
             register = self.new_register()
-            temporaries.append(register)
             self.emit_call(register, inner.callee,
                            [registers[v] for v in inner.inputs], inner.kwnames)
-            registers[inner.output] = register
-        for out, target in zip(subgraph.outputs, targets):
+            registers[inner.output] = temporaries[inner.output] = register
+            for value in list(temporaries):
+                if value not in outputs and last_reader.get(value, index) <= index:
+                    self.drop_temporary(temporaries.pop(value))
+        for index, (out, target) in enumerate(zip(subgraph.outputs, targets)):
             self.asm.move(target, registers[out], line=self.line)
-        for register in temporaries:
-            self.asm.drop(register, line=self.line)
-            self.free_registers.append(register)
+            if out in temporaries and out not in subgraph.outputs[index + 1:]:
+                self.drop_temporary(temporaries.pop(out))
+
+    def drop_temporary(self, register):
+        self.asm.drop(register, line=self.line)
+        self.free_registers.append(register)
 
 
 def _fusion_constants(node):

@@ -1,9 +1,9 @@
 """The static types of the script IR.
 
 Every Value in a graph has one of these types.  They follow TorchScript's
-(Note [Types] in ../../../shared/notes/script-compilers.md, section 1.2):
-Tensor, int, float, bool, str, None, List[T], Tuple[T1, ...], Optional[T],
-plus `number` (an int or a float, what `Tensor.item()` gives) and `dtype`.
+(its language reference lists them): Tensor, int, float, bool, str, None,
+List[T], Tuple[T1, ...], Optional[T], plus `number` (an int or a float,
+what `Tensor.item()` gives) and `dtype`.
 
 A TensorType may be *refined* with what is known about the tensor: its dtype
 and number of dimensions.  The front end only knows "Tensor"; a compiled
