@@ -10,6 +10,7 @@ from .flatten import Flatten
 from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .distance import CosineSimilarity, PairwiseDistance
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .normalization import *  # noqa: F401,F403
 from .normalization import __all__ as _normalization_all
 from .sparse import Embedding
@@ -18,5 +19,6 @@ __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
     "ParameterList", "ParameterDict",
     "Dropout", "Flatten", "Embedding", "CosineSimilarity",
-    "PairwiseDistance",
+    "PairwiseDistance", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
+    "LSTMCell", "GRUCell",
 ] + list(_activation_all) + list(_loss_all) + list(_normalization_all)
