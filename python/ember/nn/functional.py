@@ -7,6 +7,7 @@ ember operators, so autograd differentiates it with no formula of its own;
 the checks come first and raise PyTorch's exception types and messages.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -598,6 +599,7 @@ def hardswish(input, inplace=False):
     return _maybe_inplace(input, result, inplace)
 
 
+@_autocast_policy("prelu")
 def prelu(input, weight):
     """x if x > 0 else weight * x, weight one value per channel (dim 1) or
     a single value."""
@@ -791,6 +793,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return ember.norm(difference, p, dim, keepdim=keepdim)
 
 
+@_autocast_policy("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduce=None, reduction="mean"):
     """1 - cos(x1, x2) for target 1; max(0, cos(x1, x2) - margin) for -1."""
@@ -810,6 +813,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(positive + negative, reduction)
 
 
+@_autocast_policy("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None,
                         reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin)."""
@@ -822,6 +826,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction)
 
 
+@_autocast_policy("triplet_margin_loss")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6,
                         swap=False, size_average=None, reduce=None, reduction="mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm distance; with
@@ -851,12 +856,14 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,
     return _reduce(loss, reduction)
 
 
+@_autocast_policy("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = _resolve_reduction(size_average, reduce, reduction)
     return _reduce(softplus(-target * input), reduction)
 
 
+@_autocast_policy("hinge_embedding_loss")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """input where target is 1; max(0, margin - input) where it is -1."""
@@ -1034,3 +1041,53 @@ def _numpy_dtype(tensor):
 
 
 __all__ += ["batch_norm", "instance_norm", "group_norm", "rms_norm"]
+
+
+# ---- attention -----------------------------------------------------------------------
+
+@_autocast_policy("scaled_dot_product_attention")
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(query @ key^T * scale + bias) @ value over the last two dims.
+
+    attn_mask: bool (True = may attend) or float (added to the scores),
+    broadcast to (..., L, S); is_causal masks the positions above the
+    diagonal.  A query that may attend to nothing gets a zero output, as
+    PyTorch's CPU kernels give.  enable_gqa lets key/value have fewer heads
+    (dim -3) than query, each shared by a group of query heads.
+
+    This composite materialises the L x S scores; the blockwise kernel that
+    does not is future work (issue 12)."""
+    length, source = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        groups = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(groups, dim=-3)
+        value = value.repeat_interleave(groups, dim=-3)
+    scores = ember.matmul(query, key.transpose(-2, -1)) * scale
+    allowed = None
+    if is_causal:
+        allowed = ember.ones(length, source, dtype=ember.bool).tril()
+    if attn_mask is not None:
+        if attn_mask.dtype == ember.bool:
+            allowed = attn_mask if allowed is None else allowed & attn_mask
+        else:
+            scores = scores + attn_mask
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = _softmax_allowing_empty_rows(scores)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return ember.matmul(weights, value)
+
+
+def _softmax_allowing_empty_rows(scores):
+    """softmax over the last dim; a row that is all -inf gives zeros, not NaN."""
+    empty = (scores == float("-inf")).all(dim=-1, keepdim=True)
+    if not bool(empty.any()):
+        return softmax(scores, -1)
+    safe = scores.masked_fill(empty, 0.0)
+    return softmax(safe, -1).masked_fill(empty, 0.0)
+
+
+__all__ += ["scaled_dot_product_attention"]

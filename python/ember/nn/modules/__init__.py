@@ -11,6 +11,8 @@ from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .distance import CosineSimilarity, PairwiseDistance
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer)
 from .normalization import *  # noqa: F401,F403
 from .normalization import __all__ as _normalization_all
 from .sparse import Embedding
@@ -20,5 +22,6 @@ __all__ = [
     "ParameterList", "ParameterDict",
     "Dropout", "Flatten", "Embedding", "CosineSimilarity",
     "PairwiseDistance", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
-    "LSTMCell", "GRUCell",
+    "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
+    "TransformerEncoderLayer", "TransformerDecoderLayer",
 ] + list(_activation_all) + list(_loss_all) + list(_normalization_all)
