@@ -53,7 +53,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # compile, GradScaler) is Python over C entry points other suites measure;
 # so are the nn composites of issue 12 (activations, losses, nn.utils,
 # parameter containers, backward hooks, batch/instance/group/RMS norm,
-# recurrent layers and packed sequences, attention and transformers).
+# recurrent layers and packed sequences, attention and transformers, and the
+# convolution layers over the C kernels, which test_conv_kernels.py covers).
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -71,6 +72,7 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_nn_normalization.py \
                     --ignore=tests/test_nn_rnn.py \
                     --ignore=tests/test_nn_attention.py \
+                    --ignore=tests/test_nn_conv.py \
                     --ignore=tests/test_linalg_lapack.py \
                     --ignore=tests/test_einsum.py
 LEAK_REFS_RUNS   ?= 3:3

@@ -191,6 +191,8 @@ int THPFused_InitModule(PyObject *module);
 /* Method tables each file contributes to the module. */
 extern PyMethodDef THPCreation_methods[];
 extern PyMethodDef THPNumpy_methods[];
+/* The convolution kernels (Conv.c), private functions for ember.nn.functional. */
+extern PyMethodDef THPConv_methods[];
 extern PyMethodDef THPAllocator_methods[];
 
 /* Tensor methods implemented outside Variable.c (NULL-terminated). */

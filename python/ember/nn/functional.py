@@ -1091,3 +1091,14 @@ def _softmax_allowing_empty_rows(scores):
 
 
 __all__ += ["scaled_dot_product_attention"]
+
+
+from ._convolution import (conv1d, conv2d, conv_transpose1d, conv_transpose2d,  # noqa: E402
+                           pad)
+
+conv1d = _autocast_policy("conv1d")(conv1d)
+conv2d = _autocast_policy("conv2d")(conv2d)
+conv_transpose1d = _autocast_policy("conv_transpose1d")(conv_transpose1d)
+conv_transpose2d = _autocast_policy("conv_transpose2d")(conv_transpose2d)
+
+__all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]

@@ -10,6 +10,7 @@ from .flatten import Flatten
 from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .distance import CosineSimilarity, PairwiseDistance
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
@@ -23,5 +24,6 @@ __all__ = [
     "Dropout", "Flatten", "Embedding", "CosineSimilarity",
     "PairwiseDistance", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
-    "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d",
+    "ConvTranspose1d", "ConvTranspose2d",
 ] + list(_activation_all) + list(_loss_all) + list(_normalization_all)

@@ -1,0 +1,67 @@
+/*
+ * THConv.h -- 2-D convolution (cross-correlation, as PyTorch's) on NCHW
+ * tensors: the forward product and both backward products.
+ *
+ * Note [Convolution as GEMM]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * For one sample and one group, lay every receptive field out as a column:
+ *
+ *     col[c * kh * kw + i * kw + j][y * out_w + x]
+ *         = input[c][y * stride_h - pad_h + i * dil_h]
+ *                   [x * stride_w - pad_w + j * dil_w]      (0 off the image)
+ *
+ * Then the convolution is one GEMM with the weight seen as a matrix
+ * (out_channels/groups) x (in_channels/groups * kh * kw):
+ *
+ *     forward          out[n, g]  = W[g] . col                (+ bias)
+ *     input gradient   col        = W[g]^T . grad_out[n, g], then col2im
+ *                                   adds each column entry back where it
+ *                                   was read from
+ *     weight gradient  gW[g]     += grad_out[n, g] . col^T
+ *
+ * The GEMMs are the packed, blocked, threaded THBlas_gemm; the column
+ * buffer holds one sample and group at a time.  A 1x1 kernel with stride 1
+ * and no padding needs no columns: the input already is that matrix.
+ *
+ * A transposed convolution is the input-gradient product run forward
+ * (THConv2d_backwardInput), as in PyTorch.
+ */
+#ifndef TH_CONV_H
+#define TH_CONV_H
+
+#include "THTensor.h"
+
+#include <stdint.h>
+
+typedef struct {
+    int64_t batch, in_channels, out_channels, groups;
+    int64_t in_h, in_w, out_h, out_w;
+    int64_t kernel_h, kernel_w;
+    int64_t stride_h, stride_w;
+    int64_t pad_h, pad_w;
+    int64_t dilation_h, dilation_w;
+} THConvShape;
+
+/* The output extent of one spatial dim; negative when the (dilated)
+ * kernel does not fit the padded input. */
+static inline int64_t
+THConv_outputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                  int64_t dilation)
+{
+    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+/* Each takes contiguous float32 or float64 tensors of one dtype, shaped as
+ * `shape` says (input N x C x H x W, weight O x C/groups x kh x kw, output
+ * N x O x out_h x out_w); bias may be NULL.  The result tensor is written
+ * whole.  0, or -1 with a MemoryError-kind error. */
+int THConv2d_forward(THTensor *output, const THTensor *input,
+                     const THTensor *weight, const THTensor *bias,
+                     const THConvShape *shape);
+int THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
+                           const THTensor *weight, const THConvShape *shape);
+int THConv2d_backwardWeight(THTensor *grad_weight,
+                            const THTensor *grad_output,
+                            const THTensor *input, const THConvShape *shape);
+
+#endif /* TH_CONV_H */

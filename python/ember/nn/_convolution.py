@@ -1,0 +1,328 @@
+"""Convolutions and padding for ember.nn.functional: PyTorch's argument forms
+and messages in front of the C kernels (_C._conv2d and its two backward
+products, c/th/THConv.c, Note [Convolution as GEMM]).
+
+A 1-D convolution is a 2-D one over a height-1 image; a transposed
+convolution runs the input-gradient product forward.  Each is an
+autograd.Function whose backward calls the other two products; the
+backward is not itself differentiable yet (no double backward through a
+convolution).
+"""
+
+import ember
+from ember import _C
+from ember.autograd.function import Function, once_differentiable
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
+
+
+# ---- argument forms --------------------------------------------------------------
+
+def _pair(value, name="argument"):
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * 2
+    return value
+
+
+def _single_as_pair(value):
+    """A 1-D argument as the (1, value) of the height-1 2-D convolution."""
+    if isinstance(value, (tuple, list)):
+        (value,) = value
+    return value
+
+
+def _geometry(stride, padding, dilation, groups):
+    stride, dilation = _pair(stride), _pair(dilation)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if not isinstance(padding, str):
+        padding = _pair(padding)
+        if any(p < 0 for p in padding):
+            raise RuntimeError("negative padding is not supported")
+    return stride, padding, dilation
+
+
+def _same_padding(weight, stride, dilation):
+    """(symmetric padding, extra right/bottom padding) that keeps the size."""
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+    return tuple(t // 2 for t in total), tuple(t - t // 2 * 2 for t in total)
+
+
+def _check_conv(name, input, weight, bias, padding, dilation, groups, spatial):
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    batched = spatial + 2
+    if input.dim() not in (batched - 1, batched):
+        raise RuntimeError(f"Expected {batched - 1}D (unbatched) or {batched}D (batched) input "
+                           f"to {name}, but got input of size: {list(input.shape)}")
+    if weight.dim() != batched:
+        raise RuntimeError(f"weight should have at least three dimensions")
+    if weight.shape[0] % groups != 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"[{list(weight.shape)}] instead")
+    channels = input.shape[1] if input.dim() == batched else input.shape[0]
+    if channels != weight.shape[1] * groups:
+        shown = list(input.shape) if input.dim() == batched else [1] + list(input.shape)
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{shown} to have {weight.shape[1] * groups} "
+                           f"channels, but got {channels} channels instead")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {weight.shape[0]} elements, but got bias of "
+                           f"size {list(bias.shape)} instead")
+    for t in (weight, bias):
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                               f"{_type_name(t.dtype)}")
+    if input.dtype not in (ember.float32, ember.float64):
+        raise RuntimeError(f"\"{name}\" not implemented for '{_type_name(input.dtype)}': "
+                           f"ember's convolutions run in float32 and float64")
+
+
+def _type_name(dtype):
+    from .functional import _type_name as name_of
+    return name_of(dtype)
+
+
+def _check_kernel_fits(input, weight, padding, dilation):
+    padded = [n + 2 * p for n, p in zip(input.shape[2:], padding)]
+    kernel = [d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:])]
+    if any(k > n for k, n in zip(kernel, padded)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, kernel))}). Kernel size can't be greater "
+            f"than actual input size")
+
+
+# ---- the autograd Functions ------------------------------------------------------
+
+class Convolution(Function):
+    """out = conv2d(input, weight) + bias on contiguous NCHW tensors."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, stride, padding, dilation, groups):
+        ctx.save_for_backward(input, weight)
+        ctx.geometry = (*stride, *padding, *dilation, groups)
+        ctx.has_bias = bias is not None
+        return _C._conv2d(input, weight, bias, *ctx.geometry)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        input, weight = ctx.saved_tensors
+        grad = grad.contiguous()
+        needs = ctx.needs_input_grad
+        grad_input = grad_weight = grad_bias = None
+        if needs[0]:
+            grad_input = _C._conv2d_backward_input(grad, weight, input.shape[2],
+                                                   input.shape[3], *ctx.geometry)
+        if needs[1]:
+            grad_weight = _C._conv2d_backward_weight(grad, input, weight.shape[2],
+                                                     weight.shape[3], *ctx.geometry)
+        if ctx.has_bias and needs[2]:
+            grad_bias = grad.sum((0, 2, 3))
+        return grad_input, grad_weight, grad_bias, None, None, None, None
+
+
+class ConvolutionTranspose(Function):
+    """out = conv_transpose2d(input, weight) + bias, out_h x out_w given."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, out_size, stride, padding, dilation, groups):
+        ctx.save_for_backward(input, weight)
+        ctx.geometry = (*stride, *padding, *dilation, groups)
+        ctx.has_bias = bias is not None
+        out = _C._conv2d_backward_input(input, weight, *out_size, *ctx.geometry)
+        return out if bias is None else out.add_(bias.reshape(1, -1, 1, 1))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        input, weight = ctx.saved_tensors
+        grad = grad.contiguous()
+        needs = ctx.needs_input_grad
+        grad_input = grad_weight = grad_bias = None
+        if needs[0]:
+            grad_input = _C._conv2d(grad, weight, None, *ctx.geometry)
+        if needs[1]:
+            grad_weight = _C._conv2d_backward_weight(input, grad, weight.shape[2],
+                                                     weight.shape[3], *ctx.geometry)
+        if ctx.has_bias and needs[2]:
+            grad_bias = grad.sum((0, 2, 3))
+        return grad_input, grad_weight, grad_bias, None, None, None, None, None
+
+
+def _contiguous(t):
+    return None if t is None else t.contiguous()
+
+
+# ---- the functions -------------------------------------------------------------------
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def _convnd(name, input, weight, bias, stride, padding, dilation, groups, spatial):
+    _check_conv(name, input, weight, bias, padding, dilation, groups, spatial)
+    if isinstance(padding, str) and padding not in ("same", "valid"):
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    unbatched = input.dim() == spatial + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    if spatial == 1:    # a height-1 image and a height-1 kernel
+        input, weight = input.unsqueeze(2), weight.unsqueeze(2)
+        stride, dilation = (1, _single_as_pair(stride)), (1, _single_as_pair(dilation))
+        if not isinstance(padding, str):
+            padding = (0, _single_as_pair(padding))
+    stride, padding, dilation = _geometry(stride, padding, dilation, groups)
+    if padding == "valid":
+        padding = (0, 0)
+    elif padding == "same":
+        padding, extra = _same_padding(weight, stride, dilation)
+        if any(extra):
+            input = pad(input, (0, extra[1], 0, extra[0]))
+    _check_kernel_fits(input, weight, padding, dilation)
+    out = Convolution.apply(input.contiguous(), weight.contiguous(), _contiguous(bias),
+                            stride, padding, dilation, groups)
+    if spatial == 1:
+        out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transposend("conv_transpose2d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation, 2)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transposend("conv_transpose1d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation, 1)
+
+
+def _conv_transposend(name, input, weight, bias, stride, padding, output_padding, groups,
+                      dilation, spatial):
+    batched = spatial + 2
+    if input.dim() not in (batched - 1, batched):
+        raise RuntimeError(f"Expected {batched - 1}D (unbatched) or {batched}D (batched) input "
+                           f"to {name}, but got input of size: {list(input.shape)}")
+    unbatched = input.dim() == batched - 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    channels = input.shape[1]
+    if weight.shape[0] != channels:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[0]} channels, but "
+                           f"got {channels} channels instead")
+    if spatial == 1:
+        input, weight = input.unsqueeze(2), weight.unsqueeze(2)
+        stride, dilation = (1, _single_as_pair(stride)), (1, _single_as_pair(dilation))
+        padding = (0, _single_as_pair(padding))
+        output_padding = (0, _single_as_pair(output_padding))
+    stride, padding, dilation = _geometry(stride, padding, dilation, groups)
+    output_padding = _pair(output_padding)
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            f"output padding must be smaller than either stride or dilation, but got "
+            f"output_padding_height: {output_padding[0]} output_padding_width: "
+            f"{output_padding[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
+            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+    out_size = [(n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, s, p, d, k, op in
+                zip(input.shape[2:], stride, padding, dilation, weight.shape[2:],
+                    output_padding)]
+    out = ConvolutionTranspose.apply(input.contiguous(), weight.contiguous(),
+                                     _contiguous(bias), out_size, stride, padding, dilation,
+                                     groups)
+    if spatial == 1:
+        out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+# ---- padding ------------------------------------------------------------------------
+
+def pad(input, pad, mode="constant", value=None):
+    """Pads the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...),
+    last dim first, as PyTorch.  Modes: constant (negative amounts crop),
+    reflect, replicate, circular."""
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the "
+                           "input dimension but got padding length "
+                           f"{len(pad)} and input of dimension {input.dim()}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if mode != "constant" and not (input.dim() - 1 <= len(pad) // 2 + 1 <= input.dim()
+                                   and len(pad) in (2, 4, 6)):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            f"Supported combinations for non-constant padding:\n"
+            f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    output = input
+    for i in range(len(pad) // 2):
+        dim = input.dim() - 1 - i
+        before, after = int(pad[2 * i]), int(pad[2 * i + 1])
+        if mode == "constant":
+            output = _pad_constant(output, dim, before, after, 0.0 if value is None else value)
+        else:
+            output = output.index_select(dim, _pad_indices(mode, output.shape[dim], before,
+                                                           after, dim, input))
+    return output
+
+
+def _pad_constant(input, dim, before, after, value):
+    if before < 0:
+        input = input.narrow(dim, -before, input.shape[dim] + before)
+        before = 0
+    if after < 0:
+        input = input.narrow(dim, 0, input.shape[dim] + after)
+        after = 0
+    pieces = []
+    for amount in (before, None, after):
+        if amount is None:
+            pieces.append(input)
+        elif amount > 0:
+            shape = list(input.shape)
+            shape[dim] = amount
+            pieces.append(ember.full(shape, value, dtype=input.dtype))
+    return ember.cat(pieces, dim) if len(pieces) > 1 else input
+
+
+def _pad_indices(mode, size, before, after, dim, original):
+    """The source index of each output position along one dim."""
+    if mode == "reflect" and (before >= size or after >= size):
+        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                           f"input dimension, but got: padding ({before}, {after}) at "
+                           f"dimension {dim} of input {list(original.shape)}")
+    if mode == "circular" and (before > size or after > size):
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    indices = []
+    for position in range(-before, size + after):
+        if mode == "replicate":
+            indices.append(min(max(position, 0), size - 1))
+        elif mode == "circular":
+            indices.append(position % size)
+        else:   # reflect: mirror about the edge elements, which are not repeated
+            period = 2 * (size - 1)
+            folded = position % period if period else 0
+            indices.append(folded if folded < size else period - folded)
+    return ember.tensor(indices, dtype=ember.int64)
