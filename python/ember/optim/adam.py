@@ -2,14 +2,13 @@
 
 import ember
 
-from .optimizer import Optimizer, _use_grad
+from .optimizer import Optimizer, _check_lr, _lerp_, _scalar_state, _use_grad
 
 __all__ = ["Adam"]
 
 
 def _check_adam_args(lr, betas, eps, weight_decay):
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
+    _check_lr(lr)
     if not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
@@ -18,11 +17,6 @@ def _check_adam_args(lr, betas, eps, weight_decay):
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
     if not 0.0 <= weight_decay:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-
-
-def _scalar_dtype():
-    """The dtype of state["step"]: float64 under a float64 default, else float32."""
-    return ember.float64 if ember.get_default_dtype() == ember.float64 else ember.float32
 
 
 class Adam(Optimizer):
@@ -58,7 +52,7 @@ class Adam(Optimizer):
     def _init_state(self, param, amsgrad):
         state = self.state[param]
         if len(state) == 0:
-            state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
+            state["step"] = _scalar_state(0.0)
             state["exp_avg"] = ember.zeros_like(param)
             state["exp_avg_sq"] = ember.zeros_like(param)
             if amsgrad:
@@ -67,10 +61,7 @@ class Adam(Optimizer):
 
     @_use_grad
     def step(self):
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
+        self._step_each_param()
 
     def _update(self, param, group):
         state = self._init_state(param, group["amsgrad"])
@@ -84,9 +75,7 @@ class Adam(Optimizer):
             else:
                 grad = grad.add(param, alpha=weight_decay)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        # exp_avg.lerp_(grad, 1 - beta1), written as PyTorch's lerp kernel
-        # computes it for a weight below 0.5: m + w * (g - m).
-        exp_avg.add_(grad - exp_avg, alpha=1 - beta1)
+        _lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         step = state["step"].item()
         bias_correction1 = 1 - beta1**step

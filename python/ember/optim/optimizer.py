@@ -50,6 +50,32 @@ def _use_grad(step):
     return wrapper
 
 
+def _get_scalar_dtype():
+    """The dtype of scalar state such as state["step"]: float64 under a
+    float64 default dtype, else float32 (PyTorch's rule)."""
+    return ember.float64 if ember.get_default_dtype() == ember.float64 else ember.float32
+
+
+def _scalar_state(value):
+    """A 0-d tensor of the scalar dtype, e.g. state["step"] = _scalar_state(0.0)."""
+    return ember.tensor(value, dtype=_get_scalar_dtype())
+
+
+def _lerp_(start, end, weight):
+    """start.lerp_(end, weight) as PyTorch's kernel computes it: from the
+    nearer end, so that the result is exact at weight 0 and weight 1."""
+    if abs(weight) < 0.5:
+        return start.add_(end - start, alpha=weight)
+    return start.copy_(end - (end - start).mul_(1 - weight))
+
+
+def _check_lr(lr):
+    if isinstance(lr, ember.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -125,6 +151,16 @@ class Optimizer:
 
     def step(self, closure=None):
         raise NotImplementedError
+
+    def _step_each_param(self):
+        """Calls self._update(param, group) for every parameter that has a
+        gradient: the loop of the element-wise optimizers, which keep
+        per-parameter state only.  foreach=True runs this same loop (PyTorch's
+        foreach kernels compute the same update on lists of tensors)."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    self._update(param, group)
 
     # ---- state_dict ---------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 
-from .optimizer import Optimizer, _use_grad
+from .optimizer import Optimizer, _check_lr, _use_grad
 
 __all__ = ["SGD"]
 
@@ -17,8 +17,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None,
                  differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -41,10 +40,7 @@ class SGD(Optimizer):
 
     @_use_grad
     def step(self):
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
+        self._step_each_param()
 
     def _update(self, param, group):
         grad = -param.grad if group["maximize"] else param.grad
