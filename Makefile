@@ -49,6 +49,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # wrong results, not reference counts: the ASan gate runs them.
 # test_namespace.py (legacy types, ember.cuda/backends, load's arguments,
 # compile, GradScaler) is Python over C entry points other suites measure.
+# test_optim_more.py and test_lr_schedulers.py: pure-Python optimizers and
+# schedulers over tensor ops the other suites measure.
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -60,7 +62,9 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_threads.py \
                     --ignore=tests/test_api_fuzz.py \
                     --ignore=tests/test_file_fuzz.py \
-                    --ignore=tests/test_namespace.py
+                    --ignore=tests/test_namespace.py \
+                    --ignore=tests/test_optim_more.py \
+                    --ignore=tests/test_lr_schedulers.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).
