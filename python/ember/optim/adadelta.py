@@ -1,13 +1,11 @@
 """Adadelta: steps whose units follow from running RMS of gradient and step."""
 
-import ember
-
-from .optimizer import Optimizer, _check_lr, _scalar_state, _use_grad
+from .optimizer import _check_lr, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["Adadelta"]
 
 
-class Adadelta(Optimizer):
+class Adadelta(_PerParameterOptimizer):
     """PyTorch's Adadelta; the update (per parameter p with gradient g):
 
         g = -g if maximize;  g = g + weight_decay * p
@@ -34,30 +32,11 @@ class Adadelta(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-
-    def _init_state(self, param):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = _scalar_state(0.0)
-            state["square_avg"] = ember.zeros_like(param)
-            state["acc_delta"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
-
     def _update(self, param, group):
-        state = self._init_state(param)
+        state = self._lazy_state(param, ["square_avg", "acc_delta"])
         rho, eps = group["rho"], group["eps"]
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _update_gradient(param, group)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
         std = square_avg.add(eps).sqrt_()

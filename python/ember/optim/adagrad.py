@@ -2,12 +2,12 @@
 
 import ember
 
-from .optimizer import Optimizer, _check_lr, _scalar_state, _use_grad
+from .optimizer import _check_lr, _PerParameterOptimizer, _scalar_state, _update_gradient
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(Optimizer):
+class Adagrad(_PerParameterOptimizer):
     """PyTorch's Adagrad; the update at step t (per parameter p, gradient g):
 
         g = -g if maximize;  g = g + weight_decay * p
@@ -43,11 +43,6 @@ class Adagrad(Optimizer):
             for param in group["params"]:
                 self._init_state(param, group)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-
     def _init_state(self, param, group):
         state = self.state[param]
         if len(state) == 0:
@@ -55,17 +50,11 @@ class Adagrad(Optimizer):
             state["sum"] = ember.full_like(param, group["initial_accumulator_value"])
         return state
 
-    @_use_grad
-    def step(self):
-        self._step_each_param()
-
     def _update(self, param, group):
         state = self._init_state(param, group)
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
         step = state["step"].item()
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _update_gradient(param, group)
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"]
         state_sum.add_(grad * grad)

@@ -2,7 +2,7 @@
 
 import ember
 
-from .optimizer import Optimizer, _check_lr, _lerp_, _scalar_state, _use_grad
+from .optimizer import _check_lr, _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["Adam"]
 
@@ -19,7 +19,7 @@ def _check_adam_args(lr, betas, eps, weight_decay):
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
-class Adam(Optimizer):
+class Adam(_PerParameterOptimizer):
     """PyTorch's Adam; the update at step t (per parameter p, gradient g):
 
         g = -g if maximize
@@ -42,45 +42,22 @@ class Adam(Optimizer):
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-
-    def _init_state(self, param, amsgrad):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = _scalar_state(0.0)
-            state["exp_avg"] = ember.zeros_like(param)
-            state["exp_avg_sq"] = ember.zeros_like(param)
-            if amsgrad:
-                state["max_exp_avg_sq"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
+    _setstate_defaults = {"amsgrad": False, "maximize": False,
+                          "decoupled_weight_decay": False}
 
     def _update(self, param, group):
-        state = self._init_state(param, group["amsgrad"])
+        buffers = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
+        state = self._lazy_state(param, buffers)
         beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _update_gradient(param, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         _lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         step = state["step"].item()
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step
-        step_size = lr / bias_correction1
+        step_size = group["lr"] / bias_correction1
         if group["amsgrad"]:
             ember.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
             second_moment = state["max_exp_avg_sq"]

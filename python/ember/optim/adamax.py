@@ -3,12 +3,12 @@
 import ember
 
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _lerp_, _scalar_state, _use_grad
+from .optimizer import _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["Adamax"]
 
 
-class Adamax(Optimizer):
+class Adamax(_PerParameterOptimizer):
     """PyTorch's Adamax; the update at step t (per parameter p, gradient g):
 
         g = -g if maximize;  g = g + weight_decay * p
@@ -28,30 +28,11 @@ class Adamax(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-
-    def _init_state(self, param):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = _scalar_state(0.0)
-            state["exp_avg"] = ember.zeros_like(param)
-            state["exp_inf"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
-
     def _update(self, param, group):
-        state = self._init_state(param)
+        state = self._lazy_state(param, ["exp_avg", "exp_inf"])
         beta1, beta2 = group["betas"]
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _update_gradient(param, group)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         _lerp_(exp_avg, grad, 1 - beta1)
         ember.maximum(exp_inf.mul_(beta2), grad.abs().add_(group["eps"]), out=exp_inf)

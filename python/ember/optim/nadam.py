@@ -1,14 +1,12 @@
 """NAdam: Adam with Nesterov momentum and a momentum-decay schedule."""
 
-import ember
-
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _lerp_, _scalar_state, _use_grad
+from .optimizer import _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["NAdam"]
 
 
-class NAdam(Optimizer):
+class NAdam(_PerParameterOptimizer):
     """PyTorch's NAdam; the update at step t (per parameter p, gradient g):
 
         g = -g if maximize
@@ -37,37 +35,16 @@ class NAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-
-    def _init_state(self, param):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = _scalar_state(0.0)
-            state["mu_product"] = _scalar_state(1.0)
-            state["exp_avg"] = ember.zeros_like(param)
-            state["exp_avg_sq"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
+    _setstate_defaults = {"maximize": False, "decoupled_weight_decay": False}
 
     def _update(self, param, group):
-        state = self._init_state(param)
+        state = self._lazy_state(param, ["exp_avg", "exp_avg_sq"],
+                                 scalars=[("step", 0.0), ("mu_product", 1.0)])
         beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
-        grad = -param.grad if group["maximize"] else param.grad
+        lr = group["lr"]
         state["step"].add_(1)
         step = state["step"].item()
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _update_gradient(param, group)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * group["momentum_decay"]))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * group["momentum_decay"]))
         # In the scalar dtype, so that float32 state rounds as PyTorch's does.

@@ -152,16 +152,6 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError
 
-    def _step_each_param(self):
-        """Calls self._update(param, group) for every parameter that has a
-        gradient: the loop of the element-wise optimizers, which keep
-        per-parameter state only.  foreach=True runs this same loop (PyTorch's
-        foreach kernels compute the same update on lists of tensors)."""
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
-
     # ---- state_dict ---------------------------------------------------------
 
     def state_dict(self):
@@ -224,6 +214,59 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+class _PerParameterOptimizer(Optimizer):
+    """An optimizer whose update reads and writes one parameter (and its
+    state) at a time: step() calls self._update(param, group) for every
+    parameter that has a gradient.  foreach=True runs this same loop
+    (PyTorch's foreach kernels compute the same update on lists of tensors)."""
+
+    # Group flags that optimizers pickled by older versions may lack.
+    _setstate_defaults = {"maximize": False}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, default in self._setstate_defaults.items():
+                group.setdefault(key, default)
+
+    @_use_grad
+    def step(self):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    self._update(param, group)
+
+    def _update(self, param, group):
+        raise NotImplementedError
+
+    def _lazy_state(self, param, buffers, scalars=(("step", 0.0),)):
+        """self.state[param], filled on first use with the 0-d `scalars`
+        (key, initial value) and zero tensors like param named `buffers`,
+        in that order (the order of PyTorch's state_dict)."""
+        state = self.state[param]
+        if len(state) == 0:
+            for key, value in scalars:
+                state[key] = _scalar_state(value)
+            for key in buffers:
+                state[key] = ember.zeros_like(param)
+        return state
+
+
+def _update_gradient(param, group):
+    """The gradient an update uses: negated for group["maximize"]; with a
+    weight decay, either param shrunk in place by lr * weight_decay
+    (group["decoupled_weight_decay"], AdamW's) or weight_decay * param
+    added to the gradient (an L2 penalty)."""
+    grad = -param.grad if group["maximize"] else param.grad
+    weight_decay = group["weight_decay"]
+    if weight_decay != 0:
+        if group.get("decoupled_weight_decay", False):
+            param.mul_(1 - group["lr"] * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    return grad
 
 
 def _split_names(params):

@@ -1,14 +1,12 @@
 """RAdam: Adam whose adaptive step is switched on once its variance is tractable."""
 
-import ember
-
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _lerp_, _scalar_state, _use_grad
+from .optimizer import _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["RAdam"]
 
 
-class RAdam(Optimizer):
+class RAdam(_PerParameterOptimizer):
     """PyTorch's RAdam; the update at step t (per parameter p, gradient g):
 
         g = -g if maximize
@@ -36,41 +34,19 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-
-    def _init_state(self, param):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = _scalar_state(0.0)
-            state["exp_avg"] = ember.zeros_like(param)
-            state["exp_avg_sq"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
+    _setstate_defaults = {"maximize": False, "decoupled_weight_decay": False}
 
     def _update(self, param, group):
-        state = self._init_state(param)
+        state = self._lazy_state(param, ["exp_avg", "exp_avg_sq"])
         beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
         step = state["step"].item()
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _update_gradient(param, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         _lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         bias_correction2 = 1 - beta2**step
-        step_direction = exp_avg / (1 - beta1**step) * lr
+        step_direction = exp_avg / (1 - beta1**step) * group["lr"]
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * beta2**step / bias_correction2
         if rho_t > 5.0:

@@ -1,13 +1,11 @@
 """RMSprop: scale the step by a running RMS of the gradient."""
 
-import ember
-
-from .optimizer import Optimizer, _check_lr, _lerp_, _scalar_state, _use_grad
+from .optimizer import _check_lr, _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["RMSprop"]
 
 
-class RMSprop(Optimizer):
+class RMSprop(_PerParameterOptimizer):
     """PyTorch's RMSprop; the update (per parameter p with gradient g):
 
         g = -g if maximize;  g = g + weight_decay * p
@@ -38,35 +36,15 @@ class RMSprop(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("maximize", False)
-
-    def _init_state(self, param, group):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = _scalar_state(0.0)
-            state["square_avg"] = ember.zeros_like(param)
-            if group["momentum"] > 0:
-                state["momentum_buffer"] = ember.zeros_like(param)
-            if group["centered"]:
-                state["grad_avg"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
+    _setstate_defaults = {"momentum": 0, "centered": False, "maximize": False}
 
     def _update(self, param, group):
-        state = self._init_state(param, group)
+        buffers = (["square_avg"] + (["momentum_buffer"] if group["momentum"] > 0 else [])
+                   + (["grad_avg"] if group["centered"] else []))
+        state = self._lazy_state(param, buffers)
         alpha = group["alpha"]
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _update_gradient(param, group)
         square_avg = state["square_avg"]
         square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
         if group["centered"]:

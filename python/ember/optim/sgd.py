@@ -1,11 +1,11 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 
-from .optimizer import Optimizer, _check_lr, _use_grad
+from .optimizer import _check_lr, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(_PerParameterOptimizer):
     """PyTorch's SGD; the update (per parameter p with gradient g):
 
         g = -g if maximize;  g = g + weight_decay * p
@@ -32,20 +32,10 @@ class SGD(Optimizer):
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-
-    @_use_grad
-    def step(self):
-        self._step_each_param()
+    _setstate_defaults = {"nesterov": False, "maximize": False}
 
     def _update(self, param, group):
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _update_gradient(param, group)
         momentum = group["momentum"]
         if momentum != 0:
             state = self.state[param]
