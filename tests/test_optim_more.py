@@ -203,6 +203,20 @@ def test_argument_errors_match_torch(torch, case):
         getattr(optim, name)([nn.Parameter(ember.zeros(1))], **options)
 
 
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+@pytest.mark.parametrize("options", [dict(fused=True, differentiable=True),
+                                     dict(fused=True, foreach=True)])
+def test_fused_conflicts_match_torch(torch, name, options):
+    with pytest.raises(RuntimeError) as expected:
+        getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(1))], **options)
+    with pytest.raises(RuntimeError, match="^" + re.escape(str(expected.value)) + "$"):
+        getattr(optim, name)([nn.Parameter(ember.zeros(1))], **options)
+
+
+def test_fused_runs_the_same_update(torch):
+    step_both(torch, "Adagrad", dict(fused=True, lr_decay=0.1), steps=4)
+
+
 def test_lbfgs_rejects_parameter_groups(torch):
     groups = [{"params": [nn.Parameter(ember.zeros(1))]}, {"params": [nn.Parameter(ember.zeros(1))]}]
     torch_groups = [{"params": [torch.nn.Parameter(torch.zeros(1))]},

@@ -2,7 +2,7 @@
 
 import ember
 
-from .optimizer import _check_lr, _PerParameterOptimizer, _scalar_state, _update_gradient
+from .optimizer import _check_fused, _check_lr, _PerParameterOptimizer, _scalar_state, _update_gradient
 
 __all__ = ["Adagrad"]
 
@@ -37,6 +37,7 @@ class Adagrad(_PerParameterOptimizer):
                         foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
         # Unlike the others, Adagrad's state exists from construction on
         # (parameters of groups added later get theirs at their first step).
         for group in self.param_groups:

@@ -2,7 +2,7 @@
 
 import ember
 
-from .optimizer import _check_lr, _lerp_, _PerParameterOptimizer, _update_gradient
+from .optimizer import _check_fused, _check_lr, _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["Adam"]
 
@@ -41,6 +41,7 @@ class Adam(_PerParameterOptimizer):
                         capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     _setstate_defaults = {"amsgrad": False, "maximize": False,
                           "decoupled_weight_decay": False}

@@ -76,6 +76,16 @@ def _check_lr(lr):
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's checks of fused=True (which ember accepts and runs as the
+    single-tensor loop, the same update)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = defaults

@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 
-from .optimizer import _check_lr, _PerParameterOptimizer, _update_gradient
+from .optimizer import _check_fused, _check_lr, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["SGD"]
 
@@ -31,6 +31,7 @@ class SGD(_PerParameterOptimizer):
                         maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     _setstate_defaults = {"nesterov": False, "maximize": False}
 
