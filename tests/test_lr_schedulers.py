@@ -166,6 +166,29 @@ def test_state_dict_round_trip_continues_like_torch(torch, name):
     assert_records_equal(got, run(t_opt, t_sched, 10)[1:])
 
 
+@pytest.mark.parametrize("name", ["MultiStepLR", "OneCycleLR-three-phase", "CyclicLR-exp-range",
+                                  "SequentialLR-three"])
+def test_state_dict_survives_ember_save(tmp_path, name):
+    """Saved with ember.save and loaded into a fresh scheduler, the state
+    continues the schedule exactly (MultiStepLR's closed form included)."""
+    make = SCHEDULES[name]
+    opt = ember_optimizer()
+    sched = make(lr_scheduler, opt)
+    run(opt, sched, 9)
+    ember.save({"optim": opt.state_dict(), "sched": sched.state_dict()},
+               str(tmp_path / "checkpoint.safetensors"))
+    checkpoint = ember.load(str(tmp_path / "checkpoint.safetensors"))
+    resumed_opt = ember_optimizer()
+    resumed = make(lr_scheduler, resumed_opt)
+    resumed_opt.load_state_dict(checkpoint["optim"])
+    resumed.load_state_dict(checkpoint["sched"])
+    assert run(resumed_opt, resumed, 8) == run(opt, sched, 8)
+    if name == "MultiStepLR":
+        with pytest.warns(UserWarning):
+            resumed.step(20)  # the closed form
+        assert resumed.get_last_lr() == pytest.approx([0.1 * 0.5**4, 0.5 * 0.5**4])
+
+
 def test_lambda_state_dict_restores_callable_objects_only(torch):
     (e_opt, e_sched), (t_opt, t_sched) = both(torch, SCHEDULES["LambdaLR-per-group"])
     state = e_sched.state_dict()

@@ -282,6 +282,37 @@ def test_lbfgs_matches_torch_on_rosenbrock(torch, options):
     assert e.state_dict()["param_groups"] == t.state_dict()["param_groups"]
 
 
+def test_lbfgs_state_dict_round_trip_continues_like_torch(torch):
+    """Two steps, the state through ember.save/ember.load into a fresh
+    LBFGS over a copy of the parameter, two more steps: as torch going on."""
+    options = dict(max_iter=4, history_size=3, line_search_fn="strong_wolfe")
+    (e, ex, _), (t, tx, torch_closure) = lbfgs_pair(torch, **options)
+
+    def closure_for(opt, x):
+        def evaluate():
+            opt.zero_grad()
+            loss = rosenbrock(x)
+            loss.backward()
+            return loss
+        return evaluate
+
+    for _ in range(2):
+        e.step(closure_for(e, ex))
+        t.step(torch_closure)
+    copy = nn.Parameter(ex.detach().clone())
+    resumed = optim.LBFGS([copy], **options)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "lbfgs.safetensors")
+        ember.save(e.state_dict(), path)
+        resumed.load_state_dict(ember.load(path))
+    for _ in range(2):
+        resumed.step(closure_for(resumed, copy))
+        t.step(torch_closure)
+        np.testing.assert_allclose(copy.detach().numpy(), tx.detach().numpy(), rtol=1e-9,
+                                   atol=1e-12)
+    assert resumed.state[copy]["func_evals"] == t.state[tx]["func_evals"]
+
+
 def test_lbfgs_strong_wolfe_converges_on_rosenbrock():
     """From the classic start (-1.2, 1) to the minimum (1, 1).  (The 4-d
     START has a local minimum near (-0.78, 0.61, 0.38, 0.15), where torch

@@ -261,6 +261,12 @@ class MultiStepLR(LRScheduler):
         return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
                 for group in self.optimizer.param_groups]
 
+    def load_state_dict(self, state_dict):
+        """Also takes milestones saved as a plain {epoch: count} dict (as
+        ember.save writes a Counter)."""
+        super().load_state_dict(state_dict)
+        self.milestones = Counter(self.milestones)
+
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
         return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
