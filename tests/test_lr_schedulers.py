@@ -5,6 +5,7 @@ identically, and PyTorch's argument errors.  Tests that need torch take
 the `torch` fixture; the closed-form checks at the end run without it.
 """
 
+import inspect
 import math
 import re
 
@@ -127,6 +128,16 @@ def assert_records_equal(got, want):
 def test_schedule_matches_torch(torch, name):
     (e_opt, e_sched), (t_opt, t_sched) = both(torch, SCHEDULES[name])
     assert_records_equal(run(e_opt, e_sched, 30), run(t_opt, t_sched, 30))
+
+
+@pytest.mark.parametrize("name", [n for n in lr_scheduler.__all__ if n != "LRScheduler"])
+def test_constructor_signature_matches_torch(torch, name):
+    def signature(function):
+        return [(p.name, p.kind, p.default)
+                for p in inspect.signature(function).parameters.values()]
+
+    assert signature(getattr(lr_scheduler, name)) == signature(
+        getattr(torch.optim.lr_scheduler, name))
 
 
 @pytest.mark.parametrize("name", ["OneCycleLR-cos", "OneCycleLR-three-phase",

@@ -6,6 +6,7 @@ round trips that continue identically, and PyTorch's argument errors.
 Tests that need torch take the `torch` fixture; the rest run without it.
 """
 
+import inspect
 import os
 import re
 import tempfile
@@ -116,6 +117,18 @@ def test_float32_matches_torch(torch, name):
     options = {"RMSprop": dict(centered=True, momentum=0.9), "RAdam": dict(betas=(0.9, 0.6))}
     step_both(torch, name, dict(options.get(name, {}), foreach=False), dtype=np.float32,
               rtol=1e-5, atol=1e-6)
+
+
+def signature(function):
+    """Parameter names, kinds and defaults (not annotations)."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
+                                  "Adamax", "NAdam", "RAdam", "LBFGS"])
+def test_constructor_signature_matches_torch(torch, name):
+    assert signature(getattr(optim, name)) == signature(getattr(torch.optim, name))
+    assert signature(getattr(optim, name).step) == signature(getattr(torch.optim, name).step)
 
 
 @pytest.mark.parametrize("name", ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",

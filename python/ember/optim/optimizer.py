@@ -47,6 +47,7 @@ def _use_grad(step):
             step(self)
         return loss
 
+    del wrapper.__wrapped__  # inspect.signature: step(self, closure=None), PyTorch's
     return wrapper
 
 
