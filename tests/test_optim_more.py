@@ -250,20 +250,21 @@ def rosenbrock(x):
 START = np.array([-1.2, 1.0, 0.5, -0.3])
 
 
+def rosenbrock_closure(opt, x):
+    """LBFGS's closure: zero the gradient, return rosenbrock(x) backpropagated."""
+    def evaluate():
+        opt.zero_grad()
+        loss = rosenbrock(x)
+        loss.backward()
+        return loss
+    return evaluate
+
+
 def lbfgs_pair(torch, **options):
     ex = nn.Parameter(ember.from_numpy(START.copy()))
     tx = torch.nn.Parameter(torch.from_numpy(START.copy()))
     e, t = optim.LBFGS([ex], **options), torch.optim.LBFGS([tx], **options)
-
-    def closure(opt, x):
-        def evaluate():
-            opt.zero_grad()
-            loss = rosenbrock(x)
-            loss.backward()
-            return loss
-        return evaluate
-
-    return (e, ex, closure(e, ex)), (t, tx, closure(t, tx))
+    return (e, ex, rosenbrock_closure(e, ex)), (t, tx, rosenbrock_closure(t, tx))
 
 
 def lbfgs_state_summary(opt, x):
@@ -299,18 +300,9 @@ def test_lbfgs_state_dict_round_trip_continues_like_torch(torch):
     """Two steps, the state through ember.save/ember.load into a fresh
     LBFGS over a copy of the parameter, two more steps: as torch going on."""
     options = dict(max_iter=4, history_size=3, line_search_fn="strong_wolfe")
-    (e, ex, _), (t, tx, torch_closure) = lbfgs_pair(torch, **options)
-
-    def closure_for(opt, x):
-        def evaluate():
-            opt.zero_grad()
-            loss = rosenbrock(x)
-            loss.backward()
-            return loss
-        return evaluate
-
+    (e, ex, ember_closure), (t, tx, torch_closure) = lbfgs_pair(torch, **options)
     for _ in range(2):
-        e.step(closure_for(e, ex))
+        e.step(ember_closure)
         t.step(torch_closure)
     copy = nn.Parameter(ex.detach().clone())
     resumed = optim.LBFGS([copy], **options)
@@ -319,7 +311,7 @@ def test_lbfgs_state_dict_round_trip_continues_like_torch(torch):
         ember.save(e.state_dict(), path)
         resumed.load_state_dict(ember.load(path))
     for _ in range(2):
-        resumed.step(closure_for(resumed, copy))
+        resumed.step(rosenbrock_closure(resumed, copy))
         t.step(torch_closure)
         np.testing.assert_allclose(copy.detach().numpy(), tx.detach().numpy(), rtol=1e-9,
                                    atol=1e-12)
@@ -333,30 +325,16 @@ def test_lbfgs_strong_wolfe_converges_on_rosenbrock():
     x = nn.Parameter(ember.tensor([-1.2, 1.0], dtype=ember.float64))
     opt = optim.LBFGS([x], max_iter=100, line_search_fn="strong_wolfe",
                       tolerance_grad=1e-10, tolerance_change=1e-14)
-
-    def closure():
-        opt.zero_grad()
-        loss = rosenbrock(x)
-        loss.backward()
-        return loss
-
     for _ in range(5):
-        opt.step(closure)
+        opt.step(rosenbrock_closure(opt, x))
     np.testing.assert_allclose(x.detach().numpy(), np.ones(2), atol=1e-6)
 
 
 def test_lbfgs_rejects_an_unknown_line_search():
     x = nn.Parameter(ember.from_numpy(START.copy()))
     opt = optim.LBFGS([x], line_search_fn="backtracking")
-
-    def closure():
-        opt.zero_grad()
-        loss = rosenbrock(x)
-        loss.backward()
-        return loss
-
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
-        opt.step(closure)
+        opt.step(rosenbrock_closure(opt, x))
 
 
 @pytest.mark.parametrize("name", ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"])
