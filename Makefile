@@ -55,6 +55,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # parameter containers, backward hooks, batch/instance/group/RMS norm,
 # recurrent layers and packed sequences, attention and transformers, and the
 # convolution layers over the C kernels, which test_conv_kernels.py covers).
+# test_optim_more.py and test_lr_schedulers.py: pure-Python optimizers and
+# schedulers over tensor ops the other suites measure.
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -74,7 +76,9 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_nn_attention.py \
                     --ignore=tests/test_nn_conv.py \
                     --ignore=tests/test_linalg_lapack.py \
-                    --ignore=tests/test_einsum.py
+                    --ignore=tests/test_einsum.py \
+                    --ignore=tests/test_optim_more.py \
+                    --ignore=tests/test_lr_schedulers.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).

@@ -2,14 +2,13 @@
 
 import ember
 
-from .optimizer import Optimizer, _use_grad
+from .optimizer import _check_fused, _check_lr, _lerp_, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["Adam"]
 
 
 def _check_adam_args(lr, betas, eps, weight_decay):
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
+    _check_lr(lr)
     if not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
@@ -20,12 +19,7 @@ def _check_adam_args(lr, betas, eps, weight_decay):
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
-def _scalar_dtype():
-    """The dtype of state["step"]: float64 under a float64 default, else float32."""
-    return ember.float64 if ember.get_default_dtype() == ember.float64 else ember.float32
-
-
-class Adam(Optimizer):
+class Adam(_PerParameterOptimizer):
     """PyTorch's Adam; the update at step t (per parameter p, gradient g):
 
         g = -g if maximize
@@ -47,51 +41,24 @@ class Adam(Optimizer):
                         capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-
-    def _init_state(self, param, amsgrad):
-        state = self.state[param]
-        if len(state) == 0:
-            state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
-            state["exp_avg"] = ember.zeros_like(param)
-            state["exp_avg_sq"] = ember.zeros_like(param)
-            if amsgrad:
-                state["max_exp_avg_sq"] = ember.zeros_like(param)
-        return state
-
-    @_use_grad
-    def step(self):
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
+    _setstate_defaults = {"amsgrad": False, "maximize": False,
+                          "decoupled_weight_decay": False}
 
     def _update(self, param, group):
-        state = self._init_state(param, group["amsgrad"])
+        buffers = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
+        state = self._lazy_state(param, buffers)
         beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
-        grad = -param.grad if group["maximize"] else param.grad
         state["step"].add_(1)
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _update_gradient(param, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        # exp_avg.lerp_(grad, 1 - beta1), written as PyTorch's lerp kernel
-        # computes it for a weight below 0.5: m + w * (g - m).
-        exp_avg.add_(grad - exp_avg, alpha=1 - beta1)
+        _lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         step = state["step"].item()
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step
-        step_size = lr / bias_correction1
+        step_size = group["lr"] / bias_correction1
         if group["amsgrad"]:
             ember.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
             second_moment = state["max_exp_avg_sq"]

@@ -47,7 +47,44 @@ def _use_grad(step):
             step(self)
         return loss
 
+    del wrapper.__wrapped__  # inspect.signature: step(self, closure=None), PyTorch's
     return wrapper
+
+
+def _get_scalar_dtype():
+    """The dtype of scalar state such as state["step"]: float64 under a
+    float64 default dtype, else float32 (PyTorch's rule)."""
+    return ember.float64 if ember.get_default_dtype() == ember.float64 else ember.float32
+
+
+def _scalar_state(value):
+    """A 0-d tensor of the scalar dtype, e.g. state["step"] = _scalar_state(0.0)."""
+    return ember.tensor(value, dtype=_get_scalar_dtype())
+
+
+def _lerp_(start, end, weight):
+    """start.lerp_(end, weight) as PyTorch's kernel computes it: from the
+    nearer end, so that the result is exact at weight 0 and weight 1."""
+    if abs(weight) < 0.5:
+        return start.add_(end - start, alpha=weight)
+    return start.copy_(end - (end - start).mul_(1 - weight))
+
+
+def _check_lr(lr):
+    if isinstance(lr, ember.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's checks of fused=True (which ember accepts and runs as the
+    single-tensor loop, the same update)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
 class Optimizer:
@@ -188,6 +225,59 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+class _PerParameterOptimizer(Optimizer):
+    """An optimizer whose update reads and writes one parameter (and its
+    state) at a time: step() calls self._update(param, group) for every
+    parameter that has a gradient.  foreach=True runs this same loop
+    (PyTorch's foreach kernels compute the same update on lists of tensors)."""
+
+    # Group flags that optimizers pickled by older versions may lack.
+    _setstate_defaults = {"maximize": False}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, default in self._setstate_defaults.items():
+                group.setdefault(key, default)
+
+    @_use_grad
+    def step(self):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    self._update(param, group)
+
+    def _update(self, param, group):
+        raise NotImplementedError
+
+    def _lazy_state(self, param, buffers, scalars=(("step", 0.0),)):
+        """self.state[param], filled on first use with the 0-d `scalars`
+        (key, initial value) and zero tensors like param named `buffers`,
+        in that order (the order of PyTorch's state_dict)."""
+        state = self.state[param]
+        if len(state) == 0:
+            for key, value in scalars:
+                state[key] = _scalar_state(value)
+            for key in buffers:
+                state[key] = ember.zeros_like(param)
+        return state
+
+
+def _update_gradient(param, group):
+    """The gradient an update uses: negated for group["maximize"]; with a
+    weight decay, either param shrunk in place by lr * weight_decay
+    (group["decoupled_weight_decay"], AdamW's) or weight_decay * param
+    added to the gradient (an L2 penalty)."""
+    grad = -param.grad if group["maximize"] else param.grad
+    weight_decay = group["weight_decay"]
+    if weight_decay != 0:
+        if group.get("decoupled_weight_decay", False):
+            param.mul_(1 - group["lr"] * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    return grad
 
 
 def _split_names(params):

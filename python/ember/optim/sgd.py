@@ -1,11 +1,11 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize."""
 
-from .optimizer import Optimizer, _use_grad
+from .optimizer import _check_fused, _check_lr, _PerParameterOptimizer, _update_gradient
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(_PerParameterOptimizer):
     """PyTorch's SGD; the update (per parameter p with gradient g):
 
         g = -g if maximize;  g = g + weight_decay * p
@@ -17,8 +17,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None,
                  differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -32,24 +31,12 @@ class SGD(Optimizer):
                         maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-
-    @_use_grad
-    def step(self):
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
+    _setstate_defaults = {"nesterov": False, "maximize": False}
 
     def _update(self, param, group):
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _update_gradient(param, group)
         momentum = group["momentum"]
         if momentum != 0:
             state = self.state[param]
