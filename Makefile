@@ -54,7 +54,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # so are the nn composites of issue 12 (activations, losses, nn.utils,
 # parameter containers, backward hooks, batch/instance/group/RMS norm,
 # recurrent layers and packed sequences, attention and transformers, and the
-# convolution layers over the C kernels, which test_conv_kernels.py covers).
+# convolution layers over the C kernels, which test_conv_kernels.py covers,
+# pooling, unfold/fold, interpolation).
 # test_optim_more.py and test_lr_schedulers.py: pure-Python optimizers and
 # schedulers over tensor ops the other suites measure.
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
@@ -75,6 +76,7 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_nn_rnn.py \
                     --ignore=tests/test_nn_attention.py \
                     --ignore=tests/test_nn_conv.py \
+                    --ignore=tests/test_nn_pooling.py \
                     --ignore=tests/test_linalg_lapack.py \
                     --ignore=tests/test_einsum.py \
                     --ignore=tests/test_optim_more.py \

@@ -1102,3 +1102,20 @@ conv_transpose1d = _autocast_policy("conv_transpose1d")(conv_transpose1d)
 conv_transpose2d = _autocast_policy("conv_transpose2d")(conv_transpose2d)
 
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
+
+from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402
+                       adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
+                       fold, interpolate, max_pool1d, max_pool2d, pixel_shuffle,
+                       pixel_unshuffle, unfold)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+__all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "fold", "interpolate",
+            "max_pool1d", "max_pool2d", "pixel_shuffle", "pixel_unshuffle", "unfold",
+            "upsample"]

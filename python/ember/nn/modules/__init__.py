@@ -6,7 +6,9 @@ from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .dropout import Dropout
-from .flatten import Flatten
+from .flatten import Flatten, Unflatten
+from .pooling import *  # noqa: F401,F403
+from .pooling import __all__ as _pooling_all
 from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .distance import CosineSimilarity, PairwiseDistance
@@ -26,4 +28,5 @@ __all__ = [
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d",
     "ConvTranspose1d", "ConvTranspose2d",
-] + list(_activation_all) + list(_loss_all) + list(_normalization_all)
+    "Unflatten",
+] + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)

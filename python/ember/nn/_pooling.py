@@ -1,0 +1,419 @@
+"""Pooling, unfold/fold, interpolation and pixel shuffles for
+ember.nn.functional, as composites of ember operators (autograd
+differentiates them).
+
+Fixed-window pooling reads every window through a view: pad, then
+`unfold` along the two spatial dims gives (N, C, out_h, out_w, kh, kw)
+without copying, and a reduction over the window's elements finishes the
+job.  Adaptive pooling and linear interpolation are linear maps along each
+spatial dim, so they are products with small (out x in) matrices built
+once per call.  Kernels in C for the speed goals are future work (issue 12).
+"""
+
+import math
+
+import ember
+
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "unfold",
+           "fold", "interpolate", "pixel_shuffle", "pixel_unshuffle"]
+
+
+def _pair(value):
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(value)
+    return value * 2 if len(value) == 1 else value
+
+
+def _out_size(size, kernel, stride, pad, dilation, ceil_mode):
+    """PyTorch's pooling output size; with ceil_mode the last window must
+    start inside the input or its left padding."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _windows(input, kernel, stride, padding, dilation, out_size, fill):
+    """(N, C, out_h, out_w, kh, kw): every pooling window, padded with `fill`."""
+    pads = []
+    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out_size)):
+        size = input.shape[2 + dim]
+        needed = (o - 1) * s + d * (k - 1) + 1   # the padded extent the windows read
+        pads.append((p, max(needed - size - p, 0)))
+    padded = _pad_value(input, pads, fill)
+    windows = padded
+    for dim, (k, s, d) in enumerate(zip(kernel, stride, dilation)):
+        windows = windows.unfold(2 + dim, d * (k - 1) + 1, s)
+    if any(d != 1 for d in dilation):
+        windows = windows[..., ::dilation[0], ::dilation[1]]
+    return windows[:, :, :out_size[0], :out_size[1]]
+
+
+def _pad_value(input, pads, fill):
+    from ._convolution import pad
+    amounts = []
+    for before, after in reversed(pads):
+        amounts += [before, after]
+    return pad(input, amounts, value=fill) if any(amounts) else input
+
+
+def _spatial_input(name, input, dims):
+    """(batched input, was it unbatched?)."""
+    if input.dim() not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{name}: Expected {dims + 1}D or {dims + 2}D (batch mode) tensor "
+                           f"with optional 0 dim batch size for input, but got: "
+                           f"{list(input.shape)}")
+    unbatched = input.dim() == dims + 1
+    return (input.unsqueeze(0) if unbatched else input), unbatched
+
+
+def _check_pool(kernel, stride, padding, dilation):
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel_size must be greater than zero, but got kH: {kernel[0]} "
+                           f"kW: {kernel[1]}")
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {stride[0]} "
+                           f"dW: {stride[1]}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: "
+                           f"{dilation[0]} dilationW: {dilation[1]}")
+    for k, p, d in zip(kernel, padding, dilation):
+        if p < 0 or p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The largest element of each window; with return_indices also its
+    flat index in the input's (H, W) plane, as PyTorch's."""
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None or stride == [] else _pair(stride)
+    padding, dilation = _pair(padding), _pair(dilation)
+    _check_pool(kernel, stride, padding, dilation)
+    x, unbatched = _spatial_input("max_pool2d", input, 2)
+    out_size = [_out_size(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i],
+                          ceil_mode) for i in range(2)]
+    if any(o <= 0 for o in out_size):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
+                           f"Calculated output size: ({x.shape[1]}x{out_size[0]}x"
+                           f"{out_size[1]}). Output size is too small")
+    windows = _windows(x, kernel, stride, padding, dilation, out_size, float("-inf"))
+    flat = windows.reshape(*windows.shape[:4], kernel[0] * kernel[1])
+    values, local = flat.max(-1)
+    if unbatched:
+        values = values.squeeze(0)
+    if not return_indices:
+        return values
+    indices = _input_indices(local, x.shape[3], kernel, stride, padding, dilation, out_size)
+    return values, (indices.squeeze(0) if unbatched else indices)
+
+
+def _input_indices(local, width, kernel, stride, padding, dilation, out_size):
+    """Window-local argmax positions -> flat indices into the input plane."""
+    oy = ember.arange(out_size[0]).reshape(-1, 1) * stride[0] - padding[0]
+    ox = ember.arange(out_size[1]).reshape(1, -1) * stride[1] - padding[1]
+    row = oy + (local // kernel[1]) * dilation[0]
+    col = ox + (local % kernel[1]) * dilation[1]
+    return row * width + col
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    x, unbatched = _spatial_input("max_pool1d", input, 1)
+    stride = kernel_size if stride is None or stride == [] else stride
+    result = max_pool2d(x.unsqueeze(2), (1, _one(kernel_size)), (1, _one(stride)),
+                        (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        values, indices = result
+        values, indices = values.squeeze(2), indices.squeeze(2)
+        return (values.squeeze(0), indices.squeeze(0)) if unbatched else (values, indices)
+    result = result.squeeze(2)
+    return result.squeeze(0) if unbatched else result
+
+
+def _one(value):
+    if isinstance(value, (tuple, list)):
+        (value,) = value
+    return value
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean of each window: divided by divisor_override, else by the
+    window's size within the padded input (count_include_pad) or within the
+    input alone."""
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None or stride == [] else _pair(stride)
+    padding = _pair(padding)
+    _check_pool(kernel, stride, padding, (1, 1))
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    x, unbatched = _spatial_input("avg_pool2d", input, 2)
+    out_size = [_out_size(x.shape[2 + i], kernel[i], stride[i], padding[i], 1, ceil_mode)
+                for i in range(2)]
+    windows = _windows(x, kernel, stride, padding, (1, 1), out_size, 0.0)
+    total = windows.sum((-2, -1))
+    if divisor_override is not None:
+        result = total / divisor_override
+    else:
+        counts = [_window_counts(x.shape[2 + i], kernel[i], stride[i], padding[i],
+                                 out_size[i], count_include_pad) for i in range(2)]
+        divisor = ember.tensor(counts[0], dtype=x.dtype).reshape(-1, 1) * \
+            ember.tensor(counts[1], dtype=x.dtype).reshape(1, -1)
+        result = total / divisor
+    return result.squeeze(0) if unbatched else result
+
+
+def _window_counts(size, kernel, stride, pad, out, include_pad):
+    """Per output position along one dim: how many elements its window
+    averages (PyTorch's pool_size)."""
+    counts = []
+    for o in range(out):
+        start = o * stride - pad
+        end = min(start + kernel, size + pad)
+        if include_pad:
+            counts.append(end - start)
+        else:
+            counts.append(min(end, size) - max(start, 0))
+    return counts
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    x, unbatched = _spatial_input("avg_pool1d", input, 1)
+    stride = kernel_size if stride is None or stride == [] else stride
+    result = avg_pool2d(x.unsqueeze(2), (1, _one(kernel_size)), (1, _one(stride)),
+                        (0, _one(padding)), ceil_mode, count_include_pad).squeeze(2)
+    return result.squeeze(0) if unbatched else result
+
+
+# ---- adaptive pooling ------------------------------------------------------------
+
+def _adaptive_bounds(size, out):
+    """PyTorch's window [start, end) of each output position along one dim."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _averaging_matrix(size, out, dtype):
+    rows = []
+    for start, end in _adaptive_bounds(size, out):
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
+    return ember.tensor(rows, dtype=dtype).reshape(out, size)
+
+
+def _adaptive_sizes(input, output_size):
+    sizes = _pair(output_size)
+    return [input.shape[-2 + i] if s is None else s for i, s in enumerate(sizes)]
+
+
+def adaptive_avg_pool2d(input, output_size):
+    x, unbatched = _spatial_input("adaptive_avg_pool2d", input, 2)
+    out_h, out_w = _adaptive_sizes(x, output_size)
+    rows = _averaging_matrix(x.shape[2], out_h, x.dtype)
+    cols = _averaging_matrix(x.shape[3], out_w, x.dtype)
+    result = ember.matmul(ember.matmul(rows, x), cols.t())
+    return result.squeeze(0) if unbatched else result
+
+
+def adaptive_avg_pool1d(input, output_size):
+    x, unbatched = _spatial_input("adaptive_avg_pool1d", input, 1)
+    result = ember.matmul(x, _averaging_matrix(x.shape[2], _one(output_size), x.dtype).t())
+    return result.squeeze(0) if unbatched else result
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    x, unbatched = _spatial_input("adaptive_max_pool2d", input, 2)
+    out_h, out_w = _adaptive_sizes(x, output_size)
+    width = x.shape[3]
+    values, indices = [], []
+    for top, bottom in _adaptive_bounds(x.shape[2], out_h):
+        row_values, row_indices = [], []
+        for left, right in _adaptive_bounds(width, out_w):
+            window = x[:, :, top:bottom, left:right]
+            best, local = window.reshape(*window.shape[:2], -1).max(-1)
+            row_values.append(best)
+            span = right - left
+            row_indices.append((top + local // span) * width + left + local % span)
+        values.append(ember.stack(row_values, -1))
+        indices.append(ember.stack(row_indices, -1))
+    values, indices = ember.stack(values, -2), ember.stack(indices, -2)
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    x, unbatched = _spatial_input("adaptive_max_pool1d", input, 1)
+    values, indices = adaptive_max_pool2d(x.unsqueeze(2), (1, _one(output_size)), True)
+    values, indices = values.squeeze(2), indices.squeeze(2)
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+# ---- unfold and fold ------------------------------------------------------------
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C * kh * kw, L): every sliding block as a column (im2col)."""
+    kernel, dilation = _pair(kernel_size), _pair(dilation)
+    padding, stride = _pair(padding), _pair(stride)
+    x, unbatched = _spatial_input("unfold", input, 2)
+    out_size = [_out_size(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i], False)
+                for i in range(2)]
+    windows = _windows(x, kernel, stride, padding, dilation, out_size, 0.0)
+    n, c = x.shape[0], x.shape[1]
+    columns = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kernel[0] * kernel[1],
+                                                         out_size[0] * out_size[1])
+    return columns.squeeze(0) if unbatched else columns
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The inverse layout of unfold, summing where blocks overlap (col2im)."""
+    out_h, out_w = _pair(output_size)
+    kernel, dilation = _pair(kernel_size), _pair(dilation)
+    padding, stride = _pair(padding), _pair(stride)
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    blocks = [_out_size(size, k, s, p, d, False) for size, k, s, p, d in
+              zip((out_h, out_w), kernel, stride, padding, dilation)]
+    n, columns, length = x.shape
+    if columns % (kernel[0] * kernel[1]) != 0 or length != blocks[0] * blocks[1]:
+        raise RuntimeError(f"Expected size of input's dimension 2 to match the calculated "
+                           f"number of sliding blocks {blocks[0]} * {blocks[1]} = "
+                           f"{blocks[0] * blocks[1]}, but got input.size(2)={length}.")
+    channels = columns // (kernel[0] * kernel[1])
+    padded_h, padded_w = out_h + 2 * padding[0], out_w + 2 * padding[1]
+    targets = []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            for by in range(blocks[0]):
+                for bx in range(blocks[1]):
+                    y = by * stride[0] + i * dilation[0]
+                    xx = bx * stride[1] + j * dilation[1]
+                    targets.append(y * padded_w + xx)
+    index = ember.tensor(targets, dtype=ember.int64).reshape(1, 1, -1).expand(
+        n, channels, len(targets))
+    values = x.reshape(n, channels, -1)
+    image = ember.zeros((n, channels, padded_h * padded_w), dtype=x.dtype).scatter_add(
+        2, index, values).reshape(n, channels, padded_h, padded_w)
+    image = image[:, :, padding[0]:padding[0] + out_h, padding[1]:padding[1] + out_w]
+    return image.squeeze(0) if unbatched else image
+
+
+# ---- interpolation ------------------------------------------------------------
+
+def _target_sizes(input, size, scale_factor, dims):
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined" if size is None
+                         else "only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = [size] * dims if isinstance(size, int) else list(size)
+        if len(sizes) != dims:
+            raise ValueError(f"Input and output must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{list(input.shape[2:])} and output size of {sizes}. Please "
+                             f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             f"output size in (o1, o2, ...,oK) format.")
+        return sizes, [None] * dims
+    scales = [scale_factor] * dims if isinstance(scale_factor, (int, float)) \
+        else list(scale_factor)
+    return [int(math.floor(n * s)) for n, s in zip(input.shape[2:], scales)], scales
+
+
+def _nearest_indices(size, out, scale, exact):
+    ratio = (1.0 / scale) if scale is not None else size / out
+    if exact:
+        return [min(int(math.floor((o + 0.5) * ratio)), size - 1) for o in range(out)]
+    return [min(int(math.floor(o * ratio)), size - 1) for o in range(out)]
+
+
+def _linear_matrix(size, out, scale, align_corners, dtype):
+    """(out x size) weights of linear interpolation along one dim."""
+    rows = []
+    for o in range(out):
+        if align_corners:
+            source = o * (size - 1) / (out - 1) if out > 1 else 0.0
+        else:
+            ratio = (1.0 / scale) if scale is not None else size / out
+            source = max((o + 0.5) * ratio - 0.5, 0.0)
+        low = min(int(math.floor(source)), size - 1)
+        high = min(low + 1, size - 1)
+        weight = source - low
+        row = [0.0] * size
+        row[low] += 1.0 - weight
+        row[high] += weight
+        rows.append(row)
+    return ember.tensor(rows, dtype=dtype).reshape(out, size)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resizes the spatial dims: 'nearest', 'nearest-exact', 'linear' (3-D)
+    and 'bilinear' (4-D)."""
+    dims = input.dim() - 2
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("ember.nn.functional.interpolate: antialias=True is not "
+                                  "implemented")
+    sizes, scales = _target_sizes(input, size, scale_factor, dims)
+    if recompute_scale_factor:
+        scales = [None] * dims
+    if mode in ("nearest", "nearest-exact"):
+        output = input
+        for i in range(dims):
+            picks = _nearest_indices(input.shape[2 + i], sizes[i], scales[i],
+                                     mode == "nearest-exact")
+            output = output.index_select(2 + i, ember.tensor(picks, dtype=ember.int64))
+        return output
+    expected = {"linear": 1, "bilinear": 2}
+    if mode not in expected:
+        raise NotImplementedError(f"ember.nn.functional.interpolate: mode '{mode}' is not "
+                                  f"implemented")
+    if dims != expected[mode]:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                  f"{expected[mode] + 2}D input")
+    align = bool(align_corners)
+    output = input
+    for i in range(dims):
+        weights = _linear_matrix(input.shape[2 + i], sizes[i], scales[i], align, input.dtype)
+        moved = output.transpose(2 + i, output.dim() - 1)
+        output = ember.matmul(moved, weights.t()).transpose(2 + i, output.dim() - 1)
+    return output
+
+
+# ---- pixel shuffles ----------------------------------------------------------------
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    r = upscale_factor
+    *batch, channels, height, width = input.shape
+    if channels % (r * r) != 0:
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)="
+                           f"{channels} is not divisible by {r * r}")
+    c = channels // (r * r)
+    x = input.reshape(-1, c, r, r, height, width).permute(0, 1, 4, 2, 5, 3)
+    return x.reshape(*batch, c, height * r, width * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    r = downscale_factor
+    *batch, channels, height, width = input.shape
+    if height % r or width % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={height} is not divisible "
+                           f"by {r}" if height % r else
+                           f"pixel_unshuffle expects width to be divisible by "
+                           f"downscale_factor, but input.size(-1)={width} is not divisible "
+                           f"by {r}")
+    x = input.reshape(-1, channels, height // r, r, width // r, r).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(*batch, channels * r * r, height // r, width // r)
