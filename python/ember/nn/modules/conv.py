@@ -100,11 +100,13 @@ class _Conv(_ConvNd):
                  dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, 0, device, dtype)
+        self._reversed_padding_repeated_twice = tuple(self._explicit_padding())
 
     def _explicit_padding(self):
-        """F.pad's argument for a non-zero padding mode: last dim first."""
+        """F.pad's argument for a non-zero padding mode: last dim first
+        (PyTorch keeps it as _reversed_padding_repeated_twice)."""
         if self.padding == "valid":
-            return None
+            return [0, 0] * self._spatial
         if self.padding == "same":
             amounts = []
             for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
@@ -114,15 +116,15 @@ class _Conv(_ConvNd):
         return [p for p in reversed(self.padding) for _ in range(2)]
 
     def forward(self, input):
-        conv = F.conv1d if self._spatial == 1 else F.conv2d
+        padding = self.padding
         if self.padding_mode != "zeros":
-            amounts = self._explicit_padding()
-            if amounts is not None:
-                input = F.pad(input, amounts, mode=self.padding_mode)
-            return conv(input, self.weight, self.bias, self.stride, 0, self.dilation,
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            padding = 0
+        if self._spatial == 1:
+            return F.conv1d(input, self.weight, self.bias, self.stride, padding,
+                            self.dilation, self.groups)
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
-        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                    self.groups)
 
 
 class Conv1d(_Conv):
