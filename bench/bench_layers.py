@@ -1,0 +1,107 @@
+"""The layers of issue 12: ember against PyTorch, side by side, forward +
+backward, one thread (and two with --threads 2).
+
+Prints, per case, the best time (milliseconds) of ember and of PyTorch and
+their ratio ember / torch with the issue's goal (at most 1.0x for each).
+The two take turns within each round, so a noisy machine slows them alike.
+
+    PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
+
+--quick runs smaller shapes (a smoke run; the issue's goals are stated
+for the full ones).
+"""
+
+import os
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads it
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def conv_case(lib, batch, channels, size, kernel):
+    conv = lib.nn.Conv2d(channels, channels, kernel, padding=kernel // 2)
+    x = lib.randn(batch, channels, size, size, requires_grad=True)
+    return lambda: conv(x).sum().backward()
+
+
+def maxpool_case(lib, batch, channels, size):
+    x = lib.randn(batch, channels, size, size, requires_grad=True)
+    return lambda: lib.nn.functional.max_pool2d(x, 2).sum().backward()
+
+
+def batchnorm_case(lib, batch, channels, size):
+    norm = lib.nn.BatchNorm2d(channels)
+    x = lib.randn(batch, channels, size, size, requires_grad=True)
+    return lambda: norm(x).sum().backward()
+
+
+def lstm_case(lib, seq, batch, hidden):
+    lstm = lib.nn.LSTM(hidden, hidden, num_layers=2)
+    x = lib.randn(seq, batch, hidden, requires_grad=True)
+    return lambda: lstm(x)[0].sum().backward()
+
+
+def attention_case(lib, batch, heads, seq, dim):
+    q, k, v = (lib.randn(batch, heads, seq, dim, requires_grad=True) for _ in range(3))
+    return lambda: lib.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=True).sum().backward()
+
+
+def cases(quick):
+    batch = 4 if quick else 32
+    yield "conv2d 3x3 64ch 56x56", conv_case, (batch, 64, 28 if quick else 56, 3)
+    yield "conv2d 3x3 256ch 14x14", conv_case, (batch, 256, 14, 3)
+    yield "conv2d 5x5 32ch 28x28 (MNIST-style)", conv_case, (batch, 32, 28, 5)
+    yield "max_pool2d 64ch 56x56", maxpool_case, (batch, 64, 56)
+    yield "batch_norm2d 64ch 56x56", batchnorm_case, (batch, 64, 56)
+    yield "LSTM 2x256 seq 35 batch 20", lstm_case, (35, 20, 128 if quick else 256)
+    yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
+
+
+def best_time(fn, rounds):
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main():
+    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    quick = "--quick" in sys.argv
+    ember.set_num_threads(threads)
+    if torch is not None:
+        torch.set_num_threads(threads)
+    print(f"layers, forward + backward, {threads} thread(s); times in ms (best of rounds)")
+    print(f"{'case':40s} {'ember':>9s} {'torch':>9s} {'ratio':>7s}  goal")
+    for name, make, args in cases(quick):
+        ember.manual_seed(0)
+        ours = make(ember, *args)
+        ours()
+        rounds = 3 if quick else 5
+        ember_time = best_time(ours, rounds)
+        if torch is None:
+            print(f"{name:40s} {ember_time * 1e3:9.2f} {'-':>9s} {'-':>7s}  (torch not installed)")
+            continue
+        torch.manual_seed(0)
+        theirs = make(torch, *args)
+        theirs()
+        torch_time = best_time(theirs, rounds)
+        ratio = ember_time / torch_time
+        verdict = "met" if ratio <= 1.0 else "missed"
+        print(f"{name:40s} {ember_time * 1e3:9.2f} {torch_time * 1e3:9.2f} {ratio:6.2f}x  "
+              f"<= 1.0x {verdict}")
+
+
+if __name__ == "__main__":
+    main()
