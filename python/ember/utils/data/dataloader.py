@@ -288,10 +288,22 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return self._data_queue.get(timeout=wait)
             except queue.Empty:
                 self._check_workers_alive()
-            except (OSError, EOFError, ConnectionError):
-                # A message cut off by a worker that died while sending it.
-                self._check_workers_alive()
+            except (OSError, EOFError) as error:
+                # A batch whose shared memory was to be served by a worker
+                # that died (or a message it died writing): name the worker.
+                self._wait_for_a_dead_worker()
+                try:
+                    self._check_workers_alive()
+                except RuntimeError as dead:
+                    raise dead from error
                 raise
+
+    def _wait_for_a_dead_worker(self, patience=5 * MP_STATUS_CHECK_INTERVAL):
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline:
+            if any(not w.is_alive() for w in self._workers):
+                return
+            time.sleep(MP_STATUS_CHECK_INTERVAL / 10)
 
     def _next_data(self):
         while True:
