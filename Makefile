@@ -47,6 +47,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # The memory-safety suites of issue 11 (re-entrancy, threads, the API and
 # file fuzzers) run their cases in child processes and look for crashes and
 # wrong results, not reference counts: the ASan gate runs them.
+# test_data_loader.py tests the pure-Python ember.utils.data (its C, the
+# shared-memory storages, is test_shared_memory.py's, which stays in).
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -57,7 +59,8 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_reentrancy.py \
                     --ignore=tests/test_threads.py \
                     --ignore=tests/test_api_fuzz.py \
-                    --ignore=tests/test_file_fuzz.py
+                    --ignore=tests/test_file_fuzz.py \
+                    --ignore=tests/test_data_loader.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).

@@ -96,17 +96,20 @@ class WeightedRandomSampler(Sampler):
                                       else weights)]
         if any(isinstance(w, list) for w in weights):
             raise ValueError("weights should be a 1d sequence")
-        if not replacement and num_samples > len(weights):
-            raise RuntimeError(
-                "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        if any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         self.weights = weights
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self):
+        if not self.replacement and self.num_samples > len(self.weights):
+            raise RuntimeError(
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        if any(w < 0 for w in self.weights):
+            raise RuntimeError(
+                "invalid multinomial distribution (encountering probability entry < 0)")
+        if sum(self.weights) <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         yield from _random.multinomial(self.weights, self.num_samples, self.replacement,
                                        self.generator)
 
