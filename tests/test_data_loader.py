@@ -415,3 +415,13 @@ def test_bad_arguments_as_torch(torch, call):
     with pytest.raises(type(theirs.value), match=str(theirs.value).replace("(", r"\(")
                        .replace(")", r"\)").replace(".", r"\.")):
         call(ember.utils.data)
+
+
+def test_loader_attributes_as_torch(torch):
+    for kwargs in (dict(batch_size=3), dict(batch_sampler=[[0, 1]]), dict(batch_size=None),
+                   dict(batch_size=2, drop_last=True), dict(shuffle=True)):
+        ours = DataLoader(range(5), **kwargs)
+        theirs = torch.utils.data.DataLoader(range(5), **kwargs)
+        assert (ours.batch_size, ours.drop_last, len(ours)) == \
+            (theirs.batch_size, theirs.drop_last, len(theirs))
+        assert type(ours.sampler).__name__ == type(theirs.sampler).__name__

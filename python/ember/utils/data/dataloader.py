@@ -69,13 +69,9 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self.generator = generator
         self._is_iterable = isinstance(dataset, IterableDataset)
-        sampler, batch_sampler = self._check_sampling(
-            shuffle, sampler, batch_sampler, batch_size, drop_last, generator)
-        self.sampler = sampler
-        self.batch_sampler = batch_sampler
-        self.batch_size = batch_size if batch_sampler is None or batch_size is None \
-            else batch_sampler.batch_size if isinstance(batch_sampler, BatchSampler) else None
-        self.drop_last = drop_last
+        (self.sampler, self.batch_sampler, self.batch_size,
+         self.drop_last) = self._check_sampling(shuffle, sampler, batch_sampler,
+                                                batch_size, drop_last, generator)
         self.collate_fn = collate_fn if collate_fn is not None else (
             default_collate if self._auto_collation else default_convert)
         self._iterator = None
@@ -111,7 +107,7 @@ class DataLoader:
                 sampler = SequentialSampler(self.dataset)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
-        return sampler, batch_sampler
+        return sampler, batch_sampler, batch_size, drop_last
 
     @property
     def _auto_collation(self):
