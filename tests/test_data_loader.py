@@ -425,3 +425,11 @@ def test_loader_attributes_as_torch(torch):
         assert (ours.batch_size, ours.drop_last, len(ours)) == \
             (theirs.batch_size, theirs.drop_last, len(theirs))
         assert type(ours.sampler).__name__ == type(theirs.sampler).__name__
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_other_start_methods(context):
+    data = TensorDataset(ember.arange(20.).view(10, 2))
+    batches = [b[0][:, 0].tolist() for b in DataLoader(
+        data, batch_size=4, num_workers=2, multiprocessing_context=context)]
+    assert batches == [[0.0, 2.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0], [16.0, 18.0]]

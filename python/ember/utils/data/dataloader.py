@@ -210,7 +210,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 args=(self._is_iterable, self._dataset, index_queue, self._data_queue,
                       self._done_event, self._auto_collation, self._collate_fn,
                       self._drop_last, self._base_seed, self._worker_init_fn, i,
-                      self._num_workers, os.getpid()),
+                      self._num_workers),
                 daemon=True)
             process.start()
             self._index_queues.append(index_queue)

@@ -95,14 +95,18 @@ def create_fetcher(is_iterable, dataset, auto_collation, collate_fn, drop_last):
 
 
 def _loader_is_gone(parent_pid):
+    # A worker whose parent dies is adopted by another process.  (The
+    # parent is the loader's process under fork and spawn, the fork server
+    # under forkserver, which lives as long as the loader's process.)
     return os.getppid() != parent_pid
 
 
 def worker_loop(is_iterable, dataset, index_queue, data_queue, done_event,
                 auto_collation, collate_fn, drop_last, base_seed, init_fn,
-                worker_id, num_workers, parent_pid):
+                worker_id, num_workers):
     from . import ExceptionWrapper, MP_STATUS_CHECK_INTERVAL
     global _worker_info
+    parent_pid = os.getppid()
     try:
         seed = base_seed + worker_id
         _seed_everything(seed, worker_id, base_seed)
