@@ -433,3 +433,16 @@ def test_other_start_methods(context):
     batches = [b[0][:, 0].tolist() for b in DataLoader(
         data, batch_size=4, num_workers=2, multiprocessing_context=context)]
     assert batches == [[0.0, 2.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0], [16.0, 18.0]]
+
+
+def test_an_abandoned_iterator_stops_its_workers():
+    import gc
+    import multiprocessing
+    loader = DataLoader(range(100), batch_size=2, num_workers=2, pin_memory=True,
+                        prefetch_factor=3)
+    iterator = iter(loader)
+    assert next(iterator).tolist() == [0, 1]
+    assert len(multiprocessing.active_children()) == 2
+    del iterator
+    gc.collect()
+    assert multiprocessing.active_children() == []
