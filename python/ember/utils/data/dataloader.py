@@ -147,12 +147,10 @@ class _BaseDataLoaderIter:
         self._index_sampler = loader._index_sampler
         self._collate_fn = loader.collate_fn
         self._timeout = loader.timeout
-        self._num_yielded = 0
         self._reset(loader, first_iter=True)
 
     def _reset(self, loader, first_iter=False):
         self._sampler_iter = iter(self._index_sampler)
-        self._num_yielded = 0
         self._base_seed = _random.draw_seed(loader.generator)
 
     def __iter__(self):
@@ -165,9 +163,7 @@ class _BaseDataLoaderIter:
         return next(self._sampler_iter)
 
     def __next__(self):
-        data = self._next_data()
-        self._num_yielded += 1
-        return data
+        return self._next_data()
 
 
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
