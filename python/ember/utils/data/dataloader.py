@@ -200,7 +200,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._shutdown = False
         for i in range(self._num_workers):
             index_queue = ctx.Queue()
-            index_queue.cancel_join_thread()  # its items are only indices
             process = ctx.Process(
                 target=_worker.worker_loop,
                 args=(self._is_iterable, self._dataset, index_queue, self._data_queue,
@@ -343,12 +342,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if process.is_alive():
                 process.terminate()
                 process.join()
-        for q in self._index_queues + [self._data_queue]:
-            q.cancel_join_thread()
-            q.close()
-        self._data_queue.join_thread()
-        for process in self._workers:
             process.close()
+        # Our end of each pipe closes now, not whenever a traceback that
+        # holds this iterator lets go: a queue's writer closes with its
+        # feeder thread (joined: the workers are gone, so it cannot block
+        # on a full pipe), the rest with the objects (the processes hold
+        # the queues too, in their arguments).
+        for q in self._index_queues + [self._data_queue]:
+            q.close()
+            q.join_thread()
+        self._index_queues, self._workers, self._data_queue = [], [], None
 
     def __del__(self):
         self._shutdown_workers()
