@@ -93,3 +93,4 @@ def numel(input):
 
 from . import nn, optim  # noqa: E402,F401  (ember.nn, ember.optim as in torch)
 from . import jit  # noqa: E402,F401  (ember.jit.script, trace, save, load)
+from . import multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)
