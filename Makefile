@@ -58,6 +58,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # pooling, unfold/fold, interpolation, and the three training programs).
 # test_optim_more.py and test_lr_schedulers.py: pure-Python optimizers and
 # schedulers over tensor ops the other suites measure.
+# test_data_loader.py tests the pure-Python ember.utils.data (its C, the
+# shared-memory storages, is test_shared_memory.py's, which stays in).
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -81,7 +83,8 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_linalg_lapack.py \
                     --ignore=tests/test_einsum.py \
                     --ignore=tests/test_optim_more.py \
-                    --ignore=tests/test_lr_schedulers.py
+                    --ignore=tests/test_lr_schedulers.py \
+                    --ignore=tests/test_data_loader.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).
@@ -147,7 +150,7 @@ help:
 	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
 	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
 	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs)"
-	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_jit, bench_einsum (installs the bench extras)"
+	@echo "make bench          the side-by-side benchmarks in bench/ (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
 	@echo "make leak-refs      debug CPython, pytest --refleaks $(LEAK_REFS_RUNS) \$$(LEAK_REFS_TESTS)"
@@ -233,6 +236,8 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_autograd.py
 	$(BENCH_ENV) $(VPY) bench/bench_jit.py
 	$(BENCH_ENV) $(VPY) bench/bench_einsum.py
+	$(BENCH_ENV) $(VPY) bench/bench_data.py
+	$(BENCH_ENV) $(VPY) bench/bench_layers.py
 
 # --- leak gates ---------------------------------------------------------------
 

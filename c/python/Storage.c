@@ -117,6 +117,116 @@ THPStorage_repr(PyObject *self)
         storage->read_only ? ", read-only" : "");
 }
 
+/* ---- shared memory (THShared.h) ------------------------------------------
+ *
+ * The Python half of Note [Shared memory by file descriptor]: moving a
+ * storage into shared memory, the descriptor behind it, and making a
+ * storage from a descriptor another process sent.  PyTorch's names:
+ * share_memory_(), is_shared(), and the private _share_fd_cpu_(),
+ * _new_shared_fd_cpu(fd, size) and _new_shared(size) that
+ * torch.multiprocessing.reductions uses. */
+
+static PyObject *
+THPStorage_share_memory_(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (THStorage_shareInPlace(((THPStorage *)self)->cdata) < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    Py_INCREF(self); /* returned: a new reference */
+    return self;
+}
+
+static PyObject *
+THPStorage_is_shared(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(THStorage_isShared(((THPStorage *)self)->cdata));
+}
+
+/* (fd, nbytes), after moving the bytes into shared memory if need be.
+ * The descriptor stays the storage's: dup it to keep it longer. */
+static PyObject *
+THPStorage_share_fd(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    THStorage *storage = ((THPStorage *)self)->cdata;
+    if (THStorage_shareInPlace(storage) < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return Py_BuildValue("(iL)", THStorage_sharedFd(storage),
+                         (long long)storage->nbytes);
+}
+
+/* Wraps a new storage from the core (NULL: its error). */
+static PyObject *
+wrap_new_storage(THStorage *storage)
+{
+    if (storage == NULL) {
+        return THPUtils_setErrorFromTH();
+    }
+    PyObject *result = THPStorage_New(storage);
+    THStorage_release(storage); /* THPStorage_New took its own reference */
+    return result;
+}
+
+static PyObject *
+THPStorage_new_shared_fd(PyObject *cls, PyObject *args)
+{
+    (void)cls;
+    int fd;
+    long long nbytes;
+    if (!PyArg_ParseTuple(args, "iL:_new_shared_fd_cpu", &fd, &nbytes)) {
+        return NULL;
+    }
+    return wrap_new_storage(THStorage_newSharedFromFd(fd, nbytes));
+}
+
+static PyObject *
+THPStorage_new_shared(PyObject *cls, PyObject *args)
+{
+    (void)cls;
+    long long nbytes;
+    if (!PyArg_ParseTuple(args, "L:_new_shared", &nbytes)) {
+        return NULL;
+    }
+    return wrap_new_storage(THStorage_newShared(nbytes));
+}
+
+/* A tensor viewing this storage: _tensor(dtype, storage_offset, size,
+ * stride), what Tensor.set_(storage, offset, size, stride) on an empty
+ * tensor gives in PyTorch.  Bounds are checked by the core. */
+static PyObject *
+THPStorage_tensor(PyObject *self, PyObject *args)
+{
+    PyObject *dtype_obj, *size_obj, *stride_obj;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "OLOO:_tensor", &dtype_obj, &offset,
+                          &size_obj, &stride_obj)) {
+        return NULL;
+    }
+    THDtype dtype;
+    int64_t sizes[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    if (THPDtype_Parse(dtype_obj, &dtype) < 0) {
+        return NULL;
+    }
+    int ndim = THPUtils_parseSizeSequence("_tensor", size_obj, sizes);
+    if (ndim < 0) {
+        return NULL;
+    }
+    int nstrides = THPUtils_parseSizeSequence("_tensor", stride_obj, strides);
+    if (nstrides < 0) {
+        return NULL;
+    }
+    if (nstrides != ndim) {
+        PyErr_Format(PyExc_RuntimeError, "mismatch in length of strides and "
+                     "shape");
+        return NULL;
+    }
+    return THPVariable_Wrap(THTensor_newWithStorage(
+        ((THPStorage *)self)->cdata, offset, ndim, sizes, strides, dtype));
+}
+
 /* ---- buffer protocol ------------------------------------------------------- */
 
 static int
@@ -169,6 +279,18 @@ static PyMethodDef THPStorage_methods[] = {
     {"data_ptr", THPStorage_data_ptr, METH_NOARGS,
      "Address of the first byte."},
     {"tolist", THPStorage_tolist, METH_NOARGS, "The bytes as a list of ints."},
+    {"share_memory_", THPStorage_share_memory_, METH_NOARGS,
+     "Moves the bytes into shared memory in place; returns self."},
+    {"is_shared", THPStorage_is_shared, METH_NOARGS,
+     "True when the bytes live in shared memory."},
+    {"_share_fd_cpu_", THPStorage_share_fd, METH_NOARGS,
+     "(fd, nbytes) of the shared memory file, moving the bytes there first."},
+    {"_new_shared_fd_cpu", THPStorage_new_shared_fd, METH_VARARGS | METH_CLASS,
+     "A storage mapping nbytes of the shared memory file fd (duplicated)."},
+    {"_new_shared", THPStorage_new_shared, METH_VARARGS | METH_CLASS,
+     "A new zero-filled storage of nbytes in shared memory."},
+    {"_tensor", THPStorage_tensor, METH_VARARGS,
+     "_tensor(dtype, storage_offset, size, stride): a tensor on these bytes."},
     {NULL, NULL, 0, NULL},
 };
 

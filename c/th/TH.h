@@ -16,6 +16,7 @@
 #include "THRandom.h"
 #include "THReduce.h"
 #include "THShape.h"
+#include "THShared.h"
 #include "THSort.h"
 #include "THStorage.h"
 #include "THTensor.h"

@@ -112,3 +112,5 @@ for _name, _function in linalg.TOP_LEVEL.items():
     globals()[_name] = _function
     setattr(Tensor, _name, _function)
 del _name, _function
+
+from . import multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)

@@ -81,6 +81,15 @@ class Tensor(_C._TensorBase):
         # Pickle by value (a NumPy copy), never by address.
         return (_rebuild_tensor, (self.detach().numpy().copy(), self.requires_grad))
 
+    def share_memory_(self):
+        """Moves the storage into shared memory in place (a no-op if it is
+        there already): every view of it sees the move.  Returns self."""
+        self.untyped_storage().share_memory_()
+        return self
+
+    def is_shared(self):
+        return self.untyped_storage().is_shared()
+
     def type(self, dtype=None, non_blocking=False):
         """The legacy type name ('ember.FloatTensor'), or a cast to `dtype`:
         a dtype, a legacy class (ember.LongTensor) or its name (the

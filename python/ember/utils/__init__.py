@@ -1,0 +1,2 @@
+"""ember.utils: helpers around the core (torch.utils)."""
+from . import data  # noqa: F401

@@ -1,0 +1,14 @@
+"""ember.utils.data: datasets, samplers and the DataLoader
+(torch.utils.data)."""
+from ._utils.collate import default_collate, default_convert
+from ._utils.worker import WorkerInfo, get_worker_info
+from .dataloader import DataLoader
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
+                      TensorDataset, random_split)
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler, WeightedRandomSampler)
+
+__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
+           "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo",
+           "default_collate", "default_convert", "get_worker_info", "random_split"]
