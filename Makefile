@@ -123,7 +123,7 @@ help:
 	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
 	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
 	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs)"
-	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_jit (installs the bench extras)"
+	@echo "make bench          bench_core, bench_ops, bench_autograd, bench_random, bench_jit (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
 	@echo "make leak-refs      debug CPython, pytest --refleaks $(LEAK_REFS_RUNS) \$$(LEAK_REFS_TESTS)"
@@ -207,6 +207,7 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_core.py
 	$(BENCH_ENV) $(VPY) bench/bench_ops.py
 	$(BENCH_ENV) $(VPY) bench/bench_autograd.py
+	$(BENCH_ENV) $(VPY) bench/bench_random.py
 	$(BENCH_ENV) $(VPY) bench/bench_jit.py
 
 # --- leak gates ---------------------------------------------------------------
