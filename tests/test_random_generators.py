@@ -302,32 +302,52 @@ def _message(call):
     return None
 
 
-@pytest.mark.parametrize("call", [
-    lambda lib: lib.multinomial(lib.tensor([-1.0, 2.0]), 1),
-    lambda lib: lib.multinomial(lib.tensor([1.0, float("nan")]), 1, True),
-    lambda lib: lib.multinomial(lib.tensor([1.0, float("inf")]), 1),
-    lambda lib: lib.multinomial(lib.tensor([0.0, 0.0]), 1),
-    lambda lib: lib.multinomial(lib.tensor([[1.0, 1.0], [0.0, 0.0]]), 1, True),
-    lambda lib: lib.multinomial(lib.ones(3), 4),
-    lambda lib: lib.multinomial(lib.ones(3), 0),
-    lambda lib: lib.multinomial(lib.ones(1, 1, 1), 1),
-    lambda lib: lib.zeros(3).exponential_(-1.0),
-    lambda lib: lib.zeros(3).exponential_(0.0),
-    lambda lib: lib.zeros(3).bernoulli_(1.5),
-    lambda lib: lib.zeros(3).uniform_(2, 1),
-    lambda lib: lib.zeros(3).normal_(0, -1),
-    lambda lib: lib.zeros(3).random_(5, 5),
-    lambda lib: lib.normal(0.0, -1.0, (2,)),
-    lambda lib: lib.normal(lib.zeros(2), -1.0),
-    lambda lib: lib.normal(lib.zeros(2), lib.tensor([1.0, -1.0])),
-    lambda lib: lib.poisson(lib.tensor([-1.0])),
-    lambda lib: lib.bernoulli(lib.tensor([1.5])),
-])
-def test_error_messages_match_torch(call, torch):
-    expected, ours = _message(lambda: call(torch)), _message(lambda: call(ember))
-    assert expected is not None and ours is not None
-    assert ours[0] is expected[0]
-    assert expected[1].split("(Could")[0].strip() in ours[1]
+_PROBABILITIES = "probability tensor contains either `inf`, `nan` or element < 0"
+_BAD_INPUT = [  # (call, PyTorch's message); all RuntimeError
+    (lambda lib: lib.multinomial(lib.tensor([-1.0, 2.0]), 1), _PROBABILITIES),
+    (lambda lib: lib.multinomial(lib.tensor([1.0, float("nan")]), 1, True), _PROBABILITIES),
+    (lambda lib: lib.multinomial(lib.tensor([1.0, float("inf")]), 1), _PROBABILITIES),
+    (lambda lib: lib.multinomial(lib.tensor([0.0, 0.0]), 1),
+     "invalid multinomial distribution (sum of probabilities <= 0)"),
+    (lambda lib: lib.multinomial(lib.tensor([[1.0, 1.0], [0.0, 0.0]]), 1, True),
+     "invalid multinomial distribution (sum of probabilities <= 0)"),
+    (lambda lib: lib.multinomial(lib.ones(3), 4),
+     "cannot sample n_sample > prob_dist.size(-1) samples without replacement"),
+    (lambda lib: lib.multinomial(lib.ones(3), 0), "cannot sample n_sample <= 0 samples"),
+    (lambda lib: lib.multinomial(lib.ones(1, 1, 1), 1), "prob_dist must be 1 or 2 dim"),
+    (lambda lib: lib.zeros(3).exponential_(-1.0),
+     "exponential_ expects lambda > 0.0, but found lambda=-1"),
+    (lambda lib: lib.zeros(3).exponential_(0.0),
+     "exponential_ expects lambda > 0.0, but found lambda=0"),
+    (lambda lib: lib.zeros(3).bernoulli_(1.5),
+     "bernoulli_ expects p to be in [0, 1], but got p=1.5"),
+    (lambda lib: lib.zeros(3).uniform_(2, 1),
+     "uniform_ expects to return a [from, to) range, but found from=2 > to=1"),
+    (lambda lib: lib.zeros(3).normal_(0, -1), "normal expects std >= 0.0, but found std -1"),
+    (lambda lib: lib.zeros(3).random_(5, 5),
+     "random_ expects 'from' to be less than 'to', but got from=5 >= to=5"),
+    (lambda lib: lib.normal(0.0, -1.0, (2,)), "normal expects std >= 0.0, but found std -1"),
+    (lambda lib: lib.normal(lib.zeros(2), -1.0), "normal expects std >= 0.0, but found std -1"),
+    (lambda lib: lib.normal(lib.zeros(2), lib.tensor([1.0, -1.0])),
+     "normal expects all elements of std >= 0.0"),
+    (lambda lib: lib.poisson(lib.tensor([-1.0])),
+     "invalid Poisson rate, expected rate to be non-negative"),
+    (lambda lib: lib.bernoulli(lib.tensor([1.5])),
+     "Expected p_in >= 0 && p_in <= 1 to be true, but got false."),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_BAD_INPUT)))
+def test_bad_input_gets_torchs_message(index):
+    call, message = _BAD_INPUT[index]
+    assert _message(lambda: call(ember)) == (RuntimeError, message)
+
+
+@pytest.mark.parametrize("index", range(len(_BAD_INPUT)))
+def test_the_messages_are_torchs(index, torch):
+    call, message = _BAD_INPUT[index]
+    kind, text = _message(lambda: call(torch))
+    assert kind is RuntimeError and text.startswith(message)
 
 
 def test_multinomial_bad_dtype_and_not_enough_categories():
