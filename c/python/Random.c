@@ -124,8 +124,12 @@ generator_set_state(PyObject *self, PyObject *state_obj)
                          : Py_TYPE(state_obj)->tp_name);
         return NULL;
     }
-    /* No Python runs between here and the last read of `bytes`. */
-    THTensor *bytes = THTensor_newContiguous(THPVariable_CURRENT(state_obj));
+    /* Held while copying: a Python allocator may run Python code that
+     * rebinds state_obj.data (Note [Pinned arguments]). */
+    THTensor *given = THPVariable_CURRENT(state_obj);
+    THTensor_retain(given);
+    THTensor *bytes = THTensor_newContiguous(given);
+    THTensor_release(given);
     if (bytes == NULL) {
         return THPUtils_setErrorFromTH();
     }
