@@ -234,6 +234,7 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_core.py
 	$(BENCH_ENV) $(VPY) bench/bench_ops.py
 	$(BENCH_ENV) $(VPY) bench/bench_autograd.py
+	$(BENCH_ENV) $(VPY) bench/bench_random.py
 	$(BENCH_ENV) $(VPY) bench/bench_jit.py
 	$(BENCH_ENV) $(VPY) bench/bench_einsum.py
 	$(BENCH_ENV) $(VPY) bench/bench_data.py

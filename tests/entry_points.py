@@ -17,6 +17,7 @@ A template is a `Call` whose arguments are placeholders:
     T(3, 4, dtype=..)  another dtype ("int64", "bool", ...)
     IDX(3, high=4)     an int64 index tensor with values in [0, high)
     MASK(3, 4)         a bool tensor
+    PROB(3, 4)         a float32 tensor of probabilities in [0, 1)
     Int(1)             a number the entry point reads with __index__ (a dim,
                        a count, a size); a probe position
     Float(2.5)         a scalar it reads with __float__; a probe position
@@ -59,6 +60,10 @@ def IDX(*shape, high):
 
 def MASK(*shape):
     return T(*shape, dtype="bool", kind="mask")
+
+
+def PROB(*shape):
+    return T(*shape, kind="prob")
 
 
 class Int:
@@ -173,6 +178,14 @@ _add("sum prod all any argmax max min", Call(M))
 _add("max min", Call(M, Int(1), keepdim=True), Call(M, M2))
 _add("var std var_mean std_mean", Call(M, dim=Sizes([0]), correction=Int(0)), Call(M))
 _add("norm", Call(M, p=Float(3.0), dim=Sizes([1])), Call(M))
+_add("multinomial", Call(PROB(3, 4), Int(2)), Call(PROB(4), Int(3), replacement=True))
+_add("bernoulli", Call(PROB(3, 4)), Call(M, Float(0.5)))
+_add("poisson", Call(PROB(3, 4)))
+_add("uniform_", Call(M, Float(-1.0), Float(1.0)))
+_add("normal_", Call(M, Float(0.5), Float(2.0)))
+_add("random_", Call(M, Int(3), Int(10)), Call(IM, Int(5)))
+_add("exponential_", Call(M, Float(2.0)))
+_add("bernoulli_", Call(M, Float(0.3)), Call(M, PROB(4)))
 _add("matmul mm", Call(T(3, 4), T(4, 5)))
 _add("bmm", Call(T(2, 3, 4), T(2, 4, 5)))
 _add("mv", Call(T(3, 4), T(4)))
@@ -262,6 +275,8 @@ FUNCTION_TEMPLATES = {
     "full_like": [Call(M, Float(2.5))],
     "rand randn": [Call(Sizes([2, 3]))],
     "randint": [Call(Int(0), Int(5), Sizes([2, 3], container=tuple))],
+    "randint_like": [Call(M, Int(1), Int(5))],
+    "randperm": [Call(Int(5))],
     "from_numpy": [Call(np.arange(6.0))],
 }
 for _names in list(FUNCTION_TEMPLATES):
@@ -275,6 +290,7 @@ EXCLUDED = {
     "set_num_threads": "changes the worker pool for the rest of the process",
     "get_num_threads": "takes no arguments",
     "manual_seed": "reseeds the global generator",
+    "seed": "reseeds the global generator from the operating system",
     "set_default_dtype": "changes the default dtype for the rest of the process",
     "get_default_dtype": "takes no arguments",
     "initial_seed": "takes no arguments",
@@ -372,6 +388,8 @@ def make_tensor(spec, seed):
         data = rng.integers(0, spec.high, size=spec.shape)
     elif spec.kind == "mask":
         data = rng.random(spec.shape) > 0.5
+    elif spec.kind == "prob":
+        data = rng.random(spec.shape)
     elif spec.dtype in ("float32", "float64"):
         data = rng.standard_normal(spec.shape)
     else:

@@ -43,6 +43,8 @@ import entry_points as ep
 EXCLUDED = {
     "save": "writes a file", "load": "reads a file",
     "manual_seed": "reseeds the global generator",
+    "seed": "reseeds the global generator from the operating system",
+    "set_rng_state": "replaces the global generator's state",
     "set_default_dtype": "changes the default dtype for good",
     "set_printoptions": "changes every later repr",
     "set_num_threads": "resizes the worker pool for good",

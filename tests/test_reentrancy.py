@@ -225,9 +225,10 @@ SLOTS["list(iter(t))"] = (lambda t: list(iter(t)), [Call(T(3, 4))])
 SLOTS["t.__dlpack__()"] = (lambda t, v: t.__dlpack__(max_version=v),
                            [Call(T(3, 4), Sizes([1, 0], container=tuple))])
 
-NONDETERMINISTIC = {"rand", "randn", "randint", "rand_like", "randn_like", "empty",
-                    "empty_like", "data_ptr", "untyped_storage", "__dlpack__",
-                    "t.__dlpack__()"}
+NONDETERMINISTIC = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like",
+                    "randperm", "multinomial", "bernoulli", "poisson", "uniform_", "normal_",
+                    "random_", "exponential_", "bernoulli_", "empty", "empty_like",
+                    "data_ptr", "untyped_storage", "__dlpack__", "t.__dlpack__()"}
 
 
 def slot_invoke(name, args, kwargs):

@@ -1,7 +1,7 @@
 /*
  * Creation.c -- the factories: ember.tensor(data), empty, zeros, ones,
- * full, arange, linspace, eye, the *_like forms, rand, randn, randint and
- * manual_seed.
+ * full, arange, linspace, eye, the *_like forms, and the random ones: rand,
+ * randn, randint, randperm (generator= parsed by Random.c).
  *
  * ember.tensor walks nested Python sequences twice: once to find the shape
  * and the dtype (bool < int < float, as PyTorch infers), once to store the
@@ -457,20 +457,22 @@ typedef enum {
 
 /* A fresh tensor of the given shape and options, filled by `kind`. */
 static PyObject *
-fill_new(THTensor *tensor, FillKind kind, THScalar value, int requires_grad);
+fill_new(THTensor *tensor, FillKind kind, THScalar value, THGenerator *gen,
+         int requires_grad);
 
 static PyObject *
 make_filled(int ndim, const int64_t *sizes, THDtype dtype, FillKind kind,
-            THScalar value, int requires_grad)
+            THScalar value, THGenerator *gen, int requires_grad)
 {
     return fill_new(THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU),
-                    kind, value, requires_grad);
+                    kind, value, gen, requires_grad);
 }
 
 /* Fills a fresh tensor (stolen; NULL means its creation failed) and wraps
- * it. */
+ * it.  `gen` is used by the random fills only. */
 static PyObject *
-fill_new(THTensor *tensor, FillKind kind, THScalar value, int requires_grad)
+fill_new(THTensor *tensor, FillKind kind, THScalar value, THGenerator *gen,
+         int requires_grad)
 {
     if (tensor == NULL) {
         return THPUtils_setErrorFromTH();
@@ -480,10 +482,10 @@ fill_new(THTensor *tensor, FillKind kind, THScalar value, int requires_grad)
     case FILL_NOTHING: break;
     case FILL_VALUE: status = THTensor_fill(tensor, value); break;
     case FILL_UNIFORM:
-        status = THTensor_uniform(tensor, THGenerator_default(), 0.0, 1.0);
+        status = THTensor_uniform(tensor, gen, 0.0, 1.0);
         break;
     case FILL_NORMAL:
-        status = THTensor_normal(tensor, THGenerator_default(), 0.0, 1.0);
+        status = THTensor_normal(tensor, gen, 0.0, 1.0);
         break;
     }
     if (status < 0) {
@@ -509,6 +511,7 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     int64_t sizes[TH_MAX_DIMS];
     int ndim;
     FactoryOptions options;
+    THGenerator *gen;
     /* The sizes are variadic, so only keywords go through the parser:
      * their values follow the positionals in the vectorcall array. */
     if (THPUtils_parseArgs(fname, args + nargs, 0, kwnames, names, 9, 0,
@@ -516,9 +519,14 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         < 0) {
         return NULL;
     }
-    if (objs[6] != NULL || objs[7] != NULL) {
+    if (objs[6] != NULL) {
+        PyErr_Format(PyExc_TypeError, "%s(): out= is not supported yet",
+                     fname);
+        return NULL;
+    }
+    if (kind != FILL_UNIFORM && kind != FILL_NORMAL && objs[7] != NULL) {
         PyErr_Format(PyExc_TypeError,
-                     "%s(): out= and generator= are not supported yet",
+                     "%s() got an unexpected keyword argument 'generator'",
                      fname);
         return NULL;
     }
@@ -534,12 +542,13 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     else {
         ndim = THPUtils_parseSizes(fname, args, nargs, sizes);
     }
-    if (ndim < 0 || parse_options(objs[1], objs[2], objs[3], &options) < 0) {
+    if (ndim < 0 || parse_options(objs[1], objs[2], objs[3], &options) < 0
+        || THPGenerator_parse(fname, objs[7], &gen) < 0) {
         return NULL;
     }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : THPDtype_defaultFloat();
-    return make_filled(ndim, sizes, dtype, kind, value,
+    return make_filled(ndim, sizes, dtype, kind, value, gen,
                        options.requires_grad);
 }
 
@@ -596,7 +605,7 @@ THPModule_full(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : dtype_of_scalar(value);
-    return make_filled(ndim, sizes, dtype, FILL_VALUE, value,
+    return make_filled(ndim, sizes, dtype, FILL_VALUE, value, NULL,
                        options.requires_grad);
 }
 
@@ -608,12 +617,20 @@ like_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
 {
     static const char *const names[] = {"input", "fill_value", "dtype",
                                         "device", "requires_grad",
-                                        "memory_format", "layout"};
-    PyObject *objs[7];
+                                        "memory_format", "layout",
+                                        "generator"};
+    PyObject *objs[8];
     FactoryOptions options;
-    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 7,
+    THGenerator *gen;
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 8,
                            takes_value ? 2 : 1, objs)
         < 0) {
+        return NULL;
+    }
+    if (kind != FILL_UNIFORM && kind != FILL_NORMAL && objs[7] != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() got an unexpected keyword argument 'generator'",
+                     fname);
         return NULL;
     }
     if (!takes_value && objs[1] != NULL) {
@@ -638,7 +655,8 @@ like_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     }
-    if (parse_options(objs[2], objs[3], objs[4], &options) < 0) {
+    if (parse_options(objs[2], objs[3], objs[4], &options) < 0
+        || THPGenerator_parse(fname, objs[7], &gen) < 0) {
         return NULL;
     }
     THTensor *like = THPVariable_Unpack(objs[0]);
@@ -646,7 +664,7 @@ like_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                                        : like->dtype;
     /* The *_like factories keep the layout of `like` (Note [Preserving
      * the layout] in THTensor.h). */
-    return fill_new(THTensor_newEmptyLike(like, dtype), kind, value,
+    return fill_new(THTensor_newEmptyLike(like, dtype), kind, value, gen,
                     options.requires_grad);
 }
 
@@ -894,6 +912,43 @@ THPModule_eye(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 
 /* ---- random numbers ---------------------------------------------------------- */
 
+/* The (low, high) of randint and randint_like, from the argument slots
+ * `bounds` = {low, high}: when only one came by position and high= was not
+ * given, that one is high (randint(10, (3,)) draws from [0, 10)). */
+static int
+parse_low_high(const char *fname, PyObject **bounds, bool one_positional,
+               int64_t *low, int64_t *high)
+{
+    if (one_positional && bounds[1] == NULL) {
+        bounds[1] = bounds[0];
+        bounds[0] = NULL;
+    }
+    if (bounds[1] == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() missing required argument 'high'", fname);
+        return -1;
+    }
+    *low = 0;
+    if (bounds[0] != NULL
+        && THPUtils_unpackLong(bounds[0], fname, "low", low) < 0) {
+        return -1;
+    }
+    return THPUtils_unpackLong(bounds[1], fname, "high", high);
+}
+
+/* A fresh tensor (stolen; NULL: its creation failed) of integers drawn
+ * from [low, high), wrapped. */
+static PyObject *
+randint_new(THTensor *tensor, THGenerator *gen, int64_t low, int64_t high,
+            int requires_grad)
+{
+    if (tensor == NULL || THTensor_randint(tensor, gen, low, high) < 0) {
+        THTensor_release(tensor);
+        return THPUtils_setErrorFromTH();
+    }
+    return set_requires_grad(THPVariable_Wrap(tensor), requires_grad);
+}
+
 /* randint(high, size) or randint(low, high, size), dtype int64 by
  * default. */
 static PyObject *
@@ -903,37 +958,37 @@ THPModule_randint(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     (void)module;
     static const char *const names[] = {"low", "high", "size", "dtype",
                                         "device", "requires_grad",
-                                        "generator"};
-    PyObject *objs[7];
+                                        "generator", "layout", "out"};
+    PyObject *objs[9];
     FactoryOptions options;
-    int64_t low = 0, high, sizes[TH_MAX_DIMS];
-    if (THPUtils_parseArgs("randint", args, nargs, kwnames, names, 7, 3,
+    THGenerator *gen;
+    int64_t low, high, sizes[TH_MAX_DIMS];
+    if (THPUtils_parseArgs("randint", args, nargs, kwnames, names, 9, 3,
                            objs)
             < 0
-        || parse_options(objs[3], objs[4], objs[5], &options) < 0) {
+        || parse_options(objs[3], objs[4], objs[5], &options) < 0
+        || THPGenerator_parse("randint", objs[6], &gen) < 0) {
         return NULL;
     }
-    if (objs[6] != NULL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "randint(): generator= is not supported yet");
+    if (objs[8] != NULL) {
+        PyErr_SetString(PyExc_TypeError, "randint(): out= is not supported "
+                                         "yet");
         return NULL;
     }
     /* Two positionals mean (high, size), unless size= came by keyword:
      * randint(-4, -2, size=(3,)) is (low, high). */
     if (nargs == 2 && objs[2] == NULL) {
         objs[2] = objs[1];
-        objs[1] = objs[0];
-        objs[0] = NULL;
+        objs[1] = NULL;
     }
-    if (objs[1] == NULL || objs[2] == NULL) {
+    if (objs[2] == NULL) {
         PyErr_SetString(PyExc_TypeError,
-                        "randint() missing required arguments 'high' and "
-                        "'size'");
+                        "randint() missing required argument 'size'");
         return NULL;
     }
-    if ((objs[0] != NULL
-         && THPUtils_unpackLong(objs[0], "randint", "low", &low) < 0)
-        || THPUtils_unpackLong(objs[1], "randint", "high", &high) < 0) {
+    if (parse_low_high("randint", objs, objs[0] != NULL && objs[1] == NULL,
+                       &low, &high)
+        < 0) {
         return NULL;
     }
     int ndim = THPUtils_parseSizeSequence("randint", objs[2], sizes);
@@ -941,39 +996,85 @@ THPModule_randint(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype : TH_Int64;
-    THTensor *tensor = THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU);
-    if (tensor == NULL
-        || THTensor_randint(tensor, THGenerator_default(), low, high) < 0) {
-        THTensor_release(tensor);
-        return THPUtils_setErrorFromTH();
-    }
-    return set_requires_grad(THPVariable_Wrap(tensor), options.requires_grad);
+    return randint_new(THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU),
+                       gen, low, high, options.requires_grad);
 }
 
+/* randint_like(input, high) or randint_like(input, low, high): shaped
+ * and laid out like input, input's dtype by default. */
 static PyObject *
-THPModule_manual_seed(PyObject *module, PyObject *seed_obj)
+THPModule_randint_like(PyObject *module, PyObject *const *args,
+                       Py_ssize_t nargs, PyObject *kwnames)
 {
     (void)module;
-    /* Any Python int; like PyTorch, negative seeds wrap to 64 bits. */
-    if (!PyLong_Check(seed_obj)) {
-        PyErr_Format(PyExc_TypeError, "manual_seed expected an int, got %s",
-                     Py_TYPE(seed_obj)->tp_name);
+    static const char *const names[] = {"input", "low", "high", "dtype",
+                                        "device", "requires_grad",
+                                        "generator", "layout",
+                                        "memory_format"};
+    PyObject *objs[9];
+    FactoryOptions options;
+    THGenerator *gen;
+    int64_t low, high;
+    if (THPUtils_parseArgs("randint_like", args, nargs, kwnames, names, 9, 3,
+                           objs)
+            < 0
+        || parse_options(objs[3], objs[4], objs[5], &options) < 0
+        || THPGenerator_parse("randint_like", objs[6], &gen) < 0) {
         return NULL;
     }
-    unsigned long long seed = PyLong_AsUnsignedLongLongMask(seed_obj);
-    if (seed == (unsigned long long)-1 && PyErr_Occurred()) {
+    if (objs[0] == NULL || !THPVariable_Check(objs[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "randint_like(): argument 'input' must be Tensor");
         return NULL;
     }
-    THGenerator_seed(THGenerator_default(), seed);
-    Py_RETURN_NONE;
+    if (parse_low_high("randint_like", objs + 1, nargs == 2, &low, &high)
+        < 0) {
+        return NULL;
+    }
+    THTensor *like = THPVariable_Unpack(objs[0]);
+    THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
+                                       : like->dtype;
+    return randint_new(THTensor_newEmptyLike(like, dtype), gen, low, high,
+                       options.requires_grad);
 }
 
+/* randperm(n, *, generator=None, dtype=ember.int64, ...) */
 static PyObject *
-THPModule_initial_seed(PyObject *module, PyObject *unused)
+THPModule_randperm(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
 {
     (void)module;
-    (void)unused;
-    return PyLong_FromUnsignedLongLong(THGenerator_default()->seed);
+    static const char *const names[] = {"n", "generator", "dtype", "device",
+                                        "requires_grad", "layout",
+                                        "pin_memory", "out"};
+    PyObject *objs[8];
+    FactoryOptions options;
+    THGenerator *gen;
+    int64_t n;
+    if (THPUtils_parseArgs("randperm", args, nargs, kwnames, names, 8, 1,
+                           objs)
+            < 0
+        || parse_options(objs[2], objs[3], objs[4], &options) < 0
+        || THPGenerator_parse("randperm", objs[1], &gen) < 0) {
+        return NULL;
+    }
+    if (objs[7] != NULL) {
+        PyErr_SetString(PyExc_TypeError, "randperm(): out= is not supported "
+                                         "yet");
+        return NULL;
+    }
+    if (objs[0] == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "randperm() missing required argument 'n'");
+        return NULL;
+    }
+    if (THPUtils_unpackLong(objs[0], "randperm", "n", &n) < 0) {
+        return NULL;
+    }
+    THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype : TH_Int64;
+    return set_requires_grad(
+        THPVariable_Wrap(THTensor_newRandperm(n, dtype, gen)),
+        options.requires_grad);
 }
 
 #define FACTORY(name, doc)                                              \
@@ -990,7 +1091,12 @@ PyMethodDef THPCreation_methods[] = {
     FACTORY(full, "full(size, fill_value, dtype=None)"),
     FACTORY(rand, "rand(*size): uniform on [0, 1)"),
     FACTORY(randn, "randn(*size): standard normal"),
-    FACTORY(randint, "randint(low=0, high, size, dtype=ember.int64)"),
+    FACTORY(randint, "randint(low=0, high, size, *, generator=None, "
+                     "dtype=ember.int64)"),
+    FACTORY(randint_like, "randint_like(input, low=0, high, *, "
+                          "generator=None, dtype=None)"),
+    FACTORY(randperm, "randperm(n, *, generator=None, dtype=ember.int64): "
+                      "a random permutation of 0..n-1"),
     FACTORY(empty_like, NULL),
     FACTORY(zeros_like, NULL),
     FACTORY(ones_like, NULL),
@@ -1000,9 +1106,5 @@ PyMethodDef THPCreation_methods[] = {
     FACTORY(arange, "arange(start=0, end, step=1)"),
     FACTORY(linspace, "linspace(start, end, steps)"),
     FACTORY(eye, "eye(n, m=None)"),
-    {"manual_seed", THPModule_manual_seed, METH_O,
-     "Seeds ember's default random number generator."},
-    {"initial_seed", THPModule_initial_seed, METH_NOARGS,
-     "The seed the default generator was last seeded with."},
     {NULL, NULL, 0, NULL},
 };

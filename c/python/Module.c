@@ -126,6 +126,8 @@ ember_module_exec(PyObject *module)
         || THPReturnTypes_InitModule(module) < 0
         || THPJitVM_InitModule(module) < 0
         || THPFused_InitModule(module) < 0
+        || THPGenerator_InitModule(module) < 0
+        || PyModule_AddFunctions(module, THPRandom_module_methods) < 0
         || THPAutograd_addPinnedFunctions(module, THPCreation_methods) < 0
         || THPAutograd_addPinnedFunctions(module, THPNumpy_methods) < 0
         || THPAutograd_addPinnedFunctions(module, THPConv_methods) < 0

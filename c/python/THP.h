@@ -188,6 +188,19 @@ int THPNumpy_InitModule(PyObject *module);
 /* ember._C.FusedKernel and its helpers (Fused.c). */
 int THPFused_InitModule(PyObject *module);
 
+/* ---- random numbers (Random.c) ---------------------------------------------- */
+
+/* ember.Generator: a Python object wrapping a THGenerator. */
+extern PyTypeObject THPGeneratorType;
+/* Reads a generator= argument: NULL or None gives the default generator,
+ * an ember.Generator its own (borrowed: valid while the caller holds the
+ * argument).  0, or -1 with TypeError. */
+int THPGenerator_parse(const char *fname, PyObject *obj, THGenerator **out);
+/* Adds ember._C.Generator and ember._C.default_generator. */
+int THPGenerator_InitModule(PyObject *module);
+/* manual_seed, initial_seed, seed: on the default generator. */
+extern PyMethodDef THPRandom_module_methods[];
+
 /* Method tables each file contributes to the module. */
 extern PyMethodDef THPCreation_methods[];
 extern PyMethodDef THPNumpy_methods[];
@@ -266,7 +279,8 @@ PyObject *THPUtils_callOpFunction(const char *fname, THPOpImpl impl,
     _(Reduce, reduce)             \
     _(Linalg, linalg)             \
     _(IndexOps, index_ops)        \
-    _(Shape, shape)
+    _(Shape, shape)               \
+    _(Random, random)
 
 #define THP_DECLARE_OP_FAMILY(Family, family)                                \
     extern PyMethodDef THP##Family##_functions[];                            \

@@ -38,5 +38,75 @@ int THTensor_normal(THTensor *tensor, THGenerator *gen, double mean,
                     double std);
 int THTensor_randint(THTensor *tensor, THGenerator *gen, int64_t low,
                      int64_t high);
+/* Exponential(lambd): -log(1 - u) / lambd; floating dtypes, lambd > 0. */
+int THTensor_exponential(THTensor *tensor, THGenerator *gen, double lambd);
+/* 1 with probability p, else 0, in any dtype; 0 <= p <= 1. */
+int THTensor_bernoulli(THTensor *tensor, THGenerator *gen, double p);
+
+/* ---- generator state and seeds -------------------------------------------- */
+
+/* get_state()/set_state(): the four state words, then the seed, each as
+ * 8 little-endian bytes.  Our own format (PyTorch's Mersenne Twister state
+ * is 5056 bytes and cannot be exchanged with it). */
+#define TH_GENERATOR_STATE_SIZE 40
+void THGenerator_getState(const THGenerator *gen,
+                          uint8_t state[TH_GENERATOR_STATE_SIZE]);
+/* Fails (RuntimeError kind) unless `size` is TH_GENERATOR_STATE_SIZE and
+ * the state words are not all zero (xoshiro's one invalid state). */
+int THGenerator_setState(THGenerator *gen, const uint8_t *state,
+                         int64_t size);
+/* A seed from the operating system (/dev/urandom), for ember.seed(); like
+ * PyTorch's, below 2**53 so a double holds it exactly. */
+uint64_t THGenerator_nondeterministicSeed(void);
+/* A uniform draw from [0, range), range >= 1, without bias (Lemire's
+ * multiply-and-reject). */
+uint64_t THGenerator_bounded(THGenerator *gen, uint64_t range);
+
+/* The exclusive upper bound of random_() without `to`: every integer in
+ * [0, bound) is exact in dtype (dtype max + 1 for the integers, but
+ * INT64_MAX for int64; 2^mantissa + 1 for the floats).  randperm(n) needs
+ * n <= bound. */
+int64_t THRandom_defaultHigh(THDtype dtype);
+
+/* ---- in-place sampling of any tensor ------------------------------------ */
+
+typedef enum {
+    TH_DIST_UNIFORM,     /* a, b: [low, high) */
+    TH_DIST_NORMAL,      /* a, b: mean, std */
+    TH_DIST_RANDINT,     /* low, high: integers in [low, high) */
+    TH_DIST_EXPONENTIAL, /* a: lambd */
+    TH_DIST_BERNOULLI,   /* a: p */
+} THDistKind;
+
+typedef struct {
+    THDistKind kind;
+    double a, b;
+    int64_t low, high;
+} THDistribution;
+
+/* Tensor.uniform_/normal_/random_/exponential_/bernoulli_: overwrites
+ * every element of `tensor` (any layout: a view that is not dense is
+ * sampled into a fresh tensor and copied in) and bumps its version. */
+int THTensor_sample_(THTensor *tensor, THGenerator *gen,
+                     const THDistribution *dist);
+
+/* ---- samplers that make their result ------------------------------------ */
+
+/* randperm(n): a uniformly random permutation of 0..n-1 (Fisher-Yates),
+ * 1-d of `dtype`. */
+THTensor *THTensor_newRandperm(int64_t n, THDtype dtype, THGenerator *gen);
+/* bernoulli(probs): 1 where u < probs[i], shaped like probs, in `dtype`;
+ * every probability must lie in [0, 1]. */
+THTensor *THTensor_newBernoulli(THTensor *probs, THDtype dtype,
+                                THGenerator *gen);
+/* poisson(rates): Poisson(rates[i]) counts, shaped like rates, in rates'
+ * (floating) dtype. */
+THTensor *THTensor_newPoisson(THTensor *rates, THGenerator *gen);
+/* multinomial(probs, nsamples, replacement): category indices (int64),
+ * [nsamples] for a 1-d probs, [rows, nsamples] for a 2-d one.  The
+ * weights need not sum to one.  Without replacement the indices come in
+ * the order they were drawn, as PyTorch's. */
+THTensor *THTensor_newMultinomial(THTensor *probs, int64_t nsamples,
+                                  bool replacement, THGenerator *gen);
 
 #endif /* TH_RANDOM_H */

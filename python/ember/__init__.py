@@ -47,8 +47,13 @@ from ._C import (  # noqa: F401  (re-exported)
     rand_like,
     randn_like,
     randint,
+    randint_like,
+    randperm,
     manual_seed,
     initial_seed,
+    seed,
+    Generator,
+    default_generator,
     from_numpy,
     from_dlpack,
 )
@@ -76,6 +81,8 @@ short = int16
 _C._set_python_types(Tensor, device("cpu"))
 
 from . import autograd  # noqa: E402  (registers the derivative formulas)
+from . import random  # noqa: E402,F401  (ember.random, as torch.random)
+from .random import get_rng_state, set_rng_state, normal  # noqa: E402,F401
 from .autograd.grad_mode import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled)

@@ -2,8 +2,8 @@
 
 Each function overwrites the values of `tensor` (under no_grad, so it works
 on a Parameter that requires grad) and returns `tensor`.  Random values come
-from ember's global generator (ember.manual_seed), drawn at the tensor's
-dtype and copied in.
+from `generator` (an ember.Generator), by default ember's global one
+(ember.manual_seed), drawn in place by Tensor.uniform_/normal_.
 """
 
 import math
@@ -63,26 +63,16 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _check_generator(generator):
-    if generator is not None:
-        raise NotImplementedError(
-            "ember.nn.init: only the global generator is supported (generator=None)")
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fills `tensor` with values drawn from U(a, b)."""
-    _check_generator(generator)
     with ember.no_grad():
-        sample = ember.rand(tensor.shape, dtype=tensor.dtype)
-        return tensor.copy_(sample.mul_(b - a).add_(a))
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fills `tensor` with values drawn from N(mean, std**2)."""
-    _check_generator(generator)
     with ember.no_grad():
-        sample = ember.randn(tensor.shape, dtype=tensor.dtype)
-        return tensor.copy_(sample.mul_(std).add_(mean))
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor, val):
