@@ -55,7 +55,7 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # parameter containers, backward hooks, batch/instance/group/RMS norm,
 # recurrent layers and packed sequences, attention and transformers, and the
 # convolution layers over the C kernels, which test_conv_kernels.py covers,
-# pooling, unfold/fold, interpolation, and the three training programs).
+# pooling, unfold/fold, interpolation, nn.init, and the training programs).
 # test_optim_more.py and test_lr_schedulers.py: pure-Python optimizers and
 # schedulers over tensor ops the other suites measure.
 # test_data_loader.py tests the pure-Python ember.utils.data (its C, the
@@ -80,6 +80,7 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_nn_conv.py \
                     --ignore=tests/test_nn_pooling.py \
                     --ignore=tests/test_training_programs.py \
+                    --ignore=tests/test_nn_init_more.py \
                     --ignore=tests/test_linalg_lapack.py \
                     --ignore=tests/test_einsum.py \
                     --ignore=tests/test_optim_more.py \

@@ -130,3 +130,117 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu",
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
     return normal_(tensor, 0.0, gain / math.sqrt(fan), generator)
+
+
+def eye_(tensor):
+    """The identity matrix (a 2-D tensor; rectangular ones get ones on the diagonal)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with ember.no_grad():
+        tensor.copy_(ember.eye(*tensor.shape, dtype=tensor.dtype))
+    return tensor
+
+
+def dirac_(tensor, groups=1):
+    """A convolution weight that passes each input channel to the output
+    channel of the same index (per group): 1 at the kernel's centre."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    with ember.no_grad():
+        tensor.zero_()
+        centre = tuple(size // 2 for size in sizes[2:])
+        for g in range(groups):
+            for d in range(min(per_group, sizes[1])):
+                tensor[(g * per_group + d, d) + centre] = 1
+    return tensor
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std**2) truncated to [a, b], by rejection: redraw the values
+    outside [a, b] from the normal when most draws land inside, else draw
+    uniformly on [a, b] and accept with the normal density's ratio."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+    inside = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    with ember.no_grad():
+        if inside > 0.3:
+            _redraw_outside(tensor, a, b,
+                            lambda t: t.normal_(mean, std, generator=generator))
+        else:
+            _uniform_rejection(tensor, mean, std, a, b, generator)
+    return tensor
+
+
+def _normal_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def _redraw_outside(tensor, low, high, draw):
+    draw(tensor)
+    while True:
+        outside = (tensor < low) | (tensor > high)
+        if not bool(outside.any()):
+            return
+        tensor.copy_(ember.where(outside, draw(ember.empty_like(tensor)), tensor))
+
+
+def _uniform_rejection(tensor, mean, std, a, b, generator):
+    """Uniform proposals on [a, b], accepted with probability
+    pdf(x) / pdf(mode), until every element holds an accepted one."""
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+    pending = ember.ones(tensor.shape, dtype=ember.bool)
+    while bool(pending.any()):
+        candidates = ember.empty_like(tensor).uniform_(a, b, generator=generator)
+        log_density = -0.5 * ((candidates - mean) / std) ** 2 - log_peak
+        accept = ember.empty_like(tensor).uniform_(generator=generator).log() <= log_density
+        take = pending & accept
+        tensor.copy_(ember.where(take, candidates, tensor))
+        pending = pending & ~accept
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix from the QR factorisation of a normal one,
+    the signs fixed so that R's diagonal is positive; dims after the first
+    are flattened."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with ember.no_grad():
+        flattened = ember.empty((rows, cols), dtype=tensor.dtype).normal_(
+            0, 1, generator=generator)
+        if rows < cols:
+            flattened = flattened.t()
+        q, r = ember.linalg.qr(flattened)
+        q = q * ember.sign(ember.diagonal(r)).unsqueeze(0)
+        if rows < cols:
+            q = q.t()
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """N(0, std**2) values, with a fraction `sparsity` of each column zero."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+    with ember.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            picked = ember.randperm(rows, generator=generator)[:zeros]
+            tensor[picked, col] = 0
+    return tensor
+
+
+__all__ += ["eye_", "dirac_", "trunc_normal_", "orthogonal_", "sparse_"]
