@@ -126,12 +126,14 @@ IM2 = T(3, 4, dtype="int64")
 
 _BINARY_FLOAT = """add sub subtract mul multiply div divide true_divide floor_divide remainder
     fmod pow atan2 arctan2 eq ne not_equal lt less le less_equal gt greater ge
-    greater_equal logical_and logical_or logical_xor maximum minimum""".split()
+    greater_equal logical_and logical_or logical_xor maximum minimum hypot copysign
+    logaddexp logaddexp2 xlogy""".split()
 _BINARY_INT = """bitwise_and bitwise_or bitwise_xor bitwise_left_shift
     bitwise_right_shift""".split()
 _UNARY = """neg negative abs absolute sign positive exp exp2 expm1 log log2 log10 log1p
     sqrt rsqrt reciprocal sin cos tan asin acos atan sinh cosh tanh sigmoid erf erfc
     silu frac floor ceil trunc relu square isnan isinf isfinite isposinf isneginf
+    lgamma digamma _trigamma erfinv sinc
     contiguous clone detach detach_ zero_ t fliplr flipud msort nonzero argwhere
     bool byte char short int long float double""".split()
 _UNARY_INT = ["bitwise_not"]
@@ -161,6 +163,8 @@ _add(_UNARY_ANY, Call(M))
 _add("clamp clip", Call(M, min=Float(-0.5), max=Float(0.5)), Call(M, Float(-0.5)))
 _add("nan_to_num", Call(M, nan=Float(1.0), posinf=Float(2.0), neginf=Float(-2.0)))
 _add("round", Call(M, decimals=Int(1)))
+_add("lerp", Call(M, M2, T(4)), Call(M, M2, Float(0.5)))
+_add("addcmul addcdiv", Call(M, M2, T(4), value=Float(0.5)))
 _add("gelu", Call(M, approximate="tanh"))
 _add("where", Call(M, MASK(3, 4), M2), Call(M, MASK(3, 4), Float(1.5)))
 for _name in _REDUCE_DIMS:
