@@ -139,7 +139,8 @@ _UNARY = """neg negative abs absolute sign positive exp exp2 expm1 log log2 log1
 _UNARY_INT = ["bitwise_not"]
 _UNARY_ANY = ["logical_not"]
 _REDUCE_DIMS = "sum mean amax amin logsumexp count_nonzero".split()
-_REDUCE_DIM = "prod argmax argmin all any softmax log_softmax cumsum cumprod".split()
+_REDUCE_DIM = """prod argmax argmin all any softmax log_softmax cumsum cumprod logcumsumexp
+    cummax cummin""".split()
 
 TEMPLATES = {}
 
@@ -163,6 +164,9 @@ _add(_UNARY_ANY, Call(M))
 _add("clamp clip", Call(M, min=Float(-0.5), max=Float(0.5)), Call(M, Float(-0.5)))
 _add("nan_to_num", Call(M, nan=Float(1.0), posinf=Float(2.0), neginf=Float(-2.0)))
 _add("round", Call(M, decimals=Int(1)))
+_add("bincount", Call(IDX(6, high=4), T(6), minlength=Int(5)))
+_add("histc", Call(M, Int(4), Float(-1.0), Float(1.0)))
+_add("bucketize", Call(M, T(5), right=True))
 _add("lerp", Call(M, M2, T(4)), Call(M, M2, Float(0.5)))
 _add("addcmul addcdiv", Call(M, M2, T(4), value=Float(0.5)))
 _add("gelu", Call(M, approximate="tanh"))
@@ -253,6 +257,7 @@ FUNCTION_TEMPLATES = {
     "can_cast": [Call(ember.int32, ember.float32)],
     "result_type": [Call(M, Float(2.5)), Call(M, M2)],
     "where": [Call(MASK(3, 4), M, M2), Call(MASK(3, 4), M, Float(1.5))],
+    "searchsorted": [Call(T(5), M, side="right"), Call(T(3, 5), T(3, 2), out_int32=True)],
     # The C factories re-exported by ember (not operators: no input tensor).
     "tensor": [Call([[Float(1.5), 2.0], [3.0, 4.0]]), Call([[Int(1), 2], [3, 4]])],
     "zeros": [Call(Sizes([2, 3])), Call(Int(2), Int(3))],
