@@ -47,6 +47,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # The memory-safety suites of issue 11 (re-entrancy, threads, the API and
 # file fuzzers) run their cases in child processes and look for crashes and
 # wrong results, not reference counts: the ASan gate runs them.
+# test_functions13_composites.py tests Python functions over existing
+# operators (ember/_functions.py): no C of its own.
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -57,7 +59,8 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_reentrancy.py \
                     --ignore=tests/test_threads.py \
                     --ignore=tests/test_api_fuzz.py \
-                    --ignore=tests/test_file_fuzz.py
+                    --ignore=tests/test_file_fuzz.py \
+                    --ignore=tests/test_functions13_composites.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).
