@@ -306,7 +306,9 @@ def test_digamma_poles_and_recurrence():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_erfinv_inverts_erf(dtype):
-    y = np.concatenate([np.linspace(-1, 1, 2001)[1:-1],
+    # (np.arange, not np.linspace: the debug NumPy of the refcount gate
+    # leaks a reference in linspace)
+    y = np.concatenate([np.arange(-999, 1000) / 1000,
                         1 - 10.0 ** -np.arange(1, 16), -(10.0 ** -np.arange(1, 300, 7))])
     y = y.astype(dtype)
     x = ember.erfinv(ember.tensor(y)).numpy().astype(np.float64)
@@ -331,7 +333,7 @@ def test_erfinv_inverts_erf(dtype):
 
 @needs_torch
 def test_erfinv_against_torch():
-    y = np.linspace(-1, 1, 4001)
+    y = np.arange(-2000, 2001) / 2000
     np.testing.assert_allclose(ember.erfinv(ember.tensor(y)).numpy(),
                                torch.erfinv(to_torch(y)).numpy(), rtol=1e-13, atol=0)
 
