@@ -347,7 +347,11 @@ typedef struct {
  * as accurate as PyTorch's float32 kernels). */
 
 /* lgamma_r: glibc's lgamma writes the global `signgam`, a data race when
- * the loops run on several threads. */
+ * the loops run on several threads.  lgamma_r is POSIX-adjacent, not ISO
+ * C: <math.h> hides it under -std=c11 (the C unit tests), so it is
+ * declared here too (the same declaration as glibc's). */
+extern double lgamma_r(double x, int *signp);
+
 static inline double
 th_lgamma(double x)
 {
