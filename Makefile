@@ -60,6 +60,8 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # schedulers over tensor ops the other suites measure.
 # test_data_loader.py tests the pure-Python ember.utils.data (its C, the
 # shared-memory storages, is test_shared_memory.py's, which stays in).
+# test_functions13_composites.py tests Python functions over existing
+# operators (ember/_functions.py): no C of its own.
 LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
@@ -85,7 +87,8 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_einsum.py \
                     --ignore=tests/test_optim_more.py \
                     --ignore=tests/test_lr_schedulers.py \
-                    --ignore=tests/test_data_loader.py
+                    --ignore=tests/test_data_loader.py \
+                    --ignore=tests/test_functions13_composites.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).

@@ -131,18 +131,21 @@ IM2 = T(3, 4, dtype="int64")
 
 _BINARY_FLOAT = """add sub subtract mul multiply div divide true_divide floor_divide remainder
     fmod pow atan2 arctan2 eq ne not_equal lt less le less_equal gt greater ge
-    greater_equal logical_and logical_or logical_xor maximum minimum""".split()
+    greater_equal logical_and logical_or logical_xor maximum minimum hypot copysign
+    logaddexp logaddexp2 xlogy""".split()
 _BINARY_INT = """bitwise_and bitwise_or bitwise_xor bitwise_left_shift
     bitwise_right_shift""".split()
 _UNARY = """neg negative abs absolute sign positive exp exp2 expm1 log log2 log10 log1p
     sqrt rsqrt reciprocal sin cos tan asin acos atan sinh cosh tanh sigmoid erf erfc
     silu frac floor ceil trunc relu square isnan isinf isfinite isposinf isneginf
+    lgamma digamma _trigamma erfinv sinc
     contiguous clone detach detach_ zero_ t fliplr flipud msort nonzero argwhere
     bool byte char short int long float double""".split()
 _UNARY_INT = ["bitwise_not"]
 _UNARY_ANY = ["logical_not"]
 _REDUCE_DIMS = "sum mean amax amin logsumexp count_nonzero".split()
-_REDUCE_DIM = "prod argmax argmin all any softmax log_softmax cumsum cumprod".split()
+_REDUCE_DIM = """prod argmax argmin all any softmax log_softmax cumsum cumprod logcumsumexp
+    cummax cummin""".split()
 
 TEMPLATES = {}
 
@@ -166,6 +169,11 @@ _add(_UNARY_ANY, Call(M))
 _add("clamp clip", Call(M, min=Float(-0.5), max=Float(0.5)), Call(M, Float(-0.5)))
 _add("nan_to_num", Call(M, nan=Float(1.0), posinf=Float(2.0), neginf=Float(-2.0)))
 _add("round", Call(M, decimals=Int(1)))
+_add("bincount", Call(IDX(6, high=4), T(6), minlength=Int(5)))
+_add("histc", Call(M, Int(4), Float(-1.0), Float(1.0)))
+_add("bucketize", Call(M, T(5), right=True))
+_add("lerp", Call(M, M2, T(4)), Call(M, M2, Float(0.5)))
+_add("addcmul addcdiv", Call(M, M2, T(4), value=Float(0.5)))
 _add("gelu", Call(M, approximate="tanh"))
 _add("where", Call(M, MASK(3, 4), M2), Call(M, MASK(3, 4), Float(1.5)))
 for _name in _REDUCE_DIMS:
@@ -200,6 +208,8 @@ _add("take", Call(M, IDX(5, high=12)))
 _add("scatter scatter_", Call(M, Int(1), IDX(3, 2, high=4), T(3, 2)),
      Call(M, Int(1), IDX(3, 2, high=4), Float(1.5)))
 _add("scatter_add scatter_add_", Call(M, Int(1), IDX(3, 2, high=4), T(3, 2)))
+_add("scatter_reduce scatter_reduce_",
+     Call(M, Int(1), IDX(3, 2, high=4), T(3, 2), "amax", include_self=False))
 _add("index_add index_add_", Call(T(4, 5), Int(0), IDX(3, high=4), T(3, 5), alpha=Float(2.0)))
 _add("index_fill index_fill_", Call(T(4, 5), Int(1), IDX(2, high=5), Float(2.5)))
 _add("masked_fill masked_fill_", Call(M, MASK(3, 4), Float(1.5)))
@@ -262,6 +272,7 @@ FUNCTION_TEMPLATES = {
     "can_cast": [Call(ember.int32, ember.float32)],
     "result_type": [Call(M, Float(2.5)), Call(M, M2)],
     "where": [Call(MASK(3, 4), M, M2), Call(MASK(3, 4), M, Float(1.5))],
+    "searchsorted": [Call(T(5), M, side="right"), Call(T(3, 5), T(3, 2), out_int32=True)],
     # The C factories re-exported by ember (not operators: no input tensor).
     "tensor": [Call([[Float(1.5), 2.0], [3.0, 4.0]]), Call([[Int(1), 2], [3, 4]])],
     "zeros": [Call(Sizes([2, 3])), Call(Int(2), Int(3))],

@@ -438,6 +438,78 @@ THP_TARGET_IMPLS(scatter_add, scatter_add_)
 THP_DEFINE_METHOD_ONLY(scatter_add_)
 THP_DEFINE_OP(scatter_add)
 
+/* ---- scatter_reduce ------------------------------------------------------------- */
+
+static int
+parse_reduction(PyObject *obj, THScatterReduce *reduce)
+{
+    static const struct {
+        const char *name;
+        THScatterReduce reduce;
+    } reductions[] = {
+        {"sum", TH_SCATTER_ADD},    {"prod", TH_SCATTER_MULTIPLY},
+        {"mean", TH_SCATTER_MEAN},  {"amax", TH_SCATTER_AMAX},
+        {"amin", TH_SCATTER_AMIN},
+    };
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "scatter_reduce(): argument 'reduce' must be str, not "
+                     "%.100s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof(reductions) / sizeof(reductions[0]); k++) {
+        if (PyUnicode_CompareWithASCIIString(obj, reductions[k].name) == 0) {
+            *reduce = reductions[k].reduce;
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_RuntimeError,
+                 "reduce argument must be either sum, prod, mean, amax or "
+                 "amin, got %U",
+                 obj);
+    return -1;
+}
+
+/* scatter_reduce(input, dim, index, src, reduce, *, include_self=True),
+ * into the target (Note [Parse before the clone]). */
+static int
+scatter_reduce_into(IndexOpTarget *t, PyObject *const *args,
+                    Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "index", "src", "reduce",
+                                        "include_self"};
+    PyObject *objs[5];
+    int64_t dim;
+    THTensor *index, *src;
+    THScatterReduce reduce;
+    int include_self = 1;
+    if (THPUtils_parseArgs("scatter_reduce", args, nargs, kwnames, names, 5,
+                           4, objs)
+            < 0
+        || require_args("scatter_reduce", objs, names, 4) < 0
+        || THPUtils_unpackLong(objs[0], "scatter_reduce", "dim", &dim) < 0
+        || (index = tensor_arg("scatter_reduce", "index", 3, objs[1])) == NULL
+        || (src = tensor_arg("scatter_reduce", "src", 4, objs[2])) == NULL
+        || parse_reduction(objs[3], &reduce) < 0
+        || (objs[4] != NULL && (include_self = PyObject_IsTrue(objs[4])) < 0)) {
+        return -1;
+    }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
+    int status;
+    THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
+                              status = THTensor_scatterReduce(
+                                  t->target, dim, index, src, reduce,
+                                  include_self != 0));
+    return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
+}
+
+THP_TARGET_IMPLS(scatter_reduce, scatter_reduce_)
+THP_DEFINE_METHOD_ONLY(scatter_reduce_)
+THP_DEFINE_OP(scatter_reduce)
+
 /* ---- index_add, index_fill ------------------------------------------------------ */
 
 static int
@@ -771,6 +843,7 @@ THP_DEFINE_OP(index_put)
     _("take", take, "input.flatten()[index], shaped like index.")           \
     _("scatter", scatter, "Out-of-place scatter_.")                         \
     _("scatter_add", scatter_add, "Out-of-place scatter_add_.")             \
+    _("scatter_reduce", scatter_reduce, "Out-of-place scatter_reduce_.")    \
     _("index_add", index_add, "Out-of-place index_add_.")                   \
     _("index_fill", index_fill, "Out-of-place index_fill_.")                \
     _("masked_fill", masked_fill, "Out-of-place masked_fill_.")             \
@@ -783,6 +856,8 @@ THP_DEFINE_OP(index_put)
 #define THP_INDEX_OPS_INPLACE_METHODS(_)                                    \
     _("scatter_", scatter_, "Writes src (or value) at index along dim.")   \
     _("scatter_add_", scatter_add_, "Adds src at index along dim.")        \
+    _("scatter_reduce_", scatter_reduce_,                                  \
+      "Reduces src into self at index along dim.")                          \
     _("index_add_", index_add_, "Adds source at index along dim.")         \
     _("index_fill_", index_fill_, "Fills value at index along dim.")       \
     _("masked_fill_", masked_fill_, "Fills value where mask is true.")

@@ -466,6 +466,9 @@ unary_impl(const char *name, THPointwiseOp op, bool inplace, PyObject *input,
     _(pow, POW, EXTRA_NONE)                           \
     _(atan2, ATAN2, EXTRA_NONE)                       \
     _(arctan2, ATAN2, EXTRA_NONE)                     \
+    _(hypot, HYPOT, EXTRA_NONE)                       \
+    _(copysign, COPYSIGN, EXTRA_NONE)                 \
+    _(xlogy, XLOGY, EXTRA_NONE)                       \
     _(eq, EQ, EXTRA_NONE)                             \
     _(ne, NE, EXTRA_NONE)                             \
     _(not_equal, NE, EXTRA_NONE)                      \
@@ -488,7 +491,9 @@ unary_impl(const char *name, THPointwiseOp op, bool inplace, PyObject *input,
 /* Binary ops with a function and method but no in-place form. */
 #define THP_FORALL_BINARY_NO_INPLACE(_)               \
     _(maximum, MAXIMUM, EXTRA_NONE)                   \
-    _(minimum, MINIMUM, EXTRA_NONE)
+    _(minimum, MINIMUM, EXTRA_NONE)                   \
+    _(logaddexp, LOGADDEXP, EXTRA_NONE)               \
+    _(logaddexp2, LOGADDEXP2, EXTRA_NONE)
 #define THP_FORALL_UNARY(_)                           \
     _(neg, NEG)                                       \
     _(negative, NEG)                                  \
@@ -642,6 +647,102 @@ clamp_common(const char *name, bool inplace, PyObject *input,
 THP_CLAMP_OPS(clamp)
 THP_CLAMP_OPS(clip)
 
+/* ---- lerp, addcmul, addcdiv ---------------------------------------------------- */
+
+/* lerp(input, end, weight, *, out=None) and addcmul/addcdiv(input,
+ * tensor1, tensor2, *, value=1, out=None); in place without out.  Only
+ * lerp's weight may be a number. */
+typedef struct {
+    const char *name;
+    THPointwiseOp op;
+    const char *operands[2]; /* the names after input */
+    bool has_value;
+} TernarySpec;
+
+static int
+parse_tensor_operand(const char *fname, const char *what, int position,
+                     PyObject *obj, THPointwiseArg *arg)
+{
+    if (!THPVariable_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' (position %d) must be Tensor, not "
+                     "%.100s",
+                     fname, what, position, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *arg = THPointwiseArg_tensor(THPVariable_Unpack(obj));
+    return 0;
+}
+
+static PyObject *
+ternary_impl(const TernarySpec *spec, bool inplace, PyObject *input,
+             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const char *names[4] = {spec->operands[0], spec->operands[1],
+                            spec->has_value ? "value" : "out", "out"};
+    int nnames = 2 + spec->has_value + !inplace;
+    PyObject *objs[4] = {NULL, NULL, NULL, NULL};
+    if (THPUtils_parseArgs(spec->name, args, nargs, kwnames, names, nnames, 2,
+                           objs)
+        < 0) {
+        return NULL;
+    }
+    THPointwiseArg operands[3] = {THPointwiseArg_tensor(
+        THPVariable_Unpack(input))};
+    for (int k = 0; k < 2; k++) {
+        if (objs[k] == NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() missing required argument '%s' (pos %d)",
+                         spec->name, names[k], k + 2);
+            return NULL;
+        }
+        bool number_allowed = spec->op == TH_OP_LERP && k == 1;
+        if ((number_allowed ? parse_operand_arg(spec->name, names[k], k + 2,
+                                                objs[k], &operands[k + 1])
+                            : parse_tensor_operand(spec->name, names[k], k + 2,
+                                                   objs[k], &operands[k + 1]))
+            < 0) {
+            return NULL;
+        }
+    }
+    THScalar value = alpha_one;
+    PyObject *value_obj = spec->has_value ? objs[2] : NULL;
+    if (value_obj != NULL && THPUtils_parseScalar(value_obj, &value) < 0) {
+        return NULL;
+    }
+    THTensor *out;
+    PyObject *out_obj = inplace ? NULL : objs[nnames - 1];
+    if (parse_out(spec->name, out_obj, &out) < 0) {
+        return NULL;
+    }
+    PyObject *returned = inplace ? input : out != NULL ? out_obj : NULL;
+    return run_pointwise(spec->op, operands, out, inplace, value, returned);
+}
+
+/* name, a function and a method, and the in-place method name_. */
+#define THP_TERNARY_OPS(name, OP, first, second, has_value)                  \
+    static const TernarySpec name##_spec = {#name, TH_OP_##OP,               \
+                                            {first, second}, has_value};     \
+    static PyObject *name##_impl(PyObject *input, PyObject *const *args,     \
+                                 Py_ssize_t nargs, PyObject *kwnames)        \
+    {                                                                        \
+        return ternary_impl(&name##_spec, false, input, args, nargs,         \
+                            kwnames);                                        \
+    }                                                                        \
+    THP_DEFINE_OP(name)                                                      \
+    static PyObject *THPMethod_##name##_(PyObject *self,                     \
+                                         PyObject *const *args,              \
+                                         Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                        \
+        return ternary_impl(&name##_spec, true, self, args, nargs, kwnames); \
+    }
+/* (name, op, operand names, whether it takes value=) */
+#define THP_FORALL_TERNARY(_)                              \
+    _(lerp, LERP, "end", "weight", 0)                      \
+    _(addcmul, ADDCMUL, "tensor1", "tensor2", 1)           \
+    _(addcdiv, ADDCDIV, "tensor1", "tensor2", 1)
+THP_FORALL_TERNARY(THP_TERNARY_OPS)
+
 /* ---- promotion queries --------------------------------------------------------- */
 
 /* ember.result_type(tensor, other): each a tensor or a number. */
@@ -758,6 +859,17 @@ THPFunction_can_cast(PyObject *module, PyObject *const *args,
     THP_METHOD_ENTRY(#name, name, #name "() -> Tensor"),     \
     THP_METHOD_ENTRY(#name "_", name##_, #name "_() -> Tensor: in place"),
 #define THP_CLAMP_DOC(name) #name "(input, min=None, max=None, *, out=None) -> Tensor"
+#define THP_TERNARY_DOC_VALUE_0 ""
+#define THP_TERNARY_DOC_VALUE_1 ", value=1"
+#define THP_TERNARY_DOC_VALUE(has_value) THP_TERNARY_DOC_VALUE_##has_value
+#define THP_TERNARY_FN_ENTRIES(name, OP, first, second, has_value)           \
+    THP_FUNCTION_ENTRY(#name, name,                                          \
+                       #name "(input, " first ", " second ", *"             \
+                       THP_TERNARY_DOC_VALUE(has_value) ", out=None) -> Tensor"),
+#define THP_TERNARY_METHOD_ENTRIES(name, OP, first, second, has_value)       \
+    THP_METHOD_ENTRY(#name, name, #name "(" first ", " second ") -> Tensor"), \
+    THP_METHOD_ENTRY(#name "_", name##_,                                     \
+                     #name "_(" first ", " second ") -> Tensor: in place"),
 
 PyMethodDef THPPointwise_functions[] = {
     THP_FORALL_BINARY(THP_FN_ENTRY)
@@ -767,6 +879,7 @@ PyMethodDef THPPointwise_functions[] = {
                        "positive(input) -> Tensor: input itself"),
     THP_FUNCTION_ENTRY("clamp", clamp, THP_CLAMP_DOC(clamp)),
     THP_FUNCTION_ENTRY("clip", clip, THP_CLAMP_DOC(clip)),
+    THP_FORALL_TERNARY(THP_TERNARY_FN_ENTRIES)
     {"where", THP_FASTCALL_KW(THPFunction_where),
      METH_FASTCALL | METH_KEYWORDS,
      "where(condition, input, other, *, out=None)"},
@@ -791,6 +904,7 @@ PyMethodDef THPVariable_pointwise_methods[] = {
     THP_METHOD_ENTRY("clamp_", clamp_, "clamp_(min=None, max=None): in place"),
     THP_METHOD_ENTRY("clip", clip, "clip(min=None, max=None) -> Tensor"),
     THP_METHOD_ENTRY("clip_", clip_, "clip_(min=None, max=None): in place"),
+    THP_FORALL_TERNARY(THP_TERNARY_METHOD_ENTRIES)
     {"where", THP_FASTCALL_KW(THPMethod_where), METH_FASTCALL | METH_KEYWORDS,
      "where(condition, other)"},
     {NULL, NULL, 0, NULL},

@@ -796,6 +796,296 @@ cumprod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                        kwnames);
 }
 
+/* ---- logcumsumexp, cummax, cummin --------------------------------------- */
+
+static PyObject *
+logcumsumexp_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "out"};
+    PyObject *objs[2];
+    int64_t dim;
+    if (THPUtils_parseArgs("logcumsumexp", args, nargs, kwnames, names, 2, 1,
+                           objs)
+            < 0
+        || parse_one_dim("logcumsumexp", objs[0], &dim) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          result = THTensor_newLogcumsumexp(self, dim));
+    return wrap_or_copy_out("logcumsumexp", result, objs[1]);
+}
+
+static PyObject *
+cum_extremum(const char *fname, bool is_max, PyObject *input,
+             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"dim"};
+    PyObject *objs[1];
+    int64_t dim;
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 1, 1, objs) < 0
+        || parse_one_dim(fname, objs[0], &dim) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *values, *indices;
+    int status;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          status = THTensor_cumExtremum(self, dim, is_max,
+                                                        &values, &indices));
+    if (status < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return THPReturnTypes_packTensors(
+        is_max ? THP_RESULT_CUMMAX : THP_RESULT_CUMMIN, values, indices);
+}
+
+static PyObject *
+cummax_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    return cum_extremum("cummax", true, input, args, nargs, kwnames);
+}
+
+static PyObject *
+cummin_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    return cum_extremum("cummin", false, input, args, nargs, kwnames);
+}
+
+/* ---- searchsorted, bucketize, bincount, histc ------------------------- */
+
+/* right= and side= together (PyTorch's rules: side wins, but may not
+ * contradict an explicit right=True). */
+static int
+parse_side(PyObject *side_obj, PyObject *right_obj, bool *right)
+{
+    if (parse_bool("searchsorted", "right", right_obj, right) < 0) {
+        return -1;
+    }
+    if (side_obj == NULL || side_obj == Py_None) {
+        return 0;
+    }
+    if (!PyUnicode_Check(side_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "searchsorted(): argument 'side' must be str, not %s",
+                     Py_TYPE(side_obj)->tp_name);
+        return -1;
+    }
+    bool side_right = PyUnicode_CompareWithASCIIString(side_obj, "right") == 0;
+    if (!side_right && PyUnicode_CompareWithASCIIString(side_obj, "left") != 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "torch.searchsorted(): side can only be 'left' or "
+                     "'right' but got %U",
+                     side_obj);
+        return -1;
+    }
+    if (*right && !side_right) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "torch.searchsorted(): side and right can't be set "
+                        "to opposites, got side of left while right was "
+                        "True");
+        return -1;
+    }
+    *right = side_right;
+    return 0;
+}
+
+/* A tensor argument, or NULL for None/absent when `optional`. */
+static int
+parse_tensor_arg(const char *fname, const char *what, PyObject *obj,
+                 bool optional, PyObject **out)
+{
+    *out = NULL;
+    if ((obj == NULL || obj == Py_None) && optional) {
+        return 0;
+    }
+    if (obj == NULL || !THPVariable_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be Tensor, "
+                                      "not %s",
+                     fname, what, obj ? Py_TYPE(obj)->tp_name : "nothing");
+        return -1;
+    }
+    *out = obj;
+    return 0;
+}
+
+/* searchsorted's `input`: a tensor, or a number searched as a 0-dim
+ * tensor of its own dtype (a new reference either way). */
+static PyObject *
+values_as_tensor(PyObject *obj)
+{
+    if (obj != NULL && THPVariable_Check(obj)) {
+        return Py_NewRef(obj);
+    }
+    THScalar number;
+    if (obj == NULL || PyUnicode_Check(obj)
+        || THPUtils_parseScalar(obj, &number) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "searchsorted(): argument 'input' must be Tensor or "
+                     "Number, not %s",
+                     obj ? Py_TYPE(obj)->tp_name : "nothing");
+        return NULL;
+    }
+    THTensor *t = THTensor_newEmpty(0, NULL, number.dtype, TH_DEVICE_CPU);
+    if (t != NULL && THTensor_fill(t, number) < 0) {
+        THTensor_release(t);
+        t = NULL;
+    }
+    return THPVariable_Wrap(t);
+}
+
+static PyObject *
+run_searchsorted(PyObject *sorted_obj, PyObject *values_obj, bool right,
+                 PyObject *sorter_obj, bool out_int32, PyObject *out)
+{
+    THTensor *sorted = THPVariable_Unpack(sorted_obj);
+    THTensor *values = THPVariable_Unpack(values_obj);
+    THTensor *sorter = sorter_obj ? THPVariable_Unpack(sorter_obj) : NULL;
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(values->numel,
+                          result = THTensor_newSearchsorted(
+                              sorted, values, right, sorter, out_int32));
+    return wrap_or_copy_out("searchsorted", result, out);
+}
+
+/* searchsorted(sorted_sequence, input, *, out_int32=False, right=False,
+ * side=None, sorter=None, out=None) */
+static PyObject *
+searchsorted_impl(PyObject *sorted_obj, PyObject *const *args,
+                  Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"input", "out_int32", "right",
+                                        "side", "sorter", "out"};
+    PyObject *objs[6];
+    bool out_int32 = false, right = false;
+    PyObject *sorter_obj;
+    if (THPUtils_parseArgs("searchsorted", args, nargs, kwnames, names, 6, 1,
+                           objs)
+            < 0
+        || parse_bool("searchsorted", "out_int32", objs[1], &out_int32) < 0
+        || parse_side(objs[3], objs[2], &right) < 0
+        || parse_tensor_arg("searchsorted", "sorter", objs[4], true,
+                            &sorter_obj)
+               < 0) {
+        return NULL;
+    }
+    PyObject *values_obj = values_as_tensor(objs[0]);
+    if (values_obj == NULL) {
+        return NULL;
+    }
+    PyObject *result = run_searchsorted(sorted_obj, values_obj, right,
+                                        sorter_obj, out_int32, objs[5]);
+    Py_DECREF(values_obj);
+    return result;
+}
+
+/* bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+ * searchsorted(boundaries, input) with 1-D boundaries. */
+static PyObject *
+bucketize_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    static const char *const names[] = {"boundaries", "out_int32", "right",
+                                        "out"};
+    PyObject *objs[4];
+    bool out_int32 = false, right = false;
+    PyObject *boundaries;
+    if (THPUtils_parseArgs("bucketize", args, nargs, kwnames, names, 4, 1,
+                           objs)
+            < 0
+        || parse_bool("bucketize", "out_int32", objs[1], &out_int32) < 0
+        || parse_bool("bucketize", "right", objs[2], &right) < 0
+        || parse_tensor_arg("bucketize", "boundaries", objs[0], false,
+                            &boundaries)
+               < 0) {
+        return NULL;
+    }
+    int ndim = THPVariable_Unpack(boundaries)->ndim;
+    if (ndim != 1) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "boundaries tensor must be 1 dimension, but got dim(%d)",
+                     ndim);
+        return NULL;
+    }
+    return run_searchsorted(boundaries, input, right, NULL, out_int32,
+                            objs[3]);
+}
+
+/* bincount(input, weights=None, minlength=0) */
+static PyObject *
+bincount_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
+{
+    static const char *const names[] = {"weights", "minlength"};
+    PyObject *objs[2];
+    int64_t minlength = 0;
+    PyObject *weights_obj;
+    if (THPUtils_parseArgs("bincount", args, nargs, kwnames, names, 2, 2,
+                           objs)
+            < 0
+        || parse_tensor_arg("bincount", "weights", objs[0], true,
+                            &weights_obj)
+               < 0
+        || (objs[1] != NULL
+            && THPUtils_unpackLong(objs[1], "bincount", "minlength",
+                                   &minlength)
+                   < 0)) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *weights = weights_obj ? THPVariable_Unpack(weights_obj) : NULL;
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel, result = THTensor_newBincount(
+                                           self, weights, minlength));
+    return THPVariable_Wrap(result);
+}
+
+static int
+parse_number(const char *fname, const char *what, PyObject *obj,
+             double *out)
+{
+    if (obj == NULL) {
+        return 0; /* keeps the default */
+    }
+    if (PyUnicode_Check(obj) || !PyNumber_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be Number, not %s", fname,
+                     what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *out = PyFloat_AsDouble(obj);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* histc(input, bins=100, min=0, max=0, *, out=None) */
+static PyObject *
+histc_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kwnames)
+{
+    static const char *const names[] = {"bins", "min", "max", "out"};
+    PyObject *objs[4];
+    int64_t bins = 100;
+    double min = 0, max = 0;
+    if (THPUtils_parseArgs("histc", args, nargs, kwnames, names, 4, 3, objs)
+            < 0
+        || (objs[0] != NULL
+            && THPUtils_unpackLong(objs[0], "histc", "bins", &bins) < 0)
+        || parse_number("histc", "min", objs[1], &min) < 0
+        || parse_number("histc", "max", objs[2], &max) < 0) {
+        return NULL;
+    }
+    THTensor *self = THPVariable_Unpack(input);
+    THTensor *result;
+    THP_MAYBE_WITHOUT_GIL(self->numel,
+                          result = THTensor_newHistc(self, bins, min, max));
+    return wrap_or_copy_out("histc", result, objs[3]);
+}
+
 /* ---- tables ------------------------------------------------------------- */
 
 #define THP_REDUCE_OPS(_)                                                    \
@@ -820,11 +1110,18 @@ cumprod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     _(softmax, "exp(x) / sum(exp(x)) along dim, computed stably.")           \
     _(log_softmax, "log(softmax(x)) along dim, computed stably.")            \
     _(cumsum, "Running sum along dim.")                                      \
-    _(cumprod, "Running product along dim.")
+    _(cumprod, "Running product along dim.")                                 \
+    _(logcumsumexp, "Running log(sum(exp(x))) along dim.")                   \
+    _(cummax, "Running maximum along dim: (values, indices).")               \
+    _(cummin, "Running minimum along dim: (values, indices).")               \
+    _(bincount, "Counts (or summed weights) of each non-negative integer.")  \
+    _(histc, "Histogram of equal-width bins over [min, max].")
 
 #define THP_REDUCE_FUNCTION_ONLY_OPS(_)                                      \
     _(var_mean, "(var, mean) in one call.")                                  \
-    _(std_mean, "(std, mean) in one call.")
+    _(std_mean, "(std, mean) in one call.")                                  \
+    _(searchsorted, "Insertion indices of input in sorted_sequence.")        \
+    _(bucketize, "Indices of the buckets of boundaries input falls in.")
 
 #define THP_REDUCE_DEFINE(name, doc) THP_DEFINE_OP(name)
 THP_REDUCE_OPS(THP_REDUCE_DEFINE)

@@ -299,7 +299,9 @@ void THPLinalg_initTypeSlots(PyNumberMethods *number);
     _(MIN, "min")                   \
     _(SORT, "sort")                 \
     _(TOPK, "topk")                 \
-    _(KTHVALUE, "kthvalue")
+    _(KTHVALUE, "kthvalue")         \
+    _(CUMMAX, "cummax")             \
+    _(CUMMIN, "cummin")
 
 typedef enum {
 #define THP_RESULT_ENUM(KIND, name) THP_RESULT_##KIND,

@@ -15,6 +15,7 @@
 #include "THPointwise.h"
 #include "THRandom.h"
 #include "THReduce.h"
+#include "THSearch.h"
 #include "THShape.h"
 #include "THShared.h"
 #include "THSort.h"

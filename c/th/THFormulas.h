@@ -200,6 +200,40 @@ int_rshift(int64_t a, int64_t b)
     static inline ctype fp_sign_##ctype(ctype a)                             \
     {                                                                        \
         return (ctype)((a > 0) - (a < 0));                                   \
+    }                                                                        \
+    /* log(e^a + e^b) = max + log1p(e^-|a - b|); equal infinities would */    \
+    /* give inf - inf = NaN there, so they are their own answer */           \
+    static inline ctype fp_logaddexp_##ctype(ctype a, ctype b)               \
+    {                                                                        \
+        if (isinf(a) && a == b) {                                            \
+            return a;                                                        \
+        }                                                                    \
+        ctype m = a > b ? a : b;                                             \
+        return m + log1p##f(exp##f(-fabs##f(a - b)));                        \
+    }                                                                        \
+    static inline ctype fp_logaddexp2_##ctype(ctype a, ctype b)              \
+    {                                                                        \
+        if (isinf(a) && a == b) {                                            \
+            return a;                                                        \
+        }                                                                    \
+        ctype m = a > b ? a : b;                                             \
+        return m + log1p##f(exp2##f(-fabs##f(a - b)))                        \
+                       * (ctype)1.44269504088896340736; /* 1 / ln 2 */       \
+    }                                                                        \
+    /* x log y with 0 log y = 0 unless y is NaN (PyTorch's xlogy) */          \
+    static inline ctype fp_xlogy_##ctype(ctype x, ctype y)                   \
+    {                                                                        \
+        if (isnan(y)) {                                                      \
+            return y;                                                        \
+        }                                                                    \
+        return x == 0 ? 0 : x * log##f(y);                                   \
+    }                                                                        \
+    /* PyTorch's lerp: from whichever end is nearer, so that weight 1 */      \
+    /* gives `end` exactly */                                                \
+    static inline ctype fp_lerp_##ctype(ctype start, ctype end, ctype w)     \
+    {                                                                        \
+        return fabs##f(w) < (ctype)0.5 ? start + w * (end - start)           \
+                                       : end - (end - start) * (1 - w);      \
     }
 TH_DEFINE_FLOAT_HELPERS(float, f)
 TH_DEFINE_FLOAT_HELPERS(double, )
@@ -242,6 +276,12 @@ TH_DEFINE_FLOAT_HELPERS(double, )
 #define EXPR_MINIMUM(Name, ctype, a, b, P) \
     TH_KIND_##Name((a) && (b), (a) < (b) ? (a) : (b), fp_min_##ctype((a), (b)))
 #define EXPR_ATAN2(Name, ctype, a, b, P) TH_FLOAT_FN(atan2, ctype)((a), (b))
+#define EXPR_HYPOT(Name, ctype, a, b, P) TH_FLOAT_FN(hypot, ctype)((a), (b))
+#define EXPR_COPYSIGN(Name, ctype, a, b, P) \
+    TH_FLOAT_FN(copysign, ctype)((a), (b))
+#define EXPR_LOGADDEXP(Name, ctype, a, b, P) fp_logaddexp_##ctype((a), (b))
+#define EXPR_LOGADDEXP2(Name, ctype, a, b, P) fp_logaddexp2_##ctype((a), (b))
+#define EXPR_XLOGY(Name, ctype, a, b, P) fp_xlogy_##ctype((a), (b))
 #define EXPR_EQ(Name, ctype, a, b, P) ((a) == (b))
 #define EXPR_NE(Name, ctype, a, b, P) ((a) != (b))
 #define EXPR_LT(Name, ctype, a, b, P) ((a) < (b))
@@ -268,14 +308,22 @@ TH_DEFINE_FLOAT_HELPERS(double, )
     TH_KIND_##Name((a), (ctype)int_sign(a), fp_sign_##ctype(a))
 #define EXPR_BITWISE_NOT(Name, ctype, a) TH_KIND_##Name(!(a), (ctype)~(a), 0)
 #define EXPR_LOGICAL_NOT(Name, ctype, a) ((a) == 0)
-/* Ternary: EXPR_<OP>(Name, ctype, a, b, c). */
-#define EXPR_WHERE(Name, ctype, c, a, b) ((c) ? (a) : (b))
+/* Ternary: EXPR_<OP>(Name, ctype, a, b, c, P), P the `value` of addcmul
+ * and addcdiv. */
+#define EXPR_WHERE(Name, ctype, c, a, b, P) ((c) ? (a) : (b))
 /* min(max(x, lo), hi): hi wins when lo > hi, as in PyTorch. */
 #define CLAMP_INT(x, lo, hi) \
     (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
-#define EXPR_CLAMP(Name, ctype, x, lo, hi)                         \
+#define EXPR_CLAMP(Name, ctype, x, lo, hi, P)                      \
     TH_KIND_##Name(0, CLAMP_INT((x), (lo), (hi)),                  \
                    fp_min_##ctype(fp_max_##ctype((x), (lo)), (hi)))
+#define EXPR_LERP(Name, ctype, start, end, w, P) \
+    fp_lerp_##ctype((start), (end), (w))
+/* self + value * t1 * t2 and self + value * t1 / t2, in PyTorch's order */
+#define EXPR_ADDCMUL(Name, ctype, a, b, c, P)                      \
+    TH_KIND_##Name(0, (ctype)(U64(a) + U64(P) * U64(b) * U64(c)),  \
+                   (a) + (P) * (b) * (c))
+#define EXPR_ADDCDIV(Name, ctype, a, b, c, P) ((a) + (P) * (b) / (c))
 
 /* ---- unary formulas -------------------------------------------------------- */
 
@@ -292,6 +340,120 @@ typedef struct {
     bool divide;       /* round_decimals: decimals < 0 */
     double nan, posinf, neginf; /* nan_to_num's replacements */
 } THUnaryParams;
+
+/* ---- special functions: lgamma, digamma, trigamma, erfinv --------------------
+ *
+ * Each is computed in double; float32 rounds the double result (at least
+ * as accurate as PyTorch's float32 kernels). */
+
+/* lgamma_r: glibc's lgamma writes the global `signgam`, a data race when
+ * the loops run on several threads.  lgamma_r is POSIX-adjacent, not ISO
+ * C: <math.h> hides it under -std=c11 (the C unit tests), so it is
+ * declared here too (the same declaration as glibc's). */
+extern double lgamma_r(double x, int *signp);
+
+static inline double
+th_lgamma(double x)
+{
+    int sign;
+    return lgamma_r(x, &sign);
+}
+
+/* The asymptotic series of digamma and trigamma need x >= this. */
+#define TH_PSI_ASYMPTOTIC_FROM 10.0
+
+/* digamma(x) = d/dx log Gamma(x):
+ *   x < 0:   reflection, psi(x) = psi(1 - x) - pi / tan(pi x), with tan
+ *            taken of x's fractional part (same value, exact argument);
+ *   x < 10:  recurrence, psi(x) = psi(x + 1) - 1 / x;
+ *   x >= 10: psi(x) = log x - 1/(2x) - sum B_2k / (2k x^2k).
+ * As PyTorch: psi(+-0) = -+inf, negative integers and -inf give NaN. */
+static inline double
+th_digamma(double x)
+{
+    if (x == 0) {
+        return copysign((double)INFINITY, -x);
+    }
+    if (x < 0) {
+        if (x == trunc(x)) {
+            return NAN;
+        }
+        const double pi = 3.14159265358979323846;
+        return th_digamma(1 - x) - pi / tan(pi * (x - trunc(x)));
+    }
+    double shift = 0;
+    while (x < TH_PSI_ASYMPTOTIC_FROM) {
+        shift -= 1 / x;
+        x += 1;
+    }
+    /* B_2k / 2k for k = 1..7: 1/12, -1/120, 1/252, -1/240, 1/132,
+     * -691/32760, 1/12 (Horner in z = 1/x^2) */
+    double z = 1 / (x * x);
+    double series =
+        z * (1.0 / 12 + z * (-1.0 / 120 + z * (1.0 / 252 + z * (-1.0 / 240
+        + z * (1.0 / 132 + z * (-691.0 / 32760 + z * (1.0 / 12)))))));
+    return shift + log(x) - 0.5 / x - series;
+}
+
+/* trigamma(x) = psi'(x) (digamma's derivative), the same three ways:
+ *   x < 0:   psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x);
+ *   x < 10:  psi1(x) = psi1(x + 1) + 1 / x^2;
+ *   x >= 10: psi1(x) = 1/x + 1/(2x^2) + sum B_2k / x^(2k+1). */
+static inline double
+th_trigamma(double x)
+{
+    if (x <= 0 && x == trunc(x)) {
+        return INFINITY;
+    }
+    const double pi = 3.14159265358979323846;
+    if (x < 0) {
+        double s = sin(pi * (x - trunc(x)));
+        return pi * pi / (s * s) - th_trigamma(1 - x);
+    }
+    double shift = 0;
+    while (x < TH_PSI_ASYMPTOTIC_FROM) {
+        shift += 1 / (x * x);
+        x += 1;
+    }
+    /* B_2k for k = 1..7: 1/6, -1/30, 1/42, -1/30, 5/66, -691/2730, 7/6 */
+    double z = 1 / (x * x);
+    double series =
+        z * (1.0 / 6 + z * (-1.0 / 30 + z * (1.0 / 42 + z * (-1.0 / 30
+        + z * (5.0 / 66 + z * (-691.0 / 2730 + z * (7.0 / 6)))))));
+    return shift + (1 + 0.5 / x + series) / x;
+}
+
+/* erfinv(y): Winitzki's closed form (relative error < 2e-3) refined by
+ * Halley's method on f(x) = erf(x) - y, whose step with u = f / f' is
+ * x -= u / (1 + x u) (since f'' = -2x f').  Each step triples the correct
+ * digits, so three reach double precision.  For |y| > 1/2, f is evaluated
+ * as (1 - |y|) - erfc(x): 1 - |y| is exact there and erfc keeps the tail's
+ * relative precision.  erfinv(+-1) = +-inf, |y| > 1 gives NaN. */
+static inline double
+th_erfinv(double y)
+{
+    double a = fabs(y);
+    if (!(a < 1)) {
+        return a == 1 ? copysign((double)INFINITY, y) : NAN;
+    }
+    if (a == 0) {
+        return y; /* keeps -0.0 */
+    }
+    const double winitzki_a = 0.147, pi = 3.14159265358979323846;
+    const double two_over_sqrt_pi = 1.12837916709551257390;
+    double l = log((1 - a) * (1 + a)); /* log(1 - a^2), exact factors */
+    double t = 2 / (pi * winitzki_a) + l / 2;
+    double x = sqrt(sqrt(t * t - l / winitzki_a) - t);
+    for (int step = 0; step < 3; step++) {
+        double f = a <= 0.5 ? erf(x) - a : (1 - a) - erfc(x);
+        double u = f / (two_over_sqrt_pi * exp(-x * x));
+        x -= u / (1 + x * u);
+    }
+    return copysign(x, y);
+}
+
+/* x from double back to the formula's dtype (tgmath can't pick these). */
+#define TH_SPECIAL_FN(fn, x) ((__typeof__(x))fn((double)(x)))
 
 /* ---- a vectorisable float32 exp --------------------------------------------
  *
@@ -529,6 +691,14 @@ TH_DEFINE_SIGMOID(Float64, double)
                       * (x + (scalar_t)GELU_TANH_C * x * x * x))))           \
     _(silu, x / (1 + vexp(-x)))                                              \
     _(frac, x - trunc(x))                                                    \
+    _(lgamma, TH_SPECIAL_FN(th_lgamma, x))                                   \
+    _(digamma, TH_SPECIAL_FN(th_digamma, x))                                 \
+    _(_trigamma, TH_SPECIAL_FN(th_trigamma, x))                              \
+    _(erfinv, TH_SPECIAL_FN(th_erfinv, x))                                   \
+    /* sin(pi x) / (pi x), 1 at 0 */                                         \
+    _(sinc, x == 0 ? (scalar_t)1                                             \
+                   : sin((scalar_t)3.14159265358979323846 * x)               \
+                         / ((scalar_t)3.14159265358979323846 * x))           \
     /* rint rounds half to even in the default rounding mode */              \
     _(round_decimals, p->divide ? rint(x / (scalar_t)p->ten_pow)             \
                                       * (scalar_t)p->ten_pow                 \

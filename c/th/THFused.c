@@ -96,7 +96,7 @@ THFused_arity(THFusedOp op)
 #define TH_FUSED_ELEM_3(name, OP, Name, T)                                   \
     TH_FUSED_INLINE T fused_elem_##name##_##Name(T a, T b, T c)              \
     {                                                                        \
-        return EXPR_##OP(Name, T, a, b, c);                                  \
+        return EXPR_##OP(Name, T, a, b, c, 0);                               \
     }
 #define TH_FUSED_POINTWISE_ELEMS(name, OP, arity)                            \
     TH_FUSED_ELEM_##arity(name, OP, Float32, float)                          \

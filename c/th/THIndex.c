@@ -23,7 +23,9 @@
 
 #include "THIter.h"
 #include "THParallel.h"
+#include "THPointwise.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -328,22 +330,44 @@ static const THLoop fill_where_loops[9] = {
                                  * alpha);                                 \
         }                                                                  \
     }
-#define TH_DEFINE_PUT_MUL(Name, ctype, py)                                  \
-    static void put_mul_##Name(char **data, const int64_t *strides,        \
-                               int64_t n, void *ctx)                       \
-    {                                                                      \
-        (void)ctx;                                                         \
-        for (int64_t k = 0; k < n; k++) {                                  \
-            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
-            ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
-            ctype value = *(const ctype *)(data[2] + k * strides[2]);      \
-            /* in the promoted type: for bool, a product is no truth */    \
-            __typeof__(*dst * value) product = *dst * value;               \
-            *dst = (ctype)product;                                         \
-        }                                                                  \
+/* The other combining puts: *dst = combine(*dst, value).  (mul: in the
+ * promoted type, for bool a product is no truth; max/min: NaN wins, as
+ * maximum.) */
+#define TH_DEFINE_PUT_COMBINE(Name, ctype, which, COMBINE)                   \
+    static void put_##which##_##Name(char **data, const int64_t *strides,   \
+                                     int64_t n, void *ctx)                   \
+    {                                                                        \
+        (void)ctx;                                                           \
+        for (int64_t k = 0; k < n; k++) {                                    \
+            int64_t offset = *(const int64_t *)(data[3] + k * strides[3]);   \
+            ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);       \
+            ctype value = *(const ctype *)(data[2] + k * strides[2]);        \
+            COMBINE(dst, value, ctype);                                      \
+        }                                                                    \
     }
+#define TH_COMBINE_MUL(dst, value, ctype)                  \
+    do {                                                   \
+        __typeof__(*(dst) * (value)) product = *(dst) * (value); \
+        *(dst) = (ctype)product;                           \
+    } while (0)
+#define TH_COMBINE_MAX(dst, value, ctype)                          \
+    if (((value) > *(dst) || (value) != (value)) && *(dst) == *(dst)) { \
+        *(dst) = (value);                                          \
+    }
+#define TH_COMBINE_MIN(dst, value, ctype)                          \
+    if (((value) < *(dst) || (value) != (value)) && *(dst) == *(dst)) { \
+        *(dst) = (value);                                          \
+    }
+#define TH_DEFINE_PUT_MUL(Name, ctype, py) \
+    TH_DEFINE_PUT_COMBINE(Name, ctype, mul, TH_COMBINE_MUL)
+#define TH_DEFINE_PUT_MAX(Name, ctype, py) \
+    TH_DEFINE_PUT_COMBINE(Name, ctype, max, TH_COMBINE_MAX)
+#define TH_DEFINE_PUT_MIN(Name, ctype, py) \
+    TH_DEFINE_PUT_COMBINE(Name, ctype, min, TH_COMBINE_MIN)
 TH_FORALL_DTYPES(TH_DEFINE_PUT_ADD)
 TH_FORALL_DTYPES(TH_DEFINE_PUT_MUL)
+TH_FORALL_DTYPES(TH_DEFINE_PUT_MAX)
+TH_FORALL_DTYPES(TH_DEFINE_PUT_MIN)
 
 #define TH_DTYPE_ENTRY_PUT_ADD(Name, ctype, py) put_add_##Name,
 #define TH_DTYPE_ENTRY_PUT_MUL(Name, ctype, py) put_mul_##Name,
@@ -352,6 +376,14 @@ static const THLoop put_add_loops[TH_NUM_DTYPES] = {
 };
 static const THLoop put_mul_loops[TH_NUM_DTYPES] = {
     TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_MUL)
+};
+#define TH_DTYPE_ENTRY_PUT_MAX(Name, ctype, py) put_max_##Name,
+#define TH_DTYPE_ENTRY_PUT_MIN(Name, ctype, py) put_min_##Name,
+static const THLoop put_max_loops[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_MAX)
+};
+static const THLoop put_min_loops[TH_NUM_DTYPES] = {
+    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_MIN)
 };
 
 /* How a put combines a value with what is there. */
@@ -372,7 +404,14 @@ put_mode(THScatterReduce reduce, THDtype dtype, THScalar alpha,
     case TH_SCATTER_MULTIPLY:
         mode->loop = put_mul_loops[dtype];
         return 0;
+    case TH_SCATTER_AMAX:
+        mode->loop = put_max_loops[dtype];
+        return 0;
+    case TH_SCATTER_AMIN:
+        mode->loop = put_min_loops[dtype];
+        return 0;
     case TH_SCATTER_ADD:
+    case TH_SCATTER_MEAN: /* the sum; scatter_reduce divides */
         break;
     }
     mode->loop = put_add_loops[dtype];
@@ -1360,11 +1399,12 @@ check_scatter_shapes(const THTensor *self, int64_t dim,
 
 /* scatter with src a tensor shaped like index (is_value false) or a 0-d
  * value of self's dtype (is_value true). */
+/* Everything scatter checks before writing; *dim is wrapped. */
 static int
-scatter_impl(THTensor *self, int64_t dim, THTensor *index, THTensor *src,
-             bool is_value, THScatterReduce reduce)
+check_scatter_args(THTensor *self, int64_t *dim, THTensor *index,
+                   THTensor *src, bool is_value)
 {
-    if (THTensor_wrapDim(dim, self->ndim, &dim) < 0) {
+    if (THTensor_wrapDim(*dim, self->ndim, dim) < 0) {
         return -1;
     }
     if (!is_index_dtype(index->dtype)) {
@@ -1377,8 +1417,18 @@ scatter_impl(THTensor *self, int64_t dim, THTensor *index, THTensor *src,
                            "src.dtype");
     }
     if (check_written(self) < 0
-        || check_scatter_shapes(self, dim, index, is_value ? NULL : src)
+        || check_scatter_shapes(self, *dim, index, is_value ? NULL : src)
                < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+scatter_impl(THTensor *self, int64_t dim, THTensor *index, THTensor *src,
+             bool is_value, THScatterReduce reduce)
+{
+    if (check_scatter_args(self, &dim, index, src, is_value) < 0) {
         return -1;
     }
     PutMode mode;
@@ -1428,6 +1478,113 @@ THTensor_scatterValue(THTensor *self, int64_t dim, THTensor *index,
     int status = scatter_impl(self, dim, index, src, true, reduce);
     THTensor_release(src);
     return status;
+}
+
+/* ---- scatter_reduce --------------------------------------------------------- */
+
+/* The lowest and highest value of a bool or integer dtype. */
+static void
+integer_range(THDtype dtype, int64_t *lowest, int64_t *highest)
+{
+    switch (dtype) {
+    case TH_Bool: *lowest = 0; *highest = 1; return;
+    case TH_UInt8: *lowest = 0; *highest = UINT8_MAX; return;
+    case TH_Int8: *lowest = INT8_MIN; *highest = INT8_MAX; return;
+    case TH_Int16: *lowest = INT16_MIN; *highest = INT16_MAX; return;
+    case TH_Int32: *lowest = INT32_MIN; *highest = INT32_MAX; return;
+    default: *lowest = INT64_MIN; *highest = INT64_MAX; return;
+    }
+}
+
+/* The value a reduction leaves unchanged: 0, 1, or the dtype's lowest /
+ * highest value (infinities for floats). */
+static THScalar
+reduction_identity(THScatterReduce reduce, THDtype dtype)
+{
+    int64_t lowest, highest;
+    integer_range(dtype, &lowest, &highest);
+    bool floating = THDtype_isFloating(dtype);
+    switch (reduce) {
+    case TH_SCATTER_MULTIPLY:
+        return THScalar_fromInt(1);
+    case TH_SCATTER_AMAX:
+        return floating ? THScalar_fromDouble(-INFINITY)
+                        : THScalar_fromInt(lowest);
+    case TH_SCATTER_AMIN:
+        return floating ? THScalar_fromDouble(INFINITY)
+                        : THScalar_fromInt(highest);
+    default:
+        return THScalar_fromInt(0);
+    }
+}
+
+/* self = sum / count where count > 0, count being how many values each
+ * position reduced (1 for self's own when include_self); floor division
+ * for integers, as PyTorch. */
+static int
+divide_by_counts(THTensor *self, int64_t dim, THTensor *index,
+                 bool include_self)
+{
+    THTensor *counts = THTensor_newEmpty(self->ndim, self->sizes,
+                                         self->dtype, TH_DEVICE_CPU);
+    if (counts == NULL) {
+        return -1;
+    }
+    int status = THTensor_fill(counts, THScalar_fromInt(include_self));
+    if (status == 0) {
+        status = THTensor_scatterValue(counts, dim, index,
+                                       THScalar_fromInt(1), TH_SCATTER_ADD);
+    }
+    THPointwiseOptions at_least_one = {.default_float = self->dtype};
+    THPointwiseArg clamp_args[2] = {THPointwiseArg_tensor(counts),
+                                    THPointwiseArg_number(
+                                        THScalar_fromInt(1))};
+    THTensor *divisor = status == 0 ? THPointwise_apply(TH_OP_MAXIMUM,
+                                                        clamp_args,
+                                                        &at_least_one)
+                                    : NULL;
+    THTensor_release(counts);
+    if (divisor == NULL) {
+        return -1;
+    }
+    THPointwiseOptions in_place = {.inplace = true,
+                                   .default_float = self->dtype};
+    THPointwiseArg div_args[2] = {THPointwiseArg_tensor(self),
+                                  THPointwiseArg_tensor(divisor)};
+    THTensor *result = THPointwise_apply(
+        THDtype_isFloating(self->dtype) ? TH_OP_DIV : TH_OP_DIV_FLOOR,
+        div_args, &in_place);
+    THTensor_release(divisor);
+    THTensor_release(result);
+    return result == NULL ? -1 : 0;
+}
+
+int
+THTensor_scatterReduce(THTensor *self, int64_t dim, THTensor *index,
+                       THTensor *src, THScatterReduce reduce,
+                       bool include_self)
+{
+    if (reduce == TH_SCATTER_ASSIGN) {
+        return THError_set(TH_ERR_RUNTIME, "scatter_reduce(): no reduction");
+    }
+    /* checked first: the identity goes in before the values */
+    int64_t wrapped = dim;
+    if (check_scatter_args(self, &wrapped, index, src, false) < 0) {
+        return -1;
+    }
+    if (!include_self
+        && THTensor_scatterValue(self, dim, index,
+                                 reduction_identity(reduce, self->dtype),
+                                 TH_SCATTER_ASSIGN)
+               < 0) {
+        return -1;
+    }
+    if (scatter_impl(self, dim, index, src, false, reduce) < 0) {
+        return -1;
+    }
+    return reduce == TH_SCATTER_MEAN
+               ? divide_by_counts(self, dim, index, include_self)
+               : 0;
 }
 
 /* ---- masks --------------------------------------------------------------------- */

@@ -44,6 +44,9 @@ typedef enum {
     TH_SCATTER_ASSIGN,
     TH_SCATTER_ADD,
     TH_SCATTER_MULTIPLY,
+    TH_SCATTER_AMAX,   /* NaN-propagating, as maximum */
+    TH_SCATTER_AMIN,
+    TH_SCATTER_MEAN,   /* scatter_reduce only */
 } THScatterReduce;
 
 /* self[index[i][j]][j] = src[i][j] (for dim 0), reduced by `reduce`. */
@@ -52,6 +55,13 @@ int THTensor_scatter(THTensor *self, int64_t dim, THTensor *index,
 /* The same with one value for every position. */
 int THTensor_scatterValue(THTensor *self, int64_t dim, THTensor *index,
                           THScalar value, THScatterReduce reduce);
+/* scatter_reduce_: self reduced with src at the positions index names
+ * (add, multiply, amax, amin or mean; TH_SCATTER_ASSIGN is refused).
+ * Without include_self, the positions written start from the reduction's
+ * identity instead of self's values. */
+int THTensor_scatterReduce(THTensor *self, int64_t dim, THTensor *index,
+                           THTensor *src, THScatterReduce reduce,
+                           bool include_self);
 /* self.select(dim, index[i]) += source.select(dim, i) * alpha */
 int THTensor_indexAdd(THTensor *self, int64_t dim, THTensor *index,
                       THTensor *source, THScalar alpha);

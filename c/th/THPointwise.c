@@ -22,7 +22,8 @@
 /* Which categories (bool, integer, floating) each operator has loops for,
  * and its output (SAME as the inputs, or BOOLEAN).  The rest are refused
  * with PyTorch's "not implemented for" message; integer inputs of true
- * division and atan2 are promoted to a floating dtype before that. */
+ * division, atan2, copysign and xlogy are promoted to a floating dtype
+ * before that. */
 #define BINARY_OPS(_)                     \
     _(ADD, 1, 1, 1, SAME)                 \
     _(ADD_ALPHA, 1, 1, 1, SAME)           \
@@ -38,6 +39,11 @@
     _(MAXIMUM, 1, 1, 1, SAME)             \
     _(MINIMUM, 1, 1, 1, SAME)             \
     _(ATAN2, 0, 0, 1, SAME)               \
+    _(HYPOT, 0, 0, 1, SAME)               \
+    _(COPYSIGN, 0, 0, 1, SAME)            \
+    _(LOGADDEXP, 0, 0, 1, SAME)           \
+    _(LOGADDEXP2, 0, 0, 1, SAME)          \
+    _(XLOGY, 0, 0, 1, SAME)               \
     _(EQ, 1, 1, 1, BOOLEAN)                  \
     _(NE, 1, 1, 1, BOOLEAN)                  \
     _(LT, 1, 1, 1, BOOLEAN)                  \
@@ -61,7 +67,10 @@
 /* The first input's type: BOOLEAN (where's condition) or SAME. */
 #define TERNARY_OPS(_)                    \
     _(WHERE, 1, 1, 1, BOOLEAN)               \
-    _(CLAMP, 0, 1, 1, SAME)
+    _(CLAMP, 0, 1, 1, SAME)                  \
+    _(LERP, 0, 0, 1, SAME)                   \
+    _(ADDCMUL, 0, 1, 1, SAME)                \
+    _(ADDCDIV, 0, 0, 1, SAME)
 
 #define TH_TYPE_SAME(ctype) ctype
 #define TH_TYPE_BOOLEAN(ctype) bool
@@ -136,7 +145,8 @@
     static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
                             void *ctx)                                       \
     {                                                                        \
-        (void)ctx;                                                           \
+        const ctype P = *(const ctype *)ctx;                                 \
+        (void)P;                                                             \
         ctype *o = (ctype *)data[0];                                         \
         const in0_t *x = (const in0_t *)data[1];                             \
         const ctype *y = (const ctype *)data[2];                             \
@@ -144,14 +154,14 @@
         if (strides[0] == sizeof(ctype) && strides[1] == sizeof(in0_t)) {    \
             if (strides[2] == sizeof(ctype) && strides[3] == sizeof(ctype)) { \
                 for (int64_t k = 0; k < n; k++) {                            \
-                    o[k] = EXPR_##OP(Name, ctype, x[k], y[k], z[k]);         \
+                    o[k] = EXPR_##OP(Name, ctype, x[k], y[k], z[k], P);      \
                 }                                                            \
                 return;                                                      \
             }                                                                \
             if (strides[2] == 0 && strides[3] == 0) {                        \
                 const ctype yv = *y, zv = *z;                                \
                 for (int64_t k = 0; k < n; k++) {                            \
-                    o[k] = EXPR_##OP(Name, ctype, x[k], yv, zv);             \
+                    o[k] = EXPR_##OP(Name, ctype, x[k], yv, zv, P);          \
                 }                                                            \
                 return;                                                      \
             }                                                                \
@@ -161,7 +171,7 @@
             const ctype b = *(const ctype *)(data[2] + k * strides[2]);      \
             const ctype c = *(const ctype *)(data[3] + k * strides[3]);      \
             *(ctype *)(data[0] + k * strides[0]) =                           \
-                EXPR_##OP(Name, ctype, a, b, c);                             \
+                EXPR_##OP(Name, ctype, a, b, c, P);                          \
         }                                                                    \
     }
 
@@ -475,8 +485,63 @@ is_integer_division(THPointwiseOp op, THDtype compute)
            && THDtype_isIntegral(compute, true);
 }
 
+/* lerp computes in its input's dtype: `end`, and a `weight` tensor with
+ * dims, must have it (PyTorch's messages); integers have no kernel. */
+static int
+check_lerp(const THPointwiseArg *args)
+{
+    THDtype dtype = arg_dtype(&args[0]);
+    static const char *const what[] = {NULL, "end", "weight"};
+    for (int k = 1; k < 3; k++) {
+        const THTensor *t = args[k].tensor;
+        if (t != NULL && t->dtype != dtype && (k == 1 || t->ndim > 0)) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "expected dtype %s for `%s` but got dtype %s",
+                               THDtype_cppTypeName(dtype), what[k],
+                               THDtype_cppTypeName(t->dtype));
+        }
+    }
+    if (!THDtype_isFloating(dtype)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "\"lerp_kernel_%s\" not implemented for '%s'",
+                           args[2].tensor != NULL ? "tensor" : "scalar",
+                           THDtype_scalarTypeName(dtype));
+    }
+    return 0;
+}
+
+/* PyTorch refuses two integer (or bool) divisors, whatever `input` is. */
+static int
+check_addcdiv(const THPointwiseArg *args)
+{
+    if (THDtype_isFloating(arg_dtype(&args[1]))
+        || THDtype_isFloating(arg_dtype(&args[2]))) {
+        return 0;
+    }
+    return THError_set(
+        TH_ERR_RUNTIME,
+        "Integer division with addcdiv is no longer supported, and in a "
+        "future  release addcdiv will perform a true division of tensor1 and "
+        "tensor2. The historic addcdiv behavior can be implemented as (input "
+        "+ value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+        "integer inputs and as (input + value * tensor1 / tensor2) for float "
+        "inputs. The future addcdiv behavior is just the latter "
+        "implementation: (input + value * tensor1 / tensor2), for all "
+        "dtypes.");
+}
+
+/* Operators whose integer (and bool) inputs compute in the default float
+ * dtype. */
+static bool
+promotes_to_float(THPointwiseOp op)
+{
+    return op == TH_OP_DIV || op == TH_OP_ATAN2 || op == TH_OP_COPYSIGN
+           || op == TH_OP_XLOGY;
+}
+
 /* The compute dtype: the inputs' result type, floating for true division
- * and atan2, bool for where's condition (which takes no part). */
+ * and the promotes_to_float operators, bool for where's condition (which
+ * takes no part). */
 static int
 compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
               const THPointwiseOptions *options, THDtype *out)
@@ -490,11 +555,18 @@ compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
                            "but got a tensor with dtype %s",
                            THDtype_scalarTypeName(arg_dtype(&args[0])));
     }
-    THDtype dtype = THPointwise_resultType(arity - first, args + first,
-                                           options->default_float);
-    if ((op == TH_OP_DIV || op == TH_OP_ATAN2)
-        && !THDtype_isFloating(dtype)) {
+    if (op == TH_OP_LERP && check_lerp(args) < 0) {
+        return -1;
+    }
+    THDtype dtype = op == TH_OP_LERP
+                        ? arg_dtype(&args[0])
+                        : THPointwise_resultType(arity - first, args + first,
+                                                 options->default_float);
+    if (promotes_to_float(op) && !THDtype_isFloating(dtype)) {
         dtype = options->default_float;
+    }
+    if (op == TH_OP_ADDCDIV && check_addcdiv(args) < 0) {
+        return -1;
     }
     if (check_bool_arithmetic(op, args) < 0) {
         return -1;
@@ -751,7 +823,8 @@ prepare(THPointwisePlan *plan, THPointwiseOp op, const THPointwiseArg *args,
     }
     plan->noperands = arity + 1;
     plan->loop = loops[op][dtype];
-    if (op == TH_OP_ADD_ALPHA || op == TH_OP_SUB_ALPHA) {
+    if (op == TH_OP_ADD_ALPHA || op == TH_OP_SUB_ALPHA || op == TH_OP_ADDCMUL
+        || op == TH_OP_ADDCDIV) {
         store_number(options->alpha, dtype, &plan->param);
     }
     if (is_integer_division(op, dtype) && check_divisor(&ops[2], dtype) < 0) {

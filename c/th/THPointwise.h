@@ -39,7 +39,9 @@
 /* The operators, with PyTorch's kernel names (used in messages such as
  * "\"remainder_cpu\" not implemented for 'Bool'") and their arity.
  * ADD_ALPHA/SUB_ALPHA are a + alpha * b and a - alpha * b.  WHERE is
- * (condition, a, b); CLAMP is (x, min, max). */
+ * (condition, a, b); CLAMP is (x, min, max); LERP is (start, end, weight);
+ * ADDCMUL/ADDCDIV are (input, tensor1, tensor2) with alpha as their
+ * `value`. */
 #define TH_FORALL_POINTWISE_OPS(_)            \
     _(ADD, "add_cpu", 2)                      \
     _(ADD_ALPHA, "add_cpu", 2)                \
@@ -55,6 +57,11 @@
     _(MAXIMUM, "maximum_cpu", 2)              \
     _(MINIMUM, "minimum_cpu", 2)              \
     _(ATAN2, "atan2_cpu", 2)                  \
+    _(HYPOT, "hypot_cpu", 2)                  \
+    _(COPYSIGN, "copysign_cpu", 2)            \
+    _(LOGADDEXP, "logaddexp_cpu", 2)          \
+    _(LOGADDEXP2, "logaddexp2_cpu", 2)        \
+    _(XLOGY, "xlogy_cpu", 2)                  \
     _(EQ, "eq_cpu", 2)                        \
     _(NE, "ne_cpu", 2)                        \
     _(LT, "lt_cpu", 2)                        \
@@ -75,7 +82,10 @@
     _(BITWISE_NOT, "bitwise_not_cpu", 1)      \
     _(LOGICAL_NOT, "logical_not_cpu", 1)      \
     _(WHERE, "where_cpu", 3)                  \
-    _(CLAMP, "clamp_cpu", 3)
+    _(CLAMP, "clamp_cpu", 3)                  \
+    _(LERP, "lerp_kernel", 3)                 \
+    _(ADDCMUL, "addcmul_cpu_out", 3)          \
+    _(ADDCDIV, "addcdiv_cpu_out", 3)
 
 typedef enum {
 #define TH_POINTWISE_ENUM(NAME, name, arity) TH_OP_##NAME,
@@ -111,7 +121,8 @@ typedef struct {
      * exactly.  Either way the result type must be castable to its dtype. */
     THTensor *out;
     bool inplace;
-    /* alpha, for TH_OP_ADD_ALPHA and TH_OP_SUB_ALPHA.  Ignored else. */
+    /* alpha, for TH_OP_ADD_ALPHA and TH_OP_SUB_ALPHA, and the `value` of
+     * TH_OP_ADDCMUL and TH_OP_ADDCDIV.  Ignored else. */
     THScalar alpha;
     /* The dtype a float number counts as (torch.get_default_dtype()), which
      * is also what true division and atan2 of integers give. */

@@ -1,7 +1,7 @@
 /*
  * THReduce.h -- reductions (sum, mean, prod, max, argmax, var, norm,
  * logsumexp, all, any, count_nonzero), softmax and the scans (cumsum,
- * cumprod).
+ * cumprod, logcumsumexp, cummax, cummin).
  *
  * Every reduction takes the dims to remove as a mask over the input's dims
  * (THReduce_dimMask builds one from PyTorch-style dim lists) and returns a
@@ -77,5 +77,12 @@ THTensor *THTensor_newSoftmax(THTensor *input, int64_t dim,
  * unless `dtype` says otherwise. */
 THTensor *THTensor_newCumsum(THTensor *input, int64_t dim, int dtype);
 THTensor *THTensor_newCumprod(THTensor *input, int64_t dim, int dtype);
+
+/* Running log(sum(exp(x))) along `dim` (floating inputs only). */
+THTensor *THTensor_newLogcumsumexp(THTensor *input, int64_t dim);
+/* Running max (is_max) or min along `dim`: values like input, int64
+ * indices of where each running value was last reached. */
+int THTensor_cumExtremum(THTensor *input, int64_t dim, bool is_max,
+                         THTensor **values, THTensor **indices);
 
 #endif /* TH_REDUCE_H */

@@ -60,6 +60,11 @@
     _(sigmoid, "sigmoid", TH_UNARY_TO_FLOAT)                     \
     _(erf, "erf", TH_UNARY_TO_FLOAT)                             \
     _(erfc, "erfc", TH_UNARY_TO_FLOAT)                           \
+    _(lgamma, "lgamma", TH_UNARY_TO_FLOAT)                       \
+    _(digamma, "digamma", TH_UNARY_TO_FLOAT)                     \
+    _(_trigamma, "_trigamma", TH_UNARY_TO_FLOAT)                 \
+    _(erfinv, "erfinv", TH_UNARY_TO_FLOAT)                       \
+    _(sinc, "sinc", TH_UNARY_TO_FLOAT)                           \
     _(gelu, "gelu", TH_UNARY_FLOAT_ONLY)                         \
     _(gelu_tanh, "gelu", TH_UNARY_FLOAT_ONLY)                    \
     _(silu, "silu", TH_UNARY_FLOAT_ONLY)                         \

@@ -65,6 +65,11 @@ for _name in _C._public_functions:
     globals()[_name] = getattr(_C, _name)
 del _name
 
+# Functions written over the operators (ember.isclose, ember.meshgrid, ...).
+from ._functions import (  # noqa: E402,F401
+    isclose, allclose, equal, meshgrid, take_along_dim, diff, kron, cdist, tril_indices,
+    triu_indices, flatten, unflatten, block_diag, cartesian_prod, rot90, vander)
+
 # ember.return_types: the named (values, indices) tuples of max(dim), sort,
 # topk, ... (Note [Named result tuples] in c/python/ReturnTypes.c).
 return_types = _types.ModuleType("ember.return_types")

@@ -10,7 +10,7 @@ through where the input survived and gather it for the values written.
 import ember
 
 from ... import _C
-from ._common import (Node, check_inplace, commit_inplace, edges_of, mark_view,
+from ._common import (Node, SavedOutput, check_inplace, commit_inplace, edges_of, mark_view,
                       meta_of, nondifferentiable, record, reduce_grad, refuse_out, register,
                       register_inplace, sum_to)
 from .shape import NotImplementedBackward
@@ -172,6 +172,57 @@ def scatter_add(input, dim, index, src, *, out=None):
     node = ScatterAddBackward0(edges_of(input, src))
     node.dim = dim
     node.save(index)
+    return record(node, result)
+
+
+class ScatterReduceBackward0(Node):
+    """PyTorch's scatter_reduce_backward.  `written` marks the positions
+    some src value reached; without include_self, self's values there took
+    no part, so they get no gradient.
+      sum:  self gets grad, src the gradient of where it went;
+      mean: the same divided by each position's count;
+      prod: grad * result / value (exact for non-zero inputs, as PyTorch's
+            formula where nothing is 0);
+      amax, amin: the gradient is shared evenly among the values (self's
+            and src's) equal to the result."""
+
+    __slots__ = ("dim", "reduce", "include_self")
+
+    def apply(self, grad):
+        input, index, src, result = self.unpack_saved()
+        dim, reduce = self.dim, self.reduce
+        written = ember.zeros(input.shape, dtype=ember.bool).scatter(dim, index, True)
+        if reduce == "sum":
+            grad_self, grad_src = grad, grad.gather(dim, index)
+        elif reduce == "mean":
+            self_counts = ember.full(input.shape, float(self.include_self), dtype=grad.dtype)
+            counts = self_counts.scatter_add(dim, index, ember.ones(src.shape, dtype=grad.dtype))
+            scaled = grad / counts.clamp(min=1)
+            grad_self, grad_src = scaled, scaled.gather(dim, index)
+        elif reduce == "prod":
+            grad_self = grad * result / input
+            grad_src = (grad * result).gather(dim, index) / src
+        else:
+            # (self's ties count even without include_self, as in PyTorch)
+            self_wins = (input == result).to(grad.dtype)
+            src_wins = (src == result.gather(dim, index)).to(grad.dtype)
+            shares = self_wins.scatter_add(dim, index, src_wins)
+            share = grad / shares.clamp(min=1)
+            grad_self = self_wins * share
+            grad_src = src_wins * share.gather(dim, index)
+        if not self.include_self:
+            grad_self = grad_self.masked_fill(written, 0)
+        return (grad_self if _needs(self, 0) else None,
+                grad_src if _needs(self, 1) else None)
+
+
+@register("scatter_reduce")
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    refuse_out("scatter_reduce", out)
+    result = ember.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
+    node = ScatterReduceBackward0(edges_of(input, src))
+    node.dim, node.reduce, node.include_self = dim, reduce, include_self
+    node.save(input, index, src, SavedOutput(result))
     return record(node, result)
 
 
@@ -372,6 +423,7 @@ def setitem(self, index, value):
 
 
 for _name, _op in [("scatter_", ember.scatter), ("scatter_add_", ember.scatter_add),
+                   ("scatter_reduce_", ember.scatter_reduce),
                    ("index_add_", ember.index_add), ("index_fill_", ember.index_fill),
                    ("masked_fill_", ember.masked_fill), ("index_put_", ember.index_put)]:
     register_inplace(_name, _op)

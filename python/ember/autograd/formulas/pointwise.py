@@ -424,6 +424,155 @@ def atan2(input, other, *, out=None):
     return record(node, result)
 
 
+# ---- hypot, copysign, logaddexp, logaddexp2, xlogy ------------------------------------
+# PyTorch's derivatives.yaml formulas; each gradient reduced to its operand.
+
+def _grads(node, grad_input, grad_other, input, other):
+    """The pair of gradients, computed only for operands with an edge."""
+    return (reduce_grad(grad_input(), input) if node._edges[0] is not None else None,
+            reduce_grad(grad_other(), other) if node._edges[1] is not None else None)
+
+
+class HypotBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, other, result = self.unpack_saved()
+        return _grads(self, lambda: grad * input / result, lambda: grad * other / result,
+                      input, other)
+
+
+class CopysignBackward0(Node):
+    """d/dx copysign(x, y) = copysign(x, y) / x (0 where x is 0); y gets 0."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, other, result = self.unpack_saved()
+        return _grads(self, lambda: grad * ember.where(input == 0, 0.0, result / input),
+                      lambda: ember.zeros_like(grad), input, other)
+
+
+class LogaddexpBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, other = self.unpack_saved()
+        return _grads(self, lambda: grad / (1 + (other - input).exp()),
+                      lambda: grad / (1 + (input - other).exp()), input, other)
+
+
+class Logaddexp2Backward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, other = self.unpack_saved()
+        return _grads(self, lambda: grad / (1 + (other - input).exp2()),
+                      lambda: grad / (1 + (input - other).exp2()), input, other)
+
+
+class XlogyBackward0(Node):
+    """d/dx = log y where x != 0 (xlogy(x != 0, y)), d/dy = x / y."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, other = self.unpack_saved()
+        return _grads(self, lambda: grad * ember.xlogy((input != 0).to(grad.dtype), other),
+                      lambda: grad * input / other, input, other)
+
+
+def _binary_handler(name, node_class, saves_result):
+    op = getattr(ember, name)
+
+    def handler(input, other, *, out=None):
+        refuse_out(name, out)
+        result = op(input, other)
+        node = node_class(edges_of(input, other))
+        if saves_result:
+            node.save(input, other, SavedOutput(result))
+        else:
+            node.save(input, other)
+        return record(node, result)
+    handler.__name__ = name
+    return handler
+
+
+for _name, _node_class, _saves_result in [
+        ("hypot", HypotBackward0, True), ("copysign", CopysignBackward0, True),
+        ("logaddexp", LogaddexpBackward0, False), ("logaddexp2", Logaddexp2Backward0, False),
+        ("xlogy", XlogyBackward0, False)]:
+    register(_name)(_binary_handler(_name, _node_class, _saves_result))
+
+
+# ---- lerp, addcmul, addcdiv --------------------------------------------------------
+
+class LerpBackward0(Node):
+    """lerp(start, end, w) = start + w (end - start): d/dstart = 1 - w,
+    d/dend = w, d/dw = end - start.  A number weight gets nothing."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        start, end, weight = self.unpack_saved()
+        edges = self._edges
+        return (reduce_grad(grad * (1 - weight), start) if edges[0] is not None else None,
+                reduce_grad(grad * weight, end) if edges[1] is not None else None,
+                reduce_grad(grad * (end - start), weight) if edges[2] is not None else None)
+
+
+class AddcmulBackward0(Node):
+    __slots__ = ("value",)
+
+    def apply(self, grad):
+        input, tensor1, tensor2 = self.unpack_saved()
+        edges, value = self._edges, self.value
+        return (reduce_grad(grad, input) if edges[0] is not None else None,
+                reduce_grad(grad * tensor2 * value, tensor1) if edges[1] is not None else None,
+                reduce_grad(grad * tensor1 * value, tensor2) if edges[2] is not None else None)
+
+
+class AddcdivBackward0(Node):
+    __slots__ = ("value",)
+
+    def apply(self, grad):
+        input, tensor1, tensor2 = self.unpack_saved()
+        edges, value = self._edges, self.value
+        grad_tensor2 = None
+        if edges[2] is not None:
+            grad_tensor2 = reduce_grad(-grad * value * tensor1 / (tensor2 * tensor2), tensor2)
+        return (reduce_grad(grad, input) if edges[0] is not None else None,
+                reduce_grad(grad * value / tensor2, tensor1) if edges[1] is not None else None,
+                grad_tensor2)
+
+
+@register("lerp")
+def lerp(input, end, weight, *, out=None):
+    refuse_out("lerp", out)
+    result = ember.lerp(input, end, weight)
+    node = LerpBackward0(edges_of(input, end, weight))
+    node.save(input, end, weight)
+    return record(node, result)
+
+
+def _addc_handler(name, node_class):
+    op = getattr(ember, name)
+
+    def handler(input, tensor1, tensor2, *, value=1, out=None):
+        refuse_out(name, out)
+        result = op(input, tensor1, tensor2, value=value)
+        node = node_class(edges_of(input, tensor1, tensor2))
+        node.value = value
+        node.save(input, tensor1, tensor2)
+        return record(node, result)
+    handler.__name__ = name
+    return handler
+
+
+register("addcmul")(_addc_handler("addcmul", AddcmulBackward0))
+register("addcdiv")(_addc_handler("addcdiv", AddcdivBackward0))
+
+
 # ---- maximum, minimum --------------------------------------------------------------
 
 class MaximumBackward0(Node):
@@ -628,7 +777,10 @@ for _name, _op in [("pow_", ember.pow), ("__ipow__", operator.pow),
                    ("floor_divide_", ember.floor_divide), ("__ifloordiv__", operator.floordiv),
                    ("atan2_", ember.atan2), ("arctan2_", ember.atan2),
                    ("abs_", ember.abs), ("absolute_", ember.abs), ("sign_", ember.sign),
-                   ("clamp_", ember.clamp), ("clip_", ember.clip)]:
+                   ("clamp_", ember.clamp), ("clip_", ember.clip),
+                   ("hypot_", ember.hypot), ("copysign_", ember.copysign),
+                   ("xlogy_", ember.xlogy), ("lerp_", ember.lerp),
+                   ("addcmul_", ember.addcmul), ("addcdiv_", ember.addcdiv)]:
     register_inplace(_name, _op)
 
 

@@ -653,6 +653,84 @@ def cumprod(input, dim=_MISSING, *, dtype=None, out=None):
     return _scan(CumprodBackward0, "cumprod", input, dim, dtype, out, True)
 
 
+# ---- logcumsumexp, cummax, cummin -----------------------------------------------------
+
+def _reverse_logcumsumexp(tensor, dim):
+    return tensor.flip([dim]).logcumsumexp(dim).flip([dim])
+
+
+class LogcumsumexpBackward0(Node):
+    """d result_i / d x_j = exp(x_j - result_i) for j <= i, so
+    grad_x_j = sum_{i >= j} grad_i exp(x_j - result_i), summed in log space
+    (a reversed logcumsumexp) separately over the positive and negative
+    gradients, so that nothing overflows (PyTorch does the same)."""
+
+    __slots__ = ("dim",)
+
+    def apply(self, grad):
+        input, result = self.unpack_saved()
+        if input.ndim == 0:
+            return (grad,)
+        dim = self.dim
+        with_result = []
+        for part in (grad.clamp(min=0), (-grad).clamp(min=0)):
+            with_result.append((input + _reverse_logcumsumexp(part.log() - result, dim)).exp())
+        return (with_result[0] - with_result[1],)
+
+
+@register("logcumsumexp")
+def logcumsumexp(input, dim, *, out=None):
+    refuse_out("logcumsumexp", out)
+    result = input.logcumsumexp(dim)
+    node = LogcumsumexpBackward0(edges_of(input))
+    node.dim = dim % (input.ndim or 1)
+    node.save(input, SavedOutput(result))
+    return record(node, result)
+
+
+class CummaxBackward0(Node):
+    """Each running value's gradient goes to the element it was taken from
+    (summed where several share one); the indices get none."""
+
+    __slots__ = ("shape", "dim")
+    num_outputs = 2
+
+    def apply(self, grad, grad_indices=None):
+        (indices,) = self.unpack_saved()
+        if not self.shape:
+            return (grad,)
+        zeros = ember.zeros(self.shape, dtype=grad.dtype)
+        return (zeros.scatter_add(self.dim, indices, grad),)
+
+
+class CumminBackward0(CummaxBackward0):
+    __slots__ = ()
+
+
+def _cum_extremum(name, node_class, input, dim):
+    values_and_indices = getattr(input, name)(dim)
+    values, indices = values_and_indices
+    node = node_class(edges_of(input))
+    node.shape = input.shape
+    node.dim = dim % (input.ndim or 1)
+    node.save(indices)
+    record(node, values)
+    return values_and_indices
+
+
+@register("cummax")
+def cummax(input, dim):
+    return _cum_extremum("cummax", CummaxBackward0, input, dim)
+
+
+@register("cummin")
+def cummin(input, dim):
+    return _cum_extremum("cummin", CumminBackward0, input, dim)
+
+
 # ---- no derivative ----------------------------------------------------------------------
 
 nondifferentiable("argmax", "argmin", "all", "any", "count_nonzero")
+# Integer results (searchsorted, bucketize) and counts (PyTorch has no
+# derivative for bincount or histc either).
+nondifferentiable("searchsorted", "bucketize", "bincount", "histc")

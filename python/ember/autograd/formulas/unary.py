@@ -25,6 +25,7 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_KAPPA = 0.044715
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2
 
 
 # ---- derivatives in terms of the output -------------------------------------------
@@ -298,6 +299,47 @@ class FracBackward0(Node):
         return (grad,)
 
 
+class LgammaBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        return (grad * input.digamma(),)
+
+
+class DigammaBackward0(Node):
+    """digamma' is trigamma (PyTorch's polygamma(1, x)); trigamma itself has
+    no derivative here, so digamma is differentiable once."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        return (grad * ember._C._trigamma(input),)
+
+
+class ErfinvBackward0(Node):
+    """erfinv'(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        result, = self.unpack_saved()
+        return (grad * (_SQRT_PI_OVER_2 * (result * result).exp()),)
+
+
+class SincBackward0(Node):
+    """(cos(pi x) pi x - sin(pi x)) / (pi x^2), 0 at x = 0."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        pi_x = input * math.pi
+        slope = (pi_x * pi_x.cos() - pi_x.sin()) / (pi_x * input)
+        return (grad * ember.where(input == 0, 0.0, slope),)
+
+
 # ---- handlers ----------------------------------------------------------------------
 
 def _saving_output(name, node_class):
@@ -352,12 +394,14 @@ _FORMULAS = [
                       "sqrt": SqrtBackward0, "rsqrt": RsqrtBackward0,
                       "reciprocal": ReciprocalBackward0, "tan": TanBackward0,
                       "tanh": TanhBackward0, "sigmoid": SigmoidBackward0,
-                      "relu": ReluBackward0}),
+                      "relu": ReluBackward0, "erfinv": ErfinvBackward0}),
     (_saving_input, {"log": LogBackward0, "log2": Log2Backward0, "log10": Log10Backward0,
                      "log1p": Log1PBackward0, "sin": SinBackward0, "cos": CosBackward0,
                      "asin": AsinBackward0, "acos": AcosBackward0, "atan": AtanBackward0,
                      "sinh": SinhBackward0, "cosh": CoshBackward0, "erf": ErfBackward0,
-                     "erfc": ErfcBackward0, "silu": SiluBackward0}),
+                     "erfc": ErfcBackward0, "silu": SiluBackward0,
+                     "lgamma": LgammaBackward0, "digamma": DigammaBackward0,
+                     "sinc": SincBackward0}),
     (_saving_nothing, {"floor": FloorBackward0, "ceil": CeilBackward0,
                        "trunc": TruncBackward0, "frac": FracBackward0}),
 ]
@@ -409,8 +453,10 @@ def nan_to_num(input, *args, out=None, **kwargs):
 
 for _name in ["log", "log2", "log10", "log1p", "sin", "cos", "asin", "acos", "atan", "sinh",
               "cosh", "erf", "erfc", "frac", "floor", "ceil", "trunc", "square", "round",
-              "nan_to_num"]:
+              "nan_to_num", "lgamma", "digamma", "sinc"]:
     register_inplace(_name + "_", getattr(ember, _name))
 
 # Predicates: bool results.
 nondifferentiable("isnan", "isinf", "isfinite", "isposinf", "isneginf")
+# Only digamma's backward calls it (it would need polygamma(2, x)).
+nondifferentiable("_trigamma")
