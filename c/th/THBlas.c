@@ -438,12 +438,12 @@ typedef struct {
             }                                                              \
         }                                                                  \
     }
-TH_FORALL_DTYPES(TH_DEFINE_ROWWISE_GEMM)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_ROWWISE_GEMM)
 
 typedef void (*RowwiseGemm)(const GemmArgs *);
 static const RowwiseGemm rowwise_gemms[TH_NUM_DTYPES] = {
 #define TH_ROWWISE_ENTRY(Name, T, py) gemm_rowwise_##Name,
-    TH_FORALL_DTYPES(TH_ROWWISE_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ROWWISE_ENTRY)
 #undef TH_ROWWISE_ENTRY
 };
 

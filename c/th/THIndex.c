@@ -342,16 +342,16 @@ static const THLoop fill_where_loops[9] = {
             *dst = (ctype)product;                                         \
         }                                                                  \
     }
-TH_FORALL_DTYPES(TH_DEFINE_PUT_ADD)
-TH_FORALL_DTYPES(TH_DEFINE_PUT_MUL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_PUT_ADD)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_PUT_MUL)
 
 #define TH_DTYPE_ENTRY_PUT_ADD(Name, ctype, py) put_add_##Name,
 #define TH_DTYPE_ENTRY_PUT_MUL(Name, ctype, py) put_mul_##Name,
 static const THLoop put_add_loops[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_ADD)
+    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_PUT_ADD)
 };
 static const THLoop put_mul_loops[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_MUL)
+    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_PUT_MUL)
 };
 
 /* How a put combines a value with what is there. */
@@ -438,7 +438,7 @@ run_gather(const THIterOperand *ops, int ndim, const int64_t *sizes)
         }                                                                  \
         return count;                                                      \
     }
-TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_COUNT_NONZERO)
 
 /* Writes the coordinates of each non-zero element of a row-major block
  * of the given shape (ndim >= 1), one row of `out` per element.  The last
@@ -466,7 +466,7 @@ TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
             }                                                              \
         }                                                                  \
     }
-TH_FORALL_DTYPES(TH_DEFINE_LIST_NONZERO)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_LIST_NONZERO)
 
 typedef int64_t (*CountNonzeroFn)(const char *, int64_t);
 typedef void (*ListNonzeroFn)(const char *, int64_t, int, const int64_t *,
@@ -474,10 +474,10 @@ typedef void (*ListNonzeroFn)(const char *, int64_t, int, const int64_t *,
 #define TH_DTYPE_ENTRY_COUNT(Name, ctype, py) count_nonzero_##Name,
 #define TH_DTYPE_ENTRY_LIST(Name, ctype, py) list_nonzero_##Name,
 static const CountNonzeroFn count_nonzero_fns[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_COUNT)
+    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_COUNT)
 };
 static const ListNonzeroFn list_nonzero_fns[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_LIST)
+    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_LIST)
 };
 
 THTensor *

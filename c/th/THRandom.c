@@ -164,8 +164,8 @@ bounded(THGenerator *gen, uint64_t range)
 #define TH_RANDINT_CASE(Name, ctype, py)                                  \
     case TH_##Name:                                                       \
         for (int64_t i = 0; i < tensor->numel; i++) {                     \
-            ((ctype *)data)[i] =                                          \
-                (ctype)(int64_t)((uint64_t)low + bounded(gen, range));    \
+            ((ctype *)data)[i] = TH_FROM_FLOAT_##Name(                    \
+                (int64_t)((uint64_t)low + bounded(gen, range)));          \
         }                                                                 \
         break;
 

@@ -326,7 +326,7 @@ exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
 #define TH_DEFINE_SUM_PAIRWISE(Name, ctype, py) \
     TH_DEFINE_PAIRWISE(sum_pairwise_##Name, ctype, TH_ACC_##Name, \
                        TH_MAP_IDENTITY)
-TH_FORALL_DTYPES(TH_DEFINE_SUM_PAIRWISE)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_SUM_PAIRWISE)
 
 #define TH_DEFINE_FLOAT_PAIRWISE(Name, ctype, py)                           \
     TH_DEFINE_PAIRWISE(abs_pairwise_##Name, ctype, ctype, TH_MAP_ABS)       \
@@ -377,7 +377,7 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
 #define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                         \
     TH_DEFINE_COLUMN_PAIRWISE(column_pairwise_##Name, ctype,          \
                               TH_ACC_##Name, TH_COLUMN_MAP_IDENTITY)
-TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_COLUMN_SUM)
 #define TH_DEFINE_COLUMN_DEVIATION(Name, ctype, py)                   \
     TH_DEFINE_COLUMN_PAIRWISE(column_deviation_##Name, ctype, ctype,  \
                               TH_COLUMN_MAP_SQUARED_DEVIATION)
@@ -452,19 +452,19 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_COLUMN_DEVIATION)
             }                                                                \
         }                                                                    \
     }
-TH_FORALL_DTYPES(TH_DEFINE_SUM_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_SUM_KERNEL)
 
 #define TH_SUM_KERNEL_ENTRY(Name, ctype, py)                                 \
     {sizeof(TH_ACC_##Name), sum_fold_##Name, sum_merge_##Name,               \
      sum_finish_##Name, sum_column_##Name},
 static const ReduceKernel sum_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_SUM_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_SUM_KERNEL_ENTRY)
 };
 #define TH_PROD_KERNEL_ENTRY(Name, ctype, py)                                \
     {sizeof(TH_ACC_##Name), prod_fold_##Name, prod_merge_##Name,             \
      sum_finish_##Name, prod_column_##Name},
 static const ReduceKernel prod_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_PROD_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_PROD_KERNEL_ENTRY)
 };
 
 #define TH_DEFINE_MEAN_KERNEL(Name, ctype, py)                               \
@@ -606,8 +606,8 @@ static const ReduceKernel mean_kernels[2] = {
     TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, max, TH_MAX_STEP)
 #define TH_DEFINE_MIN_KERNEL(Name, ctype, py) \
     TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, min, TH_MIN_STEP)
-TH_FORALL_DTYPES(TH_DEFINE_MAX_KERNEL)
-TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_MAX_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_MIN_KERNEL)
 
 #define TH_MAX_KERNEL_ENTRY(Name, ctype, py) \
     {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name,    \
@@ -616,10 +616,10 @@ TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
     {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name,    \
      min_column_##Name},
 static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_MAX_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_MAX_KERNEL_ENTRY)
 };
 static const ReduceKernel min_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_MIN_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_MIN_KERNEL_ENTRY)
 };
 
 /* Arg-reductions: a strictly better value replaces the best, so ties keep
@@ -680,8 +680,8 @@ static const ReduceKernel min_kernels[TH_NUM_DTYPES] = {
     TH_DEFINE_ARG_KERNEL(Name, ctype, py, argmax, TH_ARG_BETTER_MAX)
 #define TH_DEFINE_ARGMIN_KERNEL(Name, ctype, py) \
     TH_DEFINE_ARG_KERNEL(Name, ctype, py, argmin, TH_ARG_BETTER_MIN)
-TH_FORALL_DTYPES(TH_DEFINE_ARGMAX_KERNEL)
-TH_FORALL_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_ARGMAX_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
 
 #define TH_ARGMAX_KERNEL_ENTRY(Name, ctype, py)                              \
     {sizeof(argmax_acc_##Name), argmax_fold_##Name, argmax_merge_##Name,     \
@@ -690,10 +690,10 @@ TH_FORALL_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
     {sizeof(argmin_acc_##Name), argmin_fold_##Name, argmin_merge_##Name,     \
      argmin_finish_##Name, NULL},
 static const ReduceKernel argmax_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ARGMAX_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ARGMAX_KERNEL_ENTRY)
 };
 static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ARGMIN_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ARGMIN_KERNEL_ENTRY)
 };
 
 /* ---- all, any, count_nonzero -------------------------------------------- */
@@ -786,7 +786,7 @@ static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
             }                                                                \
         }                                                                    \
     }
-TH_FORALL_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
 
 static void
 all_merge(void *acc, const void *later, const ReduceParams *params)
@@ -840,13 +840,13 @@ int64_finish(const void *acc, char *out, char *out2, int64_t count,
     {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish,          \
      count_column_##Name},
 static const ReduceKernel all_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ALL_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ALL_KERNEL_ENTRY)
 };
 static const ReduceKernel any_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ANY_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ANY_KERNEL_ENTRY)
 };
 static const ReduceKernel count_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_COUNT_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_COUNT_KERNEL_ENTRY)
 };
 
 /* ---- norms, var, logsumexp (floating dtypes) ---------------------------- */
@@ -2024,16 +2024,16 @@ static const LineFn softmax_lines[2] = {softmax_lines_Float32,
     TH_DEFINE_SCAN_LINES(Name, ctype, py, cumsum, +=, 0)
 #define TH_DEFINE_CUMPROD_LINES(Name, ctype, py) \
     TH_DEFINE_SCAN_LINES(Name, ctype, py, cumprod, *=, 1)
-TH_FORALL_DTYPES(TH_DEFINE_CUMSUM_LINES)
-TH_FORALL_DTYPES(TH_DEFINE_CUMPROD_LINES)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_CUMSUM_LINES)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_CUMPROD_LINES)
 
 #define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_lines_##Name,
 #define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_lines_##Name,
 static const LineFn cumsum_lines[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_CUMSUM_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_CUMSUM_ENTRY)
 };
 static const LineFn cumprod_lines[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_CUMPROD_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_CUMPROD_ENTRY)
 };
 
 /* A new contiguous tensor of `input`'s shape filled by fn along `dim`. */

@@ -54,6 +54,17 @@ integral_range(THDtype dtype, double *min, double *max)
 }
 #undef TH_RANGE_CASE
 
+/* The largest finite value of a floating dtype narrower than float64. */
+static double
+floating_max(THDtype dtype)
+{
+    switch (dtype) {
+    case TH_Float16: return 65504.0;
+    case TH_BFloat16: return 0x1.fep127;
+    default: return FLT_MAX;
+    }
+}
+
 int
 THScalar_checkFits(THScalar value, THDtype dtype)
 {
@@ -61,9 +72,12 @@ THScalar_checkFits(THScalar value, THDtype dtype)
     if (value.dtype == TH_Bool || dtype == TH_Bool || dtype == TH_Float64) {
         return 0;
     }
-    if (dtype == TH_Float32) {
-        double d = value.dtype == TH_Float64 ? value.value.d : 0.0;
-        fits = !(isfinite(d) && fabs(d) > FLT_MAX);
+    if (THDtype_isFloating(dtype)) {
+        /* a finite value past the dtype's largest one overflows (it would
+         * round to inf); inf and NaN themselves fit */
+        double d = value.dtype == TH_Float64 ? value.value.d
+                                             : (double)value.value.i;
+        fits = !(isfinite(d) && fabs(d) > floating_max(dtype));
     }
     else if (value.dtype == TH_Int64) {
         double min, max;
@@ -89,7 +103,8 @@ THScalar_checkFits(THScalar value, THDtype dtype)
         return THError_set(TH_ERR_RUNTIME,
                            "value cannot be converted to type %s without "
                            "overflow",
-                           THDtype_name(dtype));
+                           THDtype_isHalf(dtype) ? THDtype_cppTypeName(dtype)
+                                                 : THDtype_name(dtype));
     }
     return 0;
 }
