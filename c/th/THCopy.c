@@ -241,6 +241,18 @@ THTensor_newCast(THTensor *tensor, THDtype dtype, bool copy)
     return copy_into_new(tensor, dtype, false);
 }
 
+int
+THTensor_convertOwned(THTensor **tensor, THDtype dtype)
+{
+    if (*tensor == NULL || (*tensor)->dtype == dtype) {
+        return *tensor == NULL ? -1 : 0;
+    }
+    THTensor *converted = THTensor_newCast(*tensor, dtype, false);
+    THTensor_release(*tensor);
+    *tensor = converted;
+    return converted == NULL ? -1 : 0;
+}
+
 /* ---- fill ------------------------------------------------------------------ */
 
 /* A 0-dim tensor header over a scalar that lives on the C stack.  It is only

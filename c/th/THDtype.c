@@ -6,6 +6,7 @@
 
 #include "THGeneral.h"
 
+#include <float.h>
 #include <string.h>
 
 static const int itemsizes[TH_NUM_DTYPES] = {
@@ -51,6 +52,17 @@ bool
 THDtype_isFloating(THDtype dtype)
 {
     return dtype == TH_Float32 || dtype == TH_Float64 || THDtype_isHalf(dtype);
+}
+
+double
+THDtype_floatingMax(THDtype dtype)
+{
+    switch (dtype) {
+    case TH_Float16: return 65504.0;
+    case TH_BFloat16: return 0x1.fep127;
+    case TH_Float32: return FLT_MAX;
+    default: return DBL_MAX;
+    }
 }
 
 bool

@@ -121,6 +121,8 @@ bool THDtype_isHalf(THDtype dtype);
 /* The dtype kernels compute in for values of `dtype`: float32 for the
  * half-precision dtypes, the dtype itself otherwise. */
 THDtype THDtype_computeDtype(THDtype dtype);
+/* The largest finite value of a floating dtype. */
+double THDtype_floatingMax(THDtype dtype);
 /* The struct-module format character of the buffer protocol ("?", "b", ...),
  * and the dtype for one; returns -1 (with a TH error) for an unsupported
  * format. */

@@ -323,9 +323,10 @@ static const THLoop fill_where_loops[9] = {
         for (int64_t k = 0; k < n; k++) {                                  \
             int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
             ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
-            *dst = (ctype)(*dst                                            \
-                           + *(const ctype *)(data[2] + k * strides[2])    \
-                                 * alpha);                                 \
+            ctype value = *(const ctype *)(data[2] + k * strides[2]);      \
+            *dst = TH_FROM_FLOAT_##Name(TH_TO_FLOAT_##Name(*dst)            \
+                                        + TH_TO_FLOAT_##Name(value)        \
+                                              * TH_TO_FLOAT_##Name(alpha)); \
         }                                                                  \
     }
 #define TH_DEFINE_PUT_MUL(Name, ctype, py)                                  \
@@ -338,20 +339,22 @@ static const THLoop fill_where_loops[9] = {
             ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
             ctype value = *(const ctype *)(data[2] + k * strides[2]);      \
             /* in the promoted type: for bool, a product is no truth */    \
-            __typeof__(*dst * value) product = *dst * value;               \
-            *dst = (ctype)product;                                         \
+            __typeof__(TH_TO_FLOAT_##Name(value) * TH_TO_FLOAT_##Name(value)) \
+                product = TH_TO_FLOAT_##Name(*dst)                         \
+                          * TH_TO_FLOAT_##Name(value);                     \
+            *dst = TH_FROM_FLOAT_##Name(product);                          \
         }                                                                  \
     }
-TH_FORALL_ARITH_DTYPES(TH_DEFINE_PUT_ADD)
-TH_FORALL_ARITH_DTYPES(TH_DEFINE_PUT_MUL)
+TH_FORALL_DTYPES(TH_DEFINE_PUT_ADD)
+TH_FORALL_DTYPES(TH_DEFINE_PUT_MUL)
 
 #define TH_DTYPE_ENTRY_PUT_ADD(Name, ctype, py) put_add_##Name,
 #define TH_DTYPE_ENTRY_PUT_MUL(Name, ctype, py) put_mul_##Name,
 static const THLoop put_add_loops[TH_NUM_DTYPES] = {
-    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_PUT_ADD)
+    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_ADD)
 };
 static const THLoop put_mul_loops[TH_NUM_DTYPES] = {
-    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_PUT_MUL)
+    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_PUT_MUL)
 };
 
 /* How a put combines a value with what is there. */
@@ -434,11 +437,11 @@ run_gather(const THIterOperand *ops, int ndim, const int64_t *sizes)
         const ctype *values = (const ctype *)data;                         \
         int64_t count = 0;                                                 \
         for (int64_t k = 0; k < n; k++) {                                  \
-            count += values[k] != 0;                                       \
+            count += TH_TO_FLOAT_##Name(values[k]) != 0;                                       \
         }                                                                  \
         return count;                                                      \
     }
-TH_FORALL_ARITH_DTYPES(TH_DEFINE_COUNT_NONZERO)
+TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
 
 /* Writes the coordinates of each non-zero element of a row-major block
  * of the given shape (ndim >= 1), one row of `out` per element.  The last
@@ -459,14 +462,14 @@ TH_FORALL_ARITH_DTYPES(TH_DEFINE_COUNT_NONZERO)
                     out[d] = outer[d];                                     \
                 }                                                          \
                 out[ndim - 1] = j;                                         \
-                out += (values[row + j] != 0) * ndim;                      \
+                out += (TH_TO_FLOAT_##Name(values[row + j]) != 0) * ndim;                      \
             }                                                              \
             for (int d = ndim - 2; d >= 0 && ++outer[d] == sizes[d]; d--) {\
                 outer[d] = 0;                                              \
             }                                                              \
         }                                                                  \
     }
-TH_FORALL_ARITH_DTYPES(TH_DEFINE_LIST_NONZERO)
+TH_FORALL_DTYPES(TH_DEFINE_LIST_NONZERO)
 
 typedef int64_t (*CountNonzeroFn)(const char *, int64_t);
 typedef void (*ListNonzeroFn)(const char *, int64_t, int, const int64_t *,
@@ -474,10 +477,10 @@ typedef void (*ListNonzeroFn)(const char *, int64_t, int, const int64_t *,
 #define TH_DTYPE_ENTRY_COUNT(Name, ctype, py) count_nonzero_##Name,
 #define TH_DTYPE_ENTRY_LIST(Name, ctype, py) list_nonzero_##Name,
 static const CountNonzeroFn count_nonzero_fns[TH_NUM_DTYPES] = {
-    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_COUNT)
+    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_COUNT)
 };
 static const ListNonzeroFn list_nonzero_fns[TH_NUM_DTYPES] = {
-    TH_FORALL_ARITH_DTYPES(TH_DTYPE_ENTRY_LIST)
+    TH_FORALL_DTYPES(TH_DTYPE_ENTRY_LIST)
 };
 
 THTensor *

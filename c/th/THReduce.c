@@ -1492,9 +1492,10 @@ THReduce_dimMask(const THTensor *tensor, int ndims, const int64_t *dims,
  * contiguous tensor of out_dtype (and a second one, of out2_dtype, when
  * out2 is not NULL). */
 static THTensor *
-reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
-       const ReduceKernel *kernel, const ReduceParams *params,
-       THDtype out_dtype, THTensor **out2, THDtype out2_dtype)
+reduce_native(THTensor *input, const bool *mask, bool keepdim,
+              bool keep_order, const ReduceKernel *kernel,
+              const ReduceParams *params, THDtype out_dtype, THTensor **out2,
+              THDtype out2_dtype)
 {
     int64_t sizes[TH_MAX_DIMS];
     int ndim = 0;
@@ -1532,6 +1533,43 @@ reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
     return out;
 }
 
+/* Note [Reducing half precision]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * float16 and bfloat16 have no kernels of their own (Note [Half-precision
+ * dtypes] in THDtype.h): their callers pick the float32 kernel
+ * (kernels[THDtype_computeDtype(dtype)]), reduce() and new_from_lines()
+ * run it on a float32 copy of the input, accumulating in float32 as
+ * PyTorch does, and round each result once to the 16-bit dtype. */
+static THTensor *
+reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
+       const ReduceKernel *kernel, const ReduceParams *params,
+       THDtype out_dtype, THTensor **out2, THDtype out2_dtype)
+{
+    if (!THDtype_isHalf(input->dtype)) {
+        return reduce_native(input, mask, keepdim, keep_order, kernel, params,
+                             out_dtype, out2, out2_dtype);
+    }
+    THTensor *wide = THTensor_newCast(input, TH_Float32, false);
+    if (wide == NULL) {
+        return NULL;
+    }
+    THTensor *result = reduce_native(
+        wide, mask, keepdim, keep_order, kernel, params,
+        THDtype_computeDtype(out_dtype), out2,
+        THDtype_computeDtype(out2_dtype));
+    THTensor_release(wide);
+    if (THTensor_convertOwned(&result, out_dtype) < 0
+        || (out2 != NULL && THTensor_convertOwned(out2, out2_dtype) < 0)) {
+        THTensor_release(result);
+        if (out2 != NULL) {
+            THTensor_release(*out2);
+            *out2 = NULL;
+        }
+        return NULL;
+    }
+    return result;
+}
+
 /* `input` converted to dtype (retained as is when dtype < 0 or equal). */
 static THTensor *
 new_input_as(THTensor *input, int dtype)
@@ -1556,7 +1594,8 @@ sum_or_prod(THTensor *input, const bool *mask, bool keepdim, int dtype,
     }
     THDtype acc_dtype = sum_result_dtype(source->dtype);
     THTensor *result = reduce(source, mask, keepdim, false,
-                              &kernels[source->dtype], &params, acc_dtype,
+                              &kernels[THDtype_computeDtype(source->dtype)], &params,
+                              acc_dtype,
                               NULL, TH_Int64);
     THTensor_release(source);
     if (result != NULL && dtype >= 0 && (THDtype)dtype != acc_dtype) {
@@ -1661,8 +1700,9 @@ THTensor_newAmax(THTensor *input, const bool *mask, bool keepdim,
         return NULL;
     }
     const ReduceKernel *kernels = is_max ? max_kernels : min_kernels;
-    return reduce(input, mask, keepdim, false, &kernels[input->dtype],
-                  &params, input->dtype, NULL, TH_Int64);
+    return reduce(input, mask, keepdim, false,
+                  &kernels[THDtype_computeDtype(input->dtype)], &params,
+                  input->dtype, NULL, TH_Int64);
 }
 
 THTensor *
@@ -1684,7 +1724,8 @@ THTensor_newArgmax(THTensor *input, const int64_t *dim, bool keepdim,
         return NULL;
     }
     const ReduceKernel *kernels = is_max ? argmax_kernels : argmin_kernels;
-    return reduce(input, mask, keepdim, true, &kernels[input->dtype], &params,
+    return reduce(input, mask, keepdim, true,
+                  &kernels[THDtype_computeDtype(input->dtype)], &params,
                   TH_Int64, NULL, TH_Int64);
 }
 
@@ -1702,8 +1743,9 @@ THTensor_maxDim(THTensor *input, int64_t dim, bool keepdim, bool is_max,
         return -1;
     }
     const ReduceKernel *kernels = is_max ? argmax_kernels : argmin_kernels;
-    *indices = reduce(input, mask, keepdim, true, &kernels[input->dtype],
-                      &params, TH_Int64, values, input->dtype);
+    *indices = reduce(input, mask, keepdim, true,
+                      &kernels[THDtype_computeDtype(input->dtype)], &params,
+                      TH_Int64, values, input->dtype);
     return *indices == NULL ? -1 : 0;
 }
 
@@ -1802,7 +1844,7 @@ THTensor_newAll(THTensor *input, const bool *mask, bool keepdim)
 {
     static const ReduceParams params = {0};
     THDtype out = input->dtype == TH_UInt8 ? TH_UInt8 : TH_Bool;
-    return reduce(input, mask, keepdim, false, &all_kernels[input->dtype],
+    return reduce(input, mask, keepdim, false, &all_kernels[THDtype_computeDtype(input->dtype)],
                   &params, out, NULL, TH_Int64);
 }
 
@@ -1811,7 +1853,7 @@ THTensor_newAny(THTensor *input, const bool *mask, bool keepdim)
 {
     static const ReduceParams params = {0};
     THDtype out = input->dtype == TH_UInt8 ? TH_UInt8 : TH_Bool;
-    return reduce(input, mask, keepdim, false, &any_kernels[input->dtype],
+    return reduce(input, mask, keepdim, false, &any_kernels[THDtype_computeDtype(input->dtype)],
                   &params, out, NULL, TH_Int64);
 }
 
@@ -1819,7 +1861,7 @@ THTensor *
 THTensor_newCountNonzero(THTensor *input, const bool *mask)
 {
     static const ReduceParams params = {0};
-    return reduce(input, mask, false, false, &count_kernels[input->dtype],
+    return reduce(input, mask, false, false, &count_kernels[THDtype_computeDtype(input->dtype)],
                   &params, TH_Int64, NULL, TH_Int64);
 }
 
@@ -2044,6 +2086,15 @@ new_from_lines(THTensor *input, int64_t dim, LineFn fn, const void *ctx)
     if (THTensor_wrapDim(dim, input->ndim, &wrapped) < 0) {
         return NULL;
     }
+    if (THDtype_isHalf(input->dtype)) { /* Note [Reducing half precision] */
+        THTensor *wide = THTensor_newCast(input, TH_Float32, false);
+        if (wide == NULL) {
+            return NULL;
+        }
+        THTensor *out = new_from_lines(wide, dim, fn, ctx);
+        THTensor_release(wide);
+        return THTensor_convertOwned(&out, input->dtype) < 0 ? NULL : out;
+    }
     THTensor *out = THTensor_newEmpty(input->ndim, input->sizes, input->dtype,
                                       input->storage->device);
     if (out != NULL) {
@@ -2092,7 +2143,8 @@ scan(THTensor *input, int64_t dim, int dtype, const LineFn *lines)
     if (source == NULL) {
         return NULL;
     }
-    THTensor *result = new_from_lines(source, dim, lines[source->dtype], NULL);
+    THTensor *result = new_from_lines(
+        source, dim, lines[THDtype_computeDtype(source->dtype)], NULL);
     THTensor_release(source);
     return result;
 }

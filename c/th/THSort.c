@@ -58,12 +58,13 @@ key_of_double(double value)
         for (int64_t i = 0; i < n; i++) {                                    \
             ctype value;                                                     \
             memcpy(&value, lane + i * stride, sizeof(value));                \
-            items[i].key = floating ? key_of_double((double)value)           \
-                                    : key_of_int((int64_t)value);            \
+            items[i].key =                                                   \
+                floating ? key_of_double((double)TH_TO_FLOAT_##Name(value))  \
+                         : key_of_int((int64_t)TH_TO_FLOAT_##Name(value));   \
             items[i].index = i;                                              \
         }                                                                    \
     }
-TH_FORALL_ARITH_DTYPES(TH_DEFINE_LOAD_KEYS)
+TH_FORALL_DTYPES(TH_DEFINE_LOAD_KEYS)
 #undef TH_DEFINE_LOAD_KEYS
 
 typedef void (*LoadKeysFn)(SortItem *items, const char *lane, int64_t stride,
@@ -71,7 +72,7 @@ typedef void (*LoadKeysFn)(SortItem *items, const char *lane, int64_t stride,
 
 #define TH_LOAD_KEYS_ENTRY(Name, ctype, py) load_keys_##Name,
 static const LoadKeysFn load_keys[TH_NUM_DTYPES] = {
-    TH_FORALL_ARITH_DTYPES(TH_LOAD_KEYS_ENTRY)
+    TH_FORALL_DTYPES(TH_LOAD_KEYS_ENTRY)
 };
 #undef TH_LOAD_KEYS_ENTRY
 

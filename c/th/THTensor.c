@@ -54,17 +54,6 @@ integral_range(THDtype dtype, double *min, double *max)
 }
 #undef TH_RANGE_CASE
 
-/* The largest finite value of a floating dtype narrower than float64. */
-static double
-floating_max(THDtype dtype)
-{
-    switch (dtype) {
-    case TH_Float16: return 65504.0;
-    case TH_BFloat16: return 0x1.fep127;
-    default: return FLT_MAX;
-    }
-}
-
 int
 THScalar_checkFits(THScalar value, THDtype dtype)
 {
@@ -77,7 +66,7 @@ THScalar_checkFits(THScalar value, THDtype dtype)
          * round to inf); inf and NaN themselves fit */
         double d = value.dtype == TH_Float64 ? value.value.d
                                              : (double)value.value.i;
-        fits = !(isfinite(d) && fabs(d) > floating_max(dtype));
+        fits = !(isfinite(d) && fabs(d) > THDtype_floatingMax(dtype));
     }
     else if (value.dtype == TH_Int64) {
         double min, max;
