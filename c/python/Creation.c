@@ -230,13 +230,13 @@ check_and_scan(PyObject *obj, int dim, DataShape *shape)
 #define THP_STORE_CASE(Name, ctype, py)                   \
     case TH_##Name:                                       \
         if (scalar.dtype == TH_Float64) {                 \
-            *(ctype *)out = (ctype)scalar.value.d;        \
+            *(ctype *)out = TH_FROM_FLOAT_##Name(scalar.value.d); \
         }                                                 \
         else if (scalar.dtype == TH_Int64) {              \
-            *(ctype *)out = (ctype)scalar.value.i;        \
+            *(ctype *)out = TH_FROM_FLOAT_##Name(scalar.value.i); \
         }                                                 \
         else {                                            \
-            *(ctype *)out = (ctype)scalar.value.b;        \
+            *(ctype *)out = TH_FROM_FLOAT_##Name(scalar.value.b); \
         }                                                 \
         return 0;
 

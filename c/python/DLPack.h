@@ -20,6 +20,7 @@ enum {
     kDLInt = 0,
     kDLUInt = 1,
     kDLFloat = 2,
+    kDLBfloat = 4,
     kDLBool = 6,
 };
 

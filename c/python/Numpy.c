@@ -161,6 +161,7 @@ static const int numpy_typenums[TH_NUM_DTYPES] = {
     [TH_Int8] = NPY_INT8,   [TH_Int16] = NPY_INT16,
     [TH_Int32] = NPY_INT32, [TH_Int64] = NPY_INT64,
     [TH_Float32] = NPY_FLOAT32, [TH_Float64] = NPY_FLOAT64,
+    [TH_Float16] = NPY_FLOAT16,
 };
 
 static char empty_data[64];
@@ -171,6 +172,11 @@ static PyObject *
 tensor_to_numpy(THTensor *t)
 {
     npy_intp dims[TH_MAX_DIMS], byte_strides[TH_MAX_DIMS];
+    if (t->dtype == TH_BFloat16) { /* NumPy has no bfloat16 */
+        PyErr_Format(PyExc_TypeError, "Got unsupported ScalarType %s",
+                     THDtype_scalarTypeName(t->dtype));
+        return NULL;
+    }
     for (int d = 0; d < t->ndim; d++) {
         dims[d] = (npy_intp)t->sizes[d];
         byte_strides[d] = (npy_intp)(t->strides[d] * THTensor_itemsize(t));
@@ -333,6 +339,7 @@ static const DLDataType dlpack_dtypes[TH_NUM_DTYPES] = {
     [TH_Int8] = {kDLInt, 8, 1},      [TH_Int16] = {kDLInt, 16, 1},
     [TH_Int32] = {kDLInt, 32, 1},    [TH_Int64] = {kDLInt, 64, 1},
     [TH_Float32] = {kDLFloat, 32, 1}, [TH_Float64] = {kDLFloat, 64, 1},
+    [TH_Float16] = {kDLFloat, 16, 1}, [TH_BFloat16] = {kDLBfloat, 16, 1},
 };
 
 /* Capsule destructors: a capsule that was never consumed still owns the
@@ -524,7 +531,7 @@ dtype_from_dlpack(DLDataType dl, THDtype *out)
     PyErr_Format(PyExc_TypeError,
                  "unsupported DLPack dtype (code %d, bits %d, lanes %d): "
                  "ember supports bool, uint8, int8, int16, int32, int64, "
-                 "float32 and float64",
+                 "float16, bfloat16, float32 and float64",
                  dl.code, dl.bits, dl.lanes);
     return -1;
 }

@@ -269,12 +269,12 @@ THPUtils_parseScalar(PyObject *obj, THScalar *out)
         ctype value;                                                       \
         memcpy(&value, data, sizeof(value));                               \
         if (dtype == TH_Bool) {                                            \
-            return PyBool_FromLong(value != 0);                            \
+            return PyBool_FromLong(TH_TO_FLOAT_##Name(value) != 0);        \
         }                                                                  \
         if (THDtype_isFloating(dtype)) {                                   \
-            return PyFloat_FromDouble((double)value);                      \
+            return PyFloat_FromDouble((double)TH_TO_FLOAT_##Name(value));  \
         }                                                                  \
-        return PyLong_FromLongLong((long long)value);                      \
+        return PyLong_FromLongLong((long long)TH_TO_FLOAT_##Name(value));  \
     }
 
 PyObject *

@@ -505,7 +505,9 @@ THPVariable_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     _(int, Int32)                                   \
     _(long, Int64)                                  \
     _(float, Float32)                               \
-    _(double, Float64)
+    _(double, Float64)                              \
+    _(half, Float16)                                \
+    _(bfloat16, BFloat16)
 THP_FORALL_CAST_METHODS(THP_DEFINE_CAST_METHOD)
 #undef THP_DEFINE_CAST_METHOD
 

@@ -18,7 +18,8 @@ store(THDtype dtype, void *buf, int64_t i, double v)
     switch (dtype) {
 #define TB_STORE(Name, T, py)                                                \
     case TH_##Name:                                                        \
-        ((T *)buf)[i] = THDtype_isFloating(dtype) ? (T)v : (T)(int64_t)v;  \
+        ((T *)buf)[i] = THDtype_isFloating(dtype) ? TH_FROM_FLOAT_##Name(v) \
+                                                  : TH_FROM_FLOAT_##Name((int64_t)v); \
         break;
         TH_FORALL_DTYPES(TB_STORE)
 #undef TB_STORE
@@ -33,7 +34,7 @@ load(THDtype dtype, const void *buf, int64_t i)
     switch (dtype) {
 #define TB_LOAD(Name, T, py) \
     case TH_##Name:          \
-        return (double)((const T *)buf)[i];
+        return (double)TH_TO_FLOAT_##Name(((const T *)buf)[i]);
         TH_FORALL_DTYPES(TB_LOAD)
 #undef TB_LOAD
     default:

@@ -16,8 +16,9 @@ test_dtype_itemsizes_and_names(void)
         {TH_Int8, 1, "int8"},       {TH_Int16, 2, "int16"},
         {TH_Int32, 4, "int32"},     {TH_Int64, 8, "int64"},
         {TH_Float32, 4, "float32"}, {TH_Float64, 8, "float64"},
+        {TH_Float16, 2, "float16"}, {TH_BFloat16, 2, "bfloat16"},
     };
-    CHECK_EQ_INT(TH_NUM_DTYPES, 8);
+    CHECK_EQ_INT(TH_NUM_DTYPES, 10);
     for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
         CHECK_EQ_INT(expected[i].dtype, i); /* the enum order */
         CHECK_EQ_INT(THDtype_itemsize(expected[i].dtype),
@@ -37,7 +38,8 @@ static void
 test_dtype_categories(void)
 {
     for (int d = 0; d < TH_NUM_DTYPES; d++) {
-        bool is_float = d == TH_Float32 || d == TH_Float64;
+        bool is_float = d == TH_Float32 || d == TH_Float64
+                        || d == TH_Float16 || d == TH_BFloat16;
         CHECK_EQ_INT(THDtype_isFloating((THDtype)d), is_float);
         CHECK_EQ_INT(THDtype_isIntegral((THDtype)d, true), !is_float);
         CHECK_EQ_INT(THDtype_isIntegral((THDtype)d, false),
@@ -102,22 +104,26 @@ test_dtype_xmacro_lists_agree(void)
 }
 
 /* PyTorch's promoteTypes table (c10/core/ScalarType.cpp) restricted to our
- * dtypes, rows and columns in enum order: b1 u1 i1 i2 i4 i8 f4 f8. */
+ * dtypes, rows and columns in enum order: b1 u1 i1 i2 i4 i8 f4 f8 f2
+ * bf. */
 static void
 test_dtype_promotion_matches_pytorch(void)
 {
     enum { b1 = TH_Bool, u1 = TH_UInt8, i1 = TH_Int8, i2 = TH_Int16,
-           i4 = TH_Int32, i8 = TH_Int64, f4 = TH_Float32, f8 = TH_Float64 };
+           i4 = TH_Int32, i8 = TH_Int64, f4 = TH_Float32, f8 = TH_Float64,
+           f2 = TH_Float16, bf = TH_BFloat16 };
     static const int table[TH_NUM_DTYPES][TH_NUM_DTYPES] = {
-        /*        b1  u1  i1  i2  i4  i8  f4  f8 */
-        /* b1 */ {b1, u1, i1, i2, i4, i8, f4, f8},
-        /* u1 */ {u1, u1, i2, i2, i4, i8, f4, f8},
-        /* i1 */ {i1, i2, i1, i2, i4, i8, f4, f8},
-        /* i2 */ {i2, i2, i2, i2, i4, i8, f4, f8},
-        /* i4 */ {i4, i4, i4, i4, i4, i8, f4, f8},
-        /* i8 */ {i8, i8, i8, i8, i8, i8, f4, f8},
-        /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f8},
-        /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8},
+        /*        b1  u1  i1  i2  i4  i8  f4  f8  f2  bf */
+        /* b1 */ {b1, u1, i1, i2, i4, i8, f4, f8, f2, bf},
+        /* u1 */ {u1, u1, i2, i2, i4, i8, f4, f8, f2, bf},
+        /* i1 */ {i1, i2, i1, i2, i4, i8, f4, f8, f2, bf},
+        /* i2 */ {i2, i2, i2, i2, i4, i8, f4, f8, f2, bf},
+        /* i4 */ {i4, i4, i4, i4, i4, i8, f4, f8, f2, bf},
+        /* i8 */ {i8, i8, i8, i8, i8, i8, f4, f8, f2, bf},
+        /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f8, f4, f4},
+        /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+        /* f2 */ {f2, f2, f2, f2, f2, f2, f4, f8, f2, f4},
+        /* bf */ {bf, bf, bf, bf, bf, bf, f4, f8, f4, bf},
     };
     for (int a = 0; a < TH_NUM_DTYPES; a++) {
         for (int b = 0; b < TH_NUM_DTYPES; b++) {
@@ -136,6 +142,51 @@ test_dtype_promotion_matches_pytorch(void)
     CHECK_EQ_INT(THDtype_promote(TH_Float32, TH_Float64), TH_Float64);
 }
 
+/* A few bit patterns of each conversion (the Python tests compare all of
+ * them with PyTorch). */
+static void
+test_dtype_half_conversions(void)
+{
+    static const struct {
+        uint32_t f32;
+        uint16_t f16, bf16;
+    } to16[] = {
+        {0x3f800000, 0x3c00, 0x3f80}, /* 1 */
+        {0xc0000000, 0xc000, 0xc000}, /* -2 */
+        {0x477fe000, 0x7bff, 0x4780}, /* 65504: largest half */
+        {0x477ff000, 0x7c00, 0x4780}, /* 65520: tie, to even = inf */
+        {0x477fefff, 0x7bff, 0x4780}, /* just below the tie */
+        {0x33800000, 0x0001, 0x3380}, /* 2^-24: smallest subnormal */
+        {0x33000000, 0x0000, 0x3300}, /* 2^-25: tie, to even = 0 */
+        {0x33000001, 0x0001, 0x3300}, /* just above the tie */
+        {0x387fe000, 0x0400, 0x3880}, /* rounds up to the smallest normal */
+        {0x3f808000, 0x3c04, 0x3f80}, /* bf16 tie, even stays */
+        {0x3f818000, 0x3c0c, 0x3f82}, /* bf16 tie, odd rounds up */
+        {0x7f7fffff, 0x7c00, 0x7f80}, /* FLT_MAX: inf in both */
+        {0xff800000, 0xfc00, 0xff80}, /* -inf */
+        {0x7fa12345, 0x7f09, 0xffff}, /* a NaN: quiet, payload / 0xffff */
+        {0x00000001, 0x0000, 0x0000}, /* float32 subnormal */
+    };
+    for (size_t i = 0; i < sizeof(to16) / sizeof(to16[0]); i++) {
+        float f = TH_floatFromBits(to16[i].f32);
+        CHECK_EQ_INT(THHalf_fromFloat(f).bits, to16[i].f16);
+        CHECK_EQ_INT(THBFloat16_fromFloat(f).bits, to16[i].bf16);
+    }
+    static const struct {
+        uint16_t f16;
+        uint32_t f32;
+    } from16[] = {
+        {0x3c00, 0x3f800000}, {0x0001, 0x33800000}, {0x83ff, 0xb87fc000},
+        {0x7c00, 0x7f800000}, {0x7c01, 0x7fc02000}, {0xfe00, 0xffc00000},
+    };
+    for (size_t i = 0; i < sizeof(from16) / sizeof(from16[0]); i++) {
+        THHalf h = {from16[i].f16};
+        CHECK_EQ_INT(TH_floatBits(THHalf_toFloat(h)), from16[i].f32);
+    }
+    THBFloat16 b = {0x7f81}; /* signalling NaN: kept as it is */
+    CHECK_EQ_INT(TH_floatBits(THBFloat16_toFloat(b)), 0x7f810000);
+}
+
 static void
 test_dtype_buffer_formats(void)
 {
@@ -143,6 +194,10 @@ test_dtype_buffer_formats(void)
     /* every dtype's own format round-trips */
     for (int d = 0; d < TH_NUM_DTYPES; d++) {
         const char *fmt = THDtype_bufferFormat((THDtype)d);
+        if (d == TH_BFloat16) { /* no struct-module code */
+            CHECK(fmt == NULL);
+            continue;
+        }
         CHECK_NOT_NULL(fmt);
         if (fmt == NULL) {
             continue;
@@ -187,11 +242,11 @@ test_dtype_buffer_formats(void)
                 "non-native byte order");
     CHECK_FAILS(THDtype_fromBufferFormat("!i", 4, &out), TH_ERR_TYPE,
                 "non-native byte order");
-    /* float16 ('e') is not a dtype of ours */
-    CHECK_FAILS(THDtype_fromBufferFormat("e", 2, &out), TH_ERR_TYPE,
+    /* float16 is 'e'; with another itemsize it is refused */
+    CHECK_OK(THDtype_fromBufferFormat("<e", 2, &out));
+    CHECK_EQ_INT(out, TH_Float16);
+    CHECK_FAILS(THDtype_fromBufferFormat("e", 4, &out), TH_ERR_TYPE,
                 "can't convert a buffer of format 'e'");
-    CHECK_FAILS(THDtype_fromBufferFormat("<e", 2, &out), TH_ERR_TYPE,
-                "format 'e'");
     /* unsigned wider than a byte, complex, structs, sizes that disagree */
     CHECK_FAILS(THDtype_fromBufferFormat("Q", 8, &out), TH_ERR_TYPE, "");
     CHECK_FAILS(THDtype_fromBufferFormat("H", 2, &out), TH_ERR_TYPE, "");
@@ -213,5 +268,6 @@ TH_TEST_SUITE(dtype) = {
     TH_TEST(test_dtype_xmacro_lists_agree),
     TH_TEST(test_dtype_promotion_matches_pytorch),
     TH_TEST(test_dtype_buffer_formats),
+    TH_TEST(test_dtype_half_conversions),
     TH_TEST_END,
 };

@@ -86,7 +86,7 @@ element_offset(const THTensor *t, int64_t i)
 }
 
 #define TT_GET_CASE(Name, ctype, py) \
-    case TH_##Name: return (double)*(const ctype *)p;
+    case TH_##Name: return (double)TH_TO_FLOAT_##Name(*(const ctype *)p);
 
 double
 tt_get(const THTensor *t, int64_t i)
@@ -100,7 +100,7 @@ tt_get(const THTensor *t, int64_t i)
 #undef TT_GET_CASE
 
 #define TT_GET_INT_CASE(Name, ctype, py) \
-    case TH_##Name: return (int64_t)*(const ctype *)p;
+    case TH_##Name: return (int64_t)TH_TO_FLOAT_##Name(*(const ctype *)p);
 
 int64_t
 tt_get_int(const THTensor *t, int64_t i)
@@ -114,7 +114,7 @@ tt_get_int(const THTensor *t, int64_t i)
 #undef TT_GET_INT_CASE
 
 #define TT_SET_CASE(Name, ctype, py) \
-    case TH_##Name: *(ctype *)p = (ctype)value; break;
+    case TH_##Name: *(ctype *)p = TH_FROM_FLOAT_##Name(value); break;
 
 void
 tt_set(THTensor *t, int64_t i, double value)

@@ -438,12 +438,12 @@ typedef struct {
             }                                                              \
         }                                                                  \
     }
-TH_FORALL_DTYPES(TH_DEFINE_ROWWISE_GEMM)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_ROWWISE_GEMM)
 
 typedef void (*RowwiseGemm)(const GemmArgs *);
 static const RowwiseGemm rowwise_gemms[TH_NUM_DTYPES] = {
 #define TH_ROWWISE_ENTRY(Name, T, py) gemm_rowwise_##Name,
-    TH_FORALL_DTYPES(TH_ROWWISE_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ROWWISE_ENTRY)
 #undef TH_ROWWISE_ENTRY
 };
 
@@ -823,6 +823,12 @@ int
 THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
             THBlasMatrix a, THBlasMatrix b, THScalar beta, THBlasMatrix c)
 {
+    if (THDtype_isHalf(dtype)) { /* Note [Half-precision matmul] */
+        return THError_set(TH_ERR_RUNTIME,
+                           "THBlas_gemm: %s matrices go through "
+                           "THBlas_gemmTensor",
+                           THDtype_name(dtype));
+    }
     if (scalar_is_zero(alpha)) {
         k = 0; /* A and B are not read (THBlas.h) */
     }
@@ -885,6 +891,12 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
 {
     if (scalar_is_zero(alpha)) {
         k = 0; /* A and B are not read (THBlas.h) */
+    }
+    if (THDtype_isHalf(dtype)) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "THBlas_gemmBatched: %s matrices go through "
+                           "THBlas_gemmTensor",
+                           THDtype_name(dtype));
     }
     int64_t work = work_of(m, n, k);
     if (work >= GEMM_PARALLEL_WORK) {
@@ -990,9 +1002,9 @@ fold_batch_dims(const THTensor *a, const THTensor *b, const THTensor *c,
     }
 }
 
-int
-THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
-                  THScalar alpha)
+static int
+gemm_tensor_native(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
+                   THScalar alpha)
 {
     if (check_gemm_tensors(c, a, b) < 0) {
         return -1;
@@ -1048,4 +1060,47 @@ THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                                     offsets + 2 * count);
     free(offsets);
     return status;
+}
+
+/* Note [Half-precision matmul]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * float16 and bfloat16 products run the float32 GEMM: the operands are
+ * converted to float32 first (F16C's vcvtph2ps for float16, a 16-bit shift
+ * for bfloat16: THHalf_toFloatN), the micro-kernel accumulates in float32,
+ * and each result is rounded once into c.  The conversions cost O(mk + kn)
+ * against the product's O(mkn); the price is a float32 copy of each
+ * operand. */
+static int
+gemm_tensor_half(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
+                 THScalar alpha)
+{
+    THTensor *wide_a = THTensor_newCast(a, TH_Float32, false);
+    THTensor *wide_b = THTensor_newCast(b, TH_Float32, false);
+    /* beta == 0: c is only written, so its old values are not converted */
+    THTensor *wide_c = scalar_is_zero(beta)
+                           ? THTensor_newEmptyLike(c, TH_Float32)
+                           : THTensor_newCast(c, TH_Float32, false);
+    int status = -1;
+    if (wide_a != NULL && wide_b != NULL && wide_c != NULL) {
+        status = gemm_tensor_native(wide_c, wide_a, wide_b, beta, alpha);
+    }
+    if (status == 0) {
+        status = THTensor_copy(c, wide_c);
+    }
+    THTensor_release(wide_a);
+    THTensor_release(wide_b);
+    THTensor_release(wide_c);
+    return status;
+}
+
+int
+THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
+                  THScalar alpha)
+{
+    if (THDtype_isHalf(c->dtype)) {
+        return check_gemm_tensors(c, a, b) < 0
+                   ? -1
+                   : gemm_tensor_half(c, a, b, beta, alpha);
+    }
+    return gemm_tensor_native(c, a, b, beta, alpha);
 }

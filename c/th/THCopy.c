@@ -15,6 +15,30 @@
 
 /* ---- cast loops: cast_<Src>_to_<Dst>(data, strides, n, ctx) --------------- */
 
+/* Contiguous float32 <-> 16-bit runs go to THHalf's bulk conversions (F16C
+ * where the CPU has it).  Returns false for every other pair; it is inlined
+ * into each generated loop with constant dtypes, so the test folds away. */
+static inline bool
+convert_bulk(THDtype src, THDtype dst, const void *in, void *out, int64_t n)
+{
+    if (src == TH_Float32 && dst == TH_Float16) {
+        THHalf_fromFloatN(in, out, n);
+    }
+    else if (src == TH_Float16 && dst == TH_Float32) {
+        THHalf_toFloatN(in, out, n);
+    }
+    else if (src == TH_Float32 && dst == TH_BFloat16) {
+        THBFloat16_fromFloatN(in, out, n);
+    }
+    else if (src == TH_BFloat16 && dst == TH_Float32) {
+        THBFloat16_toFloatN(in, out, n);
+    }
+    else {
+        return false;
+    }
+    return true;
+}
+
 /* data[0]/strides[0] is the destination, data[1]/strides[1] the source.
  * The contiguous branch is the same loop again: with constant strides the
  * compiler can vectorise it. */
@@ -26,16 +50,19 @@
         char *out = data[0];                                               \
         const char *in = data[1];                                          \
         if (strides[0] == sizeof(dst_t) && strides[1] == sizeof(src_t)) {  \
+            if (convert_bulk(TH_##Src, TH_##Dst, in, out, n)) {            \
+                return;                                                    \
+            }                                                              \
             dst_t *o = (dst_t *)out;                                       \
             const src_t *i = (const src_t *)in;                            \
             for (int64_t k = 0; k < n; k++) {                              \
-                o[k] = (dst_t)i[k];                                        \
+                o[k] = TH_CONVERT(Src, Dst, i[k]);                         \
             }                                                              \
             return;                                                        \
         }                                                                  \
         for (int64_t k = 0; k < n; k++) {                                  \
             *(dst_t *)(out + k * strides[0]) =                             \
-                (dst_t) * (const src_t *)(in + k * strides[1]);            \
+                TH_CONVERT(Src, Dst, *(const src_t *)(in + k * strides[1])); \
         }                                                                  \
     }
 
@@ -214,6 +241,18 @@ THTensor_newCast(THTensor *tensor, THDtype dtype, bool copy)
     return copy_into_new(tensor, dtype, false);
 }
 
+int
+THTensor_convertOwned(THTensor **tensor, THDtype dtype)
+{
+    if (*tensor == NULL || (*tensor)->dtype == dtype) {
+        return *tensor == NULL ? -1 : 0;
+    }
+    THTensor *converted = THTensor_newCast(*tensor, dtype, false);
+    THTensor_release(*tensor);
+    *tensor = converted;
+    return converted == NULL ? -1 : 0;
+}
+
 /* ---- fill ------------------------------------------------------------------ */
 
 /* A 0-dim tensor header over a scalar that lives on the C stack.  It is only
@@ -254,9 +293,9 @@ THTensor_fill(THTensor *tensor, THScalar value)
 /* ---- factories ------------------------------------------------------------- */
 
 /* Writes `value` as element i of a contiguous tensor of any dtype. */
-#define TH_STORE_CASE(Name, ctype, py)            \
-    case TH_##Name:                               \
-        ((ctype *)base)[i] = (ctype)value;        \
+#define TH_STORE_CASE(Name, ctype, py)                 \
+    case TH_##Name:                                    \
+        ((ctype *)base)[i] = TH_FROM_FLOAT_##Name(value); \
         break;
 
 static void

@@ -6,6 +6,7 @@
 
 #include "THGeneral.h"
 
+#include <float.h>
 #include <string.h>
 
 static const int itemsizes[TH_NUM_DTYPES] = {
@@ -25,6 +26,8 @@ static const char *const names[TH_NUM_DTYPES] = {
  * below by size. */
 static const char *const buffer_formats[TH_NUM_DTYPES] = {
     "?", "B", "b", "h", "i", "q", "f", "d",
+    "e", /* float16: PEP 3118's half */
+    NULL, /* bfloat16 has no struct-module code: not exported as a buffer */
 };
 
 bool
@@ -48,7 +51,30 @@ THDtype_name(THDtype dtype)
 bool
 THDtype_isFloating(THDtype dtype)
 {
-    return dtype == TH_Float32 || dtype == TH_Float64;
+    return dtype == TH_Float32 || dtype == TH_Float64 || THDtype_isHalf(dtype);
+}
+
+double
+THDtype_floatingMax(THDtype dtype)
+{
+    switch (dtype) {
+    case TH_Float16: return 65504.0;
+    case TH_BFloat16: return 0x1.fep127;
+    case TH_Float32: return FLT_MAX;
+    default: return DBL_MAX;
+    }
+}
+
+bool
+THDtype_isHalf(THDtype dtype)
+{
+    return dtype == TH_Float16 || dtype == TH_BFloat16;
+}
+
+THDtype
+THDtype_computeDtype(THDtype dtype)
+{
+    return THDtype_isHalf(dtype) ? TH_Float32 : dtype;
 }
 
 bool
@@ -80,6 +106,10 @@ dtype_from_code(char code, int itemsize, THDtype *out)
     }
     if (code == 'f' && itemsize == 4) {
         *out = TH_Float32;
+        return 0;
+    }
+    if (code == 'e' && itemsize == 2) {
+        *out = TH_Float16;
         return 0;
     }
     if (code == 'd' && itemsize == 8) {
@@ -129,8 +159,23 @@ THDtype_fromBufferFormat(const char *format, int itemsize, THDtype *out)
     return THError_set(TH_ERR_TYPE,
                        "can't convert a buffer of format '%s' (itemsize %d): "
                        "the only supported types are: bool, uint8, int8, "
-                       "int16, int32, int64, float32 and float64",
+                       "int16, int32, int64, float16, float32 and float64",
                        format, itemsize);
+}
+
+/* Two floating dtypes: the wider one, where float16 and bfloat16 are the
+ * narrowest; the two of them together give float32, which holds both (as
+ * in PyTorch). */
+static THDtype
+promote_floating(THDtype a, THDtype b)
+{
+    if (THDtype_isHalf(a) && THDtype_isHalf(b)) {
+        return TH_Float32;
+    }
+    if (THDtype_isHalf(a) || THDtype_isHalf(b)) {
+        return THDtype_isHalf(a) ? b : a;
+    }
+    return a > b ? a : b;
 }
 
 THDtype
@@ -143,7 +188,7 @@ THDtype_promote(THDtype a, THDtype b)
     bool b_float = THDtype_isFloating(b);
     if (a_float || b_float) {
         if (a_float && b_float) {
-            return a > b ? a : b;
+            return promote_floating(a, b);
         }
         return a_float ? a : b;
     }
@@ -171,7 +216,9 @@ THDtype_promote(THDtype a, THDtype b)
     _(Int32, "Int", "int")                 \
     _(Int64, "Long", "long int")           \
     _(Float32, "Float", "float")           \
-    _(Float64, "Double", "double")
+    _(Float64, "Double", "double")         \
+    _(Float16, "Half", "c10::Half")        \
+    _(BFloat16, "BFloat16", "c10::BFloat16")
 
 const char *
 THDtype_scalarTypeName(THDtype dtype)

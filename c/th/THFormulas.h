@@ -47,6 +47,8 @@
 #define TH_KIND_Int64(b, i, f) i
 #define TH_KIND_Float32(b, i, f) f
 #define TH_KIND_Float64(b, i, f) f
+#define TH_KIND_Float16(b, i, f) f
+#define TH_KIND_BFloat16(b, i, f) f
 
 #define TH_CAT(a, b) TH_CAT_(a, b)
 #define TH_CAT_(a, b) a##b

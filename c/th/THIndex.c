@@ -325,12 +325,14 @@ static const THLoop fill_where_loops[9] = {
         for (int64_t k = 0; k < n; k++) {                                  \
             int64_t offset = *(const int64_t *)(data[3] + k * strides[3]); \
             ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);     \
-            *dst = (ctype)(*dst                                            \
-                           + *(const ctype *)(data[2] + k * strides[2])    \
-                                 * alpha);                                 \
+            ctype value = *(const ctype *)(data[2] + k * strides[2]);      \
+            *dst = TH_FROM_FLOAT_##Name(TH_TO_FLOAT_##Name(*dst)            \
+                                        + TH_TO_FLOAT_##Name(value)        \
+                                              * TH_TO_FLOAT_##Name(alpha)); \
         }                                                                  \
     }
-/* The other combining puts: *dst = combine(*dst, value).  (mul: in the
+/* The other combining puts: *dst = combine(*dst, value), in the element
+ * type's compute type (float32 for the 16-bit floats).  (mul: in the
  * promoted type, for bool a product is no truth; max/min: NaN wins, as
  * maximum.) */
 #define TH_DEFINE_PUT_COMBINE(Name, ctype, which, COMBINE)                   \
@@ -342,22 +344,31 @@ static const THLoop fill_where_loops[9] = {
             int64_t offset = *(const int64_t *)(data[3] + k * strides[3]);   \
             ctype *dst = (ctype *)(data[1] + k * strides[1] + offset);       \
             ctype value = *(const ctype *)(data[2] + k * strides[2]);        \
-            COMBINE(dst, value, ctype);                                      \
+            COMBINE(Name, dst, value);                                       \
         }                                                                    \
     }
-#define TH_COMBINE_MUL(dst, value, ctype)                  \
-    do {                                                   \
-        __typeof__(*(dst) * (value)) product = *(dst) * (value); \
-        *(dst) = (ctype)product;                           \
+#define TH_COMBINE_MUL(Name, dst, value)                                      \
+    do {                                                                      \
+        __typeof__(TH_TO_FLOAT_##Name(value) * TH_TO_FLOAT_##Name(value))     \
+            product = TH_TO_FLOAT_##Name(*(dst)) * TH_TO_FLOAT_##Name(value); \
+        *(dst) = TH_FROM_FLOAT_##Name(product);                               \
     } while (0)
-#define TH_COMBINE_MAX(dst, value, ctype)                          \
-    if (((value) > *(dst) || (value) != (value)) && *(dst) == *(dst)) { \
-        *(dst) = (value);                                          \
-    }
-#define TH_COMBINE_MIN(dst, value, ctype)                          \
-    if (((value) < *(dst) || (value) != (value)) && *(dst) == *(dst)) { \
-        *(dst) = (value);                                          \
-    }
+#define TH_COMBINE_MAX(Name, dst, value)                                      \
+    do {                                                                      \
+        __typeof__(TH_TO_FLOAT_##Name(value)) new_ = TH_TO_FLOAT_##Name(value); \
+        __typeof__(new_) old_ = TH_TO_FLOAT_##Name(*(dst));                   \
+        if ((new_ > old_ || new_ != new_) && old_ == old_) {                  \
+            *(dst) = (value);                                                 \
+        }                                                                     \
+    } while (0)
+#define TH_COMBINE_MIN(Name, dst, value)                                      \
+    do {                                                                      \
+        __typeof__(TH_TO_FLOAT_##Name(value)) new_ = TH_TO_FLOAT_##Name(value); \
+        __typeof__(new_) old_ = TH_TO_FLOAT_##Name(*(dst));                   \
+        if ((new_ < old_ || new_ != new_) && old_ == old_) {                  \
+            *(dst) = (value);                                                 \
+        }                                                                     \
+    } while (0)
 #define TH_DEFINE_PUT_MUL(Name, ctype, py) \
     TH_DEFINE_PUT_COMBINE(Name, ctype, mul, TH_COMBINE_MUL)
 #define TH_DEFINE_PUT_MAX(Name, ctype, py) \
@@ -473,7 +484,7 @@ run_gather(const THIterOperand *ops, int ndim, const int64_t *sizes)
         const ctype *values = (const ctype *)data;                         \
         int64_t count = 0;                                                 \
         for (int64_t k = 0; k < n; k++) {                                  \
-            count += values[k] != 0;                                       \
+            count += TH_TO_FLOAT_##Name(values[k]) != 0;                                       \
         }                                                                  \
         return count;                                                      \
     }
@@ -498,7 +509,7 @@ TH_FORALL_DTYPES(TH_DEFINE_COUNT_NONZERO)
                     out[d] = outer[d];                                     \
                 }                                                          \
                 out[ndim - 1] = j;                                         \
-                out += (values[row + j] != 0) * ndim;                      \
+                out += (TH_TO_FLOAT_##Name(values[row + j]) != 0) * ndim;                      \
             }                                                              \
             for (int d = ndim - 2; d >= 0 && ++outer[d] == sizes[d]; d--) {\
                 outer[d] = 0;                                              \

@@ -182,11 +182,11 @@
 #define TH_GEN_FOR_DTYPE(info, Name, ctype, py) \
     TH_APPLY(TH_GEN_LOOP, TH_UNPAREN info, Name, ctype)
 #define TH_GEN_BINARY(OP, B, I, F, TYPE) \
-    TH_FORALL_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_BINARY_LOOP, OP, B, I, F, TYPE))
+    TH_FORALL_ARITH_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_BINARY_LOOP, OP, B, I, F, TYPE))
 #define TH_GEN_UNARY(OP, B, I, F, TYPE) \
-    TH_FORALL_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_UNARY_LOOP, OP, B, I, F, TYPE))
+    TH_FORALL_ARITH_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_UNARY_LOOP, OP, B, I, F, TYPE))
 #define TH_GEN_TERNARY(OP, B, I, F, TYPE) \
-    TH_FORALL_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_TERNARY_LOOP, OP, B, I, F, TYPE))
+    TH_FORALL_ARITH_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_TERNARY_LOOP, OP, B, I, F, TYPE))
 BINARY_OPS(TH_GEN_BINARY)
 UNARY_OPS(TH_GEN_UNARY)
 TERNARY_OPS(TH_GEN_TERNARY)
@@ -197,7 +197,7 @@ TERNARY_OPS(TH_GEN_TERNARY)
 #define TH_ENTRY_FOR_DTYPE(info, Name, ctype, py) \
     TH_APPLY(TH_LOOP_ENTRY, TH_UNPAREN info, Name)
 #define TH_LOOP_ROW(OP, B, I, F, TYPE) \
-    TH_FORALL_DTYPES_INNER(TH_ENTRY_FOR_DTYPE, (OP, B, I, F))
+    TH_FORALL_ARITH_DTYPES_INNER(TH_ENTRY_FOR_DTYPE, (OP, B, I, F))
 static const THLoop loops[TH_NUM_POINTWISE_OPS][TH_NUM_DTYPES] = {
     BINARY_OPS(TH_LOOP_ROW) UNARY_OPS(TH_LOOP_ROW) TERNARY_OPS(TH_LOOP_ROW)
 };
@@ -223,10 +223,10 @@ static const bool bool_output[TH_NUM_POINTWISE_OPS] = {
             }                                                                 \
         }                                                                     \
     }
-TH_FORALL_DTYPES(TH_DEFINE_FIND_ZERO)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_FIND_ZERO)
 #define TH_FIND_ZERO_ENTRY(Name, ctype, py) find_zero_##Name,
 static const THLoop find_zero_loops[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_FIND_ZERO_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_FIND_ZERO_ENTRY)
 };
 
 /* ---- names, numbers and single elements --------------------------------- */
@@ -263,7 +263,7 @@ static void
 store_number(THScalar number, THDtype dtype, void *buffer)
 {
     switch (dtype) {
-        TH_FORALL_DTYPES(TH_STORE_NUMBER)
+        TH_FORALL_ARITH_DTYPES(TH_STORE_NUMBER)
     default:
         break;
     }
@@ -277,7 +277,8 @@ store_number(THScalar number, THDtype dtype, void *buffer)
         memcpy(&v, p, sizeof(v));                                            \
         return TH_KIND_##Name(THScalar_fromBool(v),                          \
                               THScalar_fromInt((int64_t)v),                  \
-                              THScalar_fromDouble((double)v));               \
+                              THScalar_fromDouble(                           \
+                                  (double)TH_TO_FLOAT_##Name(v)));           \
     }
 
 static THScalar
@@ -581,7 +582,7 @@ compute_dtype(THPointwiseOp op, const THPointwiseArg *args,
     if (check_numbers_fit(op, args, options, dtype) < 0) {
         return -1;
     }
-    if (loops[op][dtype] == NULL) {
+    if (loops[op][THDtype_computeDtype(dtype)] == NULL) {
         return THError_set(TH_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                            op_names[op], THDtype_scalarTypeName(dtype));
     }
@@ -627,11 +628,15 @@ check_output(const THTensor *out, int ndim, const int64_t *sizes,
     return 0;
 }
 
-/* Sets plan->result and plan->written. */
+/* Sets plan->result and plan->written.  The loop writes `written_dtype`
+ * (the result dtype, or float32 for a half-precision result: Note
+ * [Half-precision dtypes]); finish rounds a float32 `written` into the
+ * result. */
 static int
 make_output(THPointwisePlan *plan, const THPointwiseArg *args, int arity,
             const THPointwiseOptions *options, int ndim,
-            const int64_t *sizes, THDtype result_dtype)
+            const int64_t *sizes, THDtype result_dtype,
+            THDtype written_dtype)
 {
     THTensor *out = options->inplace ? args[0].tensor : options->out;
     if (out != NULL) {
@@ -641,13 +646,13 @@ make_output(THPointwisePlan *plan, const THPointwiseArg *args, int arity,
         THTensor_retain(out);
         plan->result = out;
         plan->bump_version = true;
-        if (out->dtype == result_dtype) {
+        if (out->dtype == written_dtype) {
             THTensor_retain(out);
             plan->written = out;
             return 0;
         }
         /* Computed in the result type, then cast by finish. */
-        plan->written = THTensor_newEmptyLike(out, result_dtype);
+        plan->written = THTensor_newEmptyLike(out, written_dtype);
         return plan->written == NULL ? -1 : 0;
     }
     /* A new result is laid out like the first input of the result's shape
@@ -666,6 +671,10 @@ make_output(THPointwisePlan *plan, const THPointwiseArg *args, int arity,
                                            TH_DEVICE_CPU);
     if (plan->result == NULL) {
         return -1;
+    }
+    if (written_dtype != result_dtype) {
+        plan->written = THTensor_newEmptyLike(plan->result, written_dtype);
+        return plan->written == NULL ? -1 : 0;
     }
     THTensor_retain(plan->result);
     plan->written = plan->result;
@@ -809,7 +818,10 @@ prepare(THPointwisePlan *plan, THPointwiseOp op, const THPointwiseArg *args,
         }
     }
     THDtype result_dtype = bool_output[op] ? TH_Bool : dtype;
-    if (make_output(plan, args, arity, options, ndim, sizes, result_dtype)
+    /* the loop's dtype: float32 for float16 and bfloat16 */
+    dtype = THDtype_computeDtype(dtype);
+    if (make_output(plan, args, arity, options, ndim, sizes, result_dtype,
+                    THDtype_computeDtype(result_dtype))
         < 0) {
         return -1;
     }

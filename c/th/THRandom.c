@@ -179,8 +179,8 @@ THGenerator_bounded(THGenerator *gen, uint64_t range)
 #define TH_RANDINT_CASE(Name, ctype, py)                                  \
     case TH_##Name:                                                       \
         for (int64_t i = 0; i < tensor->numel; i++) {                     \
-            uint64_t offset = THGenerator_bounded(gen, range);            \
-            ((ctype *)data)[i] = (ctype)(int64_t)((uint64_t)low + offset); \
+            ((ctype *)data)[i] = TH_FROM_FLOAT_##Name(                    \
+                (int64_t)((uint64_t)low + THGenerator_bounded(gen, range))); \
         }                                                                 \
         break;
 
@@ -247,7 +247,8 @@ THTensor_exponential(THTensor *tensor, THGenerator *gen, double lambd)
 #define TH_BERNOULLI_CASE(Name, ctype, py)                                \
     case TH_##Name:                                                       \
         for (int64_t i = 0; i < tensor->numel; i++) {                     \
-            ((ctype *)data)[i] = (ctype)(THGenerator_uniform01(gen) < p); \
+            ((ctype *)data)[i] =                                          \
+                TH_FROM_FLOAT_##Name(THGenerator_uniform01(gen) < p);     \
         }                                                                 \
         break;
 
@@ -423,7 +424,7 @@ THRandom_defaultHigh(THDtype dtype)
     case TH_##Name: {                                                      \
         ctype *out = (ctype *)THTensor_data(result);                       \
         for (int64_t i = 0; i < n; i++) {                                  \
-            out[i] = (ctype)i;                                             \
+            out[i] = TH_FROM_FLOAT_##Name(i);                              \
         }                                                                  \
         for (int64_t i = n - 1; i > 0;) {                                  \
             int64_t block = i < TH_SHUFFLE_BLOCK ? i : TH_SHUFFLE_BLOCK;   \
@@ -468,7 +469,8 @@ THTensor_newRandperm(int64_t n, THDtype dtype, THGenerator *gen)
 #define TH_BERNOULLI_TENSOR_CASE(Name, ctype, py)                          \
     case TH_##Name:                                                        \
         for (int64_t i = 0; i < n; i++) {                                  \
-            ((ctype *)out)[i] = (ctype)(THGenerator_uniform01(gen) < p[i]); \
+            ((ctype *)out)[i] =                                            \
+                TH_FROM_FLOAT_##Name(THGenerator_uniform01(gen) < p[i]);   \
         }                                                                  \
         break;
 

@@ -326,7 +326,7 @@ exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
 #define TH_DEFINE_SUM_PAIRWISE(Name, ctype, py) \
     TH_DEFINE_PAIRWISE(sum_pairwise_##Name, ctype, TH_ACC_##Name, \
                        TH_MAP_IDENTITY)
-TH_FORALL_DTYPES(TH_DEFINE_SUM_PAIRWISE)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_SUM_PAIRWISE)
 
 #define TH_DEFINE_FLOAT_PAIRWISE(Name, ctype, py)                           \
     TH_DEFINE_PAIRWISE(abs_pairwise_##Name, ctype, ctype, TH_MAP_ABS)       \
@@ -377,7 +377,7 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_FLOAT_PAIRWISE)
 #define TH_DEFINE_COLUMN_SUM(Name, ctype, py)                         \
     TH_DEFINE_COLUMN_PAIRWISE(column_pairwise_##Name, ctype,          \
                               TH_ACC_##Name, TH_COLUMN_MAP_IDENTITY)
-TH_FORALL_DTYPES(TH_DEFINE_COLUMN_SUM)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_COLUMN_SUM)
 #define TH_DEFINE_COLUMN_DEVIATION(Name, ctype, py)                   \
     TH_DEFINE_COLUMN_PAIRWISE(column_deviation_##Name, ctype, ctype,  \
                               TH_COLUMN_MAP_SQUARED_DEVIATION)
@@ -452,19 +452,19 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_COLUMN_DEVIATION)
             }                                                                \
         }                                                                    \
     }
-TH_FORALL_DTYPES(TH_DEFINE_SUM_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_SUM_KERNEL)
 
 #define TH_SUM_KERNEL_ENTRY(Name, ctype, py)                                 \
     {sizeof(TH_ACC_##Name), sum_fold_##Name, sum_merge_##Name,               \
      sum_finish_##Name, sum_column_##Name},
 static const ReduceKernel sum_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_SUM_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_SUM_KERNEL_ENTRY)
 };
 #define TH_PROD_KERNEL_ENTRY(Name, ctype, py)                                \
     {sizeof(TH_ACC_##Name), prod_fold_##Name, prod_merge_##Name,             \
      sum_finish_##Name, prod_column_##Name},
 static const ReduceKernel prod_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_PROD_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_PROD_KERNEL_ENTRY)
 };
 
 #define TH_DEFINE_MEAN_KERNEL(Name, ctype, py)                               \
@@ -606,8 +606,8 @@ static const ReduceKernel mean_kernels[2] = {
     TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, max, TH_MAX_STEP)
 #define TH_DEFINE_MIN_KERNEL(Name, ctype, py) \
     TH_DEFINE_MINMAX_KERNEL(Name, ctype, py, min, TH_MIN_STEP)
-TH_FORALL_DTYPES(TH_DEFINE_MAX_KERNEL)
-TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_MAX_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_MIN_KERNEL)
 
 #define TH_MAX_KERNEL_ENTRY(Name, ctype, py) \
     {sizeof(ctype), max_fold_##Name, max_merge_##Name, max_finish_##Name,    \
@@ -616,10 +616,10 @@ TH_FORALL_DTYPES(TH_DEFINE_MIN_KERNEL)
     {sizeof(ctype), min_fold_##Name, min_merge_##Name, min_finish_##Name,    \
      min_column_##Name},
 static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_MAX_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_MAX_KERNEL_ENTRY)
 };
 static const ReduceKernel min_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_MIN_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_MIN_KERNEL_ENTRY)
 };
 
 /* Arg-reductions: a strictly better value replaces the best, so ties keep
@@ -680,8 +680,8 @@ static const ReduceKernel min_kernels[TH_NUM_DTYPES] = {
     TH_DEFINE_ARG_KERNEL(Name, ctype, py, argmax, TH_ARG_BETTER_MAX)
 #define TH_DEFINE_ARGMIN_KERNEL(Name, ctype, py) \
     TH_DEFINE_ARG_KERNEL(Name, ctype, py, argmin, TH_ARG_BETTER_MIN)
-TH_FORALL_DTYPES(TH_DEFINE_ARGMAX_KERNEL)
-TH_FORALL_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_ARGMAX_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
 
 #define TH_ARGMAX_KERNEL_ENTRY(Name, ctype, py)                              \
     {sizeof(argmax_acc_##Name), argmax_fold_##Name, argmax_merge_##Name,     \
@@ -690,10 +690,10 @@ TH_FORALL_DTYPES(TH_DEFINE_ARGMIN_KERNEL)
     {sizeof(argmin_acc_##Name), argmin_fold_##Name, argmin_merge_##Name,     \
      argmin_finish_##Name, NULL},
 static const ReduceKernel argmax_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ARGMAX_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ARGMAX_KERNEL_ENTRY)
 };
 static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ARGMIN_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ARGMIN_KERNEL_ENTRY)
 };
 
 /* ---- all, any, count_nonzero -------------------------------------------- */
@@ -786,7 +786,7 @@ static const ReduceKernel argmin_kernels[TH_NUM_DTYPES] = {
             }                                                                \
         }                                                                    \
     }
-TH_FORALL_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_LOGICAL_KERNEL)
 
 static void
 all_merge(void *acc, const void *later, const ReduceParams *params)
@@ -840,13 +840,13 @@ int64_finish(const void *acc, char *out, char *out2, int64_t count,
     {sizeof(int64_t), count_fold_##Name, count_merge, int64_finish,          \
      count_column_##Name},
 static const ReduceKernel all_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ALL_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ALL_KERNEL_ENTRY)
 };
 static const ReduceKernel any_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_ANY_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_ANY_KERNEL_ENTRY)
 };
 static const ReduceKernel count_kernels[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_COUNT_KERNEL_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_COUNT_KERNEL_ENTRY)
 };
 
 /* ---- norms, var, logsumexp (floating dtypes) ---------------------------- */
@@ -1492,9 +1492,10 @@ THReduce_dimMask(const THTensor *tensor, int ndims, const int64_t *dims,
  * contiguous tensor of out_dtype (and a second one, of out2_dtype, when
  * out2 is not NULL). */
 static THTensor *
-reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
-       const ReduceKernel *kernel, const ReduceParams *params,
-       THDtype out_dtype, THTensor **out2, THDtype out2_dtype)
+reduce_native(THTensor *input, const bool *mask, bool keepdim,
+              bool keep_order, const ReduceKernel *kernel,
+              const ReduceParams *params, THDtype out_dtype, THTensor **out2,
+              THDtype out2_dtype)
 {
     int64_t sizes[TH_MAX_DIMS];
     int ndim = 0;
@@ -1532,6 +1533,43 @@ reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
     return out;
 }
 
+/* Note [Reducing half precision]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * float16 and bfloat16 have no kernels of their own (Note [Half-precision
+ * dtypes] in THDtype.h): their callers pick the float32 kernel
+ * (kernels[THDtype_computeDtype(dtype)]), reduce() and new_from_lines()
+ * run it on a float32 copy of the input, accumulating in float32 as
+ * PyTorch does, and round each result once to the 16-bit dtype. */
+static THTensor *
+reduce(THTensor *input, const bool *mask, bool keepdim, bool keep_order,
+       const ReduceKernel *kernel, const ReduceParams *params,
+       THDtype out_dtype, THTensor **out2, THDtype out2_dtype)
+{
+    if (!THDtype_isHalf(input->dtype)) {
+        return reduce_native(input, mask, keepdim, keep_order, kernel, params,
+                             out_dtype, out2, out2_dtype);
+    }
+    THTensor *wide = THTensor_newCast(input, TH_Float32, false);
+    if (wide == NULL) {
+        return NULL;
+    }
+    THTensor *result = reduce_native(
+        wide, mask, keepdim, keep_order, kernel, params,
+        THDtype_computeDtype(out_dtype), out2,
+        THDtype_computeDtype(out2_dtype));
+    THTensor_release(wide);
+    if (THTensor_convertOwned(&result, out_dtype) < 0
+        || (out2 != NULL && THTensor_convertOwned(out2, out2_dtype) < 0)) {
+        THTensor_release(result);
+        if (out2 != NULL) {
+            THTensor_release(*out2);
+            *out2 = NULL;
+        }
+        return NULL;
+    }
+    return result;
+}
+
 /* `input` converted to dtype (retained as is when dtype < 0 or equal). */
 static THTensor *
 new_input_as(THTensor *input, int dtype)
@@ -1556,7 +1594,8 @@ sum_or_prod(THTensor *input, const bool *mask, bool keepdim, int dtype,
     }
     THDtype acc_dtype = sum_result_dtype(source->dtype);
     THTensor *result = reduce(source, mask, keepdim, false,
-                              &kernels[source->dtype], &params, acc_dtype,
+                              &kernels[THDtype_computeDtype(source->dtype)], &params,
+                              acc_dtype,
                               NULL, TH_Int64);
     THTensor_release(source);
     if (result != NULL && dtype >= 0 && (THDtype)dtype != acc_dtype) {
@@ -1661,8 +1700,9 @@ THTensor_newAmax(THTensor *input, const bool *mask, bool keepdim,
         return NULL;
     }
     const ReduceKernel *kernels = is_max ? max_kernels : min_kernels;
-    return reduce(input, mask, keepdim, false, &kernels[input->dtype],
-                  &params, input->dtype, NULL, TH_Int64);
+    return reduce(input, mask, keepdim, false,
+                  &kernels[THDtype_computeDtype(input->dtype)], &params,
+                  input->dtype, NULL, TH_Int64);
 }
 
 THTensor *
@@ -1684,7 +1724,8 @@ THTensor_newArgmax(THTensor *input, const int64_t *dim, bool keepdim,
         return NULL;
     }
     const ReduceKernel *kernels = is_max ? argmax_kernels : argmin_kernels;
-    return reduce(input, mask, keepdim, true, &kernels[input->dtype], &params,
+    return reduce(input, mask, keepdim, true,
+                  &kernels[THDtype_computeDtype(input->dtype)], &params,
                   TH_Int64, NULL, TH_Int64);
 }
 
@@ -1702,8 +1743,9 @@ THTensor_maxDim(THTensor *input, int64_t dim, bool keepdim, bool is_max,
         return -1;
     }
     const ReduceKernel *kernels = is_max ? argmax_kernels : argmin_kernels;
-    *indices = reduce(input, mask, keepdim, true, &kernels[input->dtype],
-                      &params, TH_Int64, values, input->dtype);
+    *indices = reduce(input, mask, keepdim, true,
+                      &kernels[THDtype_computeDtype(input->dtype)], &params,
+                      TH_Int64, values, input->dtype);
     return *indices == NULL ? -1 : 0;
 }
 
@@ -1802,7 +1844,7 @@ THTensor_newAll(THTensor *input, const bool *mask, bool keepdim)
 {
     static const ReduceParams params = {0};
     THDtype out = input->dtype == TH_UInt8 ? TH_UInt8 : TH_Bool;
-    return reduce(input, mask, keepdim, false, &all_kernels[input->dtype],
+    return reduce(input, mask, keepdim, false, &all_kernels[THDtype_computeDtype(input->dtype)],
                   &params, out, NULL, TH_Int64);
 }
 
@@ -1811,7 +1853,7 @@ THTensor_newAny(THTensor *input, const bool *mask, bool keepdim)
 {
     static const ReduceParams params = {0};
     THDtype out = input->dtype == TH_UInt8 ? TH_UInt8 : TH_Bool;
-    return reduce(input, mask, keepdim, false, &any_kernels[input->dtype],
+    return reduce(input, mask, keepdim, false, &any_kernels[THDtype_computeDtype(input->dtype)],
                   &params, out, NULL, TH_Int64);
 }
 
@@ -1819,7 +1861,7 @@ THTensor *
 THTensor_newCountNonzero(THTensor *input, const bool *mask)
 {
     static const ReduceParams params = {0};
-    return reduce(input, mask, false, false, &count_kernels[input->dtype],
+    return reduce(input, mask, false, false, &count_kernels[THDtype_computeDtype(input->dtype)],
                   &params, TH_Int64, NULL, TH_Int64);
 }
 
@@ -2024,16 +2066,16 @@ static const LineFn softmax_lines[2] = {softmax_lines_Float32,
     TH_DEFINE_SCAN_LINES(Name, ctype, py, cumsum, +=, 0)
 #define TH_DEFINE_CUMPROD_LINES(Name, ctype, py) \
     TH_DEFINE_SCAN_LINES(Name, ctype, py, cumprod, *=, 1)
-TH_FORALL_DTYPES(TH_DEFINE_CUMSUM_LINES)
-TH_FORALL_DTYPES(TH_DEFINE_CUMPROD_LINES)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_CUMSUM_LINES)
+TH_FORALL_ARITH_DTYPES(TH_DEFINE_CUMPROD_LINES)
 
 #define TH_CUMSUM_ENTRY(Name, ctype, py) cumsum_lines_##Name,
 #define TH_CUMPROD_ENTRY(Name, ctype, py) cumprod_lines_##Name,
 static const LineFn cumsum_lines[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_CUMSUM_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_CUMSUM_ENTRY)
 };
 static const LineFn cumprod_lines[TH_NUM_DTYPES] = {
-    TH_FORALL_DTYPES(TH_CUMPROD_ENTRY)
+    TH_FORALL_ARITH_DTYPES(TH_CUMPROD_ENTRY)
 };
 
 /* A new contiguous tensor of `input`'s shape filled by fn along `dim`. */
@@ -2043,6 +2085,15 @@ new_from_lines(THTensor *input, int64_t dim, LineFn fn, const void *ctx)
     int64_t wrapped;
     if (THTensor_wrapDim(dim, input->ndim, &wrapped) < 0) {
         return NULL;
+    }
+    if (THDtype_isHalf(input->dtype)) { /* Note [Reducing half precision] */
+        THTensor *wide = THTensor_newCast(input, TH_Float32, false);
+        if (wide == NULL) {
+            return NULL;
+        }
+        THTensor *out = new_from_lines(wide, dim, fn, ctx);
+        THTensor_release(wide);
+        return THTensor_convertOwned(&out, input->dtype) < 0 ? NULL : out;
     }
     THTensor *out = THTensor_newEmpty(input->ndim, input->sizes, input->dtype,
                                       input->storage->device);
@@ -2092,7 +2143,8 @@ scan(THTensor *input, int64_t dim, int dtype, const LineFn *lines)
     if (source == NULL) {
         return NULL;
     }
-    THTensor *result = new_from_lines(source, dim, lines[source->dtype], NULL);
+    THTensor *result = new_from_lines(
+        source, dim, lines[THDtype_computeDtype(source->dtype)], NULL);
     THTensor_release(source);
     return result;
 }

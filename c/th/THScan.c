@@ -60,8 +60,12 @@ TH_DEFINE_LOGCUMSUMEXP(Float64, double)
                 ctype best = x[base];                                        \
                 for (int64_t i = 0; i < n; i++) {                            \
                     ctype v = x[base + i * inner];                           \
-                    bool wins = is_max ? v >= best : v <= best;              \
-                    if (wins || v != v) {                                    \
+                    /* compared in the compute type (float32 for 16-bit) */  \
+                    __typeof__(TH_TO_FLOAT_##Name(v)) fv =                   \
+                        TH_TO_FLOAT_##Name(v);                               \
+                    __typeof__(fv) fbest = TH_TO_FLOAT_##Name(best);         \
+                    bool wins = is_max ? fv >= fbest : fv <= fbest;          \
+                    if (wins || fv != fv) {                                  \
                         best = v;                                            \
                         best_at = i;                                         \
                     }                                                        \

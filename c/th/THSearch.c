@@ -44,7 +44,8 @@ contiguous_as(THTensor *t, THDtype dtype)
             while (lo < hi) {                                                \
                 int64_t mid = lo + (hi - lo) / 2;                            \
                 ctype m = order ? seq[order[mid]] : seq[mid];                \
-                if (right ? !(m > v) : !(m >= v)) {                          \
+                if (right ? !(TH_TO_FLOAT_##Name(m) > TH_TO_FLOAT_##Name(v)) \
+                          : !(TH_TO_FLOAT_##Name(m) >= TH_TO_FLOAT_##Name(v))) { \
                     lo = mid + 1;                                            \
                 }                                                            \
                 else {                                                       \

@@ -58,8 +58,9 @@ key_of_double(double value)
         for (int64_t i = 0; i < n; i++) {                                    \
             ctype value;                                                     \
             memcpy(&value, lane + i * stride, sizeof(value));                \
-            items[i].key = floating ? key_of_double((double)value)           \
-                                    : key_of_int((int64_t)value);            \
+            items[i].key =                                                   \
+                floating ? key_of_double((double)TH_TO_FLOAT_##Name(value))  \
+                         : key_of_int((int64_t)TH_TO_FLOAT_##Name(value));   \
             items[i].index = i;                                              \
         }                                                                    \
     }

@@ -61,9 +61,12 @@ THScalar_checkFits(THScalar value, THDtype dtype)
     if (value.dtype == TH_Bool || dtype == TH_Bool || dtype == TH_Float64) {
         return 0;
     }
-    if (dtype == TH_Float32) {
-        double d = value.dtype == TH_Float64 ? value.value.d : 0.0;
-        fits = !(isfinite(d) && fabs(d) > FLT_MAX);
+    if (THDtype_isFloating(dtype)) {
+        /* a finite value past the dtype's largest one overflows (it would
+         * round to inf); inf and NaN themselves fit */
+        double d = value.dtype == TH_Float64 ? value.value.d
+                                             : (double)value.value.i;
+        fits = !(isfinite(d) && fabs(d) > THDtype_floatingMax(dtype));
     }
     else if (value.dtype == TH_Int64) {
         double min, max;
@@ -89,7 +92,8 @@ THScalar_checkFits(THScalar value, THDtype dtype)
         return THError_set(TH_ERR_RUNTIME,
                            "value cannot be converted to type %s without "
                            "overflow",
-                           THDtype_name(dtype));
+                           THDtype_isHalf(dtype) ? THDtype_cppTypeName(dtype)
+                                                 : THDtype_name(dtype));
     }
     return 0;
 }

@@ -200,6 +200,11 @@ THTensor *THTensor_newClone(THTensor *tensor);
 /* A copy converted to dtype, same layout (the tensor itself, retained, if
  * same dtype and `copy` is false). */
 THTensor *THTensor_newCast(THTensor *tensor, THDtype dtype, bool copy);
+/* Replaces *tensor (owned by the caller) by its conversion to dtype,
+ * releasing the old one; nothing happens when it already has dtype.  On
+ * failure *tensor is released, set to NULL and -1 returned (as it is when
+ * *tensor is NULL to begin with, so a failed computation passes through). */
+int THTensor_convertOwned(THTensor **tensor, THDtype dtype);
 
 /* ---- in-place writes: each bumps the version counter ------------------- */
 

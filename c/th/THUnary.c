@@ -51,14 +51,14 @@ THUnaryArgs_default(THDtype default_float)
 static double
 saturate(double v, THDtype dtype)
 {
-    double max = dtype == TH_Float32 ? FLT_MAX : DBL_MAX;
+    double max = THDtype_floatingMax(dtype);
     return fabs(v) > max ? copysign((double)INFINITY, v) : v;
 }
 
 static THUnaryParams
 loop_params(const THUnaryArgs *args, THDtype dtype)
 {
-    double max = dtype == TH_Float32 ? FLT_MAX : DBL_MAX;
+    double max = THDtype_floatingMax(dtype);
     /* in double: -INT64_MIN would overflow an int64_t */
     double exponent = fabs((double)args->decimals);
     THUnaryParams p = {
@@ -255,15 +255,17 @@ can_cast(THDtype from, THDtype to)
 
 /* The tensor the loop reads: the input itself (retained), or the input
  * converted to the dtype the loop computes in (a new tensor laid out like
- * the input). */
+ * the input): the result dtype, or the input's own for a predicate, where
+ * float16 and bfloat16 compute in float32 (Note [Half-precision dtypes]). */
 static THTensor *
 new_kernel_input(THTensor *input, THDtype result, bool predicate)
 {
-    if (predicate || input->dtype == result) {
+    THDtype wanted = THDtype_computeDtype(predicate ? input->dtype : result);
+    if (input->dtype == wanted) {
         THTensor_retain(input);
         return input;
     }
-    return THTensor_newCast(input, result, false);
+    return THTensor_newCast(input, wanted, false);
 }
 
 /* dst = op(src); dst has the result dtype and src's shape.  Runs on the
@@ -271,7 +273,7 @@ new_kernel_input(THTensor *input, THDtype result, bool predicate)
  * THIter_initOperands. */
 static int
 run_kernel(THUnaryOp op, THTensor *dst, THTensor *src,
-           const THUnaryArgs *args)
+           const THUnaryArgs *args, THDtype result)
 {
     THIterOperand operands[2] = {THIterOperand_fromTensor(dst),
                                  THIterOperand_fromTensor(src)};
@@ -285,7 +287,8 @@ run_kernel(THUnaryOp op, THTensor *dst, THTensor *src,
         THIter_runParallel(&iter, fill_bool_loop, &value, TH_PARALLEL_GRAIN);
         return 0;
     }
-    THUnaryParams params = loop_params(args, src->dtype);
+    /* the result's range: a float16 nan_to_num saturates at 65504 */
+    THUnaryParams params = loop_params(args, result);
     THIter_runParallel(&iter, unary_loops[op][src->dtype], &params,
                        TH_PARALLEL_GRAIN);
     return 0;
@@ -306,21 +309,23 @@ THTensor_newUnary(THUnaryOp op, THTensor *input, const THUnaryArgs *args)
     if (src == NULL) {
         return NULL;
     }
+    THDtype computed = THDtype_computeDtype(result);
     THTensor *dst;
-    if (src != input) {
+    if (src != input && src->dtype == computed) {
         /* a fresh converted copy: compute in place in it */
         THTensor_retain(src);
         dst = src;
     }
     else {
-        dst = THTensor_newEmptyLike(input, result);
+        dst = THTensor_newEmptyLike(input, computed);
     }
-    if (dst != NULL && run_kernel(op, dst, src, args) < 0) {
+    if (dst != NULL && run_kernel(op, dst, src, args, result) < 0) {
         THTensor_release(dst);
         dst = NULL;
     }
     THTensor_release(src);
-    return dst;
+    /* a float16 or bfloat16 result, computed in float32, rounded once */
+    return THTensor_convertOwned(&dst, result) < 0 ? NULL : dst;
 }
 
 /* ---- out= and in-place -------------------------------------------------- */
@@ -384,11 +389,11 @@ static int
 unary_through_temporary(THUnaryOp op, THTensor *out, THTensor *src,
                         THDtype result, const THUnaryArgs *args)
 {
-    THTensor *tmp = THTensor_newEmptyLike(src, result);
+    THTensor *tmp = THTensor_newEmptyLike(src, THDtype_computeDtype(result));
     if (tmp == NULL) {
         return -1;
     }
-    int status = run_kernel(op, tmp, src, args);
+    int status = run_kernel(op, tmp, src, args, result);
     if (status == 0) {
         status = THTensor_copy(out, tmp);
     }
@@ -414,11 +419,12 @@ THTensor_unaryOut(THUnaryOp op, THTensor *out, THTensor *input,
         return -1;
     }
     int status;
-    if (out->dtype != result || THTensor_overlapsPartially(out, src)) {
+    if (out->dtype != THDtype_computeDtype(result)
+        || THTensor_overlapsPartially(out, src)) {
         status = unary_through_temporary(op, out, src, result, args);
     }
     else {
-        status = run_kernel(op, out, src, args);
+        status = run_kernel(op, out, src, args, result);
         if (status == 0) {
             THTensor_bumpVersion(out);
         }

@@ -26,6 +26,8 @@ from ._C import (  # noqa: F401  (re-exported)
     int16,
     int32,
     int64,
+    float16,
+    bfloat16,
     float32,
     float64,
     get_default_dtype,
@@ -79,6 +81,7 @@ _sys.modules["ember.return_types"] = return_types
 # PyTorch's aliases for the dtypes.
 float = float32
 double = float64
+half = float16
 long = int64
 int = int32
 short = int16

@@ -39,6 +39,8 @@ class Tensor(_C._TensorBase):
         edges = summary_edges(shown.shape)
         if edges is not None:
             shown = _summary_rows(shown, edges, 0)
+        if shown.dtype in (_C.float16, _C.bfloat16):
+            shown = shown.float()  # exact; NumPy has no bfloat16
         values = np.asarray(shown)
         grad_fn = self.grad_fn
         grad_fn_name = None if grad_fn is None else type(grad_fn).__name__

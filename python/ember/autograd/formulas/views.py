@@ -398,7 +398,7 @@ def _register_cast(name):
     cast.__name__ = name
 
 
-for _name in ("float", "double"):
+for _name in ("float", "double", "half", "bfloat16"):
     _register_cast(_name)
 
 # Integer and bool results cannot require grad: PyTorch records nothing.
