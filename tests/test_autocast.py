@@ -187,3 +187,17 @@ def test_autocast_matches_torch(dtype_name):
         np.testing.assert_allclose(ours[key].float().detach().numpy(),
                                    theirs[key].float().detach().numpy(),
                                    rtol=2e-2, atol=2e-2, err_msg=key)
+
+
+@needs_bfloat16
+def test_autocast_runs_convolutions_in_bfloat16():
+    ember.manual_seed(2)
+    conv = ember.nn.Conv2d(2, 3, 3, padding=1)
+    x = ember.randn(1, 2, 5, 5)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        out = conv(x)
+    assert out.dtype == ember.bfloat16
+    reference = conv(x)
+    assert float((out.float() - reference).abs().max()) < 0.1
+    out.float().sum().backward()
+    assert conv.weight.grad.dtype == ember.float32

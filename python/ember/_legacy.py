@@ -66,7 +66,8 @@ LEGACY_TYPES = {}
 for _name, _dtype in [("BoolTensor", _C.bool), ("ByteTensor", _C.uint8),
                       ("CharTensor", _C.int8), ("ShortTensor", _C.int16),
                       ("IntTensor", _C.int32), ("LongTensor", _C.int64),
-                      ("FloatTensor", _C.float32), ("DoubleTensor", _C.float64)]:
+                      ("FloatTensor", _C.float32), ("DoubleTensor", _C.float64),
+                      ("HalfTensor", _C.float16), ("BFloat16Tensor", _C.bfloat16)]:
     LEGACY_TYPES[_name] = _make(_name, _dtype)
 del _name, _dtype
 

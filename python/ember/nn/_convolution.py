@@ -84,9 +84,9 @@ def _check_conv(name, input, weight, bias, padding, dilation, groups, spatial):
         if t is not None and t.dtype != input.dtype:
             raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
                                f"{_type_name(t.dtype)}")
-    if input.dtype not in (ember.float32, ember.float64):
+    if input.dtype not in (ember.float32, ember.float64, ember.float16, ember.bfloat16):
         raise RuntimeError(f"\"{name}\" not implemented for '{_type_name(input.dtype)}': "
-                           f"ember's convolutions run in float32 and float64")
+                           f"ember's convolutions run in floating point only")
 
 
 def _type_name(dtype):
@@ -166,6 +166,18 @@ def _contiguous(t):
     return None if t is None else t.contiguous()
 
 
+def _in_compute_dtype(apply, input, weight, bias, *geometry):
+    """apply() on contiguous operands; float16/bfloat16 ones run in float32
+    and the result is rounded once, as the other operators do (the casts
+    are recorded, so gradients come back in the operands' dtypes)."""
+    low = input.dtype if input.dtype in (ember.float16, ember.bfloat16) else None
+    if low is not None:
+        input, weight = input.float(), weight.float()
+        bias = None if bias is None else bias.float()
+    out = apply(input.contiguous(), weight.contiguous(), _contiguous(bias), *geometry)
+    return out if low is None else out.to(low)
+
+
 # ---- the functions -------------------------------------------------------------------
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -196,8 +208,8 @@ def _convnd(name, input, weight, bias, stride, padding, dilation, groups, spatia
         if any(extra):
             input = pad(input, (0, extra[1], 0, extra[0]))
     _check_kernel_fits(input, weight, padding, dilation)
-    out = Convolution.apply(input.contiguous(), weight.contiguous(), _contiguous(bias),
-                            stride, padding, dilation, groups)
+    out = _in_compute_dtype(Convolution.apply, input, weight, bias, stride, padding,
+                            dilation, groups)
     if spatial == 1:
         out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out
@@ -245,9 +257,8 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
     out_size = [(n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, s, p, d, k, op in
                 zip(input.shape[2:], stride, padding, dilation, weight.shape[2:],
                     output_padding)]
-    out = ConvolutionTranspose.apply(input.contiguous(), weight.contiguous(),
-                                     _contiguous(bias), out_size, stride, padding, dilation,
-                                     groups)
+    out = _in_compute_dtype(ConvolutionTranspose.apply, input, weight, bias, out_size,
+                            stride, padding, dilation, groups)
     if spatial == 1:
         out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out

@@ -204,6 +204,7 @@ def _reduce(loss, reduction):
 _TYPE_NAMES = {
     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
     "int32": "Int", "int64": "Long", "float32": "Float", "float64": "Double",
+    "float16": "Half", "bfloat16": "BFloat16",
 }
 
 
@@ -690,23 +691,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _pointwise_loss(loss, weight, input, reduction)
 
 
-class _XLogY(ember.autograd.Function):
-    """x * log(y), 0 where x == 0, with PyTorch's xlogy derivatives:
-    (x != 0) * log(y) for x and x / y for y (so 0 / 0 is NaN, as there)."""
-
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        safe_y = ember.where(x == 0, ember.ones_like(y), y)
-        return ember.where(x == 0, ember.zeros_like(x * y), x * ember.log(safe_y))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        nonzero = (x != 0).to(grad.dtype)
-        return grad * nonzero * ember.log(y), grad * x / y
-
-
 @_autocast_policy("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
            log_target=False):
@@ -725,7 +709,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
     if log_target:
         loss = ember.exp(target) * (target - input)
     else:
-        loss = _XLogY.apply(target, target) - target * input
+        loss = ember.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
     return _reduce(loss, reduction)
