@@ -33,7 +33,39 @@ endif
 # What each gate runs.  Override on the command line, e.g.
 #   make leak-refs LEAK_REFS_TESTS=tests/test_storage.py
 PYTEST_ARGS      ?=
-LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
+# Suites of Python code over C entry points that other suites already put
+# through the gates (no new C of their own): neither the ASan gate nor the
+# refcount gate runs them, as the brief asks ("keep pure-Python tests out of
+# the slow gates").  Most compare with PyTorch and would skip under the gates
+# anyway (EMBER_NO_TORCH).
+#   test_namespace.py        legacy types, ember.cuda/backends, load's
+#                            arguments, compile, GradScaler (the autocast
+#                            hook's C is test_autocast.py's)
+#   test_nn_*.py             the nn composites of issue 12; the convolution
+#                            kernels' C is test_conv_kernels.py's
+#   test_training_programs.py  three small programs trained against torch
+#   test_linalg_lapack.py, test_einsum.py  Python over NumPy's LAPACK and bmm
+#   test_optim_more.py, test_lr_schedulers.py  optimizers and schedulers
+#   test_data_loader.py      ember.utils.data (the shared-memory C is
+#                            test_shared_memory.py's)
+#   test_functions13_composites.py  Python functions over existing operators
+PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
+                    --ignore=tests/test_nn_activations_losses.py \
+                    --ignore=tests/test_nn_utils_containers.py \
+                    --ignore=tests/test_nn_normalization.py \
+                    --ignore=tests/test_nn_rnn.py \
+                    --ignore=tests/test_nn_attention.py \
+                    --ignore=tests/test_nn_conv.py \
+                    --ignore=tests/test_nn_pooling.py \
+                    --ignore=tests/test_nn_init_more.py \
+                    --ignore=tests/test_training_programs.py \
+                    --ignore=tests/test_linalg_lapack.py \
+                    --ignore=tests/test_einsum.py \
+                    --ignore=tests/test_optim_more.py \
+                    --ignore=tests/test_lr_schedulers.py \
+                    --ignore=tests/test_data_loader.py \
+                    --ignore=tests/test_functions13_composites.py
+LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR) $(PYTHON_ONLY_SUITES)
 # The refcount gate skips test_tensor_str.py: it tests the pure-Python
 # printer (no C reference handling) with 148 mostly-Hypothesis cases, and the
 # ASan gate still runs it.  It skips the per-formula autograd files too
@@ -44,25 +76,11 @@ LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR)
 # jit's pure-Python compiler tests (front end, passes, the differential
 # fuzzer): test_jit_vm.py, test_fused_kernel.py, test_jit_script.py and
 # test_jit_files.py, which drive the C VM and the fused kernels, stay in.
-# test_linalg_lapack.py and test_einsum.py too: ember.linalg and einsum are
-# Python over NumPy's LAPACK and existing C operators (no new C entry point).
 # The memory-safety suites of issue 11 (re-entrancy, threads, the API and
 # file fuzzers) run their cases in child processes and look for crashes and
 # wrong results, not reference counts: the ASan gate runs them.
-# test_namespace.py (legacy types, ember.cuda/backends, load's arguments,
-# compile, GradScaler) is Python over C entry points other suites measure;
-# so are the nn composites of issue 12 (activations, losses, nn.utils,
-# parameter containers, backward hooks, batch/instance/group/RMS norm,
-# recurrent layers and packed sequences, attention and transformers, and the
-# convolution layers over the C kernels, which test_conv_kernels.py covers,
-# pooling, unfold/fold, interpolation, nn.init, and the training programs).
-# test_optim_more.py and test_lr_schedulers.py: pure-Python optimizers and
-# schedulers over tensor ops the other suites measure.
-# test_data_loader.py tests the pure-Python ember.utils.data (its C, the
-# shared-memory storages, is test_shared_memory.py's, which stays in).
-# test_functions13_composites.py tests Python functions over existing
-# operators (ember/_functions.py): no C of its own.
-LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
+LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) $(PYTHON_ONLY_SUITES) \
+                    --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_autograd_pointwise.py \
                     --ignore=tests/test_autograd_reduce_linalg.py \
                     --ignore=tests/test_autograd_shape.py \
@@ -72,23 +90,7 @@ LEAK_REFS_TESTS  ?= tests $(DOCS_DIR) --ignore=tests/test_tensor_str.py \
                     --ignore=tests/test_reentrancy.py \
                     --ignore=tests/test_threads.py \
                     --ignore=tests/test_api_fuzz.py \
-                    --ignore=tests/test_file_fuzz.py \
-                    --ignore=tests/test_namespace.py \
-                    --ignore=tests/test_nn_activations_losses.py \
-                    --ignore=tests/test_nn_utils_containers.py \
-                    --ignore=tests/test_nn_normalization.py \
-                    --ignore=tests/test_nn_rnn.py \
-                    --ignore=tests/test_nn_attention.py \
-                    --ignore=tests/test_nn_conv.py \
-                    --ignore=tests/test_nn_pooling.py \
-                    --ignore=tests/test_training_programs.py \
-                    --ignore=tests/test_nn_init_more.py \
-                    --ignore=tests/test_linalg_lapack.py \
-                    --ignore=tests/test_einsum.py \
-                    --ignore=tests/test_optim_more.py \
-                    --ignore=tests/test_lr_schedulers.py \
-                    --ignore=tests/test_data_loader.py \
-                    --ignore=tests/test_functions13_composites.py
+                    --ignore=tests/test_file_fuzz.py
 LEAK_REFS_RUNS   ?= 3:3
 VALGRIND_SMOKE   ?= tests/test_smoke_leaks.py
 # valgrind on the C unit tests must be completely clean (no suppressions).
