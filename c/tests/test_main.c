@@ -30,6 +30,7 @@
     _(parallel)           \
     _(pointwise)          \
     _(reduce)             \
+    _(conv)               \
     _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];

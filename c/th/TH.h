@@ -7,6 +7,7 @@
 
 #include "THAllocator.h"
 #include "THBlas.h"
+#include "THConv.h"
 #include "THDtype.h"
 #include "THGeneral.h"
 #include "THIndex.h"

@@ -209,6 +209,26 @@ check_dtype(THDtype dtype)
 
 /* ---- the three products -------------------------------------------------------- */
 
+/* Where sample n's group g starts: in the image-side tensor (N x C_in x H x W:
+ * input or grad_input), the output-side one (N x C_out x out_h x out_w:
+ * output or grad_output) and the weight (or its gradient). */
+typedef struct {
+    char *image, *out, *weight;
+} GroupBlock;
+
+static GroupBlock
+group_block(const ConvPlan *p, const THConvShape *s, int64_t n, int64_t g,
+            const THTensor *image, const THTensor *out, const THTensor *weight)
+{
+    GroupBlock b;
+    b.image = THTensor_data(image)
+              + (n * s->in_channels + g * p->in_group) * p->in_plane * p->itemsize;
+    b.out = THTensor_data(out)
+            + (n * s->out_channels + g * p->out_group) * p->out_plane * p->itemsize;
+    b.weight = THTensor_data(weight) + g * p->out_group * p->depth * p->itemsize;
+    return b;
+}
+
 static void
 add_bias(const ConvPlan *p, char *out, const char *bias, int64_t first_channel)
 {
@@ -247,19 +267,13 @@ THConv2d_forward(THTensor *output, const THTensor *input,
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n++) {
         for (int64_t g = 0; g < s->groups && rc == 0; g++) {
-            char *image = THTensor_data(input)
-                          + ((n * s->in_channels + g * p.in_group) * p.in_plane)
-                                * p.itemsize;
-            char *out = THTensor_data(output)
-                        + ((n * s->out_channels + g * p.out_group) * p.out_plane)
-                              * p.itemsize;
-            char *w = THTensor_data(weight) + g * p.out_group * p.depth * p.itemsize;
-            char *col = columns_of(&p, s, image, buffer);
+            GroupBlock b = group_block(&p, s, n, g, input, output, weight);
+            char *col = columns_of(&p, s, b.image, buffer);
             rc = THBlas_gemm(p.dtype, p.out_group, p.out_plane, p.depth, one,
-                             row_major(w, p.depth), row_major(col, p.out_plane),
-                             zero, row_major(out, p.out_plane));
+                             row_major(b.weight, p.depth), row_major(col, p.out_plane),
+                             zero, row_major(b.out, p.out_plane));
             if (rc == 0 && bias != NULL) {
-                add_bias(&p, out, THTensor_data(bias), g * p.out_group);
+                add_bias(&p, b.out, THTensor_data(bias), g * p.out_group);
             }
         }
     }
@@ -287,21 +301,15 @@ THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n++) {
         for (int64_t g = 0; g < s->groups && rc == 0; g++) {
-            char *image = THTensor_data(grad_input)
-                          + ((n * s->in_channels + g * p.in_group) * p.in_plane)
-                                * p.itemsize;
-            char *gout = THTensor_data(grad_output)
-                         + ((n * s->out_channels + g * p.out_group) * p.out_plane)
-                               * p.itemsize;
-            char *w = THTensor_data(weight) + g * p.out_group * p.depth * p.itemsize;
-            char *col = p.direct ? image : buffer;
+            GroupBlock b = group_block(&p, s, n, g, grad_input, grad_output, weight);
+            char *col = p.direct ? b.image : buffer;
             /* col (depth x out_plane) = W[g]^T . grad_out[n, g] */
             rc = THBlas_gemm(p.dtype, p.depth, p.out_plane, p.out_group, one,
-                             THBlasMatrix_transposed(row_major(w, p.depth)),
-                             row_major(gout, p.out_plane), zero,
+                             THBlasMatrix_transposed(row_major(b.weight, p.depth)),
+                             row_major(b.out, p.out_plane), zero,
                              row_major(col, p.out_plane));
             if (rc == 0 && !p.direct) {
-                ColumnJob job = {s, p.in_group, p.out_plane, image, col};
+                ColumnJob job = {s, p.in_group, p.out_plane, b.image, col};
                 THParallel_for(p.in_group, 1, col2im_for(p.dtype), &job);
             }
         }
@@ -330,20 +338,13 @@ THConv2d_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n++) {
         for (int64_t g = 0; g < s->groups && rc == 0; g++) {
-            char *image = THTensor_data(input)
-                          + ((n * s->in_channels + g * p.in_group) * p.in_plane)
-                                * p.itemsize;
-            char *gout = THTensor_data(grad_output)
-                         + ((n * s->out_channels + g * p.out_group) * p.out_plane)
-                               * p.itemsize;
-            char *gw = THTensor_data(grad_weight)
-                       + g * p.out_group * p.depth * p.itemsize;
-            char *col = columns_of(&p, s, image, buffer);
+            GroupBlock b = group_block(&p, s, n, g, input, grad_output, grad_weight);
+            char *col = columns_of(&p, s, b.image, buffer);
             /* gW[g] (+)= grad_out[n, g] . col^T; the first sample sets it */
             rc = THBlas_gemm(p.dtype, p.out_group, p.depth, p.out_plane, one,
-                             row_major(gout, p.out_plane),
+                             row_major(b.out, p.out_plane),
                              THBlasMatrix_transposed(row_major(col, p.out_plane)),
-                             n == 0 ? zero : one, row_major(gw, p.depth));
+                             n == 0 ? zero : one, row_major(b.weight, p.depth));
         }
     }
     free_columns(&p, buffer);

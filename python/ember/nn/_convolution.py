@@ -106,14 +106,24 @@ def _check_kernel_fits(input, weight, padding, dilation):
 
 # ---- the autograd Functions ------------------------------------------------------
 
+def _remember(ctx, input, weight, bias, stride, padding, dilation, groups):
+    """What both convolutions' backward needs: the operands and the ints the
+    C products take after them."""
+    ctx.save_for_backward(input, weight)
+    ctx.geometry = (*stride, *padding, *dilation, groups)
+    ctx.has_bias = bias is not None
+
+
+def _bias_grad(ctx, grad):
+    return grad.sum((0, 2, 3)) if ctx.has_bias and ctx.needs_input_grad[2] else None
+
+
 class Convolution(Function):
     """out = conv2d(input, weight) + bias on contiguous NCHW tensors."""
 
     @staticmethod
     def forward(ctx, input, weight, bias, stride, padding, dilation, groups):
-        ctx.save_for_backward(input, weight)
-        ctx.geometry = (*stride, *padding, *dilation, groups)
-        ctx.has_bias = bias is not None
+        _remember(ctx, input, weight, bias, stride, padding, dilation, groups)
         return _C._conv2d(input, weight, bias, *ctx.geometry)
 
     @staticmethod
@@ -122,16 +132,14 @@ class Convolution(Function):
         input, weight = ctx.saved_tensors
         grad = grad.contiguous()
         needs = ctx.needs_input_grad
-        grad_input = grad_weight = grad_bias = None
+        grad_input = grad_weight = None
         if needs[0]:
             grad_input = _C._conv2d_backward_input(grad, weight, input.shape[2],
                                                    input.shape[3], *ctx.geometry)
         if needs[1]:
             grad_weight = _C._conv2d_backward_weight(grad, input, weight.shape[2],
                                                      weight.shape[3], *ctx.geometry)
-        if ctx.has_bias and needs[2]:
-            grad_bias = grad.sum((0, 2, 3))
-        return grad_input, grad_weight, grad_bias, None, None, None, None
+        return grad_input, grad_weight, _bias_grad(ctx, grad), None, None, None, None
 
 
 class ConvolutionTranspose(Function):
@@ -139,9 +147,7 @@ class ConvolutionTranspose(Function):
 
     @staticmethod
     def forward(ctx, input, weight, bias, out_size, stride, padding, dilation, groups):
-        ctx.save_for_backward(input, weight)
-        ctx.geometry = (*stride, *padding, *dilation, groups)
-        ctx.has_bias = bias is not None
+        _remember(ctx, input, weight, bias, stride, padding, dilation, groups)
         out = _C._conv2d_backward_input(input, weight, *out_size, *ctx.geometry)
         return out if bias is None else out.add_(bias.reshape(1, -1, 1, 1))
 
@@ -151,15 +157,13 @@ class ConvolutionTranspose(Function):
         input, weight = ctx.saved_tensors
         grad = grad.contiguous()
         needs = ctx.needs_input_grad
-        grad_input = grad_weight = grad_bias = None
+        grad_input = grad_weight = None
         if needs[0]:
             grad_input = _C._conv2d(grad, weight, None, *ctx.geometry)
         if needs[1]:
             grad_weight = _C._conv2d_backward_weight(input, grad, weight.shape[2],
                                                      weight.shape[3], *ctx.geometry)
-        if ctx.has_bias and needs[2]:
-            grad_bias = grad.sum((0, 2, 3))
-        return grad_input, grad_weight, grad_bias, None, None, None, None, None
+        return grad_input, grad_weight, _bias_grad(ctx, grad), None, None, None, None, None
 
 
 def _contiguous(t):
