@@ -32,7 +32,12 @@ def open_fds():
 
 
 def shm_entries():
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    """ember's own entries in /dev/shm (the shm_open fallback names them
+    ember_<pid>_<n>).  Other processes on the machine create entries there
+    too (multiprocessing's semaphores, sem.mp-*), so only ours count."""
+    if not os.path.isdir("/dev/shm"):
+        return set()
+    return {name for name in os.listdir("/dev/shm") if name.startswith("ember_")}
 
 
 @pytest.fixture
