@@ -197,14 +197,18 @@ columns_of(const ConvPlan *p, const THConvShape *s, char *image, char *col)
     return col;
 }
 
+/* The plan and column buffer of one product: 0, or -1 with an error (a
+ * dtype the kernels do not run in, or no memory for the buffer). */
 static int
-check_dtype(THDtype dtype)
+prepare(THDtype dtype, const THConvShape *s, ConvPlan *p, char **buffer)
 {
     if (im2col_for(dtype) == NULL) {
         return THError_set(TH_ERR_TYPE,
                            "convolution: expected a float32 or float64 tensor");
     }
-    return 0;
+    *p = plan_of(s, dtype);
+    *buffer = alloc_columns(p);
+    return *buffer == NULL ? -1 : 0;
 }
 
 /* ---- the three products -------------------------------------------------------- */
@@ -255,12 +259,9 @@ THConv2d_forward(THTensor *output, const THTensor *input,
                  const THTensor *weight, const THTensor *bias,
                  const THConvShape *s)
 {
-    if (check_dtype(input->dtype) < 0) {
-        return -1;
-    }
-    ConvPlan p = plan_of(s, input->dtype);
-    char *buffer = alloc_columns(&p);
-    if (buffer == NULL) {
+    ConvPlan p;
+    char *buffer;
+    if (prepare(input->dtype, s, &p, &buffer) < 0) {
         return -1;
     }
     THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);
@@ -285,12 +286,9 @@ int
 THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
                        const THTensor *weight, const THConvShape *s)
 {
-    if (check_dtype(grad_output->dtype) < 0) {
-        return -1;
-    }
-    ConvPlan p = plan_of(s, grad_output->dtype);
-    char *buffer = alloc_columns(&p);
-    if (buffer == NULL) {
+    ConvPlan p;
+    char *buffer;
+    if (prepare(grad_output->dtype, s, &p, &buffer) < 0) {
         return -1;
     }
     THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);
@@ -322,12 +320,9 @@ int
 THConv2d_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
                         const THTensor *input, const THConvShape *s)
 {
-    if (check_dtype(input->dtype) < 0) {
-        return -1;
-    }
-    ConvPlan p = plan_of(s, input->dtype);
-    char *buffer = alloc_columns(&p);
-    if (buffer == NULL) {
+    ConvPlan p;
+    char *buffer;
+    if (prepare(input->dtype, s, &p, &buffer) < 0) {
         return -1;
     }
     THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);

@@ -23,6 +23,7 @@ import warnings
 
 from . import jit
 from .jit.ir import ScriptError
+from .nn import Module
 
 __all__ = ["compile"]
 
@@ -40,7 +41,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor",
                            "an nn.Module)")
     if disable:
         return model
-    from .nn import Module
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph)
     return _CompiledFunction(model, fullgraph)
@@ -110,12 +110,7 @@ class _CompiledFunction:
         return self if obj is None else functools.partial(self, obj)
 
 
-def _module_class():
-    from .nn import Module
-    return Module
-
-
-class OptimizedModule(_module_class()):
+class OptimizedModule(Module):
     """What ember.compile(module) returns.  The original is the submodule
     `_orig_mod`, so state_dict keys carry its prefix ("_orig_mod.fc.weight"),
     as PyTorch's; attributes not found here are looked up on it."""
