@@ -4,7 +4,7 @@
     def f(x, y):
         return (x * y).sum()
 
-The pipeline (the walkthrough's chapter 11 follows one function through it):
+The pipeline (the walkthrough's chapter 12 follows one function through it):
 
     source --ast--> frontend.py --> typed SSA graph (ir.py)      f.graph
           --> passes/ (constant folding, peephole, CSE, DCE,
