@@ -30,6 +30,7 @@ cycle) and, when backward itself is recorded (create_graph=True), gives the
 formula an alias whose history is this node, so second derivatives see it.
 """
 
+import collections
 import itertools
 import re
 import weakref
@@ -315,3 +316,114 @@ def _describe(node):
         leaf = node.variable
         return f"AccumulateGrad {list(leaf.shape)} {str(leaf.dtype).removeprefix('ember.')}"
     return type(node).__name__
+
+
+# ---------------------------------------------------------------------------
+# Pictures: the graph as Graphviz DOT (what torchviz's make_dot draws for
+# PyTorch), so the walkthrough and the tour can show it.
+
+
+def to_dot(root, params=None):
+    """The autograd graph behind `root` (a tensor) as DOT text.
+
+    Drawn from `root` down to the leaves, edges in the direction gradients
+    flow (from a node to the `next_functions` it feeds):
+
+    - `root` itself, labelled with its shape;
+    - one box per node, named as `grad_fn` prints it (`MulBackward0`),
+      with each tensor it saved for backward hanging off it (its shape);
+    - one `AccumulateGrad` box per leaf, labelled with the leaf's shape and,
+      when `params` (e.g. `dict(model.named_parameters())`) names it, its name.
+
+    Node ids are given in visit order (breadth first, inputs in edge order),
+    so the same computation gives the same text."""
+    from ..utils import _dot
+    names = {id(value): name for name, value in (params or {}).items()}
+    drawing = _GraphDrawing(_dot, names)
+    if not isinstance(root, _TensorBase):
+        raise TypeError(f"to_dot expects a tensor, got {type(root).__name__}")
+    top = drawing.add("t0", _tensor_label(root, names), shape="ellipse",
+                      style="filled", fillcolor="#c5e1a5")
+    start = root.grad_fn if root.grad_fn is not None else (
+        AccumulateGrad(root) if root.requires_grad else None)
+    if start is not None:
+        drawing.edge(top, drawing.visit_all(start))
+    return _dot.digraph("autograd", drawing.lines)
+
+
+def to_svg(root, path=None, params=None):
+    """`to_dot(root, params)` rendered by Graphviz's `dot -Tsvg`: returns the
+    SVG text and writes it to `path` when given."""
+    from ..utils import _dot
+    return _dot.render_svg(to_dot(root, params), path)
+
+
+class _GraphDrawing:
+    """Numbers nodes as it meets them and collects the DOT lines."""
+
+    def __init__(self, dot, names):
+        self.dot = dot
+        self.names = names
+        self.ids = {}       # id(node or leaf) -> DOT id
+        self.lines = []
+        self.count = 0
+
+    def add(self, dot_id, label, **style):
+        self.lines.append(f"  {dot_id}{self.dot.attrs(label=label, **style)};")
+        return dot_id
+
+    def edge(self, source, target, **style):
+        self.lines.append(f"  {source} -> {target}{self.dot.attrs(**style)};")
+
+    def visit_all(self, start):
+        """Draws everything reachable from `start`; returns start's DOT id."""
+        first = self.node_id(start)
+        queue = collections.deque([start])
+        while queue:
+            node = queue.popleft()
+            for target, _ in node.next_functions:
+                if target is None:
+                    continue
+                is_new = self._key(target) not in self.ids
+                self.edge(self.ids[self._key(node)], self.node_id(target))
+                if is_new:
+                    queue.append(target)
+        return first
+
+    @staticmethod
+    def _key(node):
+        return id(node.variable) if type(node) is AccumulateGrad else id(node)
+
+    def node_id(self, node):
+        """The DOT id of `node`, drawing it (and its saved tensors) the
+        first time it is met."""
+        key = self._key(node)
+        if key in self.ids:
+            return self.ids[key]
+        self.count += 1
+        dot_id = self.ids[key] = f"n{self.count}"
+        if type(node) is AccumulateGrad:
+            label = "AccumulateGrad\n" + _tensor_label(node.variable, self.names)
+            self.add(dot_id, label, shape="box", style="filled", fillcolor="#90caf9")
+            return dot_id
+        self.add(dot_id, type(node).__name__, shape="box", style="filled",
+                 fillcolor="#eeeeee")
+        for index, value in enumerate(node._saved or ()):
+            tensor = value.data if type(value) is SavedOutput else value
+            if not isinstance(tensor, _TensorBase):
+                continue
+            what = "saved output" if type(value) is SavedOutput else f"saved {index}"
+            saved_id = self.add(f"{dot_id}_s{index}",
+                                f"{what}\n{_shape_text(tensor)}", shape="box",
+                                style="filled", fillcolor="#ffcc80")
+            self.edge(saved_id, dot_id, style="dashed", arrowhead="none")
+        return dot_id
+
+
+def _shape_text(tensor):
+    return f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('ember.')}"
+
+
+def _tensor_label(tensor, names):
+    name = names.get(id(tensor))
+    return f"{name}\n{_shape_text(tensor)}" if name else _shape_text(tensor)

@@ -302,6 +302,12 @@ class Graph:
     def __str__(self):
         return GraphPrinter(self).print()
 
+    def to_dot(self):
+        """The graph as Graphviz DOT text (ir_dot.py): blocks and fusion
+        groups drawn as clusters."""
+        from .ir_dot import graph_to_dot
+        return graph_to_dot(self)
+
     def copy(self):
         """A deep copy (values mapped one to one)."""
         new = Graph()
