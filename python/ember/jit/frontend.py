@@ -243,7 +243,7 @@ class Source:
             self.filename, self.file_lines, lineno + self.first_line - 1,
             col + self.indent, end_lineno + self.first_line - 1,
             None if end_col is None else end_col + self.indent,
-            self.function_name)
+            self.function_name, self.first_line)
 
 
 # ---------------------------------------------------------------------------

@@ -38,10 +38,10 @@ class SourceRange:
     """Where a node came from: a span of lines/columns of a source file."""
 
     __slots__ = ("filename", "lines", "lineno", "col", "end_lineno",
-                 "end_col", "function_name")
+                 "end_col", "function_name", "first_line")
 
     def __init__(self, filename, lines, lineno, col, end_lineno=None,
-                 end_col=None, function_name=None):
+                 end_col=None, function_name=None, first_line=None):
         self.filename = filename
         self.lines = lines          # all lines of the file (shared list)
         self.lineno = lineno        # 1-based, in the file
@@ -49,6 +49,14 @@ class SourceRange:
         self.end_lineno = end_lineno or lineno
         self.end_col = end_col if end_col is not None else col + 1
         self.function_name = function_name
+        self.first_line = first_line    # the function's first source line
+
+    def where_in_function(self):
+        """"line 3 of f": the line counted from the function's first source
+        line (its decorator, if any), as a reader counts the listing."""
+        if self.first_line is None or self.function_name is None:
+            return f"line {self.lineno}"
+        return f"line {self.lineno - self.first_line + 1} of {self.function_name}"
 
     def highlight(self):
         """The source line with a caret under the span, TorchScript style."""

@@ -3,7 +3,8 @@
 Every rewrite a pass makes goes through `RewriteLog.rewrite(pass_name,
 message, node)`: the log counts it against the pass's limit (when the
 limit is spent the rewrite is refused and the pass leaves that spot alone)
-and records a one-line message such as "t(t(%x)) -> %x (line 3)".
+and records a one-line message such as "t(t(%x)) -> %x (line 3 of f)", the
+line counted from the function's first source line.
 `explain()` in manager.py prints those messages; bisecting a wrong rewrite
 uses the limits (EMBER_JIT_OPT_LIMIT, documented in manager.py).
 """
@@ -52,9 +53,9 @@ class RewriteLog:
         """allow() and, when allowed, record `message` (with the node's line)."""
         if not self.allow(pass_name):
             return False
-        line = getattr(getattr(node, "source_range", None), "lineno", None)
-        if line is not None:
-            message += f" (line {line})"
+        source_range = getattr(node, "source_range", None)
+        if source_range is not None:
+            message += f" ({source_range.where_in_function()})"
         self.entries.append((pass_name, message))
         return True
 
