@@ -146,13 +146,14 @@ FUZZ_EXAMPLES ?= 1000
 FUZZ_TIMEOUT ?= 3600
 EMBER_FUZZ_SEED ?=
 
-.PHONY: help install build demo test ctest pytest fuzz test-pythons bench leakcheck \
+.PHONY: help install build demo docs test ctest pytest fuzz test-pythons bench leakcheck \
         leak-asan leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean
 
 help:
 	@echo "make install        .venv + editable install with test extras (stamp-based)"
 	@echo "make build          incremental in-place rebuild of ember._C"
 	@echo "make demo           run the tour (python -m ember.tour)"
+	@echo "make docs           the walkthrough's pictures: DOT + SVG in docs/walkthrough/pictures/ (installs graphviz)"
 	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
 	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
 	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs)"
@@ -185,6 +186,12 @@ build: $(INSTALLED)
 
 demo: build
 	$(VPY) -m ember.tour
+
+# The walkthrough's pictures, drawn from the running code (docs/pictures.py);
+# Graphviz's `dot` renders them, installed with apt when missing.
+docs: build
+	tools/ensure_graphviz.sh
+	PYTHONPATH=python $(VPY) docs/pictures.py
 
 # --- tests --------------------------------------------------------------------
 
