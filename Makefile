@@ -49,7 +49,13 @@ PYTEST_ARGS      ?=
 #   test_data_loader.py      ember.utils.data (the shared-memory C is
 #                            test_shared_memory.py's)
 #   test_functions13_composites.py  Python functions over existing operators
+#   test_graph_dot.py, test_tour_cli.py, docs/test_pictures.py  pictures as
+#                            DOT text and the tour's options: Python over
+#                            graphs and operators that other suites cover
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
+                    --ignore=tests/test_graph_dot.py \
+                    --ignore=tests/test_tour_cli.py \
+                    --ignore=docs/test_pictures.py \
                     --ignore=tests/test_nn_activations_losses.py \
                     --ignore=tests/test_nn_utils_containers.py \
                     --ignore=tests/test_nn_normalization.py \

@@ -1,12 +1,22 @@
 """A guided tour of ember's internals: `python -m ember.tour`.
 
-Each chapter prints what it shows: tensors and storages, views, NumPy
-sharing, allocators, operators, autograd and the script compiler.
+Each section prints what it shows: tensors and storages, references and
+the cyclic GC, views, NumPy sharing, allocators, operators, autograd and the
+script compiler, and names the walkthrough chapter (docs/walkthrough/) and
+the source file to read next.  `--list` lists the sections, `--chapter N`
+runs section N only, and the autograd and script-compiler sections save a
+picture of their graph (DOT, and SVG when Graphviz's `dot` is installed) in
+the current directory or `--out DIR`.
 """
 
+import argparse
+import dataclasses
+import gc
 import math
+import os
 import sys
 import textwrap
+import weakref
 
 import numpy as np
 
@@ -23,7 +33,6 @@ def _show(label, value):
 
 def chapter_tensor():
     _say("""
-        == 1. A tensor is a view of a storage ==
         A tensor is (storage, storage_offset, sizes, strides, dtype).  The
         storage is a plain block of bytes; sizes and strides (counted in
         elements) say where element (i, j, ...) lives in it.
@@ -41,9 +50,49 @@ def chapter_tensor():
     print()
 
 
+def chapter_references():
+    _say("""
+        Every Python object carries a reference count; the tensor object is
+        freed the moment it drops to zero.  sys.getrefcount shows it (one
+        more than you expect: its own argument is a reference too).  Counting
+        cannot free a cycle, so the tensor type also supports the cyclic GC
+        (tp_traverse/tp_clear): a hook whose closure refers to its own tensor
+        is such a cycle.
+    """)
+    t = ember.zeros(3)
+    _show("sys.getrefcount(t)", sys.getrefcount(t))
+    alias = t
+    _show("after alias = t", sys.getrefcount(t))
+    del alias
+    _show("after del alias", sys.getrefcount(t))
+    # Automatic collections would break the cycle at a moment of their own
+    # choosing; the tour runs one itself, so it pauses them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        x = ember.ones(3, requires_grad=True)
+        _hook_that_reads(x)
+        ref = weakref.ref(x)
+        del x
+        print(">>> x.register_hook(lambda grad: grad * x.sum())  # x -> hook -> x")
+        print(">>> del x")
+        _show("tensor still alive?", ref() is not None)
+        _show("objects gc.collect() freed", gc.collect() > 0)
+        _show("tensor still alive?", ref() is not None)
+    finally:
+        if was_enabled:
+            gc.enable()
+    print()
+
+
+def _hook_that_reads(tensor):
+    # The closure's cell holds `tensor`; the tensor holds the hook: a cycle
+    # that outlives every name for the tensor.
+    tensor.register_hook(lambda grad: grad * tensor.sum())
+
+
 def chapter_views():
     _say("""
-        == 2. Views share the storage and never copy ==
         Transposing swaps two strides; slicing moves the offset and scales a
         stride.  The bytes stay where they are.
     """)
@@ -64,7 +113,6 @@ def chapter_views():
 
 def chapter_numpy():
     _say("""
-        == 3. Zero-copy NumPy ==
         ember.from_numpy(a) wraps a's memory through the buffer protocol:
         the tensor's storage points at a's bytes and holds a's buffer until
         the storage dies.
@@ -89,7 +137,6 @@ def chapter_numpy():
 
 def chapter_allocators():
     _say("""
-        == 4. Allocators and their statistics ==
         Every byte ember allocates comes from the allocator installed for
         the device, which keeps statistics.  Allocators can be written in
         Python: here a counting one is installed for a moment.
@@ -113,7 +160,6 @@ def chapter_allocators():
 
 def chapter_operators():
     _say("""
-        == 5. Operators: broadcasting, promotion, threads ==
         `a + b` goes straight from the tensor type's nb_add slot to a C
         kernel.  Shapes broadcast as in NumPy, dtypes promote as in PyTorch
         (a Python number only lifts the category), and large kernels split
@@ -156,10 +202,9 @@ def chapter_autograd(steps=400):
     from tqdm import tqdm
 
     from ember import nn
-    from ember.autograd.graph import format_graph
+    from ember.autograd.graph import format_graph, to_dot
 
     _say("""
-        == 6. Autograd: a graph recorded as you compute, walked backwards ==
         An operator whose input requires grad records a node (MulBackward0,
         ...) that points back at its inputs' nodes.  backward() walks that
         graph from the loss to the leaves, newest node first, and adds each
@@ -180,8 +225,10 @@ def chapter_autograd(steps=400):
     # No monitor thread: it would outlive the tour as a daemon (the leak gates
     # see its start-up block at exit), and the bar refreshes on its own.
     tqdm_module.tqdm.monitor_interval = 0
+    # The bar redraws itself in place on a terminal; into a file or a pipe
+    # it would write hundreds of lines, so it shows only on a terminal.
     progress = tqdm(range(steps), desc="training", file=sys.stdout, ncols=72,
-                    mininterval=0.25, ascii=True)
+                    mininterval=0.25, ascii=True, disable=not sys.stdout.isatty())
     for _ in progress:
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(inputs), targets)
@@ -196,11 +243,12 @@ def chapter_autograd(steps=400):
     print("The graph of one training step (the loss at the top, parameters at the leaves):")
     loss = nn.functional.cross_entropy(model(inputs), targets)
     print(format_graph(loss))
+    _save_picture("autograd_graph", to_dot(loss, params=dict(model.named_parameters())))
     print()
 
 
 def scaled_gelu(x, w):
-    """The function chapter 7 scripts."""
+    """The function the script-compiler section scripts."""
     y = x.t().t()                # the article's peephole: t(t(x)) is x
     h = y * w
     return 0.5 * h * (1.0 + (0.7978845608 * (h + 0.044715 * h * h * h)).tanh())
@@ -218,7 +266,6 @@ def _best_ms(fn, repeat=5):
 
 def chapter_jit():
     _say("""
-        == 7. The script compiler: source -> graph -> passes -> bytecode -> VM ==
         ember.jit.script reads a function's source with Python's own ast and
         emits a typed SSA graph.  Each call's argument types pick (and
         cache) a specialisation: the graph refined to those dtypes and
@@ -239,6 +286,7 @@ def chapter_jit():
     print("\nThe graph that runs (f.graph_for(x, w)): t(t(x)) is gone and the "
           "elementwise chain is one FusionGroup:")
     print(scripted.graph_for(x, w))
+    _save_picture("ir_graph", scripted.graph_for(x, w).to_dot())
     print("Its bytecode (FUSED runs the kernel; its guard falls back to the "
           "unfused calls below it for other dtypes or autograd):")
     print(scripted.code_for(x, w))
@@ -259,13 +307,85 @@ class _Discard:
         pass
 
 
-CHAPTERS = [chapter_tensor, chapter_views, chapter_numpy, chapter_allocators,
-            chapter_operators, chapter_autograd, chapter_jit]
+def _save_picture(name, dot_text):
+    """Writes NAME.dot, and NAME.svg when Graphviz's dot is installed, into
+    the output directory; prints where."""
+    from ember.utils import _dot
+    path = os.path.join(_output_dir, name + ".dot")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(dot_text)
+    try:
+        _dot.render_svg(dot_text, path[:-4] + ".svg")
+    except RuntimeError as error:
+        print(f"Saved the picture as {path} (no SVG: {error})")
+    else:
+        print(f"Saved the picture as {path[:-4]}.svg (and its DOT source {path})")
+
+
+_output_dir = "."
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    title: str
+    run: object
+    chapter: str          # the walkthrough chapter (docs/walkthrough/)
+    source: str           # where the code it shows lives
+
+
+CHAPTERS = [
+    Section("A tensor is a view of a storage", chapter_tensor,
+            "5. Storages and allocators", "c/th/THTensor.h, c/th/THStorage.h"),
+    Section("References and the cyclic GC", chapter_references,
+            "3. Reference counts and 4. The cyclic GC", "c/python/Variable.c"),
+    Section("Views share the storage and never copy", chapter_views,
+            "6. Sizes, strides and views", "c/th/THTensor.c"),
+    Section("Zero-copy NumPy", chapter_numpy, "7. Zero-copy", "c/python/Numpy.c"),
+    Section("Allocators and their statistics", chapter_allocators,
+            "5. Storages and allocators", "c/th/THAllocator.c, python/ember/memory.py"),
+    Section("Operators: broadcasting, promotion, threads", chapter_operators,
+            "8. Operators", "c/python/Pointwise.c, c/th/THIter.c"),
+    Section("Autograd: a graph recorded as you compute, walked backwards",
+            chapter_autograd, "10. Autograd", "python/ember/autograd/"),
+    Section("The script compiler: source -> graph -> passes -> bytecode -> VM",
+            chapter_jit, "12. The script compiler", "python/ember/jit/, c/python/JitVM.c"),
+]
+
+
+def _run(number):
+    section = CHAPTERS[number - 1]
+    print(f"== {number}. {section.title} ==")
+    print(f"   (walkthrough ch. {section.chapter}; source: {section.source})")
+    section.run()
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m ember.tour", description="A guided tour of ember's internals.")
+    parser.add_argument("--list", action="store_true", help="list the sections and exit")
+    parser.add_argument("--chapter", type=int, metavar="N",
+                        help="run section N only (numbers as --list shows them)")
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="where to save the pictures (default: the current directory)")
+    return parser
 
 
 def main(argv=None):
-    for chapter in CHAPTERS:
-        chapter()
+    global _output_dir
+    args = _parser().parse_args(argv)
+    if args.list:
+        for number, section in enumerate(CHAPTERS, 1):
+            print(f"{number:2d}. {section.title}")
+            print(f"    walkthrough ch. {section.chapter}; source: {section.source}")
+        return 0
+    if args.chapter is not None and not 1 <= args.chapter <= len(CHAPTERS):
+        print(f"--chapter: expected 1 to {len(CHAPTERS)}, got {args.chapter}", file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    _output_dir = args.out
+    numbers = [args.chapter] if args.chapter is not None else range(1, len(CHAPTERS) + 1)
+    for number in numbers:
+        _run(number)
     return 0
 
 
