@@ -142,8 +142,7 @@ def byte_map():
         cells.append(_cell(f"{used}<br/>padding<br/>{size - used} B", "#ffffff"))
     title = (f"THPVariable: {size} bytes (ember._C._TensorBase.__basicsize__), "
              f"header {object.__basicsize__} bytes (object.__basicsize__)")
-    table = _table([cells], title)
-    return _dot.digraph("byte_map", [f"  map [shape=plaintext, label=<{table}>];"])
+    return _table_picture("byte_map", [cells], title)
 
 
 def _natural_end(ctype, offset):
@@ -155,15 +154,16 @@ def _html(text):
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _cell(text, colour):
-    return f'<td bgcolor="{colour}">{text}</td>'
+def _cell(text, colour, width=48):
+    return f'<td bgcolor="{colour}" width="{width}">{text}</td>'
 
 
-def _table(rows, title=None):
-    width = max(len(row) for row in rows)
-    head = f'<tr><td colspan="{width}"><b>{_html(title)}</b></td></tr>' if title else ""
+def _table_picture(name, rows, title):
+    """A picture of one HTML-like table, `title` above it as the graph's label."""
     body = "".join("<tr>" + "".join(row) + "</tr>" for row in rows)
-    return f'<table border="0" cellborder="1" cellspacing="0" cellpadding="4">{head}{body}</table>'
+    table = f'<table border="0" cellborder="1" cellspacing="0" cellpadding="4">{body}</table>'
+    return _dot.digraph(name, [f"  label={_dot.quote(title)}; labelloc=\"t\";",
+                               f"  table [shape=plaintext, label=<{table}>];"])
 
 
 # ---------------------------------------------------------------------------
@@ -306,8 +306,7 @@ def stride_grids():
         rows.append(row)
     title = ("t = ember.arange(6.).view(2, 3): the view's elements, in row-major "
              "order, at the storage index each reads")
-    return _dot.digraph("stride_grids",
-                        [f"  grids [shape=plaintext, label=<{_table(rows, title)}>];"])
+    return _table_picture("stride_grids", rows, title)
 
 
 # ---------------------------------------------------------------------------
@@ -350,8 +349,7 @@ def register_lifetimes(program):
             for pc in range(len(program.instructions))])
     title = (f"registers of {program.name}: D defines, R reads, X is the DROP that "
              "ends the register's value")
-    return _dot.digraph("register_lifetimes",
-                        [f"  regs [shape=plaintext, label=<{_table(rows, title)}>];"])
+    return _table_picture("register_lifetimes", rows, title)
 
 
 def _scripted_scale():

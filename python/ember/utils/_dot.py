@@ -11,7 +11,8 @@ import subprocess
 
 # Shared look: a left-to-right reading is wrong for graphs that flow from a
 # result down to its inputs, so every picture is drawn top to bottom.
-GRAPH_ATTRS = 'rankdir=TB; node [fontname="Helvetica", fontsize=11]; ' \
+GRAPH_ATTRS = 'rankdir=TB; graph [fontname="Helvetica"]; ' \
+              'node [fontname="Helvetica", fontsize=11]; ' \
               'edge [fontname="Helvetica", fontsize=9];'
 
 
