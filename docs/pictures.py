@@ -21,9 +21,10 @@ live objects, never typed in:
   NumPy export and a DLPack capsule, and for a tensor over a NumPy array.
   The counts are read through ctypes mirrors of `THTensor` and `THStorage`
   (`c/th/THTensor.h`, `c/th/THStorage.h`), each mirror checked against what
-  Python reports (ndim, numel, offset, nbytes, data pointer) before use;
-  what each arrow adds is measured as the count's change when that owner is
-  created.
+  Python reports (ndim, numel, offset, nbytes, data pointer) before use.
+  What the view, the NumPy export, the DLPack capsule and the NumPy buffer
+  add is measured (the count before and after that owner is made); the
+  allocator's name and whether it is counted are read from its struct.
 - `stride_grids`: which storage elements `t`, `t[1]`, `t[:, 1]`, `t.t()` and
   an `expand` touch, from each view's real size, stride and offset.
 - `register_lifetimes`: for a scripted function's bytecode, which
@@ -392,13 +393,11 @@ def ir_gelu():
 
 
 def registers_scale():
-    scripted = _scripted_scale()
-    x = ember.ones(2, 2)
-    scripted.graph_for(x, 3)
-    return register_lifetimes(_program_for(scripted, x, 3))
+    return register_lifetimes(_program_for(_scripted_scale(), ember.ones(2, 2), 3))
 
 
 def _program_for(scripted, *args):
+    """The bytecode Program that runs for `args` (code_for's, as an object)."""
     from ember.jit.function import argument_signature
     bound = scripted.parameters.bind(args, {})
     key = argument_signature(bound, ember._C.is_grad_enabled())
