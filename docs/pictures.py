@@ -322,10 +322,27 @@ def scale(x, n: int):
     return y.t().t() + 1
 
 
+def _holding(program):
+    """For each instruction, the registers that may hold a value when it
+    starts (a forward dataflow over flow_effects: union over the paths)."""
+    from ember.jit.bytecode import flow_effects
+    holding = [set() for _ in program.instructions]
+    holding[0] = set(range(program.nargs))
+    work = [0]
+    while work:
+        pc = work.pop()
+        for successor, written, dropped in flow_effects(program, pc)[1]:
+            after = (holding[pc] - set(dropped)) | set(written)
+            if successor < len(holding) and not after <= holding[successor]:
+                holding[successor] |= after
+                work.append(successor)
+    return holding
+
+
 def register_lifetimes(program):
     """A grid: one row per register, one column per instruction; D where an
     instruction writes the register, R where it reads it, X where a DROP
-    empties it (from bytecode.flow_effects)."""
+    empties it (from bytecode.flow_effects), shaded while it holds a value."""
     from ember.jit.bytecode import Op, flow_effects
     marks = {}
     for pc in range(len(program.instructions)):
@@ -337,6 +354,7 @@ def register_lifetimes(program):
                 marks[reg, pc] = "RD" if marks.get((reg, pc)) == "R" else "D"
             for reg in dropped:
                 marks[reg, pc] = "X"
+    holding = _holding(program)
     colours = {"D": "#a5d6a7", "R": "#90caf9", "RD": "#ce93d8", "X": "#ef9a9a"}
     header = [_cell("", "#ffffff")] + [
         _cell(f"<b>{pc}</b><br/>{Op(ins[0]).name}", "#ffffff")
@@ -345,11 +363,14 @@ def register_lifetimes(program):
     names = program.arg_names or ()
     for reg in range(program.nregs):
         label = f"r{reg}" + (f" ({names[reg]})" if reg < len(names) else "")
-        rows.append([_cell(label, "#ffffff")] + [
-            _cell(marks.get((reg, pc), ""), colours.get(marks.get((reg, pc)), "#ffffff"))
-            for pc in range(len(program.instructions))])
+        row = [_cell(label, "#ffffff")]
+        for pc in range(len(program.instructions)):
+            mark = marks.get((reg, pc), "")
+            live = "#f1f8e9" if reg in holding[pc] else "#ffffff"
+            row.append(_cell(mark, colours.get(mark, live)))
+        rows.append(row)
     title = (f"registers of {program.name}: D defines, R reads, X is the DROP that "
-             "ends the register's value")
+             "ends the value; shaded where some path leaves it holding one")
     return _table_picture("register_lifetimes", rows, title)
 
 
