@@ -338,10 +338,10 @@ def to_dot(root, params=None):
     Node ids are given in visit order (breadth first, inputs in edge order),
     so the same computation gives the same text."""
     from ..utils import _dot
-    names = {id(value): name for name, value in (params or {}).items()}
-    drawing = _GraphDrawing(_dot, names)
     if not isinstance(root, _TensorBase):
         raise TypeError(f"to_dot expects a tensor, got {type(root).__name__}")
+    names = {id(value): name for name, value in (params or {}).items()}
+    drawing = _GraphDrawing(_dot, names)
     top = drawing.add("t0", _tensor_label(root, names), shape="ellipse",
                       style="filled", fillcolor="#c5e1a5")
     start = root.grad_fn if root.grad_fn is not None else (
