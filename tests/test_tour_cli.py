@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 
-
 import ember
 import ember.tour
 
