@@ -33,6 +33,10 @@ endif
 # What each gate runs.  Override on the command line, e.g.
 #   make leak-refs LEAK_REFS_TESTS=tests/test_storage.py
 PYTEST_ARGS      ?=
+# What `make pytest`/`make test` (and so `make test-pythons`) run; e.g.
+# `make test-pythons PYTEST_PATHS=docs` checks only the walkthrough's
+# examples on every CPython.
+PYTEST_PATHS     ?= tests $(DOCS_DIR)
 # Suites of Python code over C entry points that other suites already put
 # through the gates (no new C of their own): neither the ASan gate nor the
 # refcount gate runs them, as the brief asks ("keep pure-Python tests out of
@@ -162,7 +166,7 @@ help:
 	@echo "make docs           the walkthrough's pictures: DOT + SVG in docs/walkthrough/pictures/ (installs graphviz)"
 	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
 	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
-	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs)"
+	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs; PYTEST_PATHS=docs: the walkthrough only)"
 	@echo "make bench          the side-by-side benchmarks in bench/ (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
@@ -214,7 +218,7 @@ else
 endif
 
 pytest: build
-	$(VPY) -m pytest $(PYTEST_ARGS) tests $(DOCS_DIR)
+	$(VPY) -m pytest $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 test: build
 	@$(MAKE) --no-print-directory ctest

@@ -383,11 +383,12 @@ def _scripted_scale():
 
 
 def chain_rule():
-    """L = sum(exp(x * w)): three nodes."""
-    x = ember.ones(3, requires_grad=True)
-    w = ember.full((3,), 2.0, requires_grad=True)
-    loss = (x * w).exp().sum()
-    return autograd_to_dot(loss, params={"x": x, "w": w})
+    """loss = (c * c + 1) ** 2 written as three nodes: chapter 10's example."""
+    c = ember.tensor(3.0, requires_grad=True)
+    u = c * c
+    v = u + 1
+    loss = v * v
+    return autograd_to_dot(loss, params={"c": c})
 
 
 def autograd_mlp():

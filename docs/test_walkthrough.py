@@ -21,7 +21,9 @@ For every chapter:
    (after a source marker), which test_references checks.
 
 test_index_links checks that the index's relative links resolve and that
-every chapter is linked from it.
+every page of the folder (the chapters and the glossary) is linked from it.
+The glossary's references are checked as a chapter's (2 and 3); it has no
+examples.
 """
 
 import doctest
@@ -36,6 +38,10 @@ DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
 WALKTHROUGH = DOCS / "walkthrough"
 CHAPTERS = sorted(WALKTHROUGH.glob("[0-9][0-9]-*.md"))
+# Every page of the folder: the chapters and the pages beside them (the
+# glossary).  All must be linked from the index, and their references and
+# quotes are checked like a chapter's.
+PAGES = sorted(WALKTHROUGH.glob("*.md"))
 
 FENCE_OPEN = re.compile(r"^```([\w+-]*)\s*$")
 FENCE_CLOSE = re.compile(r"^```\s*$")
@@ -60,11 +66,14 @@ FOREIGN_PREFIX = re.compile(r"(?:_?Py|PY_|METH_|(?:tp|nb|sq|mp|ob|bf|am)_)\w*")
 # internals, libc, DLPack, the environment, and PyTorch's C++ that ember does
 # not have.  A name here is never checked; keep the list short.
 FOREIGN_NAMES = frozenset({
-    "subtype_dealloc",                            # CPython's Objects/typeobject.c
+    "subtype_dealloc", "subtype_traverse",        # CPython's Objects/typeobject.c
+    "subtype_clear", "__release_buffer__",        # ... and PEP 688's protocol
     "malloc", "posix_memalign", "free",           # libc
     "DLManagedTensor", "DLTensor",                # dlpack.h
     "LD_PRELOAD",                                 # the dynamic loader
     "AutogradMeta", "VariableType", "TensorImpl", "StorageImpl",  # PyTorch C++
+    "HANDLE_TH_ERRORS", "END_HANDLE_TH_ERRORS", "TORCH_CHECK",    # ... its macros
+    "THPVariable_subclass_traverse",              # ... and its THP, not ours
 })
 
 
@@ -271,7 +280,7 @@ def test_examples(chapter, in_repo_root):
         f"{chapter.name} left {left_installed} installed as the CPU allocator")
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=chapter_id)
+@pytest.mark.parametrize("chapter", PAGES, ids=chapter_id)
 def test_references(chapter):
     text = chapter.read_text(encoding="utf-8")
     problems = []
@@ -323,7 +332,7 @@ def test_references(chapter):
     assert not problems, "stale references or quotes:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=chapter_id)
+@pytest.mark.parametrize("chapter", PAGES, ids=chapter_id)
 def test_no_unexecuted_python(chapter):
     bad = [b.start for b in parse_blocks(chapter.read_text(encoding="utf-8"))
            if b.lang in ("python", "py", "python3") and b.marker is None]
@@ -337,9 +346,9 @@ def test_index_links():
     local = [link for link in links if "://" not in link]
     missing = [link for link in local if not (WALKTHROUGH / link).exists()]
     assert not missing, f"00-index.md links to missing files: {missing}"
-    unlinked = [p.name for p in CHAPTERS
+    unlinked = [p.name for p in PAGES
                 if p.name != "00-index.md" and p.name not in local]
-    assert not unlinked, f"chapters not linked from 00-index.md: {unlinked}"
+    assert not unlinked, f"pages not linked from 00-index.md: {unlinked}"
 
 
 def test_checker_catches_stale_quotes():

@@ -8,9 +8,12 @@
 # python3.X on PATH is used; a version with neither is skipped with a message.
 # Each gets its own venv (.venv-3.X, made by the Makefile), and runs the C unit
 # tests and pytest without the torch oracle (no torch wheel for it here;
-# EMBER_NO_TORCH=1 makes the torch tests skip cleanly).  PYTEST_ARGS passes
-# through to pytest.  Prints the time each version took (install + build +
-# test) and fails if any version failed, after trying them all.
+# EMBER_NO_TORCH=1 makes the torch tests skip cleanly).  The pytest run
+# includes docs/ (the walkthrough's examples must pass on every version).
+# PYTEST_ARGS passes through to pytest; PYTEST_PATHS chooses what it runs
+# (`make test-pythons PYTEST_PATHS=docs`: the walkthrough only).  Prints
+# the time each version took (install + build + test) and fails if any
+# version failed, after trying them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,7 +51,7 @@ for version in $SUPPORTED; do
     echo "== CPython $version: $python, venv .venv-$version"
     start=$SECONDS
     if EMBER_NO_TORCH=1 make --no-print-directory test PYTHON="$python" VENV=".venv-$version" \
-            PYTEST_ARGS="${PYTEST_ARGS:-}"; then
+            PYTEST_ARGS="${PYTEST_ARGS:-}" ${PYTEST_PATHS:+PYTEST_PATHS="$PYTEST_PATHS"}; then
         result=passed
     else
         result=FAILED

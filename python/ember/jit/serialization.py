@@ -3,7 +3,7 @@
 Note [The program file]
 ~~~~~~~~~~~~~~~~~~~~~~~
 A saved program is a safetensors file (the container ember.save writes:
-chapter 10's serialization.py), so its tensors are plain little-endian
+python/ember/serialization.py), so its tensors are plain little-endian
 blobs any safetensors reader can list.  The program itself is one JSON
 document in the header's metadata, under the key "ember.jit":
 
