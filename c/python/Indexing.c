@@ -321,7 +321,12 @@ apply_basic_items(THTensor *tensor, const ParsedIndex *parsed,
     }
     /* at_dim[d]: the index tensor standing at dim d of the view so far.
      * Later items only touch dims at or after `dim`, so entries stay put. */
-    THTensor *at_dim[THP_MAX_INDEX_ITEMS] = {NULL};
+    THTensor *at_dim[THP_MAX_INDEX_ITEMS];
+    /* Each item moves `dim` by at most the dims it consumes or adds, so
+     * only the first ndim + n entries can be read: clear just those. */
+    Py_ssize_t reach = tensor->ndim + parsed->n;
+    memset(at_dim, 0, sizeof(THTensor *) * (size_t)Py_MIN(
+                          reach, (Py_ssize_t)THP_MAX_INDEX_ITEMS));
     THTensor_retain(tensor); /* `current` owns one reference throughout */
     THTensor *current = tensor;
     int dim = 0;

@@ -83,10 +83,22 @@ extern PyTypeObject THPVariableType;
 /* The registered Python subclass (ember.Tensor); a strong reference. */
 extern PyTypeObject *THPVariableClass;
 
+/* Called on every argument of every operator, so the common answers come
+ * first: the two tensor types by identity, then any object smaller than a
+ * THPVariable (ints, floats, tuples, None, slices), which no subtype of
+ * _TensorBase can be, since a subtype's instances extend its base's
+ * layout.  Only what is left walks the MRO. */
 static inline int
 THPVariable_Check(PyObject *obj)
 {
-    return PyObject_TypeCheck(obj, &THPVariableType);
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type == THPVariableClass || type == &THPVariableType) {
+        return 1;
+    }
+    if (type->tp_basicsize < (Py_ssize_t)sizeof(THPVariable)) {
+        return 0;
+    }
+    return PyType_IsSubtype(type, &THPVariableType);
 }
 
 /* Makes `self` hold `replacement` (retained) instead of its THTensor: the

@@ -109,12 +109,18 @@ THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
         }
     }
     int overflow = 0;
-    PyObject *index = PyNumber_Index(obj);
-    if (index == NULL) {
-        return -1;
+    long long value;
+    if (PyLong_CheckExact(obj)) { /* the common case: no __index__ to call */
+        value = PyLong_AsLongLongAndOverflow(obj, &overflow);
     }
-    long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
+    else {
+        PyObject *index = PyNumber_Index(obj);
+        if (index == NULL) {
+            return -1;
+        }
+        value = PyLong_AsLongLongAndOverflow(index, &overflow);
+        Py_DECREF(index);
+    }
     if (overflow) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): Overflow when unpacking long for argument '%s'",
@@ -126,6 +132,29 @@ THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
     }
     *out = value;
     return 0;
+}
+
+/* One dim of a size, the `position`-th: an int or an object with
+ * __index__ (a float or a bool is refused, as by PyTorch).  0 or -1. */
+static int
+parse_size_item(const char *fname, PyObject *item, Py_ssize_t position,
+                int64_t *size)
+{
+    if (PyLong_CheckExact(item)) { /* the common case, nothing to run */
+        int overflow;
+        *size = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (!overflow) {
+            return 0;
+        }
+    }
+    if (PyFloat_Check(item) || PyBool_Check(item)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'size' must be tuple of ints, but "
+                     "found element of type %s at pos %zd",
+                     fname, Py_TYPE(item)->tp_name, position);
+        return -1;
+    }
+    return THPUtils_unpackLong(item, fname, "size", size);
 }
 
 int
@@ -147,22 +176,7 @@ THPUtils_parseSizeSequence(const char *fname, PyObject *seq, int64_t *sizes)
     }
     PyObject **items = PySequence_Fast_ITEMS(seq); /* borrowed */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = items[i];
-        if (PyLong_CheckExact(item)) {
-            int overflow;
-            sizes[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
-            if (!overflow) {
-                continue;
-            }
-        }
-        if (PyFloat_Check(item) || PyBool_Check(item)) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s(): argument 'size' must be tuple of ints, but "
-                         "found element of type %s at pos %zd",
-                         fname, Py_TYPE(item)->tp_name, i);
-            return -1;
-        }
-        if (THPUtils_unpackLong(item, fname, "size", &sizes[i]) < 0) {
+        if (parse_size_item(fname, items[i], i, &sizes[i]) < 0) {
             return -1;
         }
     }
@@ -186,15 +200,7 @@ THPUtils_parseSizes(const char *fname, PyObject *const *args,
     /* Separate arguments: view(2, 3).  Reuse the sequence parser on a
      * tuple-like view of args without building a tuple. */
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        PyObject *item = args[i];
-        if (PyFloat_Check(item) || PyBool_Check(item)) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s(): argument 'size' must be tuple of ints, but "
-                         "found element of type %s at pos %zd",
-                         fname, Py_TYPE(item)->tp_name, i);
-            return -1;
-        }
-        if (THPUtils_unpackLong(item, fname, "size", &sizes[i]) < 0) {
+        if (parse_size_item(fname, args[i], i, &sizes[i]) < 0) {
             return -1;
         }
     }

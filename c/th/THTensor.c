@@ -602,6 +602,25 @@ THTensor_release(THTensor *tensor)
 
 /* ---- views ----------------------------------------------------------------- */
 
+/* A new tensor header that shares base's storage and version counter (both
+ * retained), with base's offset; the caller fills in the geometry. */
+static THTensor *
+share_base(THTensor *base)
+{
+    THTensor *view = tensor_alloc_header();
+    if (view == NULL) {
+        return NULL;
+    }
+    THStorage_retain(base->storage);
+    __atomic_add_fetch(&base->version_counter->refcount, 1,
+                       __ATOMIC_RELAXED);
+    view->storage = base->storage;
+    view->version_counter = base->version_counter;
+    view->storage_offset = base->storage_offset;
+    view->dtype = base->dtype;
+    return view;
+}
+
 /* A new tensor header on base's storage and version counter with the given
  * geometry.  The caller guarantees the geometry is in bounds (derived from
  * base's own); as_strided checks it before calling. */
@@ -614,31 +633,38 @@ make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
     if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
         return NULL;
     }
-    THTensor *view = tensor_alloc_header();
+    THTensor *view = share_base(base);
     if (view == NULL) {
         return NULL;
     }
-    THStorage_retain(base->storage);
-    __atomic_add_fetch(&base->version_counter->refcount, 1,
-                       __ATOMIC_RELAXED);
-    view->storage = base->storage;
-    view->version_counter = base->version_counter;
     view->storage_offset = offset;
-    view->dtype = base->dtype;
     view->ndim = ndim;
     if (ndim > 0) { /* sizes may be NULL for a 0-dim view */
         memcpy(view->sizes, sizes, sizeof(int64_t) * ndim);
         memcpy(view->strides, strides, sizeof(int64_t) * ndim);
     }
-    THTensor_refreshGeometry(view);
+    view->numel = numel;
+    view->is_contiguous = compute_is_contiguous(ndim, view->sizes,
+                                                view->strides);
     return view;
 }
 
+/* A view with base's own geometry, copied as it is (nothing to check):
+ * the start of the views that then edit one or two dims in place, such as
+ * a slice or a transpose, which call THTensor_refreshGeometry after. */
 THTensor *
 THTensor_newAlias(THTensor *tensor)
 {
-    return make_view(tensor, tensor->storage_offset, tensor->ndim,
-                     tensor->sizes, tensor->strides);
+    THTensor *view = share_base(tensor);
+    if (view == NULL) {
+        return NULL;
+    }
+    view->ndim = tensor->ndim;
+    memcpy(view->sizes, tensor->sizes, sizeof(int64_t) * tensor->ndim);
+    memcpy(view->strides, tensor->strides, sizeof(int64_t) * tensor->ndim);
+    view->numel = tensor->numel;
+    view->is_contiguous = tensor->is_contiguous;
+    return view;
 }
 
 /* Strides that let `new_sizes` view memory laid out as (sizes, strides), or
@@ -712,8 +738,17 @@ THTensor_newView(THTensor *tensor, int ndim, const int64_t *sizes)
     if (resolve_shape(tensor, ndim, sizes, shape) < 0) {
         return NULL;
     }
-    if (!compute_view_strides(tensor->ndim, tensor->sizes, tensor->strides,
-                              tensor->numel, ndim, shape, strides)) {
+    if (tensor->is_contiguous && tensor->numel > 0 && tensor->ndim > 0
+        && tensor->strides[tensor->ndim - 1] == 1) {
+        /* The common case: any shape of a contiguous tensor whose last
+         * stride is 1 is a view with contiguous strides (what the rule
+         * below gives; a size-1 last dim may carry another stride, which
+         * PyTorch's rule scales the new strides by). */
+        THTensor_contiguousStrides(ndim, shape, strides);
+    }
+    else if (!compute_view_strides(tensor->ndim, tensor->sizes,
+                                   tensor->strides, tensor->numel, ndim,
+                                   shape, strides)) {
         THError_set(TH_ERR_RUNTIME,
                     "view size is not compatible with input tensor's size "
                     "and stride (at least one dimension spans across two "
