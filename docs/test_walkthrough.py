@@ -28,6 +28,9 @@ import doctest
 import gc
 import os
 import re
+import shlex
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -167,11 +170,12 @@ _CODE_WORDS = {}
 def code_words():
     """The identifiers of the repository's code: {"c": ..., "python": ...}.
 
-    "c" holds every word of c/ (sources and headers); "python" every word of
-    python/ (ember's Python), tools/ and tests/.
+    "c" holds every word of c/ (sources and headers) and of the scratch
+    extension of chapter 0 (docs/scratch/); "python" every word of python/
+    (ember's Python), tools/ and tests/.
     """
     if not _CODE_WORDS:
-        for key, patterns in (("c", ["c/**/*.c", "c/**/*.h"]),
+        for key, patterns in (("c", ["c/**/*.c", "c/**/*.h", "docs/scratch/*.c"]),
                               ("python", ["python/**/*.py", "tools/**/*.py",
                                           "tests/**/*.py"])):
             words = set()
@@ -212,6 +216,21 @@ def chapter_id(path):
     return path.name
 
 
+def missing_c_toolchain():
+    """Why chapter 0's examples cannot compile an extension here, or None."""
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    if shutil.which(cc[0]) is None:
+        return f"no C compiler ({cc[0]})"
+    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not header.is_file():
+        return f"no {header} (the interpreter's development headers)"
+    return None
+
+
+# Chapters whose examples need more than ember: {chapter: reason to skip or None}.
+PREREQUISITES = {"00-from-scratch.md": missing_c_toolchain}
+
+
 @pytest.fixture
 def in_repo_root(monkeypatch):
     monkeypatch.chdir(REPO)
@@ -228,6 +247,8 @@ def test_examples(chapter, in_repo_root):
 
     import ember
 
+    if chapter.name in PREREQUISITES and (reason := PREREQUISITES[chapter.name]()):
+        pytest.skip(f"{chapter.name}: {reason}")
     text = chapter.read_text(encoding="utf-8")
     blocks = [b for b in parse_blocks(text) if b.lang == "pycon"]
     parser = doctest.DocTestParser()
