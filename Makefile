@@ -49,7 +49,13 @@ PYTEST_ARGS      ?=
 #   test_data_loader.py      ember.utils.data (the shared-memory C is
 #                            test_shared_memory.py's)
 #   test_functions13_composites.py  Python functions over existing operators
+#   test_exercises.py        exercises/ metadata and `git apply --check`
+#   chapter 0's examples     compile and load a scratch extension (not ember's
+#                            C) anew each run, which the refcount gate would
+#                            count as a leak and ASan would preload into gcc
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
+                    --ignore=tests/test_exercises.py \
+                    '--deselect=docs/test_walkthrough.py::test_examples[00-from-scratch.md]' \
                     --ignore=tests/test_nn_activations_losses.py \
                     --ignore=tests/test_nn_utils_containers.py \
                     --ignore=tests/test_nn_normalization.py \
