@@ -22,6 +22,10 @@ For every chapter:
 
 test_index_links checks that the index's relative links resolve and that
 every chapter is linked from it.
+
+Chapter 0 compiles the small extensions of docs/scratch/ with the
+interpreter's C compiler; without one (or without Python.h) its examples are
+skipped (PREREQUISITES).  Its C names count as the repository's own words.
 """
 
 import doctest
