@@ -404,5 +404,14 @@ def test_checker_catches_renamed_identifiers():
     assert {"THPVariable_Wrap", "THTensor_newView"} <= code_words()["c"]
 
 
+def test_chapter0_needs_a_compiler(monkeypatch):
+    # Here the toolchain is present; a missing compiler skips, not fails.
+    real = sysconfig.get_config_var
+    assert missing_c_toolchain() is None or shutil.which("cc") is None
+    monkeypatch.setattr(sysconfig, "get_config_var",
+                        lambda name: "no-such-cc-here -pthread" if name == "CC" else real(name))
+    assert missing_c_toolchain() == "no C compiler (no-such-cc-here)"
+
+
 if __name__ == "__main__":  # python docs/test_walkthrough.py
     raise SystemExit(pytest.main([os.path.abspath(__file__), "-q"]))
