@@ -56,10 +56,16 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_graph_dot.py, test_tour_cli.py, docs/test_pictures.py  pictures as
 #                            DOT text and the tour's options: Python over
 #                            graphs and operators that other suites cover
+#   test_exercises.py        exercises/ metadata and `git apply --check`
+#   chapter 0's examples     compile and load a scratch extension (not ember's
+#                            C) anew each run, which the refcount gate would
+#                            count as a leak and ASan would preload into gcc
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_graph_dot.py \
                     --ignore=tests/test_tour_cli.py \
                     --ignore=docs/test_pictures.py \
+                    --ignore=tests/test_exercises.py \
+                    '--deselect=docs/test_walkthrough.py::test_examples[00-from-scratch.md]' \
                     --ignore=tests/test_nn_activations_losses.py \
                     --ignore=tests/test_nn_utils_containers.py \
                     --ignore=tests/test_nn_normalization.py \
@@ -157,7 +163,8 @@ FUZZ_TIMEOUT ?= 3600
 EMBER_FUZZ_SEED ?=
 
 .PHONY: help install build demo docs test ctest pytest fuzz test-pythons bench leakcheck \
-        leak-asan leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean
+        leak-asan leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean \
+        exercise
 
 help:
 	@echo "make install        .venv + editable install with test extras (stamp-based)"
@@ -172,6 +179,7 @@ help:
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
 	@echo "make leak-refs      debug CPython, pytest --refleaks $(LEAK_REFS_RUNS) \$$(LEAK_REFS_TESTS)"
 	@echo "make leak-valgrind  memcheck: C unit tests (must be clean) + \$$(VALGRIND_SMOKE)"
+	@echo "make exercise [N]   list the exercises, or run exercise N in build/exercise-N (FRESH=1 restarts)"
 	@echo "make clean          remove build outputs (keeps the venvs)"
 	@echo "make distclean      clean + remove .venv and .venv-dbg"
 
@@ -339,6 +347,21 @@ endif
 	  $(VPY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $$smoke || rc=$$?; \
 	$(VPY) tools/valgrind_ours.py --root $(CURDIR) $(VG_XML_DIR)/smoke.*.xml || rc=1; \
 	exit $$rc
+
+# --- exercises -----------------------------------------------------------------
+
+# `make exercise` lists exercises/; `make exercise 4` (or N=4) copies the tree
+# to build/exercise-4, applies the exercise's patch there and runs its
+# checker; run it again after each fix (FRESH=1 starts over).  The number
+# after `exercise` is a goal of its own to make: an empty rule swallows it.
+ifeq (exercise,$(firstword $(MAKECMDGOALS)))
+N            ?= $(word 2,$(MAKECMDGOALS))
+ifneq ($(word 2,$(MAKECMDGOALS)),)
+$(eval $(word 2,$(MAKECMDGOALS)):;@:)
+endif
+endif
+exercise: $(INSTALLED)
+	$(VPY) tools/exercise.py $(N) $(if $(FRESH),--fresh)
 
 # --- housekeeping ---------------------------------------------------------------
 

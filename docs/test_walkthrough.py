@@ -24,12 +24,19 @@ test_index_links checks that the index's relative links resolve and that
 every page of the folder (the chapters and the glossary) is linked from it.
 The glossary's references are checked as a chapter's (2 and 3); it has no
 examples.
+
+Chapter 0 compiles the small extensions of docs/scratch/ with the
+interpreter's C compiler; without one (or without Python.h) its examples are
+skipped (PREREQUISITES).  Its C names count as the repository's own words.
 """
 
 import doctest
 import gc
 import os
 import re
+import shlex
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -176,11 +183,12 @@ _CODE_WORDS = {}
 def code_words():
     """The identifiers of the repository's code: {"c": ..., "python": ...}.
 
-    "c" holds every word of c/ (sources and headers); "python" every word of
-    python/ (ember's Python), tools/ and tests/.
+    "c" holds every word of c/ (sources and headers) and of the scratch
+    extension of chapter 0 (docs/scratch/); "python" every word of python/
+    (ember's Python), tools/ and tests/.
     """
     if not _CODE_WORDS:
-        for key, patterns in (("c", ["c/**/*.c", "c/**/*.h"]),
+        for key, patterns in (("c", ["c/**/*.c", "c/**/*.h", "docs/scratch/*.c"]),
                               ("python", ["python/**/*.py", "tools/**/*.py",
                                           "tests/**/*.py"])):
             words = set()
@@ -221,6 +229,21 @@ def chapter_id(path):
     return path.name
 
 
+def missing_c_toolchain():
+    """Why chapter 0's examples cannot compile an extension here, or None."""
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    if shutil.which(cc[0]) is None:
+        return f"no C compiler ({cc[0]})"
+    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not header.is_file():
+        return f"no {header} (the interpreter's development headers)"
+    return None
+
+
+# Chapters whose examples need more than ember: {chapter: reason to skip or None}.
+PREREQUISITES = {"00-from-scratch.md": missing_c_toolchain}
+
+
 @pytest.fixture
 def in_repo_root(monkeypatch):
     monkeypatch.chdir(REPO)
@@ -237,6 +260,8 @@ def test_examples(chapter, in_repo_root):
 
     import ember
 
+    if chapter.name in PREREQUISITES and (reason := PREREQUISITES[chapter.name]()):
+        pytest.skip(f"{chapter.name}: {reason}")
     text = chapter.read_text(encoding="utf-8")
     blocks = [b for b in parse_blocks(text) if b.lang == "pycon"]
     parser = doctest.DocTestParser()
@@ -386,6 +411,15 @@ def test_checker_catches_renamed_identifiers():
         "`call_pinned2`: no such name in c/ or python/"]
     # The repository's own words include a real one of each kind.
     assert {"THPVariable_Wrap", "THTensor_newView"} <= code_words()["c"]
+
+
+def test_chapter0_needs_a_compiler(monkeypatch):
+    # Here the toolchain is present; a missing compiler skips, not fails.
+    real = sysconfig.get_config_var
+    assert missing_c_toolchain() is None or shutil.which("cc") is None
+    monkeypatch.setattr(sysconfig, "get_config_var",
+                        lambda name: "no-such-cc-here -pthread" if name == "CC" else real(name))
+    assert missing_c_toolchain() == "no C compiler (no-such-cc-here)"
 
 
 if __name__ == "__main__":  # python docs/test_walkthrough.py

@@ -432,6 +432,24 @@ def test_free_keeps_a_pending_exception():
     assert counting.num_frees == 1
 
 
+def test_free_with_the_error_indicator_set():
+    # Unlike a `finally:` block (the exception is saved, not pending), a C
+    # error path drops objects while the error indicator is set: list.sort
+    # releases the keys it computed after the key function raised.  The
+    # Python free must run with the indicator saved and restore it after.
+    counting = memory.CountingAllocator()
+
+    def key(i):
+        if i == 0:
+            with memory.use_allocator(counting):
+                return ember.ones(4)  # only sort's list of keys holds it
+        raise ZeroDivisionError("the key failed")
+
+    with pytest.raises(ZeroDivisionError, match="the key failed"):
+        sorted([0, 1], key=key)
+    assert counting.num_frees == 1 and counting.live_blocks == 0
+
+
 @pytest.mark.parametrize("obj", [
     object(), 3, None, "malloc",
     type("OnlyMalloc", (), {"malloc": lambda self, n: 0})(),

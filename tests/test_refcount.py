@@ -249,6 +249,19 @@ def test_fields_cleared_on_dealloc():
     assert sys.getrefcount(hooks) == hooks_ref
 
 
+@pytest.mark.parametrize("field", ["grad", "grad_fn", "_backward_hooks", "_autograd_meta"])
+def test_field_getters_return_new_references(field):
+    # A getter hands out a new reference: reading the field leaves its
+    # value's count alone (exercise 2 takes the Py_INCREF away).
+    t = ember.ones(2)
+    value = ember.zeros(2) if field == "grad" else object()
+    setattr(t, field, value)
+    before = sys.getrefcount(value)
+    for _ in range(3):
+        assert getattr(t, field) is value
+    assert sys.getrefcount(value) == before
+
+
 def test_field_setters_release_old_values():
     old, new = object(), object()
     t = ember.ones(1)
