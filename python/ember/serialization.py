@@ -66,16 +66,18 @@ class SafetensorsError(ValueError):
 _CODE_OF_DTYPE = {
     _C.bool: "BOOL", _C.uint8: "U8", _C.int8: "I8", _C.int16: "I16",
     _C.int32: "I32", _C.int64: "I64", _C.float32: "F32", _C.float64: "F64",
+    _C.float16: "F16", _C.bfloat16: "BF16",
 }
 _DTYPE_OF_CODE = {code: dtype for dtype, code in _CODE_OF_DTYPE.items()}
 _NUMPY_OF_CODE = {
     "BOOL": np.dtype("|b1"), "U8": np.dtype("|u1"), "I8": np.dtype("|i1"),
     "I16": np.dtype("<i2"), "I32": np.dtype("<i4"), "I64": np.dtype("<i8"),
-    "F32": np.dtype("<f4"), "F64": np.dtype("<f8"),
+    "F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),  # NumPy has no bfloat16: its bits, moved as they are
 }
 # Codes safetensors knows but ember has no dtype for: refused by name.
 _UNSUPPORTED_CODES = {
-    "F16", "BF16", "U16", "U32", "U64", "C64", "F4", "F6_E2M3", "F6_E3M2",
+    "U16", "U32", "U64", "C64", "F4", "F6_E2M3", "F6_E3M2",
     "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
 }
 
@@ -308,8 +310,18 @@ def _little_endian_array(name, tensor):
     if tensor.dtype not in _CODE_OF_DTYPE:
         raise TypeError(f"ember.save: tensor {name!r} has dtype {tensor.dtype}, "
                         f"which safetensors cannot store")
-    array = tensor.detach().cpu().numpy()
+    array = _elements(tensor.detach().cpu().contiguous())
     return array.astype(array.dtype.newbyteorder("<"), copy=False)
+
+
+def _elements(tensor):
+    """A NumPy array sharing a contiguous tensor's memory: numpy() for the
+    dtypes NumPy has, and for bfloat16 its 16-bit patterns as uint16."""
+    if tensor.dtype != _C.bfloat16:
+        return tensor.numpy()
+    start = tensor.storage_offset() * 2
+    raw = np.frombuffer(tensor.untyped_storage(), dtype=np.uint8)
+    return raw[start:start + tensor.numel() * 2].view(np.uint16).reshape(tensor.shape)
 
 
 def _buffer_order(arrays):
@@ -393,12 +405,13 @@ def _load_mapped(path):
 
 def _mapped_tensor(mapping, start, entry):
     """A tensor viewing its bytes in the mapped file; a copy where a view
-    cannot be (bool bytes must be normalised, misaligned or big-endian data)."""
+    cannot be (bool bytes must be normalised, bfloat16 has no NumPy type,
+    misaligned or big-endian data)."""
     code = entry["dtype"]
     begin, end = entry["data_offsets"]
     dtype = _NUMPY_OF_CODE[code]
     raw = mapping[start + begin:start + end]
-    if (code == "BOOL" or sys.byteorder == "big"
+    if (code in ("BOOL", "BF16") or sys.byteorder == "big"
             or (start + begin) % dtype.itemsize or raw.size == 0):
         return _read_tensor(io.BytesIO(raw.tobytes()), entry)
     return _C.from_numpy(raw.view(dtype).reshape(entry["shape"]))
@@ -626,7 +639,7 @@ def _read_tensor(stream, entry):
     """A fresh ember tensor filled straight from the stream (at its data_offsets)."""
     code, shape = entry["dtype"], entry["shape"]
     tensor = _C.empty(shape, dtype=_DTYPE_OF_CODE[code])
-    array = tensor.numpy()
+    array = _elements(tensor)
     if array.size == 0:
         return tensor
     raw = array.reshape(-1).view(np.uint8)
