@@ -137,3 +137,23 @@ def test_gradients_match_torch_with_ties(reduce, include_self):
         grads.append((a.grad.numpy(), b.grad.numpy()))
     for mine, theirs in zip(*grads):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("include_self", [True, False])
+def test_prod_gradients_at_zeros_match_torch(include_self):
+    """A zero's gradient is the product of the other values (and 0 where a
+    second zero meets it), not grad * result / 0: PyTorch's masked formula."""
+    input = np.array([[2.0, 0.0, 3.0], [1.0, 5.0, 0.0]])
+    src = np.array([[0.0, 4.0, 2.0, 0.0], [3.0, 0.0, 0.0, 7.0]])
+    index = np.array([[0, 0, 1, 2], [1, 2, 2, 0]])
+    grads = []
+    for m in (ember, torch):
+        a = m.tensor(input, requires_grad=True)
+        b = m.tensor(src, requires_grad=True)
+        out = a.scatter_reduce(1, m.tensor(index), b, "prod", include_self=include_self)
+        out.backward(m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=m.float64))
+        grads.append((a.grad.numpy(), b.grad.numpy()))
+    for mine, theirs in zip(*grads):
+        assert np.isfinite(mine).all()
+        np.testing.assert_array_equal(mine, theirs)

@@ -181,8 +181,7 @@ class ScatterReduceBackward0(Node):
     no part, so they get no gradient.
       sum:  self gets grad, src the gradient of where it went;
       mean: the same divided by each position's count;
-      prod: grad * result / value (exact for non-zero inputs, as PyTorch's
-            formula where nothing is 0);
+      prod: grad times the product of the other values (see _prod_grads);
       amax, amin: the gradient is shared evenly among the values (self's
             and src's) equal to the result."""
 
@@ -200,8 +199,7 @@ class ScatterReduceBackward0(Node):
             scaled = grad / counts.clamp(min=1)
             grad_self, grad_src = scaled, scaled.gather(dim, index)
         elif reduce == "prod":
-            grad_self = grad * result / input
-            grad_src = (grad * result).gather(dim, index) / src
+            grad_self, grad_src = self._prod_grads(grad, input, index, src, result)
         else:
             # (self's ties count even without include_self, as in PyTorch)
             self_wins = (input == result).to(grad.dtype)
@@ -214,6 +212,26 @@ class ScatterReduceBackward0(Node):
             grad_self = grad_self.masked_fill(written, 0)
         return (grad_self if _needs(self, 0) else None,
                 grad_src if _needs(self, 1) else None)
+
+
+    def _prod_grads(self, grad, input, index, src, result):
+        """PyTorch's formula: result / value where the value is not 0; a
+        zero's gradient is the product of the others, found by reducing
+        again with that zero replaced by 1 (0 when another zero remains)."""
+        dim, include_self = self.dim, self.include_self
+        masked_self = input.masked_fill(input == 0, 1)
+        others_of_self = masked_self.scatter_reduce(dim, index, src, "prod",
+                                                    include_self=include_self)
+        grad_self = grad * others_of_self / masked_self
+        src_zero = src == 0
+        zeros_there = ember.zeros(input.shape, dtype=grad.dtype).scatter_add(
+            dim, index, src_zero.to(grad.dtype)).gather(dim, index)
+        lone_zero = src_zero & (zeros_there == 1)
+        others_of_src = input.scatter_reduce(dim, index, src.masked_fill(lone_zero, 1),
+                                             "prod", include_self=include_self)
+        grad_src = ember.where(lone_zero, (grad * others_of_src).gather(dim, index),
+                               (grad * result).gather(dim, index) / src.masked_fill(src_zero, 1))
+        return grad_self, grad_src
 
 
 @register("scatter_reduce")
