@@ -106,6 +106,23 @@ def test_binary_numbers_and_out():
 
 
 @needs_torch
+@pytest.mark.parametrize("name", ["atan2", "arctan2", "hypot", "maximum", "minimum",
+                                  "logaddexp", "logaddexp2"])
+def test_tensor_only_second_operand_matches_torch(name):
+    """These have no Scalar overload in PyTorch: a number as `other` is a
+    TypeError with its message, for the function and the method alike."""
+    messages = []
+    for lib in (ember, torch):
+        t = lib.tensor([3.0])
+        with pytest.raises(TypeError) as function_error:
+            getattr(lib, name)(t, 2.0)
+        with pytest.raises(TypeError):
+            getattr(t, name)(2)
+        messages.append(str(function_error.value))
+    assert messages[0] == messages[1]
+
+
+@needs_torch
 @pytest.mark.parametrize("name", sorted(BINARY))
 @pytest.mark.parametrize("dtypes", [("int64", "int64"), ("int32", "float32"),
                                     ("float32", "float64"), ("bool", "bool"),

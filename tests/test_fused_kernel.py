@@ -31,12 +31,18 @@ def eager_op(name):
     return EAGER_NAMES.get(name) or getattr(ember, name)
 
 
+# Eager ops that, like PyTorch's, take no number as their second operand.
+TENSOR_OPERANDS_ONLY = {"maximum", "minimum", "atan2", "hypot", "logaddexp", "logaddexp2"}
+
+
 def eager(name, args, dtype):
     """The eager op on args (tensors or numbers); a number in first position
-    becomes a 0-dim tensor of `dtype` (eager ops take a tensor first)."""
+    becomes a 0-dim tensor of `dtype` (eager ops take a tensor first), and
+    so does any number given to an op that takes tensors only."""
     args = list(args)
-    if not isinstance(args[0], ember.Tensor):
-        args[0] = ember.tensor(args[0], dtype=dtype)
+    for i, arg in enumerate(args):
+        if not isinstance(arg, ember.Tensor) and (i == 0 or name in TENSOR_OPERANDS_ONLY):
+            args[i] = ember.tensor(arg, dtype=dtype)
     return eager_op(name)(*args)
 
 

@@ -297,7 +297,9 @@ THPVariable_richcompare(PyObject *self, PyObject *other, int cmp)
 
 /* ---- functions and methods -------------------------------------------------- */
 
-enum { EXTRA_NONE, EXTRA_ALPHA, EXTRA_ROUNDING_MODE };
+/* EXTRA_TENSOR_OTHER: no extra argument, and `other` must be a tensor
+ * (PyTorch has no Scalar overload of atan2, hypot, maximum, ...). */
+enum { EXTRA_NONE, EXTRA_ALPHA, EXTRA_ROUNDING_MODE, EXTRA_TENSOR_OTHER };
 
 typedef struct {
     const char *name;
@@ -373,6 +375,13 @@ binary_impl(const BinarySpec *spec, PyObject *input, PyObject *const *args,
         PyErr_Format(PyExc_TypeError,
                      "%s() missing required argument 'other' (pos 2)",
                      spec->name);
+        return NULL;
+    }
+    if (spec->extra == EXTRA_TENSOR_OTHER && !THPVariable_Check(objs[0])) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'other' (position 2) must be Tensor, "
+                     "not %s",
+                     spec->name, Py_TYPE(objs[0])->tp_name);
         return NULL;
     }
     THPointwiseArg operands[2] = {THPointwiseArg_tensor(
@@ -464,9 +473,9 @@ unary_impl(const char *name, THPointwiseOp op, bool inplace, PyObject *input,
     _(remainder, REMAINDER, EXTRA_NONE)               \
     _(fmod, FMOD, EXTRA_NONE)                         \
     _(pow, POW, EXTRA_NONE)                           \
-    _(atan2, ATAN2, EXTRA_NONE)                       \
-    _(arctan2, ATAN2, EXTRA_NONE)                     \
-    _(hypot, HYPOT, EXTRA_NONE)                       \
+    _(atan2, ATAN2, EXTRA_TENSOR_OTHER)               \
+    _(arctan2, ATAN2, EXTRA_TENSOR_OTHER)             \
+    _(hypot, HYPOT, EXTRA_TENSOR_OTHER)               \
     _(copysign, COPYSIGN, EXTRA_NONE)                 \
     _(xlogy, XLOGY, EXTRA_NONE)                       \
     _(eq, EQ, EXTRA_NONE)                             \
@@ -490,10 +499,10 @@ unary_impl(const char *name, THPointwiseOp op, bool inplace, PyObject *input,
     _(bitwise_right_shift, RSHIFT, EXTRA_NONE)
 /* Binary ops with a function and method but no in-place form. */
 #define THP_FORALL_BINARY_NO_INPLACE(_)               \
-    _(maximum, MAXIMUM, EXTRA_NONE)                   \
-    _(minimum, MINIMUM, EXTRA_NONE)                   \
-    _(logaddexp, LOGADDEXP, EXTRA_NONE)               \
-    _(logaddexp2, LOGADDEXP2, EXTRA_NONE)
+    _(maximum, MAXIMUM, EXTRA_TENSOR_OTHER)           \
+    _(minimum, MINIMUM, EXTRA_TENSOR_OTHER)           \
+    _(logaddexp, LOGADDEXP, EXTRA_TENSOR_OTHER)       \
+    _(logaddexp2, LOGADDEXP2, EXTRA_TENSOR_OTHER)
 #define THP_FORALL_UNARY(_)                           \
     _(neg, NEG)                                       \
     _(negative, NEG)                                  \
@@ -834,10 +843,12 @@ THPFunction_can_cast(PyObject *module, PyObject *const *args,
 
 /* Docstrings: the signature, built from the argument kind. */
 #define THP_DOC_EXTRA_NONE ""
+#define THP_DOC_EXTRA_TENSOR_OTHER ""
 #define THP_DOC_EXTRA_ALPHA ", alpha=1"
 #define THP_DOC_EXTRA_ROUNDING_MODE ", rounding_mode=None"
 #define THP_DOC_EXTRA(extra) THP_DOC_##extra
 #define THP_DOC_KW_EXTRA_NONE ""
+#define THP_DOC_KW_EXTRA_TENSOR_OTHER ""
 #define THP_DOC_KW_EXTRA_ALPHA ", *, alpha=1"
 #define THP_DOC_KW_EXTRA_ROUNDING_MODE ", *, rounding_mode=None"
 #define THP_DOC_KW(extra) THP_DOC_KW_##extra
