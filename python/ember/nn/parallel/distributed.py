@@ -127,12 +127,13 @@ class _Reducer:
 
     def _finish(self):
         self.armed = False
+        used_here = [int(id(p) in self.ready) for p in self.params]
         if self.next_bucket < len(self.buckets):
             if not self.find_unused_parameters:
                 raise RuntimeError(_UNUSED_PARAMETERS_MESSAGE)
             self._fill_unused()
         # After every bucket's, so all processes issue it in the same place.
-        used = self._used_mask() if self.find_unused_parameters else None
+        used = self._count_users(used_here) if self.find_unused_parameters else None
         world = self.dist.get_world_size(self.group)
         with ember.no_grad():
             for bucket in self.buckets:
@@ -149,11 +150,10 @@ class _Reducer:
         used.wait()
         return {id(p): count > 0 for p, count in zip(self.params, self._used_counts.tolist())}
 
-    def _used_mask(self):
+    def _count_users(self, used_here):
         """Starts an all-reduce counting, per parameter, the processes that
         gave it a gradient: one unused everywhere keeps .grad None."""
-        self._used_counts = ember.tensor([int(id(p) in self.ready) for p in self.params],
-                                         dtype=ember.int32)
+        self._used_counts = ember.tensor(used_here, dtype=ember.int32)
         return self.dist.all_reduce(self._used_counts, group=self.group, async_op=True)
 
     def _fill_unused(self):
