@@ -122,6 +122,28 @@ def check_gathers_and_scatters():
     _close(received, _inputs(RANK, (2, 3), offset=7))
 
 
+def check_async_collectives():
+    """async_op=True takes MPI's nonblocking calls: the same results once
+    wait() returns, several in flight at once."""
+    everyone = [_inputs(r, (WORLD * 2, 3)) for r in range(WORLD)]
+    summed = _tensor(everyone[RANK])
+    scattered = ember.empty(2, 3)
+    gathered = ember.empty(WORLD, WORLD * 2, 3)
+    exchanged = ember.empty(WORLD * 2, 3)
+    works = [dist.all_reduce(summed, async_op=True),
+             dist.reduce_scatter_tensor(scattered, _tensor(everyone[RANK]), async_op=True),
+             dist.all_gather_into_tensor(gathered, _tensor(everyone[RANK]), async_op=True),
+             dist.all_to_all_single(exchanged, _tensor(everyone[RANK]), async_op=True),
+             dist.barrier(async_op=True)]
+    for work in works:
+        work.wait()
+        assert work.is_completed()
+    _close(summed, np.sum(everyone, 0))
+    _close(scattered, np.sum(everyone, 0)[2 * RANK:2 * RANK + 2])
+    _close(gathered, np.stack(everyone))
+    _close(exchanged, np.concatenate([e[2 * RANK:2 * RANK + 2] for e in everyone]))
+
+
 def check_all_to_all():
     # even splits: block j of rank i goes to rank j as block i
     blocks = {(i, j): np.full((2, 3), 10 * i + j, np.float32)

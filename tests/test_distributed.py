@@ -24,7 +24,8 @@ PYTHON_DIR = os.path.join(os.path.dirname(HERE), "python")
 TIMEOUT = 120
 
 COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to_all",
-               "point_to_point_and_objects", "groups", "errors", "sampler"]
+               "async_collectives", "point_to_point_and_objects", "groups", "errors",
+               "sampler"]
 DDP = ["ddp_training", "ddp_no_sync", "ddp_uneven_batches", "ddp_unused_parameters",
        "ddp_different_models"]
 

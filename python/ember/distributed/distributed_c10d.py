@@ -337,6 +337,16 @@ def _finish_all(*actions):
     return finish
 
 
+def _call(group, name, async_op, *args, **kwargs):
+    """Starts comm.I<name> when async_op (returning its request), else runs
+    the blocking comm.<name>: for large messages Open MPI's blocking
+    collectives pick faster algorithms than its nonblocking ones (libnbc)."""
+    if async_op:
+        return [getattr(group.comm, "I" + name[0].lower() + name[1:])(*args, **kwargs)]
+    getattr(group.comm, name)(*args, **kwargs)
+    return []
+
+
 def _issue(requests, finish, async_op, outputs=()):
     work = Work(requests, finish, outputs)
     if async_op:
@@ -367,9 +377,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     group = _group(group)
     _check_average(tensor, op)
     staged = _Staged(tensor, reduction=True)
-    request = group.comm.Iallreduce(_mpi().IN_PLACE, staged.array, _mpi_op(op))
+    requests = _call(group, "Allreduce", async_op, _mpi().IN_PLACE, staged.array, _mpi_op(op))
     finish = _finish_all(_averaging(staged, op, group.size()), staged.finish)
-    return _issue([request], finish, async_op, [tensor])
+    return _issue(requests, finish, async_op, [tensor])
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
@@ -380,12 +390,13 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     is_root = group.rank() == root
     staged = _Staged(tensor, reduction=True, write_back=is_root)
     if is_root:
-        request = group.comm.Ireduce(_mpi().IN_PLACE, staged.array, _mpi_op(op), root=root)
+        requests = _call(group, "Reduce", async_op, _mpi().IN_PLACE, staged.array,
+                         _mpi_op(op), root=root)
         finish = _finish_all(_averaging(staged, op, group.size()), staged.finish)
     else:
-        request = group.comm.Ireduce(staged.array, None, _mpi_op(op), root=root)
+        requests = _call(group, "Reduce", async_op, staged.array, None, _mpi_op(op), root=root)
         finish = None
-    return _issue([request], finish, async_op, [tensor])
+    return _issue(requests, finish, async_op, [tensor])
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -393,8 +404,8 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     group = _group(group)
     root = _group_rank(group, src, group_src, "src")
     staged = _Staged(tensor, write_back=group.rank() != root)
-    request = group.comm.Ibcast(staged.array, root=root)
-    return _issue([request], staged.finish, async_op, [tensor])
+    requests = _call(group, "Bcast", async_op, staged.array, root=root)
+    return _issue(requests, staged.finish, async_op, [tensor])
 
 
 def _check_same_shape(tensors, like, what):
@@ -423,8 +434,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     _check_same_shape(tensor_list, tensor, "all_gather")
     staged = _Staged(tensor, write_back=False)
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
-    request = group.comm.Iallgather(staged.array, _buffer(flat))
-    return _issue([request], _split_into(flat, tensor_list), async_op, tensor_list)
+    requests = _call(group, "Allgather", async_op, staged.array, _buffer(flat))
+    return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -438,8 +449,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         raise ValueError("output tensor must have the same type as input tensor")
     source = _Staged(input_tensor, write_back=False)
     target = _Staged(output_tensor)
-    request = group.comm.Iallgather(source.array, target.array)
-    return _issue([request], target.finish, async_op, [output_tensor])
+    requests = _call(group, "Allgather", async_op, source.array, target.array)
+    return _issue(requests, target.finish, async_op, [output_tensor])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -453,9 +464,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_average(output, op)
     source = _Staged(input, reduction=True, write_back=False)
     target = _Staged(output, reduction=True)
-    request = group.comm.Ireduce_scatter_block(source.array, target.array, _mpi_op(op))
+    requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
+                     _mpi_op(op))
     finish = _finish_all(_averaging(target, op, group.size()), target.finish)
-    return _issue([request], finish, async_op, [output])
+    return _issue(requests, finish, async_op, [output])
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
@@ -467,8 +479,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         if gather_list:
             raise ValueError("Argument ``gather_list`` must NOT be specified on "
                              "non-destination ranks.")
-        request = group.comm.Igather(staged.array, None, root=root)
-        return _issue([request], None, async_op)
+        requests = _call(group, "Gather", async_op, staged.array, None, root=root)
+        return _issue(requests, None, async_op)
     if not gather_list:
         raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
     if len(gather_list) != group.size():
@@ -476,8 +488,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
                          f"({group.size()}) tensors, got {len(gather_list)}")
     _check_same_shape(gather_list, tensor, "gather")
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
-    request = group.comm.Igather(staged.array, _buffer(flat), root=root)
-    return _issue([request], _split_into(flat, gather_list), async_op, gather_list)
+    requests = _call(group, "Gather", async_op, staged.array, _buffer(flat), root=root)
+    return _issue(requests, _split_into(flat, gather_list), async_op, gather_list)
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
@@ -489,8 +501,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         if scatter_list:
             raise ValueError("Argument ``scatter_list`` must NOT be specified on "
                              "non-source ranks.")
-        request = group.comm.Iscatter(None, target.array, root=root)
-        return _issue([request], target.finish, async_op, [tensor])
+        requests = _call(group, "Scatter", async_op, None, target.array, root=root)
+        return _issue(requests, target.finish, async_op, [tensor])
     if not scatter_list:
         raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
     if len(scatter_list) != group.size():
@@ -498,8 +510,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
                          f"({group.size()}) tensors, got {len(scatter_list)}")
     _check_same_shape(scatter_list, tensor, "scatter")
     flat = _C.cat([t.detach().reshape(-1) for t in scatter_list])
-    request = group.comm.Iscatter(_buffer(flat), target.array, root=root)
-    return _issue([request], target.finish, async_op, [tensor])
+    requests = _call(group, "Scatter", async_op, _buffer(flat), target.array, root=root)
+    return _issue(requests, target.finish, async_op, [tensor])
 
 
 def _splits(split_sizes, tensor, size, what):
@@ -531,15 +543,15 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     recv_counts, recv_offsets = _splits(output_split_sizes, output, group.size(), "output")
     source = _Staged(input, write_back=False)
     target = _Staged(output)
-    request = group.comm.Ialltoallv([source.array, (send_counts, send_offsets)],
+    requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
                                     [target.array, (recv_counts, recv_offsets)])
-    return _issue([request], target.finish, async_op, [output])
+    return _issue(requests, target.finish, async_op, [output])
 
 
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     """Returns once every process of the group has called barrier."""
     group = _group(group)
-    return _issue([group.comm.Ibarrier()], None, async_op)
+    return _issue(_call(group, "Barrier", async_op), None, async_op)
 
 
 # ---- point to point ---------------------------------------------------------------
