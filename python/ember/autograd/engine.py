@@ -14,6 +14,9 @@ is two loops over explicit containers, as PyTorch's C++ engine is:
    through the leaf's hooks and accumulates into `.grad` (or, for
    autograd.grad, is captured instead).
 
+A leaf's post-accumulate-grad hooks run right after its .grad is updated;
+callbacks queued during the walk (queue_callback) run once it is over.
+
 Gradients that never arrive (an unused output of split, say) are None.  A
 node whose every gradient is None is not run; its edges still count down so
 the rest of the graph proceeds.  After a node runs, its saved tensors are

@@ -301,7 +301,7 @@ class Work:
         self._done = False
         self.source_rank = None
 
-    def _complete(self, statuses=None):
+    def _complete(self):
         self._done = True
         self._requests = []
         if self._finish is not None:
@@ -563,42 +563,41 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor])
 
 
+class _ReceiveWork(Work):
+    """irecv's handle: the MPI status of its wait says who sent."""
+
+    def __init__(self, request, staged, group):
+        super().__init__([request], staged.finish, [staged.tensor])
+        self._status = _mpi().Status()
+        self._group = group
+
+    def wait(self, timeout=None):
+        if not self._done:
+            self._requests[0].Wait(self._status)
+            self._received()
+        return True
+
+    def is_completed(self):
+        if not self._done and self._requests[0].Test(self._status):
+            self._received()
+        return self._done
+
+    def _received(self):
+        self.source_rank = self._group.ranks[self._status.Get_source()]
+        self._complete()
+
+
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     """Receives into `tensor` from src (from anyone when src and group_src
     are None)."""
     group = _group(group)
-    MPI = _mpi()
     if src is None and group_src is None:
-        peer = MPI.ANY_SOURCE
+        peer = _mpi().ANY_SOURCE
     else:
         peer = _group_rank(group, src, group_src, "src")
     staged = _Staged(tensor)
-    status = MPI.Status()
     request = group.comm.Irecv(staged.array, source=peer, tag=tag)
-    work = Work([request], None, [tensor])
-
-    def finish():
-        staged.finish()
-        work.source_rank = group.ranks[status.Get_source()]
-    # The status is filled by the wait, so the work waits with it.
-    work.wait = lambda timeout=None: _wait_with_status(work, request, status, finish)
-    work.is_completed = lambda: _test_with_status(work, request, status, finish)
-    return work
-
-
-def _wait_with_status(work, request, status, finish):
-    if not work._done:
-        request.Wait(status)
-        work._done = True
-        finish()
-    return True
-
-
-def _test_with_status(work, request, status, finish):
-    if not work._done and request.Test(status):
-        work._done = True
-        finish()
-    return work._done
+    return _ReceiveWork(request, staged, group)
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):

@@ -7,7 +7,8 @@ All-reducing each parameter's gradient alone would pay MPI's latency once
 per parameter; all-reducing all of them at the end would not overlap with
 backward.  So, as PyTorch's Reducer does, the parameters are grouped into
 buckets of about bucket_cap_mb, in reverse order of module.parameters()
-(backward produces the last layers' gradients first).  Each bucket owns one
+(backward produces the last layers' gradients first), the first one
+smaller (1 MiB) so that communication starts early.  Each bucket owns one
 flat tensor.  A parameter's post-accumulate-grad hook copies its .grad into
 its slot; when a bucket's last slot is filled, that bucket's all-reduce
 starts (a nonblocking MPI_Iallreduce) while backward goes on.  Buckets start
@@ -24,6 +25,9 @@ from ember.autograd import engine
 from ..modules.module import Module
 
 _MIB = 1024 * 1024
+# PyTorch's first bucket is small, so that an all-reduce starts early in
+# backward (dist._DEFAULT_FIRST_BUCKET_BYTES).
+_FIRST_BUCKET_BYTES = _MIB
 
 
 class _Bucket:
@@ -44,12 +48,14 @@ class _Bucket:
 
 
 def _bucket_params(params, cap_bytes):
-    """Reverse parameter order, one dtype per bucket, each up to cap_bytes
-    (a parameter larger than the cap gets a bucket of its own)."""
+    """Reverse parameter order, one dtype per bucket, the first up to
+    1 MiB and the others up to cap_bytes (a parameter larger than the cap
+    gets a bucket of its own)."""
     buckets, current, size = [], [], 0
     for p in reversed(params):
         nbytes = p.numel() * p.element_size()
-        if current and (size + nbytes > cap_bytes or p.dtype != current[0].dtype):
+        cap = min(cap_bytes, _FIRST_BUCKET_BYTES) if not buckets else cap_bytes
+        if current and (size + nbytes > cap or p.dtype != current[0].dtype):
             buckets.append(current)
             current, size = [], 0
         current.append(p)
