@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -34,9 +35,23 @@ def _shared_memory_segments():
     return set(glob.glob("/dev/shm/sm_segment.*") + glob.glob("/dev/shm/vader*"))
 
 
+def _session_is_gone(session, seconds=10):
+    """True once no process of the launcher's session is left."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(session, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def launch(nproc, *args):
-    """Runs the launcher; kills its whole session if it outlives TIMEOUT
-    (a hang must fail the test, not the suite)."""
+    """Runs the launcher in a session of its own and returns its exit code
+    and output once every process of that session has ended; kills the
+    session if it outlives TIMEOUT (a hang must fail the test, not the
+    suite)."""
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
@@ -49,6 +64,9 @@ def launch(nproc, *args):
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         pytest.fail(f"the job hung for {TIMEOUT}s:\n{output}")
+    if not _session_is_gone(process.pid):
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"processes of the job outlived the launcher:\n{output}")
     return process.returncode, output
 
 
