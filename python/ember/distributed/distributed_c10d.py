@@ -15,13 +15,18 @@ pure data movement travel as raw 16-bit words.
 
 import ctypes
 import enum
+import functools
+import inspect
 import json
+import warnings
 
 import numpy as np
 
 from .. import _C
 
 _RAW_16BIT = ("float16", "bfloat16")
+_TYPE_NAMES = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int",
+               "int64": "Long", "bool": "Bool"}
 
 
 def _mpi():
@@ -224,14 +229,30 @@ def _group_rank(group, global_rank, group_rank, what):
     """The rank inside `group` of a src/dst given as a global rank or as
     group_src/group_dst (exactly one of them)."""
     if global_rank is not None and group_rank is not None:
-        raise ValueError(f"Can not specify both {what} and group_{what}")
+        raise ValueError("Can't specify both group_rank and global_rank")
     if group_rank is not None:
         return group_rank
     if global_rank is None:
-        raise ValueError(f"Must specify {what} or group_{what}")
+        raise ValueError("Must specify global_rank or group_rank")
     if global_rank not in group.ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {group}")
     return group.ranks.index(global_rank)
+
+
+def _skip_for_non_members(collective):
+    """PyTorch's rule: a collective on a group this process is not in does
+    nothing (a warning) and returns None."""
+    position = list(inspect.signature(collective).parameters).index("group")
+
+    @functools.wraps(collective)
+    def wrapper(*args, **kwargs):
+        group = args[position] if len(args) > position else kwargs.get("group")
+        if group is GroupMember.NON_GROUP_MEMBER:
+            warnings.warn(f"Running {collective.__name__} on global rank "
+                          f"{get_rank()} which does not belong to the given group.")
+            return None
+        return collective(*args, **kwargs)
+    return wrapper
 
 
 # ---- tensors as buffers (Note [Tensors as MPI buffers]) ---------------------------
@@ -358,8 +379,10 @@ def _issue(requests, finish, async_op, outputs=()):
 # ---- collectives ------------------------------------------------------------------
 
 def _check_average(tensor, op):
+    # PyTorch's message: it divides the sum in the tensor's own dtype.
     if op == ReduceOp.AVG and not tensor.is_floating_point():
-        raise ValueError(f"ReduceOp.AVG needs a floating-point tensor, got {tensor.dtype}")
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_TYPE_NAMES.get(_dtype_name(tensor), _dtype_name(tensor))}")
 
 
 def _averaging(staged, op, size):
@@ -372,6 +395,7 @@ def _averaging(staged, op, size):
     return divide
 
 
+@_skip_for_non_members
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces `tensor` across the group in place on every process."""
     group = _group(group)
@@ -382,6 +406,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     return _issue(requests, finish, async_op, [tensor])
 
 
+@_skip_for_non_members
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduces into `tensor` on dst; the others' tensors are inputs only."""
     group = _group(group)
@@ -399,6 +424,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     return _issue(requests, finish, async_op, [tensor])
 
 
+@_skip_for_non_members
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     """Copies src's `tensor` into every process's `tensor`."""
     group = _group(group)
@@ -411,7 +437,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 def _check_same_shape(tensors, like, what):
     for t in tensors:
         if tuple(t.shape) != tuple(like.shape) or t.dtype != like.dtype:
-            raise ValueError(f"{what}: every tensor must have the input's shape "
+            raise RuntimeError(f"{what}: every tensor must have the input's shape "
                              f"{list(like.shape)} and dtype {like.dtype}, got "
                              f"{list(t.shape)} {t.dtype}")
 
@@ -425,11 +451,12 @@ def _split_into(flat, tensors):
     return finish
 
 
+@_skip_for_non_members
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """tensor_list[i] = process i's `tensor`, on every process."""
     group = _group(group)
     if len(tensor_list) != group.size():
-        raise ValueError(f"all_gather: tensor_list must have {group.size()} tensors "
+        raise RuntimeError(f"all_gather: tensor_list must have {group.size()} tensors "
                          f"(the group's size), got {len(tensor_list)}")
     _check_same_shape(tensor_list, tensor, "all_gather")
     staged = _Staged(tensor, write_back=False)
@@ -438,29 +465,31 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list)
 
 
+@_skip_for_non_members
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Process i's input lands in block i of output_tensor (along dim 0, or
     as a stack), on every process."""
     group = _group(group)
     if output_tensor.numel() != input_tensor.numel() * group.size():
-        raise ValueError("output tensor size must be equal to world_size times "
+        raise RuntimeError("output tensor size must be equal to world_size times "
                          "input tensor size")
     if output_tensor.dtype != input_tensor.dtype:
-        raise ValueError("output tensor must have the same type as input tensor")
+        raise RuntimeError("output tensor must have the same type as input tensor")
     source = _Staged(input_tensor, write_back=False)
     target = _Staged(output_tensor)
     requests = _call(group, "Allgather", async_op, source.array, target.array)
     return _issue(requests, target.finish, async_op, [output_tensor])
 
 
+@_skip_for_non_members
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces `input` across the group; process i keeps block i."""
     group = _group(group)
     if input.numel() != output.numel() * group.size():
-        raise ValueError("input tensor must be the same size as output size times "
+        raise RuntimeError("input tensor must be the same size as output size times "
                          "world size")
     if output.dtype != input.dtype:
-        raise ValueError("input tensor must be the same type as the output tensor.")
+        raise RuntimeError("input tensor must be the same type as the output tensor.")
     _check_average(output, op)
     source = _Staged(input, reduction=True, write_back=False)
     target = _Staged(output, reduction=True)
@@ -470,6 +499,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     return _issue(requests, finish, async_op, [output])
 
 
+@_skip_for_non_members
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
     """gather_list[i] = process i's `tensor`, on dst only."""
     group = _group(group)
@@ -492,6 +522,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     return _issue(requests, _split_into(flat, gather_list), async_op, gather_list)
 
 
+@_skip_for_non_members
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
     """Process i's `tensor` = src's scatter_list[i]."""
     group = _group(group)
@@ -520,25 +551,26 @@ def _splits(split_sizes, tensor, size, what):
     row = tensor.numel() // rows if rows else 0
     if not split_sizes:
         if rows % size:
-            raise ValueError("Tensor's dim 0 does not divide equally across group size")
+            raise RuntimeError("Tensor's dim 0 does not divide equally across group size")
         split_sizes = [rows // size] * size
     split_sizes = list(split_sizes)
     if len(split_sizes) != size:
-        raise ValueError(f"Number of {what} splits must equal the group size")
+        raise RuntimeError(f"Number of {what} splits must equal the group size")
     if sum(split_sizes) != rows:
-        raise ValueError("Split sizes doesn't match total dim 0 size")
+        raise RuntimeError("Split sizes doesn't match total dim 0 size")
     counts = [s * row for s in split_sizes]
     offsets = [sum(counts[:i]) for i in range(size)]
     return counts, offsets
 
 
+@_skip_for_non_members
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
                       group=None, async_op=False):
     """Block j of process i's input (along dim 0) lands as block i of
     process j's output."""
     group = _group(group)
     if output.dtype != input.dtype:
-        raise ValueError("output tensor must have the same type as input tensor")
+        raise RuntimeError("output tensor must have the same type as input tensor")
     send_counts, send_offsets = _splits(input_split_sizes, input, group.size(), "input")
     recv_counts, recv_offsets = _splits(output_split_sizes, output, group.size(), "output")
     source = _Staged(input, write_back=False)
@@ -548,6 +580,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     return _issue(requests, target.finish, async_op, [output])
 
 
+@_skip_for_non_members
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     """Returns once every process of the group has called barrier."""
     group = _group(group)
@@ -556,6 +589,7 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
 
 # ---- point to point ---------------------------------------------------------------
 
+@_skip_for_non_members
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     group = _group(group)
     peer = _group_rank(group, dst, group_dst, "dst")
@@ -587,6 +621,7 @@ class _ReceiveWork(Work):
         self._complete()
 
 
+@_skip_for_non_members
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     """Receives into `tensor` from src (from anyone when src and group_src
     are None)."""
@@ -600,10 +635,12 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     return _ReceiveWork(request, staged, group)
 
 
+@_skip_for_non_members
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
     isend(tensor, dst, group, tag, group_dst).wait()
 
 
+@_skip_for_non_members
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
     """Receives into `tensor`; returns the sender's global rank."""
     work = irecv(tensor, src, group, tag, group_src)
@@ -613,6 +650,7 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 # ---- objects ----------------------------------------------------------------------
 
+@_skip_for_non_members
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Replaces object_list's items by src's, in place.  The objects travel
     as JSON, never pickle (unpickling runs arbitrary code): JSON-able
