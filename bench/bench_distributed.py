@@ -46,9 +46,9 @@ def measure_all_reduce():
     tensor = ember.ones(count)
     array = np.ones(count, np.float32)
     comm = MPI.COMM_WORLD
-    # mpi4py on the tensor's own memory too: NumPy asks the kernel for huge
-    # pages (madvise) for large arrays and ember's allocator does not, which
-    # shows in memory-bound work; this row tells the two effects apart.
+    # mpi4py on the tensor's own memory too: the same MPI call as ember's,
+    # so ember / this is the cost of ember's Python path alone, apart from
+    # any difference between the two allocations' memory.
     tensor_memory = tensor.numpy()
     contenders = [("ember", lambda: dist.all_reduce(tensor)),
                   ("mpi4py", lambda: comm.Allreduce(MPI.IN_PLACE, array)),
