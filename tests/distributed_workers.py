@@ -288,6 +288,12 @@ def check_ddp_training():
     reference = _mlp(seed=0)
     _assert_same_weights(model.module, reference, tol=0)
     assert list(model.state_dict()) == ["module." + k for k in reference.state_dict()]
+    # Overlap: the first bucket's all-reduce starts while later buckets
+    # still wait for their gradients (seen from every parameter's hook).
+    launched = []
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(
+            lambda p: launched.append([b.work is not None for b in model.reducer.buckets]))
     optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
     reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
     loss_fn = nn.MSELoss()
@@ -301,6 +307,8 @@ def check_ddp_training():
         loss_fn(reference(x), y).backward()
         reference_optimizer.step()
         _assert_same_weights(model.module, reference)
+        assert any(seen[0] and not all(seen) for seen in launched), launched
+        launched.clear()
 
 
 def check_ddp_no_sync():
