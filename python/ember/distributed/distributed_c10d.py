@@ -276,7 +276,7 @@ def _buffer(tensor):
     """The memory of a contiguous tensor as a NumPy array, no copy."""
     if _dtype_name(tensor) in _RAW_16BIT:
         return _raw_words(tensor)
-    return tensor.detach().numpy().reshape(-1)
+    return tensor.numpy().reshape(-1)
 
 
 class _Staged:
@@ -285,13 +285,13 @@ class _Staged:
 
     def __init__(self, tensor, reduction=False, write_back=True):
         self.tensor = tensor
-        staging = tensor
+        staging = tensor.detach()  # MPI's writes are not autograd's business
         if reduction and _dtype_name(tensor) in _RAW_16BIT:
-            staging = tensor.detach().to(_C.float32)
+            staging = staging.to(_C.float32)
         if not staging.is_contiguous():
             staging = staging.contiguous()
         self.staging = staging
-        self.copied = staging is not tensor and write_back
+        self.copied = write_back and staging.data_ptr() != tensor.data_ptr()
         self.array = _buffer(staging)
 
     def finish(self):
