@@ -52,8 +52,9 @@ def launch(nproc, *args):
     and output once every process of that session has ended; kills the
     session if it outlives TIMEOUT (a hang must fail the test, not the
     suite)."""
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for threads in ("OMP_NUM_THREADS", "EMBER_NUM_THREADS"):  # the launcher's default
+        env.pop(threads, None)
     command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
                *args]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
@@ -97,13 +98,16 @@ def test_launcher_flags_and_environment(tmp_path):
     script = tmp_path / "show_env.py"
     script.write_text(
         "import os, sys\n"
-        "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT']\n"
+        "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT',\n"
+        "        'EMBER_NUM_THREADS']\n"
         "print('env', *[os.environ[k] for k in keys], *sys.argv[1:], flush=True)\n")
     rc, output = launch(2, "--nnodes", "1", "--master_addr", "localhost",
                         "--master-port", "29555", str(script), "--lr", "3")
     assert rc == 0, output
     lines = sorted(line for line in output.splitlines() if line.startswith("env"))
-    assert lines == [f"env {r} {r} 2 localhost 29555 --lr 3" for r in range(2)], output
+    # torchrun's default with several workers: one thread each
+    assert "Setting OMP_NUM_THREADS and EMBER_NUM_THREADS for each process to be 1" in output
+    assert lines == [f"env {r} {r} 2 localhost 29555 1 --lr 3" for r in range(2)], output
 
 
 def test_launcher_exit_code_and_one_node_only(tmp_path):

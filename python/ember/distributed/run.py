@@ -71,7 +71,8 @@ def mpirun_command(args, mpirun):
     command = [mpirun, "-n", str(args.nproc_per_node)]
     if _is_open_mpi(mpirun):
         # More workers than cores is fine for testing; containers run as root.
-        command.append("--oversubscribe")
+        # No pinning to cores, as under torchrun (Open MPI pins small jobs).
+        command += ["--oversubscribe", "--bind-to", "none"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-run-as-root")
     command += [sys.executable, "-u", "-m", "ember.distributed._worker"]
@@ -80,10 +81,25 @@ def mpirun_command(args, mpirun):
     return command + [args.training_script] + args.training_script_args
 
 
+def _one_thread_each(env, nproc):
+    """torchrun's default: with several workers and no thread count set,
+    one thread per worker (OMP_NUM_THREADS; ember's pool reads
+    EMBER_NUM_THREADS), so workers do not fight over the cores."""
+    if nproc > 1 and "OMP_NUM_THREADS" not in env and "EMBER_NUM_THREADS" not in env:
+        print("Setting OMP_NUM_THREADS and EMBER_NUM_THREADS for each process to be 1 "
+              "in default, to avoid your system being overloaded, please further tune "
+              "the variable for optimal performance in your application as needed.",
+              file=sys.stderr)
+        env["OMP_NUM_THREADS"] = env["EMBER_NUM_THREADS"] = "1"
+    elif "OMP_NUM_THREADS" in env:
+        env.setdefault("EMBER_NUM_THREADS", env["OMP_NUM_THREADS"])
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     env = dict(os.environ, MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port),
                WORLD_SIZE=str(args.nproc_per_node))
+    _one_thread_each(env, args.nproc_per_node)
     completed = subprocess.run(mpirun_command(args, find_mpirun()), env=env)
     return completed.returncode
 
