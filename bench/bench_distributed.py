@@ -65,7 +65,8 @@ def measure_all_reduce():
             start = time.perf_counter()
             reduce()
             best[name] = min(best[name], time.perf_counter() - start)
-    _report(dist.get_rank(), **{f"{k}_GBps": ALLREDUCE_BYTES / v / 1e9 for k, v in best.items()})
+    _report(dist.get_rank(), mpi=MPI.Get_library_version().splitlines()[0].strip(),
+            **{f"{k}_GBps": ALLREDUCE_BYTES / v / 1e9 for k, v in best.items()})
     dist.destroy_process_group()
 
 
@@ -128,9 +129,8 @@ def launch(nproc, what):
 
 
 def main():
-    from mpi4py import MPI
-    print(f"MPI: {MPI.Get_library_version().splitlines()[0].strip()}")
     reduce = launch(2, "all_reduce")
+    print(f"MPI: {reduce.pop('mpi')}")
     print(f"all_reduce 64 MB float32, 2 processes: ember {reduce['ember_GBps']:.2f} GB/s, "
           f"mpi4py Allreduce {reduce['mpi4py_GBps']:.2f} GB/s, "
           f"ratio {reduce['ember_GBps'] / reduce['mpi4py_GBps']:.2f}x (goal >= 0.9x)")

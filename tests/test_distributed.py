@@ -94,6 +94,23 @@ def test_a_crashing_rank_stops_the_job():
     assert _shared_memory_segments() <= before, "MPI left shared memory behind"
 
 
+def test_one_process_without_a_launcher():
+    before = _shared_memory_segments()
+    program = ("import ember, ember.distributed as dist\n"
+               "dist.init_process_group()\n"
+               "t = ember.ones(2)\n"
+               "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
+               "assert (dist.get_rank(), dist.get_world_size(), t.tolist()) == (0, 1, [1.0, 1.0])\n"
+               "dist.destroy_process_group()\n")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "OMPI_MCA_btl"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+
+
 def test_launcher_flags_and_environment(tmp_path):
     script = tmp_path / "show_env.py"
     script.write_text(

@@ -18,6 +18,8 @@ import enum
 import functools
 import inspect
 import json
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -29,7 +31,17 @@ _TYPE_NAMES = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int"
                "int64": "Long", "bool": "Bool"}
 
 
+# Set by mpirun (Open MPI), by PMIx launchers and by MPICH's Hydra.
+_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
+
+
 def _mpi():
+    if "mpi4py.MPI" not in sys.modules and \
+            not any(name in os.environ for name in _LAUNCHER_VARIABLES):
+        # A process started without mpirun is a world of one (an MPI
+        # "singleton"); Open MPI would still map a shared-memory segment
+        # for it and leave it in /dev/shm at exit.  Alone, it needs none.
+        os.environ.setdefault("OMPI_MCA_btl", "self")
     try:
         from mpi4py import MPI
     except ImportError as exc:
@@ -153,7 +165,6 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     a given rank/world_size, or RANK/WORLD_SIZE in the environment, must be
     MPI's.  "gloo" is accepted as a name for the same CPU backend, so CPU
     programs written for PyTorch run unchanged."""
-    import os
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if backend is not None and Backend(backend) not in (Backend.MPI, Backend.GLOO):
