@@ -60,7 +60,13 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   chapter 0's examples     compile and load a scratch extension (not ember's
 #                            C) anew each run, which the refcount gate would
 #                            count as a leak and ASan would preload into gcc
+#   test_distributed*.py     ember.distributed over mpi4py, DDP and the
+#                            sampler: Python over existing operators (the
+#                            MPI jobs run in child processes anyway)
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
+                    --ignore=tests/test_distributed.py \
+                    --ignore=tests/test_distributed_hooks.py \
+                    --ignore=tests/test_distributed_sampler.py \
                     --ignore=tests/test_graph_dot.py \
                     --ignore=tests/test_tour_cli.py \
                     --ignore=docs/test_pictures.py \
@@ -194,7 +200,7 @@ $(VPY):
 
 $(INSTALLED): pyproject.toml setup.py | $(VPY)
 	$(VPIP) install --upgrade pip setuptools wheel numpy
-	$(VPIP) install --no-build-isolation -e '.[test]'
+	$(VPIP) install --no-build-isolation -e '.[test,distributed]'
 	touch $@
 
 install: $(INSTALLED)
@@ -258,7 +264,7 @@ test-pythons:
 BENCH_ENV    := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1
 
 $(BENCH_INSTALLED): $(INSTALLED) pyproject.toml
-	$(VPIP) install --no-build-isolation -e '.[test,bench]'
+	$(VPIP) install --no-build-isolation -e '.[test,distributed,bench]'
 	touch $@
 
 bench: build $(BENCH_INSTALLED)
@@ -270,6 +276,7 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_einsum.py
 	$(BENCH_ENV) $(VPY) bench/bench_data.py
 	$(BENCH_ENV) $(VPY) bench/bench_layers.py
+	$(BENCH_ENV) $(VPY) bench/bench_distributed.py
 
 # --- leak gates ---------------------------------------------------------------
 

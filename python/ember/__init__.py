@@ -128,4 +128,4 @@ for _name, _function in linalg.TOP_LEVEL.items():
     setattr(Tensor, _name, _function)
 del _name, _function
 
-from . import multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)
+from . import distributed, multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)

@@ -162,6 +162,21 @@ def _register_hook(self, hook):
     return _HookHandle(hooks, hook)
 
 
+def _register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) runs after backward has accumulated this leaf's
+    gradient into its .grad.  Returns a handle with .remove()."""
+    from .autograd.graph import _HookHandle
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError(
+            "post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = getattr(self, "_post_accumulate_grad_hooks", None)
+    if hooks is None:
+        hooks = self._post_accumulate_grad_hooks = []
+    return _HookHandle(hooks, hook)
+
+
 def _retain_grad(self):
     """Keep .grad for this non-leaf tensor after backward (a no-op on leaves)."""
     if not self.requires_grad:
@@ -183,4 +198,5 @@ def _retains_grad(self):
 Tensor.backward = _backward
 Tensor.register_hook = _register_hook
 Tensor.retain_grad = _retain_grad
+Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
 Tensor.retains_grad = property(_retains_grad)

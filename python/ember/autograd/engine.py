@@ -14,6 +14,9 @@ is two loops over explicit containers, as PyTorch's C++ engine is:
    through the leaf's hooks and accumulates into `.grad` (or, for
    autograd.grad, is captured instead).
 
+A leaf's post-accumulate-grad hooks run right after its .grad is updated;
+callbacks queued during the walk (queue_callback) run once it is over.
+
 Gradients that never arrive (an unused output of split, say) are None.  A
 node whose every gradient is None is not run; its edges still count down so
 the rest of the graph proceeds.  After a node runs, its saved tensors are
@@ -137,6 +140,7 @@ class _GraphTask:
         self.prune_to = None            # targets: run only nodes leading there
         self.needed = None              # the nodes that do, once computed
         self.adopted = []               # (leaf, grad): see _unshare_adopted_grads
+        self.final_callbacks = []       # queue_callback's, run when the walk ends
 
     # ---- leaves ----
 
@@ -158,6 +162,10 @@ class _GraphTask:
             return
         if self.accumulate:
             _accumulate_grad(leaf, grad, self.create_graph, self.adopted)
+            post_hooks = getattr(leaf, "_post_accumulate_grad_hooks", None)
+            if post_hooks:
+                for hook in tuple(post_hooks):
+                    hook(leaf)
 
     # ---- nodes ----
 
@@ -323,12 +331,37 @@ def _unshare_adopted_grads(adopted):
             leaf.grad = copy
 
 
+# The graph tasks now running, innermost last (a hook may call backward).
+_running_tasks = []
+
+
+def queue_callback(callback):
+    """Runs `callback()` once the current backward has walked the whole
+    graph (PyTorch's Variable._execution_engine.queue_callback); a
+    gradient hook uses it to act after every gradient is in, as
+    DistributedDataParallel waits for its all-reduces."""
+    if not _running_tasks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _running_tasks[-1].final_callbacks.append(callback)
+
+
+def _run_final_callbacks(task):
+    # A callback may queue another one: run until none are left.
+    callbacks = task.final_callbacks
+    while callbacks:
+        callbacks.pop(0)()
+
+
 def _run(root_edges, root_grads, task):
     was_enabled = _is_grad_enabled()
     _set_grad_enabled(task.create_graph)
+    _running_tasks.append(task)
     try:
         _execute(root_edges, root_grads, task)
+        _run_final_callbacks(task)
     finally:
+        _running_tasks.pop()
+        task.final_callbacks.clear()
         _set_grad_enabled(was_enabled)
     root_grads.clear()
     _unshare_adopted_grads(task.adopted)

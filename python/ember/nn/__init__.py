@@ -8,7 +8,7 @@
     utils              gradient clipping, parameters <-> one vector
 """
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter

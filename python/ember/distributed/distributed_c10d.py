@@ -1,0 +1,687 @@
+"""Process groups and collectives over MPI (PyTorch's distributed_c10d.py).
+
+Note [Tensors as MPI buffers]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A contiguous tensor's `.numpy()` is a NumPy array over the tensor's own
+memory, and mpi4py takes any buffer-protocol object: so MPI reads and
+writes the tensor in place, no copy on either side.  Three cases need a
+staging tensor, filled before the call and copied back once it finishes
+(`Work.wait`): a non-contiguous tensor (MPI wants one contiguous block);
+float16/bfloat16 in a reduction (MPI has no 16-bit floats: the reduction
+runs in float32); and outputs given as a list of tensors (the collective
+writes one block, then it is split into the list).  float16/bfloat16 in a
+pure data movement travel as raw 16-bit words.
+"""
+
+import ctypes
+import enum
+import functools
+import inspect
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+
+from .. import _C
+
+_RAW_16BIT = ("float16", "bfloat16")
+_TYPE_NAMES = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int",
+               "int64": "Long", "bool": "Bool"}
+
+
+# Set by mpirun (Open MPI), by PMIx launchers and by MPICH's Hydra.
+_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
+
+
+def _mpi():
+    if "mpi4py.MPI" not in sys.modules and \
+            not any(name in os.environ for name in _LAUNCHER_VARIABLES):
+        # A process started without mpirun is a world of one (an MPI
+        # "singleton"); Open MPI would still map a shared-memory segment
+        # for it and leave it in /dev/shm at exit.  Alone, it needs none.
+        os.environ.setdefault("OMPI_MCA_btl", "self")
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise RuntimeError(
+            "ember.distributed needs mpi4py and an MPI library: "
+            "pip install 'ember[distributed]'") from exc
+    return MPI
+
+
+# ---- reduction operators ---------------------------------------------------------
+
+class ReduceOp:
+    """The reduction of all_reduce, reduce and reduce_scatter_tensor."""
+
+    class RedOpType(enum.Enum):
+        SUM = 0
+        AVG = 1
+        PRODUCT = 2
+        MIN = 3
+        MAX = 4
+        BAND = 5
+        BOR = 6
+        BXOR = 7
+
+    SUM = RedOpType.SUM
+    AVG = RedOpType.AVG
+    PRODUCT = RedOpType.PRODUCT
+    MIN = RedOpType.MIN
+    MAX = RedOpType.MAX
+    BAND = RedOpType.BAND
+    BOR = RedOpType.BOR
+    BXOR = RedOpType.BXOR
+
+
+def _mpi_op(op):
+    MPI = _mpi()
+    table = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
+             ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
+             ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
+    if op not in table:
+        raise ValueError(f"unknown reduce op {op!r}")
+    return table[op]
+
+
+class Backend(str):
+    """The backend names; only "mpi" exists in ember."""
+    MPI = "mpi"
+    GLOO = "gloo"
+
+    def __new__(cls, name):
+        return str.__new__(cls, name.lower())
+
+
+# ---- process groups ---------------------------------------------------------------
+
+class ProcessGroup:
+    """A set of processes with its own MPI communicator; `ranks` are their
+    global ranks, in group-rank order."""
+
+    def __init__(self, comm, ranks):
+        self.comm = comm
+        self.ranks = list(ranks)
+
+    def rank(self):
+        return self.comm.Get_rank()
+
+    def size(self):
+        return self.comm.Get_size()
+
+    def name(self):
+        return "mpi"
+
+    def __repr__(self):
+        return f"<ProcessGroup mpi ranks={self.ranks}>"
+
+
+class GroupMember:
+    WORLD = None                   # the default group once initialized
+    NON_GROUP_MEMBER = object()    # what new_group returns to non-members
+
+
+_subgroups = []
+
+
+def is_mpi_available():
+    from . import is_available
+    return is_available()
+
+
+def is_initialized():
+    return GroupMember.WORLD is not None
+
+
+def _world():
+    if GroupMember.WORLD is None:
+        raise ValueError("Default process group has not been initialized, "
+                         "please make sure to call init_process_group.")
+    return GroupMember.WORLD
+
+
+def _group(group):
+    world = _world()
+    if group is None:
+        return world
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("this process is not a member of the group")
+    return group
+
+
+def _check_matches(what, given, actual):
+    if given is not None and int(given) >= 0 and int(given) != actual:
+        raise ValueError(f"init_process_group: {what}={given} but MPI gives {actual} "
+                         f"(start the processes with mpirun or ember.distributed.run)")
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
+                       rank=-1, store=None, group_name="", pg_options=None,
+                       device_id=None):
+    """Joins the default group: every process started by mpirun.  MPI does
+    the rendezvous, so init_method (env:// or none) only has to agree:
+    a given rank/world_size, or RANK/WORLD_SIZE in the environment, must be
+    MPI's.  "gloo" is accepted as a name for the same CPU backend, so CPU
+    programs written for PyTorch run unchanged."""
+    if GroupMember.WORLD is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if backend is not None and Backend(backend) not in (Backend.MPI, Backend.GLOO):
+        raise RuntimeError(f"Invalid backend: '{backend}': ember.distributed has "
+                           f"the 'mpi' backend only")
+    if init_method not in (None, "env://"):
+        raise ValueError(f"init_method {init_method!r}: ember.distributed rendezvous "
+                         f"through MPI; use env:// (the default)")
+    comm = _mpi().COMM_WORLD
+    _check_matches("world_size", world_size, comm.Get_size())
+    _check_matches("rank", rank, comm.Get_rank())
+    _check_matches("WORLD_SIZE", os.environ.get("WORLD_SIZE"), comm.Get_size())
+    _check_matches("RANK", os.environ.get("RANK"), comm.Get_rank())
+    GroupMember.WORLD = ProcessGroup(comm, range(comm.Get_size()))
+
+
+def destroy_process_group(group=None):
+    """Leaves the group (the default one: all of them).  MPI stays up, so a
+    later init_process_group works."""
+    if group is None or group is GroupMember.WORLD:
+        _world()
+        for sub in _subgroups:
+            sub.comm.Free()
+        _subgroups.clear()
+        GroupMember.WORLD = None
+    elif group is not GroupMember.NON_GROUP_MEMBER:
+        _subgroups.remove(group)
+        group.comm.Free()
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None, device_id=None,
+              sort_ranks=True):
+    """A group of the given global ranks; every process must call it (it
+    is a collective on the default group), non-members get
+    GroupMember.NON_GROUP_MEMBER."""
+    world = _world()
+    ranks = list(range(world.size())) if ranks is None else list(ranks)
+    if sort_ranks:
+        ranks = sorted(ranks)
+    for r in ranks:
+        if not 0 <= r < world.size():
+            raise ValueError(f"The new group's rank should be within the world_size "
+                             f"set by init_process_group, got {r}")
+    mpi_group = world.comm.Get_group().Incl(ranks)
+    comm = world.comm.Create(mpi_group)
+    mpi_group.Free()
+    if comm == _mpi().COMM_NULL:
+        return GroupMember.NON_GROUP_MEMBER
+    group = ProcessGroup(comm, ranks)
+    _subgroups.append(group)
+    return group
+
+
+def get_rank(group=None):
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return _group(group).rank()
+
+
+def get_world_size(group=None):
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return _group(group).size()
+
+
+def get_backend(group=None):
+    _group(group)
+    return Backend.MPI
+
+
+def _group_rank(group, global_rank, group_rank, what):
+    """The rank inside `group` of a src/dst given as a global rank or as
+    group_src/group_dst (exactly one of them)."""
+    if global_rank is not None and group_rank is not None:
+        raise ValueError("Can't specify both group_rank and global_rank")
+    if group_rank is not None:
+        return group_rank
+    if global_rank is None:
+        raise ValueError("Must specify global_rank or group_rank")
+    if global_rank not in group.ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {group}")
+    return group.ranks.index(global_rank)
+
+
+def _skip_for_non_members(collective):
+    """PyTorch's rule: a collective on a group this process is not in does
+    nothing (a warning) and returns None."""
+    position = list(inspect.signature(collective).parameters).index("group")
+
+    @functools.wraps(collective)
+    def wrapper(*args, **kwargs):
+        group = args[position] if len(args) > position else kwargs.get("group")
+        if group is GroupMember.NON_GROUP_MEMBER:
+            warnings.warn(f"Running {collective.__name__} on global rank "
+                          f"{get_rank()} which does not belong to the given group.")
+            return None
+        return collective(*args, **kwargs)
+    return wrapper
+
+
+# ---- tensors as buffers (Note [Tensors as MPI buffers]) ---------------------------
+
+def _dtype_name(tensor):
+    return str(tensor.dtype).rsplit(".", 1)[-1]
+
+
+def _raw_words(tensor):
+    """A contiguous 16-bit float tensor's memory as uint16 words (NumPy
+    has no bfloat16), no copy."""
+    count = tensor.numel()
+    if count == 0:
+        return np.empty(0, np.uint16)
+    words = (ctypes.c_uint16 * count).from_address(tensor.data_ptr())
+    words.tensor = tensor  # the memory lives as long as any view of it
+    return np.ctypeslib.as_array(words)
+
+
+def _buffer(tensor):
+    """The memory of a contiguous tensor as a NumPy array, no copy."""
+    if _dtype_name(tensor) in _RAW_16BIT:
+        return _raw_words(tensor)
+    return tensor.numpy().reshape(-1)
+
+
+class _Staged:
+    """A tensor as MPI will see it: itself when it can (contiguous, a type
+    MPI reduces), else a staging copy that `finish` writes back."""
+
+    def __init__(self, tensor, reduction=False, write_back=True):
+        self.tensor = tensor
+        staging = tensor.detach()  # MPI's writes are not autograd's business
+        if reduction and _dtype_name(tensor) in _RAW_16BIT:
+            staging = staging.to(_C.float32)
+        if not staging.is_contiguous():
+            staging = staging.contiguous()
+        self.staging = staging
+        self.copied = write_back and staging.data_ptr() != tensor.data_ptr()
+        self.array = _buffer(staging)
+
+    def finish(self):
+        if self.copied:
+            with _no_grad():
+                self.tensor.copy_(self.staging)
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
+def _flat_empty(count, like):
+    return _C.empty((count,), dtype=like.dtype)
+
+
+# ---- work handles -----------------------------------------------------------------
+
+class Work:
+    """What a collective with async_op=True returns: wait() blocks until it
+    is done (and writes staged results back), is_completed() asks."""
+
+    def __init__(self, requests, finish=None, outputs=()):
+        self._requests = list(requests)
+        self._finish = finish
+        self._outputs = list(outputs)
+        self._done = False
+        self.source_rank = None
+
+    def _complete(self):
+        self._done = True
+        self._requests = []
+        if self._finish is not None:
+            finish, self._finish = self._finish, None
+            finish()
+
+    def wait(self, timeout=None):
+        if not self._done:
+            _mpi().Request.Waitall(self._requests)
+            self._complete()
+        return True
+
+    def is_completed(self):
+        if not self._done and _mpi().Request.Testall(self._requests):
+            self._complete()
+        return self._done
+
+    def is_success(self):
+        return self._done
+
+    def result(self):
+        return self._outputs
+
+    def _source_rank(self):
+        return self.source_rank
+
+
+def _finish_all(*actions):
+    def finish():
+        for action in actions:
+            if action is not None:
+                action()
+    return finish
+
+
+def _call(group, name, async_op, *args, **kwargs):
+    """Starts comm.I<name> when async_op (returning its request), else runs
+    the blocking comm.<name>: for large messages Open MPI's blocking
+    collectives pick faster algorithms than its nonblocking ones (libnbc)."""
+    if async_op:
+        return [getattr(group.comm, "I" + name[0].lower() + name[1:])(*args, **kwargs)]
+    getattr(group.comm, name)(*args, **kwargs)
+    return []
+
+
+def _issue(requests, finish, async_op, outputs=()):
+    work = Work(requests, finish, outputs)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+# ---- collectives ------------------------------------------------------------------
+
+def _check_average(tensor, op):
+    # PyTorch's message: it divides the sum in the tensor's own dtype.
+    if op == ReduceOp.AVG and not tensor.is_floating_point():
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_TYPE_NAMES.get(_dtype_name(tensor), _dtype_name(tensor))}")
+
+
+def _averaging(staged, op, size):
+    if op != ReduceOp.AVG:
+        return None
+
+    def divide():
+        with _no_grad():
+            staged.staging.div_(size)
+    return divide
+
+
+@_skip_for_non_members
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces `tensor` across the group in place on every process."""
+    group = _group(group)
+    _check_average(tensor, op)
+    staged = _Staged(tensor, reduction=True)
+    requests = _call(group, "Allreduce", async_op, _mpi().IN_PLACE, staged.array, _mpi_op(op))
+    finish = _finish_all(_averaging(staged, op, group.size()), staged.finish)
+    return _issue(requests, finish, async_op, [tensor])
+
+
+@_skip_for_non_members
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduces into `tensor` on dst; the others' tensors are inputs only."""
+    group = _group(group)
+    root = _group_rank(group, dst, group_dst, "dst")
+    _check_average(tensor, op)
+    is_root = group.rank() == root
+    staged = _Staged(tensor, reduction=True, write_back=is_root)
+    if is_root:
+        requests = _call(group, "Reduce", async_op, _mpi().IN_PLACE, staged.array,
+                         _mpi_op(op), root=root)
+        finish = _finish_all(_averaging(staged, op, group.size()), staged.finish)
+    else:
+        requests = _call(group, "Reduce", async_op, staged.array, None, _mpi_op(op), root=root)
+        finish = None
+    return _issue(requests, finish, async_op, [tensor])
+
+
+@_skip_for_non_members
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copies src's `tensor` into every process's `tensor`."""
+    group = _group(group)
+    root = _group_rank(group, src, group_src, "src")
+    staged = _Staged(tensor, write_back=group.rank() != root)
+    requests = _call(group, "Bcast", async_op, staged.array, root=root)
+    return _issue(requests, staged.finish, async_op, [tensor])
+
+
+def _check_same_shape(tensors, like, what):
+    for t in tensors:
+        if tuple(t.shape) != tuple(like.shape) or t.dtype != like.dtype:
+            raise RuntimeError(f"{what}: every tensor must have the input's shape "
+                             f"{list(like.shape)} and dtype {like.dtype}, got "
+                             f"{list(t.shape)} {t.dtype}")
+
+
+def _split_into(flat, tensors):
+    def finish():
+        count = flat.numel() // max(len(tensors), 1)
+        with _no_grad():
+            for i, out in enumerate(tensors):
+                out.copy_(flat[i * count:(i + 1) * count].reshape(out.shape))
+    return finish
+
+
+@_skip_for_non_members
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """tensor_list[i] = process i's `tensor`, on every process."""
+    group = _group(group)
+    if len(tensor_list) != group.size():
+        raise RuntimeError(f"all_gather: tensor_list must have {group.size()} tensors "
+                         f"(the group's size), got {len(tensor_list)}")
+    _check_same_shape(tensor_list, tensor, "all_gather")
+    staged = _Staged(tensor, write_back=False)
+    flat = _flat_empty(tensor.numel() * group.size(), tensor)
+    requests = _call(group, "Allgather", async_op, staged.array, _buffer(flat))
+    return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list)
+
+
+@_skip_for_non_members
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Process i's input lands in block i of output_tensor (along dim 0, or
+    as a stack), on every process."""
+    group = _group(group)
+    if output_tensor.numel() != input_tensor.numel() * group.size():
+        raise RuntimeError("output tensor size must be equal to world_size times "
+                         "input tensor size")
+    if output_tensor.dtype != input_tensor.dtype:
+        raise RuntimeError("output tensor must have the same type as input tensor")
+    source = _Staged(input_tensor, write_back=False)
+    target = _Staged(output_tensor)
+    requests = _call(group, "Allgather", async_op, source.array, target.array)
+    return _issue(requests, target.finish, async_op, [output_tensor])
+
+
+@_skip_for_non_members
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces `input` across the group; process i keeps block i."""
+    group = _group(group)
+    if input.numel() != output.numel() * group.size():
+        raise RuntimeError("input tensor must be the same size as output size times "
+                         "world size")
+    if output.dtype != input.dtype:
+        raise RuntimeError("input tensor must be the same type as the output tensor.")
+    _check_average(output, op)
+    source = _Staged(input, reduction=True, write_back=False)
+    target = _Staged(output, reduction=True)
+    requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
+                     _mpi_op(op))
+    finish = _finish_all(_averaging(target, op, group.size()), target.finish)
+    return _issue(requests, finish, async_op, [output])
+
+
+@_skip_for_non_members
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """gather_list[i] = process i's `tensor`, on dst only."""
+    group = _group(group)
+    root = _group_rank(group, dst, group_dst, "dst")
+    staged = _Staged(tensor, write_back=False)
+    if group.rank() != root:
+        if gather_list:
+            raise ValueError("Argument ``gather_list`` must NOT be specified on "
+                             "non-destination ranks.")
+        requests = _call(group, "Gather", async_op, staged.array, None, root=root)
+        return _issue(requests, None, async_op)
+    if not gather_list:
+        raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    if len(gather_list) != group.size():
+        raise ValueError("Argument ``gather_list`` must have the group's size "
+                         f"({group.size()}) tensors, got {len(gather_list)}")
+    _check_same_shape(gather_list, tensor, "gather")
+    flat = _flat_empty(tensor.numel() * group.size(), tensor)
+    requests = _call(group, "Gather", async_op, staged.array, _buffer(flat), root=root)
+    return _issue(requests, _split_into(flat, gather_list), async_op, gather_list)
+
+
+@_skip_for_non_members
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """Process i's `tensor` = src's scatter_list[i]."""
+    group = _group(group)
+    root = _group_rank(group, src, group_src, "src")
+    target = _Staged(tensor)
+    if group.rank() != root:
+        if scatter_list:
+            raise ValueError("Argument ``scatter_list`` must NOT be specified on "
+                             "non-source ranks.")
+        requests = _call(group, "Scatter", async_op, None, target.array, root=root)
+        return _issue(requests, target.finish, async_op, [tensor])
+    if not scatter_list:
+        raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+    if len(scatter_list) != group.size():
+        raise ValueError("Argument ``scatter_list`` must have the group's size "
+                         f"({group.size()}) tensors, got {len(scatter_list)}")
+    _check_same_shape(scatter_list, tensor, "scatter")
+    flat = _C.cat([t.detach().reshape(-1) for t in scatter_list])
+    requests = _call(group, "Scatter", async_op, _buffer(flat), target.array, root=root)
+    return _issue(requests, target.finish, async_op, [tensor])
+
+
+def _splits(split_sizes, tensor, size, what):
+    """Element counts and offsets of the blocks of `tensor` along dim 0."""
+    rows = tensor.shape[0] if tensor.dim() else 1
+    row = tensor.numel() // rows if rows else 0
+    if not split_sizes:
+        if rows % size:
+            raise RuntimeError("Tensor's dim 0 does not divide equally across group size")
+        split_sizes = [rows // size] * size
+    split_sizes = list(split_sizes)
+    if len(split_sizes) != size:
+        raise RuntimeError(f"Number of {what} splits must equal the group size")
+    if sum(split_sizes) != rows:
+        raise RuntimeError("Split sizes doesn't match total dim 0 size")
+    counts = [s * row for s in split_sizes]
+    offsets = [sum(counts[:i]) for i in range(size)]
+    return counts, offsets
+
+
+@_skip_for_non_members
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    """Block j of process i's input (along dim 0) lands as block i of
+    process j's output."""
+    group = _group(group)
+    if output.dtype != input.dtype:
+        raise RuntimeError("output tensor must have the same type as input tensor")
+    send_counts, send_offsets = _splits(input_split_sizes, input, group.size(), "input")
+    recv_counts, recv_offsets = _splits(output_split_sizes, output, group.size(), "output")
+    source = _Staged(input, write_back=False)
+    target = _Staged(output)
+    requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
+                                    [target.array, (recv_counts, recv_offsets)])
+    return _issue(requests, target.finish, async_op, [output])
+
+
+@_skip_for_non_members
+def barrier(group=None, async_op=False, device_ids=None, timeout=None):
+    """Returns once every process of the group has called barrier."""
+    group = _group(group)
+    return _issue(_call(group, "Barrier", async_op), None, async_op)
+
+
+# ---- point to point ---------------------------------------------------------------
+
+@_skip_for_non_members
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    group = _group(group)
+    peer = _group_rank(group, dst, group_dst, "dst")
+    staged = _Staged(tensor, write_back=False)
+    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor])
+
+
+class _ReceiveWork(Work):
+    """irecv's handle: the MPI status of its wait says who sent."""
+
+    def __init__(self, request, staged, group):
+        super().__init__([request], staged.finish, [staged.tensor])
+        self._status = _mpi().Status()
+        self._group = group
+
+    def wait(self, timeout=None):
+        if not self._done:
+            self._requests[0].Wait(self._status)
+            self._received()
+        return True
+
+    def is_completed(self):
+        if not self._done and self._requests[0].Test(self._status):
+            self._received()
+        return self._done
+
+    def _received(self):
+        self.source_rank = self._group.ranks[self._status.Get_source()]
+        self._complete()
+
+
+@_skip_for_non_members
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receives into `tensor` from src (from anyone when src and group_src
+    are None)."""
+    group = _group(group)
+    if src is None and group_src is None:
+        peer = _mpi().ANY_SOURCE
+    else:
+        peer = _group_rank(group, src, group_src, "src")
+    staged = _Staged(tensor)
+    request = group.comm.Irecv(staged.array, source=peer, tag=tag)
+    return _ReceiveWork(request, staged, group)
+
+
+@_skip_for_non_members
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    isend(tensor, dst, group, tag, group_dst).wait()
+
+
+@_skip_for_non_members
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receives into `tensor`; returns the sender's global rank."""
+    work = irecv(tensor, src, group, tag, group_src)
+    work.wait()
+    return work.source_rank
+
+
+# ---- objects ----------------------------------------------------------------------
+
+@_skip_for_non_members
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """Replaces object_list's items by src's, in place.  The objects travel
+    as JSON, never pickle (unpickling runs arbitrary code): JSON-able
+    objects only, and a tuple arrives as a list."""
+    group = _group(group)
+    root = _group_rank(group, src, group_src, "src")
+    if group.rank() == root:
+        try:
+            payload = json.dumps(list(object_list)).encode()
+        except TypeError as exc:
+            raise TypeError(f"broadcast_object_list sends JSON, not pickle: {exc}") from exc
+    else:
+        payload = b""
+    length = np.array([len(payload)], np.int64)
+    group.comm.Bcast(length, root=root)
+    data = np.frombuffer(payload, np.uint8).copy() if payload else np.empty(length[0], np.uint8)
+    group.comm.Bcast(data, root=root)
+    if group.rank() != root:
+        objects = json.loads(data.tobytes().decode())
+        if len(objects) != len(object_list):
+            raise ValueError(f"broadcast_object_list: src sent {len(objects)} objects, "
+                             f"this list holds {len(object_list)}")
+        object_list[:] = objects

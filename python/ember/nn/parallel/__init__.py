@@ -1,0 +1,4 @@
+"""ember.nn.parallel: data parallelism across processes (torch.nn.parallel)."""
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]

@@ -1,0 +1,259 @@
+"""DistributedDataParallel: one model replica per process, gradients
+averaged across processes during backward (torch.nn.parallel.distributed).
+
+Note [Gradient buckets]
+~~~~~~~~~~~~~~~~~~~~~~~
+All-reducing each parameter's gradient alone would pay MPI's latency once
+per parameter; all-reducing all of them at the end would not overlap with
+backward.  So, as PyTorch's Reducer does, the parameters are grouped into
+buckets of about bucket_cap_mb, in reverse order of module.parameters()
+(backward produces the last layers' gradients first), the first one
+smaller (1 MiB) so that communication starts early.  Each bucket owns one
+flat tensor.  A parameter's post-accumulate-grad hook copies its .grad into
+its slot; when a bucket's last slot is filled, that bucket's all-reduce
+starts (a nonblocking MPI_Iallreduce) while backward goes on.  Buckets start
+in bucket order on every process, whatever order the hooks fire in: MPI
+matches nonblocking collectives by the order they are issued.  When the
+engine finishes the graph, a queued callback waits for every bucket,
+divides by the world size and copies the averages back into the .grads.
+"""
+from contextlib import contextmanager
+
+import ember
+from ember.autograd import engine
+
+from ..modules.module import Module
+
+_MIB = 1024 * 1024
+# PyTorch's first bucket is small, so that an all-reduce starts early in
+# backward (dist._DEFAULT_FIRST_BUCKET_BYTES).
+_FIRST_BUCKET_BYTES = _MIB
+
+
+class _Bucket:
+    def __init__(self, params):
+        self.params = params
+        self.offsets = []
+        count = 0
+        for p in params:
+            self.offsets.append(count)
+            count += p.numel()
+        self.flat = ember.zeros(count, dtype=params[0].dtype)
+        self.pending = len(params)
+        self.work = None
+
+    def slot(self, index):
+        start = self.offsets[index]
+        return self.flat[start:start + self.params[index].numel()]
+
+
+def _bucket_params(params, cap_bytes):
+    """Reverse parameter order, one dtype per bucket, the first up to
+    1 MiB and the others up to cap_bytes (a parameter larger than the cap
+    gets a bucket of its own)."""
+    buckets, current, size = [], [], 0
+    for p in reversed(params):
+        nbytes = p.numel() * p.element_size()
+        cap = min(cap_bytes, _FIRST_BUCKET_BYTES) if not buckets else cap_bytes
+        if current and (size + nbytes > cap or p.dtype != current[0].dtype):
+            buckets.append(current)
+            current, size = [], 0
+        current.append(p)
+        size += nbytes
+    if current:
+        buckets.append(current)
+    return [_Bucket(b) for b in buckets]
+
+
+_UNUSED_PARAMETERS_MESSAGE = (
+    "Expected to have finished reduction in the prior iteration before starting a new "
+    "one. This error indicates that your module has parameters that were not used in "
+    "producing loss. You can enable unused parameter detection by passing the keyword "
+    "argument `find_unused_parameters=True` to "
+    "`torch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` "
+    "function outputs participate in calculating loss.")
+
+
+class _Reducer:
+    """Averages the gradients of `params` across `group` during backward
+    (Note [Gradient buckets])."""
+
+    def __init__(self, params, cap_bytes, group, find_unused_parameters):
+        import ember.distributed as dist
+        self.dist = dist
+        self.group = group
+        self.params = params
+        self.find_unused_parameters = find_unused_parameters
+        self.buckets = _bucket_params(params, cap_bytes)
+        self.locate = {}
+        for b, bucket in enumerate(self.buckets):
+            for i, p in enumerate(bucket.params):
+                self.locate[id(p)] = (b, i)
+        self.handles = [p.register_post_accumulate_grad_hook(self._on_gradient)
+                        for p in params]
+        self.armed = False
+
+    def prepare_for_backward(self):
+        for bucket in self.buckets:
+            bucket.pending = len(bucket.params)
+            bucket.work = None
+        self.ready = set()
+        self.next_bucket = 0
+        self.callback_queued = False
+        self.armed = True
+
+    def disarm(self):
+        self.armed = False
+
+    def _on_gradient(self, param):
+        if not self.armed or id(param) in self.ready:
+            return
+        if not self.callback_queued:
+            engine.queue_callback(self._finish)
+            self.callback_queued = True
+        b, i = self.locate[id(param)]
+        bucket = self.buckets[b]
+        with ember.no_grad():
+            bucket.slot(i).copy_(param.grad.reshape(-1))
+        self._mark_ready(param, bucket)
+
+    def _mark_ready(self, param, bucket):
+        self.ready.add(id(param))
+        bucket.pending -= 1
+        self._launch_ready_buckets()
+
+    def _launch_ready_buckets(self):
+        for bucket in self.buckets[:self.next_bucket]:
+            bucket.work.is_completed()  # MPI progresses inside MPI calls
+        while self.next_bucket < len(self.buckets) and \
+                self.buckets[self.next_bucket].pending == 0:
+            bucket = self.buckets[self.next_bucket]
+            bucket.work = self.dist.all_reduce(bucket.flat, group=self.group, async_op=True)
+            self.next_bucket += 1
+
+    def _finish(self):
+        self.armed = False
+        used_here = [int(id(p) in self.ready) for p in self.params]
+        if self.next_bucket < len(self.buckets):
+            if not self.find_unused_parameters:
+                raise RuntimeError(_UNUSED_PARAMETERS_MESSAGE)
+            self._fill_unused()
+        # After every bucket's, so all processes issue it in the same place.
+        used = self._count_users(used_here) if self.find_unused_parameters else None
+        world = self.dist.get_world_size(self.group)
+        with ember.no_grad():
+            for bucket in self.buckets:
+                bucket.work.wait()
+                bucket.flat.div_(world)
+            used_anywhere = self._wait_used(used)
+            for bucket in self.buckets:
+                for i, p in enumerate(bucket.params):
+                    self._write_back(p, bucket.slot(i), used_anywhere[id(p)])
+
+    def _wait_used(self, used):
+        if used is None:
+            return {id(p): True for p in self.params}
+        used.wait()
+        return {id(p): count > 0 for p, count in zip(self.params, self._used_counts.tolist())}
+
+    def _count_users(self, used_here):
+        """Starts an all-reduce counting, per parameter, the processes that
+        gave it a gradient: one unused everywhere keeps .grad None."""
+        self._used_counts = ember.tensor(used_here, dtype=ember.int32)
+        return self.dist.all_reduce(self._used_counts, group=self.group, async_op=True)
+
+    def _fill_unused(self):
+        with ember.no_grad():
+            for p in self.params:
+                if id(p) not in self.ready:
+                    b, i = self.locate[id(p)]
+                    self.buckets[b].slot(i).zero_()
+                    self._mark_ready(p, self.buckets[b])
+
+    @staticmethod
+    def _write_back(param, average, used_anywhere):
+        if param.grad is not None:
+            param.grad.copy_(average.reshape(param.grad.shape))
+        elif used_anywhere:
+            param.grad = average.reshape(param.shape).clone()
+
+
+class DistributedDataParallel(Module):
+    """Wraps `module` so that backward leaves every process with the
+    gradient averaged over all processes' batches.  Every process builds
+    the same model; rank 0's parameters and buffers are copied to the
+    others at construction, and its buffers again at every forward
+    (broadcast_buffers).  CPU only: device_ids must be None."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0,
+                 broadcast_buffers=True, init_sync=True, process_group=None,
+                 bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False, **unsupported):
+        super().__init__()
+        import ember.distributed as dist
+        if unsupported:
+            raise TypeError(f"DistributedDataParallel: ember does not support "
+                            f"{sorted(unsupported)}")
+        if device_ids is not None or output_device is not None:
+            raise ValueError("DistributedDataParallel: ember runs on CPU; device_ids and "
+                             "output_device must be None")
+        params = [p for p in module.parameters() if p.requires_grad]
+        if not params:
+            raise RuntimeError("DistributedDataParallel is not needed when a module "
+                               "doesn't have any parameter that requires a gradient.")
+        self.module = module
+        self.process_group = dist.distributed_c10d._group(process_group)
+        self.broadcast_buffers = broadcast_buffers is None or broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * _MIB)
+        self._verify_same_model(dist)
+        if init_sync:
+            self._broadcast_states(list(module.parameters()) + list(module.buffers()))
+        self.reducer = _Reducer(params, self.bucket_bytes_cap, self.process_group,
+                                find_unused_parameters)
+
+    def _verify_same_model(self, dist):
+        """Every process must wrap the same parameter shapes, else the
+        buckets would not match (PyTorch checks this too)."""
+        shapes = [list(p.shape) for p in self.module.parameters()]
+        theirs = [shapes]
+        dist.broadcast_object_list(theirs, src=self.process_group.ranks[0],
+                                   group=self.process_group)
+        agree = ember.tensor([int(theirs[0] == shapes)], dtype=ember.int32)
+        dist.all_reduce(agree, op=dist.ReduceOp.MIN, group=self.process_group)
+        if not agree.item():
+            rank = dist.get_rank(self.process_group)
+            raise RuntimeError(
+                f"DDP expects same model across all ranks, but Rank {rank} has "
+                f"{len(shapes)} params with shapes {shapes}, while rank 0 has "
+                f"{len(theirs[0])} params with shapes {theirs[0]}."
+                if theirs[0] != shapes else
+                "DDP expects same model across all ranks, but some rank's parameter "
+                "shapes differ from rank 0's.")
+
+    def _broadcast_states(self, tensors):
+        import ember.distributed as dist
+        with ember.no_grad():
+            for t in tensors:
+                dist.broadcast(t, src=self.process_group.ranks[0], group=self.process_group)
+
+    def forward(self, *inputs, **kwargs):
+        if ember.is_grad_enabled() and self.require_backward_grad_sync:
+            self.reducer.prepare_for_backward()
+        else:
+            self.reducer.disarm()
+        if self.broadcast_buffers:
+            self._broadcast_states(list(self.module.buffers()))
+        return self.module(*inputs, **kwargs)
+
+    @contextmanager
+    def no_sync(self):
+        """Backward passes of forwards run inside accumulate gradients
+        locally; the first synchronised backward after averages the sums."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old

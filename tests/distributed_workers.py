@@ -1,0 +1,419 @@
+"""Worker programs for tests/test_distributed.py, run under MPI:
+`python -m ember.distributed.run --nproc-per-node N tests/distributed_workers.py CHECK...`.
+
+Each check asserts; a failure raises, so the launcher aborts the job and
+exits non-zero with the traceback.  Every rank can compute every rank's
+input (`_inputs` is seeded by rank), so each collective is compared with
+the same reduction done in this one process with NumPy.
+"""
+import os
+import sys
+
+import numpy as np
+
+import ember
+import ember.distributed as dist
+from ember import nn
+
+RANK = WORLD = None
+
+
+def _inputs(rank, shape=(3, 4), dtype=np.float32, offset=0):
+    rng = np.random.default_rng(100 + rank + offset)
+    return rng.integers(-4, 5, size=shape).astype(dtype)
+
+
+def _tensor(array, dtype=None):
+    t = ember.tensor(array)
+    return t if dtype is None else t.to(dtype)
+
+
+def _close(tensor, expected, tol=1e-6):
+    got = tensor.to(ember.float32).numpy() if tensor.dtype in (ember.float16, ember.bfloat16) \
+        else tensor.numpy()
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+
+
+# ---- collectives ---------------------------------------------------------------
+
+REDUCTIONS = {dist.ReduceOp.SUM: lambda xs: np.sum(xs, 0),
+              dist.ReduceOp.PRODUCT: lambda xs: np.prod(xs, 0),
+              dist.ReduceOp.MIN: lambda xs: np.min(xs, 0),
+              dist.ReduceOp.MAX: lambda xs: np.max(xs, 0),
+              dist.ReduceOp.AVG: lambda xs: np.mean(xs, 0)}
+
+
+def check_all_reduce():
+    everyone = [_inputs(r) for r in range(WORLD)]
+    for op, oracle in REDUCTIONS.items():
+        t = _tensor(everyone[RANK])
+        address = t.data_ptr()
+        assert dist.all_reduce(t, op=op) is None
+        _close(t, oracle(everyone))
+        assert t.data_ptr() == address
+    # int64, non-contiguous, async, and 16-bit floats (reduced in float32)
+    ints = _tensor(everyone[RANK].astype(np.int64))
+    dist.all_reduce(ints, op=dist.ReduceOp.MAX)
+    assert ints.tolist() == np.max(everyone, 0).astype(np.int64).tolist()
+    columns = _tensor(everyone[RANK]).t()
+    work = dist.all_reduce(columns, async_op=True)
+    work.wait()
+    assert work.is_completed()
+    _close(columns, np.sum(everyone, 0).T)
+    for half in (ember.float16, ember.bfloat16):
+        t = _tensor(everyone[RANK], half)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        _close(t, np.mean(everyone, 0), tol=1e-2)
+    try:
+        dist.all_reduce(_tensor(everyone[RANK].astype(np.int64)), op=dist.ReduceOp.AVG)
+    except RuntimeError as exc:
+        assert "result type Float can't be cast to the desired output type Long" in str(exc)
+    else:
+        raise AssertionError("AVG of integers must be refused")
+
+
+def check_broadcast_reduce():
+    everyone = [_inputs(r) for r in range(WORLD)]
+    for root in range(WORLD):
+        t = _tensor(everyone[RANK])
+        dist.broadcast(t, src=root)
+        _close(t, everyone[root])
+        t = _tensor(everyone[RANK], ember.bfloat16)     # raw 16-bit words
+        dist.broadcast(t, src=root)
+        _close(t, everyone[root])
+        t = _tensor(everyone[RANK])
+        dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
+        if RANK == root:
+            _close(t, np.sum(everyone, 0))
+    t = _tensor(everyone[RANK])
+    dist.broadcast(t, group_src=WORLD - 1, async_op=True).wait()
+    _close(t, everyone[-1])
+
+
+def check_gathers_and_scatters():
+    everyone = [_inputs(r, (2, 3)) for r in range(WORLD)]
+    mine = _tensor(everyone[RANK])
+    outputs = [ember.empty(2, 3) for _ in range(WORLD)]
+    dist.all_gather(outputs, mine)
+    for out, expected in zip(outputs, everyone):
+        _close(out, expected)
+    flat = ember.empty(2 * WORLD, 3)
+    address = flat.data_ptr()
+    dist.all_gather_into_tensor(flat, mine)
+    _close(flat, np.concatenate(everyone))
+    assert flat.data_ptr() == address
+    stacked = ember.empty(WORLD, 2, 3, dtype=ember.float16)
+    dist.all_gather_into_tensor(stacked, mine.to(ember.float16))
+    _close(stacked, np.stack(everyone))
+    big = [_inputs(r, (WORLD * 2, 3)) for r in range(WORLD)]
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
+        out = ember.empty(2, 3)
+        dist.reduce_scatter_tensor(out, _tensor(big[RANK]), op=op)
+        _close(out, REDUCTIONS[op](big)[2 * RANK:2 * RANK + 2])
+    root = WORLD - 1
+    gathered = [ember.empty(2, 3) for _ in range(WORLD)] if RANK == root else None
+    dist.gather(mine, gathered, dst=root)
+    if RANK == root:
+        for out, expected in zip(gathered, everyone):
+            _close(out, expected)
+    pieces = [_tensor(_inputs(r, (2, 3), offset=7)) for r in range(WORLD)]
+    received = ember.empty(2, 3)
+    dist.scatter(received, pieces if RANK == 0 else None, src=0)
+    _close(received, _inputs(RANK, (2, 3), offset=7))
+
+
+def check_async_collectives():
+    """async_op=True takes MPI's nonblocking calls: the same results once
+    wait() returns, several in flight at once."""
+    everyone = [_inputs(r, (WORLD * 2, 3)) for r in range(WORLD)]
+    summed = _tensor(everyone[RANK])
+    scattered = ember.empty(2, 3)
+    gathered = ember.empty(WORLD, WORLD * 2, 3)
+    exchanged = ember.empty(WORLD * 2, 3)
+    works = [dist.all_reduce(summed, async_op=True),
+             dist.reduce_scatter_tensor(scattered, _tensor(everyone[RANK]), async_op=True),
+             dist.all_gather_into_tensor(gathered, _tensor(everyone[RANK]), async_op=True),
+             dist.all_to_all_single(exchanged, _tensor(everyone[RANK]), async_op=True),
+             dist.barrier(async_op=True)]
+    for work in works:
+        work.wait()
+        assert work.is_completed()
+    _close(summed, np.sum(everyone, 0))
+    _close(scattered, np.sum(everyone, 0)[2 * RANK:2 * RANK + 2])
+    _close(gathered, np.stack(everyone))
+    _close(exchanged, np.concatenate([e[2 * RANK:2 * RANK + 2] for e in everyone]))
+
+
+def check_all_to_all():
+    # even splits: block j of rank i goes to rank j as block i
+    blocks = {(i, j): np.full((2, 3), 10 * i + j, np.float32)
+              for i in range(WORLD) for j in range(WORLD)}
+    source = _tensor(np.concatenate([blocks[RANK, j] for j in range(WORLD)]))
+    out = ember.empty(2 * WORLD, 3)
+    dist.all_to_all_single(out, source)
+    _close(out, np.concatenate([blocks[i, RANK] for i in range(WORLD)]))
+    # uneven splits: rank i sends i + j + 1 rows to rank j
+    send = [RANK + j + 1 for j in range(WORLD)]
+    recv = [i + RANK + 1 for i in range(WORLD)]
+    source = ember.cat([ember.full((n, 2), float(10 * RANK + j)) for j, n in enumerate(send)])
+    out = ember.empty(sum(recv), 2)
+    dist.all_to_all_single(out, source, recv, send)
+    expected = np.concatenate([np.full((n, 2), 10 * i + RANK, np.float32)
+                               for i, n in enumerate(recv)])
+    _close(out, expected)
+    try:
+        dist.all_to_all_single(out, source, recv, [1] * WORLD)
+    except RuntimeError as exc:
+        assert "Split sizes doesn't match total dim 0 size" in str(exc)
+    else:
+        raise AssertionError("bad split sizes must be refused")
+
+
+def check_point_to_point_and_objects():
+    right, left = (RANK + 1) % WORLD, (RANK - 1) % WORLD
+    out = ember.full((4,), float(RANK))
+    into = ember.empty(4)
+    works = [dist.isend(out, dst=right, tag=3), dist.irecv(into, src=left, tag=3)]
+    for work in works:
+        work.wait()
+    _close(into, np.full(4, left, np.float32))
+    if RANK == 0:
+        senders = set()
+        for _ in range(WORLD - 1):
+            t = ember.empty(2)
+            sender = dist.recv(t)
+            _close(t, np.full(2, sender, np.float32))
+            senders.add(sender)
+        assert senders == set(range(1, WORLD))
+    else:
+        dist.send(ember.full((2,), float(RANK)), dst=0)
+    objects = [{"step": 3, "name": "x"}, [1.5, None], "s"] if RANK == 1 else [None] * 3
+    dist.broadcast_object_list(objects, src=1)
+    assert objects == [{"step": 3, "name": "x"}, [1.5, None], "s"], objects
+    try:
+        dist.broadcast_object_list([object()], src=RANK)
+    except TypeError as exc:
+        assert "JSON" in str(exc)
+    else:
+        raise AssertionError("a non-JSON object must be refused")
+    dist.barrier()
+
+
+def check_groups():
+    evens = dist.new_group([r for r in range(WORLD) if r % 2 == 0])
+    odds = dist.new_group([r for r in range(WORLD) if r % 2 == 1])
+    mine, other = (evens, odds) if RANK % 2 == 0 else (odds, evens)
+    assert other is dist.GroupMember.NON_GROUP_MEMBER
+    assert dist.get_rank(other) == -1
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        untouched = ember.ones(2)
+        assert dist.all_reduce(untouched, group=other) is None
+    assert untouched.tolist() == [1.0, 1.0]
+    assert "does not belong to the given group" in str(caught[0].message)
+    members = [r for r in range(WORLD) if r % 2 == RANK % 2]
+    assert dist.get_world_size(mine) == len(members)
+    assert dist.get_rank(mine) == members.index(RANK)
+    t = ember.full((3,), float(RANK))
+    dist.all_reduce(t, group=mine)
+    _close(t, np.full(3, sum(members), np.float32))
+    t = ember.full((3,), float(RANK))
+    dist.broadcast(t, src=members[-1], group=mine)  # src is a global rank
+    _close(t, np.full(3, members[-1], np.float32))
+    dist.destroy_process_group(mine)
+
+
+def check_errors():
+    flat = ember.empty(2 * WORLD + 1)
+    try:
+        dist.all_gather_into_tensor(flat, ember.ones(2))
+    except RuntimeError as exc:
+        assert "output tensor size must be equal to world_size" in str(exc)
+    else:
+        raise AssertionError("a wrong output size must be refused")
+    try:
+        dist.broadcast(ember.ones(2), src=0, group_src=0)
+    except ValueError as exc:
+        assert "Can't specify both group_rank and global_rank" in str(exc)
+    else:
+        raise AssertionError("src and group_src together must be refused")
+
+
+# ---- DistributedSampler ------------------------------------------------------------
+
+def check_sampler():
+    from ember.utils.data import DataLoader, DistributedSampler
+    data = list(range(11))
+    sampler = DistributedSampler(data, seed=5)
+    assert (sampler.num_replicas, sampler.rank) == (WORLD, RANK)
+    mine = ember.tensor(list(sampler))
+    everyone = [ember.empty(len(sampler), dtype=ember.int64) for _ in range(WORLD)]
+    dist.all_gather(everyone, mine)
+    taken = [i for t in everyone for i in t.tolist()]
+    assert set(taken) == set(data) and len(taken) == -(-11 // WORLD) * WORLD
+    batches = [b.tolist() for b in DataLoader(data, batch_size=2, sampler=sampler)]
+    assert [i for b in batches for i in b] == mine.tolist()
+
+
+# ---- DistributedDataParallel -----------------------------------------------------------
+
+def _mlp(seed):
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 8), nn.Tanh(),
+                         nn.Linear(8, 3))
+
+
+def _batch(step, rank, rows=4):
+    rng = np.random.default_rng(1000 * step + rank)
+    return (ember.tensor(rng.standard_normal((rows, 5)).astype(np.float32)),
+            ember.tensor(rng.standard_normal((rows, 3)).astype(np.float32)))
+
+
+def _full_batch(step, rows=4):
+    parts = [_batch(step, r, rows) for r in range(WORLD)]
+    return ember.cat([x for x, _ in parts]), ember.cat([y for _, y in parts])
+
+
+def _assert_same_weights(a, b, tol=1e-5):
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=tol,
+                                   atol=tol, err_msg=name)
+
+
+def check_ddp_training():
+    # Rank-dependent initial weights: DDP must start everyone from rank 0's.
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=RANK), bucket_cap_mb=0.0005)
+    assert len(model.reducer.buckets) > 1
+    reference = _mlp(seed=0)
+    _assert_same_weights(model.module, reference, tol=0)
+    assert list(model.state_dict()) == ["module." + k for k in reference.state_dict()]
+    # Overlap: the first bucket's all-reduce starts while later buckets
+    # still wait for their gradients (seen from every parameter's hook).
+    launched = []
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(
+            lambda p: launched.append([b.work is not None for b in model.reducer.buckets]))
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
+    loss_fn = nn.MSELoss()
+    for step in range(4):
+        x, y = _batch(step, RANK)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+        x, y = _full_batch(step)
+        reference_optimizer.zero_grad()
+        loss_fn(reference(x), y).backward()
+        reference_optimizer.step()
+        _assert_same_weights(model.module, reference)
+        assert any(seen[0] and not all(seen) for seen in launched), launched
+        launched.clear()
+
+
+def check_ddp_no_sync():
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0))
+    reference = _mlp(seed=0)
+    loss_fn = nn.MSELoss()
+    with model.no_sync():
+        x, y = _batch(0, RANK)
+        loss_fn(model(x), y).backward()
+    local = [p.grad.clone() for p in model.parameters()]
+    x, y = _batch(1, RANK)
+    loss_fn(model(x), y).backward()          # synchronises the sum of both
+    for step in (0, 1):
+        x, y = _full_batch(step)
+        loss_fn(reference(x), y).backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # the first, unsynchronised backward had left this rank's own gradient
+    x, y = _batch(0, RANK)
+    alone = _mlp(seed=0)
+    loss_fn(alone(x), y).backward()
+    for g, q in zip(local, alone.parameters()):
+        np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def check_ddp_uneven_batches():
+    # Different batch sizes per rank: each rank's mean-loss gradient counts
+    # equally (PyTorch's DDP averages gradients, not samples).
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0))
+    loss_fn = nn.MSELoss()
+    x, y = _batch(0, RANK, rows=2 + RANK)
+    loss_fn(model(x), y).backward()
+    expected = None
+    for r in range(WORLD):
+        alone = _mlp(seed=0)
+        x, y = _batch(0, r, rows=2 + r)
+        loss_fn(alone(x), y).backward()
+        grads = [p.grad.numpy() / WORLD for p in alone.parameters()]
+        expected = grads if expected is None else [e + g for e, g in zip(expected, grads)]
+    for p, e in zip(model.parameters(), expected):
+        np.testing.assert_allclose(p.grad.numpy(), e, rtol=1e-5, atol=1e-6)
+
+
+class _TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Linear(3, 3)
+        self.used_by_rank0 = nn.Linear(3, 1)
+        self.never_used = nn.Linear(3, 1)
+
+    def forward(self, x):
+        h = self.trunk(x)
+        return self.used_by_rank0(h).sum() if RANK == 0 else h.sum()
+
+
+def check_ddp_unused_parameters():
+    ember.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(_TwoHeads(), find_unused_parameters=True)
+    model(ember.ones(2, 3)).backward()
+    assert model.module.never_used.weight.grad is None
+    assert model.module.used_by_rank0.weight.grad is not None
+    ember.manual_seed(0)
+    alone = _TwoHeads()
+    alone.trunk(ember.ones(2, 3))
+    h = alone.trunk(ember.ones(2, 3))
+    alone.used_by_rank0(h).sum().backward()
+    np.testing.assert_allclose(model.module.used_by_rank0.weight.grad.numpy(),
+                               alone.used_by_rank0.weight.grad.numpy() / WORLD, rtol=1e-6)
+    strict = nn.parallel.DistributedDataParallel(_TwoHeads())
+    try:
+        strict(ember.ones(2, 3)).backward()
+    except RuntimeError as exc:
+        assert "find_unused_parameters=True" in str(exc)
+    else:
+        raise AssertionError("unused parameters must be reported")
+
+
+def check_ddp_different_models():
+    model = nn.Linear(3, 2 + (RANK == WORLD - 1))
+    try:
+        nn.parallel.DistributedDataParallel(model)
+    except RuntimeError as exc:
+        assert "DDP expects same model across all ranks" in str(exc)
+    else:
+        raise AssertionError("different models must be refused")
+
+
+def check_crash():
+    if RANK == 1:
+        raise ValueError("rank 1 fails on purpose")
+    dist.all_reduce(ember.ones(3))   # the others wait here until the job is stopped
+
+
+def main(checks):
+    global RANK, WORLD
+    dist.init_process_group("mpi")
+    RANK, WORLD = dist.get_rank(), dist.get_world_size()
+    assert (os.environ["RANK"], os.environ["WORLD_SIZE"]) == (str(RANK), str(WORLD))
+    for name in checks:
+        globals()["check_" + name]()
+    dist.barrier()
+    if RANK == 0:
+        print("passed:", " ".join(checks), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,136 @@
+"""ember.distributed on MPI: the checks of tests/distributed_workers.py run
+in 2 and 4 processes started by ember.distributed.run (so the launcher is
+tested too).  Each launch batches many checks: MPI start-up costs seconds.
+Skipped without mpi4py or an mpirun."""
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("mpi4py")
+from ember.distributed.run import find_mpirun  # noqa: E402
+
+try:
+    find_mpirun()
+except SystemExit:
+    pytest.skip("no mpirun", allow_module_level=True)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKERS = os.path.join(HERE, "distributed_workers.py")
+PYTHON_DIR = os.path.join(os.path.dirname(HERE), "python")
+TIMEOUT = 120
+
+COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to_all",
+               "async_collectives", "point_to_point_and_objects", "groups", "errors",
+               "sampler"]
+DDP = ["ddp_training", "ddp_no_sync", "ddp_uneven_batches", "ddp_unused_parameters",
+       "ddp_different_models"]
+
+
+def _shared_memory_segments():
+    return set(glob.glob("/dev/shm/sm_segment.*") + glob.glob("/dev/shm/vader*"))
+
+
+def _session_is_gone(session, seconds=10):
+    """True once no process of the launcher's session is left."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(session, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def launch(nproc, *args):
+    """Runs the launcher in a session of its own and returns its exit code
+    and output once every process of that session has ended; kills the
+    session if it outlives TIMEOUT (a hang must fail the test, not the
+    suite)."""
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for threads in ("OMP_NUM_THREADS", "EMBER_NUM_THREADS"):  # the launcher's default
+        env.pop(threads, None)
+    command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
+               *args]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"the job hung for {TIMEOUT}s:\n{output}")
+    if not _session_is_gone(process.pid):
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"processes of the job outlived the launcher:\n{output}")
+    return process.returncode, output
+
+
+def _run_checks(nproc, checks):
+    rc, output = launch(nproc, WORKERS, *checks)
+    assert rc == 0, output
+    assert "passed: " + " ".join(checks) in output
+
+
+def test_two_processes():
+    _run_checks(2, COLLECTIVES + DDP)
+
+
+def test_four_processes():
+    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync"])
+
+
+def test_a_crashing_rank_stops_the_job():
+    before = _shared_memory_segments()
+    rc, output = launch(2, WORKERS, "crash")
+    assert rc != 0
+    assert "[rank 1] worker failed:" in output
+    assert "ValueError: rank 1 fails on purpose" in output
+    assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+
+
+def test_one_process_without_a_launcher():
+    before = _shared_memory_segments()
+    program = ("import ember, ember.distributed as dist\n"
+               "dist.init_process_group()\n"
+               "t = ember.ones(2)\n"
+               "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
+               "assert (dist.get_rank(), dist.get_world_size(), t.tolist()) == (0, 1, [1.0, 1.0])\n"
+               "dist.destroy_process_group()\n")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "OMPI_MCA_btl"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+
+
+def test_launcher_flags_and_environment(tmp_path):
+    script = tmp_path / "show_env.py"
+    script.write_text(
+        "import os, sys\n"
+        "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT',\n"
+        "        'EMBER_NUM_THREADS']\n"
+        "print('env', *[os.environ[k] for k in keys], *sys.argv[1:], flush=True)\n")
+    rc, output = launch(2, "--nnodes", "1", "--master_addr", "localhost",
+                        "--master-port", "29555", str(script), "--lr", "3")
+    assert rc == 0, output
+    lines = sorted(line for line in output.splitlines() if line.startswith("env"))
+    # torchrun's default with several workers: one thread each
+    assert "Setting OMP_NUM_THREADS and EMBER_NUM_THREADS for each process to be 1" in output
+    assert lines == [f"env {r} {r} 2 localhost 29555 1 --lr 3" for r in range(2)], output
+
+
+def test_launcher_exit_code_and_one_node_only(tmp_path):
+    script = tmp_path / "exit3.py"
+    script.write_text("import sys\nsys.exit(3)\n")
+    rc, output = launch(1, str(script))
+    assert rc != 0, output
+    rc, output = launch(2, "--nnodes", "2", str(script))
+    assert rc == 2 and "--nnodes 1" in output
