@@ -155,8 +155,12 @@ def _add(names, *calls):
         TEMPLATES.setdefault(name, []).extend(calls)
 
 
+# PyTorch has no Scalar overload of these: `other` is always a tensor.
+_BINARY_TENSOR_OTHER = "atan2 arctan2 maximum minimum hypot logaddexp logaddexp2".split()
 for _name in _BINARY_FLOAT:
-    _add([_name], Call(M, M2), Call(M, Float(2.5)), Call(M, T(4), out=T(3, 4)))
+    _add([_name], Call(M, M2), Call(M, T(4), out=T(3, 4)))
+    if _name not in _BINARY_TENSOR_OTHER:
+        _add([_name], Call(M, Float(2.5)))
 _add("add sub subtract", Call(M, M2, alpha=Float(2.0)))
 _add("div divide", Call(M, M2, rounding_mode="floor"))
 for _name in _BINARY_INT:
