@@ -9,7 +9,6 @@
 #include "THParallel.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* The floating dtypes pooling runs in: (Name, ctype). */
@@ -23,7 +22,6 @@ typedef struct {
     char *in;            /* input or grad_input: planes x in_h x in_w */
     char *out;           /* output or grad_output: planes x out_h x out_w */
     int64_t *indices;    /* max pooling's argmax per output (may be NULL) */
-    atomic_bool bad_index;
 } PoolJob;
 
 /* One window's rows or columns inside the input: [begin, end) stepping by
@@ -127,11 +125,9 @@ avg_divisor(THAvgPoolDivisor d, Span rows, Span cols, int64_t padded_area)
             memset(grad_in, 0, (size_t)in_plane * sizeof(ctype));           \
             for (int64_t k = 0; k < out_plane; k++) {                        \
                 int64_t at = indices[k];                                     \
-                if (at < 0 || at >= in_plane) {                              \
-                    atomic_store(&job->bad_index, true);                     \
-                    continue;                                                \
+                if (at >= 0 && at < in_plane) { /* else: an empty window */  \
+                    grad_in[at] += grad_out[k];                              \
                 }                                                            \
-                grad_in[at] += grad_out[k];                                  \
             }                                                                \
         }                                                                    \
     }
@@ -238,12 +234,7 @@ run(PoolKernel kernel, THDtype dtype, PoolJob *job)
     const THPoolShape *s = job->s;
     /* a plane's work: the larger of its input and its output */
     int64_t work = s->in_h * s->in_w + s->out_h * s->out_w;
-    atomic_init(&job->bad_index, false);
     THParallel_for(s->planes, 1 + TH_PARALLEL_GRAIN / (work + 1), fn, job);
-    if (atomic_load(&job->bad_index)) {
-        return THError_set(TH_ERR_INDEX, "max_pool2d_backward: an index is outside "
-                                         "its input plane");
-    }
     return 0;
 }
 

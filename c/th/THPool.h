@@ -13,7 +13,11 @@
  *     keeps the first largest value and its flat index row * in_w + col in
  *     the plane; a NaN always wins, so the last NaN of a window is kept, as
  *     in PyTorch's kernel.  The backward adds each output gradient to the
- *     input element its index names.
+ *     input element its index names.  With dilation a window can miss the
+ *     input entirely (e.g. width 1, kernel 2, dilation 2, padding 1): its
+ *     value is -inf and its index PyTorch's (the first tap at or after
+ *     column 0, outside the plane); such an index names no element, and
+ *     the backward drops its gradient (PyTorch adds it to the next plane).
  *   - average pooling sums the window's taps inside the input and divides
  *     by divisor_override when given, else by the window's size clipped to
  *     the padded input (count_include_pad) or to the input itself.
@@ -63,8 +67,7 @@ THPool_outputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
 /* Each takes contiguous tensors shaped (planes, in_h, in_w) and
  * (planes, out_h, out_w) in any layout with those element counts, of one
  * float32 or float64 dtype; indices are int64.  Results are written whole.
- * 0, or -1 with an error (a dtype they do not run in; an index outside its
- * plane for the max backward). */
+ * 0, or -1 with an error (a dtype they do not run in). */
 int THPool2d_maxForward(THTensor *output, THTensor *indices, const THTensor *input,
                         const THPoolShape *shape);
 int THPool2d_maxBackward(THTensor *grad_input, const THTensor *grad_output,

@@ -940,9 +940,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and count == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got "
                          f"input size {input.shape}")
-    if not training and (running_mean is None or running_var is None):
-        raise RuntimeError("running_mean and running_var must be defined in evaluation "
-                           "mode")
+    for name, running in (("running_mean", running_mean), ("running_var", running_var)):
+        if not training and running is None:
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
     if _batch_norm_kernel.kernel_fits(input, weight, bias):
         return _batch_norm_kernel.batch_norm(input, running_mean, running_var, weight, bias,
                                              training, momentum, eps)
