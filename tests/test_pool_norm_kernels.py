@@ -332,6 +332,8 @@ def test_avg_pool2d_as_torch(case, count_include_pad, divisor):
 @pytest.mark.parametrize("call", [
     lambda F: F.max_pool2d(FAKE(F, (1, 1, 4, 4)), 2, padding=2),
     lambda F: F.max_pool2d(FAKE(F, (1, 1, 4, 4)), (1, 3), padding=(0, 2), dilation=2),
+    lambda F: F.max_pool1d(FAKE(F, (1, 2, 6)), 3, 1, 2, 2),
+    lambda F: F.max_pool1d(FAKE(F, (1, 2, 6)), 3, 1, 2, 2, return_indices=True),
     lambda F: F.avg_pool2d(FAKE(F, (1, 1, 4, 4)), 3, padding=2),
     lambda F: F.max_pool2d(FAKE(F, (1, 1, 1, 1)), 3),
     lambda F: F.avg_pool2d(FAKE(F, (1, 1, 1, 1)), 3),

@@ -152,6 +152,10 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     x, unbatched = _spatial_input("max_pool1d", input, 1)
     stride = kernel_size if stride is None or stride == [] else stride
+    if not return_indices and _one(padding) > _one(kernel_size) // 2:
+        # PyTorch's max_pool1d without indices checks this first, in its own words
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                           f"got padding={_one(padding)} and kernel_size={_one(kernel_size)}")
     result = max_pool2d(x.unsqueeze(2), (1, _one(kernel_size)), (1, _one(stride)),
                         (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
     if return_indices:
