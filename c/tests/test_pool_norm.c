@@ -18,42 +18,14 @@ new_tensor(THDtype dtype, int ndim, int64_t a, int64_t b, int64_t c, int64_t d)
     return THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU);
 }
 
-static double
-get(const THTensor *t, int64_t i)
-{
-    return t->dtype == TH_Float32 ? ((const float *)THTensor_data(t))[i]
-                                  : ((const double *)THTensor_data(t))[i];
-}
-
-static void
-set(THTensor *t, int64_t i, double v)
-{
-    if (t->dtype == TH_Float32) {
-        ((float *)THTensor_data(t))[i] = (float)v;
-    }
-    else {
-        ((double *)THTensor_data(t))[i] = v;
-    }
-}
-
-/* Deterministic values in [-1, 1) plus `offset`. */
+/* Deterministic values in [offset - 1, offset + 1). */
 static void
 fill(THTensor *t, unsigned seed, double offset)
 {
+    tt_fill_pattern(t, seed);
     for (int64_t i = 0; i < t->numel; i++) {
-        seed = seed * 1103515245u + 12345u;
-        set(t, i, (double)(seed >> 8 & 0xffff) / 32768.0 - 1.0 + offset);
+        tt_set(t, i, tt_get(t, i) + offset);
     }
-}
-
-static double
-dot(const THTensor *a, const THTensor *b)
-{
-    double sum = 0.0;
-    for (int64_t i = 0; i < a->numel; i++) {
-        sum += get(a, i) * get(b, i);
-    }
-    return sum;
 }
 
 static double
@@ -79,7 +51,7 @@ max_reference(const THTensor *in, const THPoolShape *s, int64_t plane, int64_t y
             if (r < 0 || r >= s->in_h || c < 0 || c >= s->in_w) {
                 continue;
             }
-            double v = get(in, (plane * s->in_h + r) * s->in_w + c);
+            double v = tt_get(in, (plane * s->in_h + r) * s->in_w + c);
             if (*index < 0 || v > best) {
                 best = v;
                 *index = r * s->in_w + c;
@@ -106,7 +78,7 @@ avg_reference(const THTensor *in, const THPoolShape *s, THAvgPoolDivisor d,
             padded++;
             if (r >= 0 && r < s->in_h && c >= 0 && c < s->in_w) {
                 inside++;
-                sum += get(in, (plane * s->in_h + r) * s->in_w + c);
+                sum += tt_get(in, (plane * s->in_h + r) * s->in_w + c);
             }
         }
     }
@@ -139,9 +111,9 @@ check_pool_case(THDtype dtype, THPoolShape s, bool ceil_mode, THAvgPoolDivisor d
             for (int64_t x = 0; x < s.out_w; x++, k++) {
                 int64_t want_index;
                 double want = max_reference(in, &s, p, y, x, &want_index);
-                CHECK_MSG(get(out, k) == want && index[k] == want_index,
+                CHECK_MSG(tt_get(out, k) == want && index[k] == want_index,
                           "max[%lld] = %g at %lld, want %g at %lld", (long long)k,
-                          get(out, k), (long long)index[k], want, (long long)want_index);
+                          tt_get(out, k), (long long)index[k], want, (long long)want_index);
             }
         }
     }
@@ -150,25 +122,25 @@ check_pool_case(THDtype dtype, THPoolShape s, bool ceil_mode, THAvgPoolDivisor d
     double picked = 0.0;
     for (int64_t k = 0; k < g->numel; k++) {
         int64_t plane = k / (s.out_h * s.out_w);
-        picked += get(g, k) * get(in, plane * s.in_h * s.in_w + index[k]);
+        picked += tt_get(g, k) * tt_get(in, plane * s.in_h * s.in_w + index[k]);
     }
-    CHECK_MSG(fabs(dot(in, gin) - picked) <= tolerance * (1 + fabs(picked)),
-              "<x, max grad_input> = %.17g, want %.17g", dot(in, gin), picked);
+    CHECK_MSG(fabs(tt_dot(in, gin) - picked) <= tolerance * (1 + fabs(picked)),
+              "<x, max grad_input> = %.17g, want %.17g", tt_dot(in, gin), picked);
 
     CHECK_OK(THPool2d_avgForward(out, in, &s, divisor));
     for (int64_t p = 0, k = 0; p < s.planes; p++) {
         for (int64_t y = 0; y < s.out_h; y++) {
             for (int64_t x = 0; x < s.out_w; x++, k++) {
                 double want = avg_reference(in, &s, divisor, p, y, x);
-                CHECK_MSG(fabs(get(out, k) - want) <= tolerance * (1 + fabs(want)),
-                          "avg[%lld] = %.17g, want %.17g", (long long)k, get(out, k), want);
+                CHECK_MSG(fabs(tt_get(out, k) - want) <= tolerance * (1 + fabs(want)),
+                          "avg[%lld] = %.17g, want %.17g", (long long)k, tt_get(out, k), want);
             }
         }
     }
     CHECK_OK(THPool2d_avgBackward(gin, g, &s, divisor));
-    double inner = dot(out, g);
-    CHECK_MSG(fabs(dot(in, gin) - inner) <= tolerance * (1 + fabs(inner)),
-              "<x, avg grad_input> = %.17g, <avg, g> = %.17g", dot(in, gin), inner);
+    double inner = tt_dot(out, g);
+    CHECK_MSG(fabs(tt_dot(in, gin) - inner) <= tolerance * (1 + fabs(inner)),
+              "<x, avg grad_input> = %.17g, <avg, g> = %.17g", tt_dot(in, gin), inner);
     THTensor *all[] = {in, out, indices, g, gin};
     for (int i = 0; i < 5; i++) {
         THTensor_release(all[i]);
@@ -237,13 +209,13 @@ per_channel_moments(const THTensor *x, int64_t c, double *mean, double *var)
     double sum = 0.0, squares = 0.0;
     for (int64_t n = 0; n < N; n++) {
         for (int64_t i = 0; i < S; i++) {
-            sum += get(x, (n * C + c) * S + i);
+            sum += tt_get(x, (n * C + c) * S + i);
         }
     }
     *mean = sum / (N * S);
     for (int64_t n = 0; n < N; n++) {
         for (int64_t i = 0; i < S; i++) {
-            double d = get(x, (n * C + c) * S + i) - *mean;
+            double d = tt_get(x, (n * C + c) * S + i) - *mean;
             squares += d * d;
         }
     }
@@ -259,7 +231,7 @@ loss(THTensor *x, const THTensor *w, const THTensor *b, const THTensor *g, doubl
     THTensor *y = new_tensor(x->dtype, 3, N, C, S, 0);
     CHECK_OK(THBatchNorm_stats(mean, var, x));
     CHECK_OK(THBatchNorm_forward(y, x, mean, var, w, b, eps));
-    double result = dot(y, g);
+    double result = tt_dot(y, g);
     THTensor_release(mean);
     THTensor_release(var);
     THTensor_release(y);
@@ -289,14 +261,14 @@ test_batch_norm_matches_the_definition(void)
     for (int64_t c = 0; c < C; c++) {
         double want_mean, want_var;
         per_channel_moments(x, c, &want_mean, &want_var);
-        CHECK_NEAR(get(mean, c), want_mean, 1e-12 * want_mean);
-        CHECK_NEAR(get(var, c), want_var, 1e-9 * want_var);
+        CHECK_NEAR(tt_get(mean, c), want_mean, 1e-12 * want_mean);
+        CHECK_NEAR(tt_get(var, c), want_var, 1e-9 * want_var);
         for (int64_t n = 0; n < N; n++) {
             for (int64_t i = 0; i < S; i++) {
                 int64_t k = (n * C + c) * S + i;
-                double want = (get(x, k) - want_mean) / sqrt(want_var + eps) * get(w, c)
-                              + get(b, c);
-                CHECK_NEAR(get(y, k), want, 1e-9);
+                double want = (tt_get(x, k) - want_mean) / sqrt(want_var + eps) * tt_get(w, c)
+                              + tt_get(b, c);
+                CHECK_NEAR(tt_get(y, k), want, 1e-9);
             }
         }
     }
@@ -306,20 +278,20 @@ test_batch_norm_matches_the_definition(void)
     THTensor *params[] = {x, w, b}, *grads[] = {gx, gw, gb};
     for (int p = 0; p < 3; p++) {
         for (int64_t k = 0; k < params[p]->numel; k++) {
-            double keep = get(params[p], k);
-            set(params[p], k, keep + h);
+            double keep = tt_get(params[p], k);
+            tt_set(params[p], k, keep + h);
             double up = loss(x, w, b, g, eps);
-            set(params[p], k, keep - h);
+            tt_set(params[p], k, keep - h);
             double down = loss(x, w, b, g, eps);
-            set(params[p], k, keep);
-            CHECK_NEAR(get(grads[p], k), (up - down) / (2 * h), 1e-5);
+            tt_set(params[p], k, keep);
+            CHECK_NEAR(tt_get(grads[p], k), (up - down) / (2 * h), 1e-5);
         }
     }
     /* eval: the statistics are constants, grad_input = g * w / sqrt(var + eps) */
     CHECK_OK(THBatchNorm_backward(gx, NULL, NULL, g, x, mean, var, w, eps, false));
     for (int64_t k = 0; k < gx->numel; k++) {
         int64_t c = k / S % C;
-        CHECK_NEAR(get(gx, k), get(g, k) * get(w, c) / sqrt(get(var, c) + eps), 1e-12);
+        CHECK_NEAR(tt_get(gx, k), tt_get(g, k) * tt_get(w, c) / sqrt(tt_get(var, c) + eps), 1e-12);
     }
     THTensor *all[] = {x, w, b, g, mean, var, y, gx, gw, gb};
     for (int i = 0; i < 10; i++) {
@@ -340,8 +312,8 @@ test_batch_norm_float32_without_affine(void)
     for (int64_t c = 0; c < C; c++) {
         double sum = 0.0, squares = 0.0;
         for (int64_t n = 0; n < 8; n++) {
-            sum += get(y, n * C + c);
-            squares += get(y, n * C + c) * get(y, n * C + c);
+            sum += tt_get(y, n * C + c);
+            squares += tt_get(y, n * C + c) * tt_get(y, n * C + c);
         }
         CHECK_NEAR(sum / 8, 0.0, 1e-6);
         CHECK_NEAR(squares / 8, 1.0, 1e-5);
