@@ -151,6 +151,20 @@ def test_max_pool2d_nan_wins_and_minus_inf_keeps_the_first_tap():
     assert values.item() == -np.inf and indices.item() == 0
 
 
+def test_max_pool2d_empty_dilated_window():
+    """Width 1, kernel 2, dilation 2, padding 1: both taps are padding.  The
+    value is -inf, the index PyTorch's (1, outside the plane), and neither
+    backward nor double backward reads or writes there."""
+    x = ember.tensor(random_input((1, 2, 1, 1), np.float64), requires_grad=True)
+    values, indices = F.max_pool2d(x, (1, 2), 1, (0, 1), (1, 2), return_indices=True)
+    assert np.all(values.detach().numpy() == -np.inf) and np.all(indices.numpy() == 1)
+    grad_output = ember.ones(tuple(values.shape), dtype=ember.float64, requires_grad=True)
+    (grad,) = ember.autograd.grad(values, x, grad_output, create_graph=True)
+    np.testing.assert_array_equal(grad.detach().numpy(), np.zeros((1, 2, 1, 1)))
+    (grad_grad,) = ember.autograd.grad(grad.sum(), grad_output)
+    np.testing.assert_array_equal(grad_grad.numpy(), np.zeros((1, 2, 1, 1)))
+
+
 def test_max_pool_1d_and_unbatched_forms_use_the_kernel():
     x = random_input((2, 3, 9), np.float64)
     values, indices = F.max_pool1d(ember.tensor(x), 3, 2, 1, return_indices=True)

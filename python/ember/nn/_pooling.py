@@ -225,14 +225,15 @@ class _MaxPool2dBackward(Function):
 
     @staticmethod
     def forward(ctx, grad, indices, input_size):
-        ctx.indices = indices
+        ctx.indices, ctx.plane = indices, input_size[0] * input_size[1]
         return _C._max_pool2d_backward(grad.contiguous(), indices, *input_size)
 
     @staticmethod
     def backward(ctx, grad_grad):
         flat = ctx.indices.flatten(2)
-        picked = grad_grad.flatten(2).gather(2, flat).reshape(ctx.indices.shape)
-        return picked, None, None
+        inside = flat < ctx.plane    # an empty dilated window's index names nothing
+        picked = grad_grad.flatten(2).gather(2, flat.clamp(max=max(ctx.plane - 1, 0)))
+        return (picked * inside).reshape(ctx.indices.shape), None, None
 
 
 class _AvgPool2d(Function):
