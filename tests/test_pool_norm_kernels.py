@@ -437,3 +437,39 @@ def test_private_norm_entry_points_refuse_bad_arguments():
     for call in bad_calls:
         with pytest.raises((RuntimeError, TypeError)):
             call()
+
+
+def test_an_index_that_rebinds_the_input_sees_the_pinned_tensor():
+    """Argument parsing runs Python (__index__, __float__) after the tensors
+    were passed: the kernels must read the tensors the call was made with."""
+    x = ember.ones(1, 1, 4, 4)
+
+    class Rebinding:
+        def __index__(self):
+            x.data = ember.zeros(1, 1, 1, 1)   # frees the old THTensor unless pinned
+            return 2
+
+        def __float__(self):
+            self.__index__()
+            return 1e-5
+
+    values, _ = _C._max_pool2d(x, Rebinding(), 2, 2, 2, 0, 0, 1, 1, 0, 0)
+    assert values.tolist() == np.ones((1, 1, 2, 2)).tolist()
+    x = ember.ones(1, 1, 4, 4)
+    assert _C._avg_pool2d(x, Rebinding(), 2, 2, 2, 0, 0, 0, 1, 0).tolist() == \
+        np.ones((1, 1, 2, 2)).tolist()
+    x = ember.ones(2, 3) * ember.tensor([1.0, 2.0, 3.0])
+    c = ember.zeros(3)
+    out = _C._batch_norm(x, c, ember.ones(3), None, None, Rebinding())
+    np.testing.assert_allclose(out.numpy(), np.tile([1.0, 2.0, 3.0], (2, 1)) / np.sqrt(1 + 1e-5))
+
+
+def test_empty_inputs():
+    for shape in [(0, 3, 4, 4), (2, 0, 4, 4)]:
+        x = ember.randn(*shape, requires_grad=True)
+        values, indices = F.max_pool2d(x, 2, return_indices=True)
+        assert tuple(values.shape) == tuple(indices.shape) == (*shape[:2], 2, 2)
+        (values.sum() + F.avg_pool2d(x, 2).sum()).backward()
+        assert tuple(x.grad.shape) == shape
+    norm = F.batch_norm(ember.randn(0, 3, 2), ember.zeros(3), ember.ones(3))
+    assert tuple(norm.shape) == (0, 3, 2)
