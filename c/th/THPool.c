@@ -61,15 +61,25 @@ avg_span(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t in,
     return span;
 }
 
-/* What an average window's sum is divided by (PyTorch's divide_factor). */
+/* Average window (y, x): its rows and columns inside the input, and what
+ * its sum is divided by (PyTorch's divide_factor); 0 when it holds no
+ * input element (its output is 0). */
 static int64_t
-avg_divisor(THAvgPoolDivisor d, Span rows, Span cols, int64_t padded_area)
+avg_window(const PoolJob *job, int64_t y, int64_t x, Span *rows, Span *cols)
 {
-    if (d.divisor_override != 0) {
-        return d.divisor_override;
+    const THPoolShape *s = job->s;
+    int64_t padded_h, padded_w;
+    *rows = avg_span(y, s->stride_h, s->pad_h, s->kernel_h, s->in_h, &padded_h);
+    *cols = avg_span(x, s->stride_w, s->pad_w, s->kernel_w, s->in_w, &padded_w);
+    if (rows->begin >= rows->end || cols->begin >= cols->end) {
+        return 0;
     }
-    return d.count_include_pad ? padded_area
-                               : (rows.end - rows.begin) * (cols.end - cols.begin);
+    if (job->divisor.divisor_override != 0) {
+        return job->divisor.divisor_override;
+    }
+    return job->divisor.count_include_pad
+               ? padded_h * padded_w
+               : (rows->end - rows->begin) * (cols->end - cols->begin);
 }
 
 /* ---- the kernels, one typed copy per dtype; each runs planes [begin, end) ---- */
@@ -142,25 +152,17 @@ avg_divisor(THAvgPoolDivisor d, Span rows, Span cols, int64_t padded_area)
             const ctype *in = (const ctype *)job->in + p * in_plane;         \
             ctype *out = (ctype *)job->out + p * out_plane;                  \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
-                int64_t padded_h, padded_w;                                  \
-                Span rows = avg_span(y, s->stride_h, s->pad_h, s->kernel_h,  \
-                                     s->in_h, &padded_h);                    \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    Span cols = avg_span(x, s->stride_w, s->pad_w,           \
-                                         s->kernel_w, s->in_w, &padded_w);   \
-                    if (rows.begin >= rows.end || cols.begin >= cols.end) {  \
-                        out[y * s->out_w + x] = 0;                           \
-                        continue;                                            \
-                    }                                                        \
+                    Span rows, cols;                                         \
+                    int64_t divisor = avg_window(job, y, x, &rows, &cols);   \
                     ctype sum = 0;                                           \
                     for (int64_t r = rows.begin; r < rows.end; r++) {        \
                         for (int64_t c = cols.begin; c < cols.end; c++) {    \
                             sum += in[r * s->in_w + c];                      \
                         }                                                    \
                     }                                                        \
-                    int64_t divisor = avg_divisor(job->divisor, rows, cols,  \
-                                                  padded_h * padded_w);      \
-                    out[y * s->out_w + x] = sum / (ctype)divisor;            \
+                    out[y * s->out_w + x] =                                  \
+                        divisor == 0 ? (ctype)0 : sum / (ctype)divisor;      \
                 }                                                            \
             }                                                                \
         }                                                                    \
@@ -177,17 +179,12 @@ avg_divisor(THAvgPoolDivisor d, Span rows, Span cols, int64_t padded_area)
             const ctype *grad_out = (const ctype *)job->out + p * out_plane; \
             memset(grad_in, 0, (size_t)in_plane * sizeof(ctype));           \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
-                int64_t padded_h, padded_w;                                  \
-                Span rows = avg_span(y, s->stride_h, s->pad_h, s->kernel_h,  \
-                                     s->in_h, &padded_h);                    \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    Span cols = avg_span(x, s->stride_w, s->pad_w,           \
-                                         s->kernel_w, s->in_w, &padded_w);   \
-                    if (rows.begin >= rows.end || cols.begin >= cols.end) {  \
+                    Span rows, cols;                                         \
+                    int64_t divisor = avg_window(job, y, x, &rows, &cols);   \
+                    if (divisor == 0) {                                      \
                         continue;                                            \
                     }                                                        \
-                    int64_t divisor = avg_divisor(job->divisor, rows, cols,  \
-                                                  padded_h * padded_w);      \
                     ctype share = grad_out[y * s->out_w + x] / (ctype)divisor; \
                     for (int64_t r = rows.begin; r < rows.end; r++) {        \
                         for (int64_t c = cols.begin; c < cols.end; c++) {    \
