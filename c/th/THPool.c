@@ -45,41 +45,36 @@ max_span(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t dilatio
     return span;
 }
 
-/* The average window clipped to the padded input; `padded` is its size. */
-static Span
-avg_span(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t in,
-         int64_t *padded)
+/* One dim of an average window: its span inside the input, and its size
+ * clipped to the padded input. */
+typedef struct {
+    Span inside;
+    int64_t padded;
+} AvgExtent;
+
+static AvgExtent
+avg_extent(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t in)
 {
-    Span span = {o * stride - pad, 0};
-    span.end = span.begin + kernel;
-    if (span.end > in + pad) {
-        span.end = in + pad;
-    }
-    *padded = span.end - span.begin;
-    span.begin = span.begin < 0 ? 0 : span.begin;
-    span.end = span.end > in ? in : span.end;
-    return span;
+    int64_t begin = o * stride - pad, end = begin + kernel;
+    end = end > in + pad ? in + pad : end;
+    AvgExtent e = {{begin < 0 ? 0 : begin, end > in ? in : end}, end - begin};
+    return e;
 }
 
-/* Average window (y, x): its rows and columns inside the input, and what
- * its sum is divided by (PyTorch's divide_factor); 0 when it holds no
- * input element (its output is 0). */
+/* What window (rows, cols)'s sum is divided by (PyTorch's divide_factor);
+ * 0 when it holds no input element (its output is 0). */
 static int64_t
-avg_window(const PoolJob *job, int64_t y, int64_t x, Span *rows, Span *cols)
+avg_divisor(const PoolJob *job, AvgExtent rows, AvgExtent cols)
 {
-    const THPoolShape *s = job->s;
-    int64_t padded_h, padded_w;
-    *rows = avg_span(y, s->stride_h, s->pad_h, s->kernel_h, s->in_h, &padded_h);
-    *cols = avg_span(x, s->stride_w, s->pad_w, s->kernel_w, s->in_w, &padded_w);
-    if (rows->begin >= rows->end || cols->begin >= cols->end) {
+    int64_t height = rows.inside.end - rows.inside.begin;
+    int64_t width = cols.inside.end - cols.inside.begin;
+    if (height <= 0 || width <= 0) {
         return 0;
     }
     if (job->divisor.divisor_override != 0) {
         return job->divisor.divisor_override;
     }
-    return job->divisor.count_include_pad
-               ? padded_h * padded_w
-               : (rows->end - rows->begin) * (cols->end - cols->begin);
+    return job->divisor.count_include_pad ? rows.padded * cols.padded : height * width;
 }
 
 /* ---- the kernels, one typed copy per dtype; each runs planes [begin, end) ---- */
@@ -152,9 +147,14 @@ avg_window(const PoolJob *job, int64_t y, int64_t x, Span *rows, Span *cols)
             const ctype *in = (const ctype *)job->in + p * in_plane;         \
             ctype *out = (ctype *)job->out + p * out_plane;                  \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
+                AvgExtent rows_of = avg_extent(y, s->stride_h, s->pad_h,     \
+                                               s->kernel_h, s->in_h);        \
+                Span rows = rows_of.inside;                                  \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    Span rows, cols;                                         \
-                    int64_t divisor = avg_window(job, y, x, &rows, &cols);   \
+                    AvgExtent cols_of = avg_extent(x, s->stride_w, s->pad_w, \
+                                                   s->kernel_w, s->in_w);    \
+                    Span cols = cols_of.inside;                              \
+                    int64_t divisor = avg_divisor(job, rows_of, cols_of);    \
                     ctype sum = 0;                                           \
                     for (int64_t r = rows.begin; r < rows.end; r++) {        \
                         for (int64_t c = cols.begin; c < cols.end; c++) {    \
@@ -179,9 +179,14 @@ avg_window(const PoolJob *job, int64_t y, int64_t x, Span *rows, Span *cols)
             const ctype *grad_out = (const ctype *)job->out + p * out_plane; \
             memset(grad_in, 0, (size_t)in_plane * sizeof(ctype));           \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
+                AvgExtent rows_of = avg_extent(y, s->stride_h, s->pad_h,     \
+                                               s->kernel_h, s->in_h);        \
+                Span rows = rows_of.inside;                                  \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    Span rows, cols;                                         \
-                    int64_t divisor = avg_window(job, y, x, &rows, &cols);   \
+                    AvgExtent cols_of = avg_extent(x, s->stride_w, s->pad_w, \
+                                                   s->kernel_w, s->in_w);    \
+                    Span cols = cols_of.inside;                              \
+                    int64_t divisor = avg_divisor(job, rows_of, cols_of);    \
                     if (divisor == 0) {                                      \
                         continue;                                            \
                     }                                                        \
