@@ -46,7 +46,9 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            arguments, compile, GradScaler (the autocast
 #                            hook's C is test_autocast.py's)
 #   test_nn_*.py             the nn composites of issue 12; the convolution
-#                            kernels' C is test_conv_kernels.py's
+#                            kernels' C is test_conv_kernels.py's, the
+#                            pooling and batch norm kernels' is
+#                            test_pool_norm_kernels.py's
 #   test_training_programs.py  three small programs trained against torch
 #   test_linalg_lapack.py, test_einsum.py  Python over NumPy's LAPACK and bmm
 #   test_optim_more.py, test_lr_schedulers.py  optimizers and schedulers

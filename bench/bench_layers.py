@@ -6,9 +6,11 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
+        [--forward] [--only SUBSTRING]
 
 --quick runs smaller shapes (a smoke run; the issue's goals are stated
-for the full ones).
+for the full ones).  --forward times the forward alone (no autograd
+graph), --only the cases whose name contains SUBSTRING.
 """
 
 import os
@@ -35,13 +37,31 @@ def conv_case(lib, batch, channels, size, kernel):
 
 def maxpool_case(lib, batch, channels, size):
     x = lib.randn(batch, channels, size, size, requires_grad=True)
-    return lambda: lib.nn.functional.max_pool2d(x, 2).sum().backward()
+    return _step(lib, lambda: lib.nn.functional.max_pool2d(x, 2))
+
+
+def avgpool_case(lib, batch, channels, size):
+    x = lib.randn(batch, channels, size, size, requires_grad=True)
+    return _step(lib, lambda: lib.nn.functional.avg_pool2d(x, 3, 2, 1))
 
 
 def batchnorm_case(lib, batch, channels, size):
     norm = lib.nn.BatchNorm2d(channels)
     x = lib.randn(batch, channels, size, size, requires_grad=True)
-    return lambda: norm(x).sum().backward()
+    return _step(lib, lambda: norm(x))
+
+
+FORWARD_ONLY = "--forward" in sys.argv
+
+
+def _step(lib, forward):
+    """forward + backward, or (--forward) the forward alone without a graph."""
+    if FORWARD_ONLY:
+        def run():
+            with lib.no_grad():
+                forward()
+        return run
+    return lambda: forward().sum().backward()
 
 
 def lstm_case(lib, seq, batch, hidden):
@@ -62,6 +82,7 @@ def cases(quick):
     yield "conv2d 3x3 256ch 14x14", conv_case, (batch, 256, 14, 3)
     yield "conv2d 5x5 32ch 28x28 (MNIST-style)", conv_case, (batch, 32, 28, 5)
     yield "max_pool2d 64ch 56x56", maxpool_case, (batch, 64, 56)
+    yield "avg_pool2d 3x3/2 pad 1 64ch 56x56", avgpool_case, (batch, 64, 56)
     yield "batch_norm2d 64ch 56x56", batchnorm_case, (batch, 64, 56)
     yield "LSTM 2x256 seq 35 batch 20", lstm_case, (35, 20, 128 if quick else 256)
     yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
@@ -79,12 +100,16 @@ def best_time(fn, rounds):
 def main():
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
     quick = "--quick" in sys.argv
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     ember.set_num_threads(threads)
     if torch is not None:
         torch.set_num_threads(threads)
-    print(f"layers, forward + backward, {threads} thread(s); times in ms (best of rounds)")
+    step = "forward" if FORWARD_ONLY else "forward + backward"
+    print(f"layers, {step}, {threads} thread(s); times in ms (best of rounds)")
     print(f"{'case':40s} {'ember':>9s} {'torch':>9s} {'ratio':>7s}  goal")
     for name, make, args in cases(quick):
+        if only not in name:
+            continue
         ember.manual_seed(0)
         ours = make(ember, *args)
         ours()

@@ -61,11 +61,10 @@ parse_ints(const char *fname, PyObject *const *args, int first, int leading,
     return 0;
 }
 
-/* Arguments [0, ntensors) must be tensors (argument `optional` may be None). */
-static int
-check_tensor_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                  PyObject *kwnames, Py_ssize_t expected, int ntensors,
-                  int optional)
+int
+THPLayer_checkArgs(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames, Py_ssize_t expected, int ntensors,
+                   int optional)
 {
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
         PyErr_Format(PyExc_TypeError, "%s() takes no keyword arguments", fname);
@@ -134,23 +133,41 @@ fill_shape(const char *fname, THConvShape *s, const ConvInts *ints,
     return 0;
 }
 
-static THTensor *
-new_result(int64_t a, int64_t b, int64_t c, int64_t d, THDtype dtype)
+THTensor *
+THPLayer_new4d(int64_t a, int64_t b, int64_t c, int64_t d, THDtype dtype)
 {
     int64_t sizes[4] = {a, b, c, d};
     return THTensor_newEmpty(4, sizes, dtype, TH_DEVICE_CPU);
 }
 
-/* Runs `call` without the GIL; the result, or NULL with the error set. */
-#define RUN_KERNEL(result, call)                                           \
-    do {                                                                   \
-        int status_;                                                       \
-        THP_RUN_WITHOUT_GIL_IF(true, status_ = (call));                    \
-        if (status_ < 0) {                                                 \
-            THTensor_release(result);                                      \
-            return THPUtils_setErrorFromTH();                              \
-        }                                                                  \
-    } while (0)
+PyObject *
+THPLayer_wrapTuple(int count, THTensor **tensors)
+{
+    PyObject *tuple = PyTuple_New(count);
+    for (int i = 0; i < count; i++) { /* after a failure: release the rest */
+        PyObject *item;
+        if (tensors[i] == NULL) {
+            item = Py_NewRef(Py_None);
+        }
+        else if (tuple == NULL) {
+            THTensor_release(tensors[i]);
+            continue;
+        }
+        else {
+            item = THPVariable_Wrap(tensors[i]); /* steals, on failure too */
+        }
+        if (item == NULL) {
+            Py_CLEAR(tuple);
+            continue;
+        }
+        if (tuple == NULL) {
+            Py_DECREF(item);
+            continue;
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}
 
 static PyObject *
 THPModule_conv2d(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -159,7 +176,7 @@ THPModule_conv2d(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     (void)module;
     const char *fname = "_conv2d";
     ConvInts ints;
-    if (check_tensor_args(fname, args, nargs, kwnames, 10, 3, 2) < 0
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 10, 3, 2) < 0
         || parse_ints(fname, args, 3, 0, &ints) < 0) {
         return NULL;
     }
@@ -177,12 +194,12 @@ THPModule_conv2d(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         PyErr_Format(PyExc_RuntimeError, "%s: bad bias", fname);
         return NULL;
     }
-    THTensor *output = new_result(s.batch, s.out_channels, s.out_h, s.out_w,
+    THTensor *output = THPLayer_new4d(s.batch, s.out_channels, s.out_h, s.out_w,
                                   input->dtype);
     if (output == NULL) {
         return THPUtils_setErrorFromTH();
     }
-    RUN_KERNEL(output, THConv2d_forward(output, input, weight, bias, &s));
+    THPLayer_RUN_KERNEL(output, THConv2d_forward(output, input, weight, bias, &s));
     return THPVariable_Wrap(output);
 }
 
@@ -193,7 +210,7 @@ THPModule_conv2d_backward_input(PyObject *module, PyObject *const *args,
     (void)module;
     const char *fname = "_conv2d_backward_input";
     ConvInts ints;
-    if (check_tensor_args(fname, args, nargs, kwnames, 11, 2, -1) < 0
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 11, 2, -1) < 0
         || parse_ints(fname, args, 2, 2, &ints) < 0) {
         return NULL;
     }
@@ -214,11 +231,12 @@ THPModule_conv2d_backward_input(PyObject *module, PyObject *const *args,
         PyErr_Format(PyExc_RuntimeError, "%s: grad_output has the wrong shape", fname);
         return NULL;
     }
-    THTensor *grad_input = new_result(in[0], in[1], in[2], in[3], grad_output->dtype);
+    THTensor *grad_input = THPLayer_new4d(in[0], in[1], in[2], in[3], grad_output->dtype);
     if (grad_input == NULL) {
         return THPUtils_setErrorFromTH();
     }
-    RUN_KERNEL(grad_input, THConv2d_backwardInput(grad_input, grad_output, weight, &s));
+    THPLayer_RUN_KERNEL(grad_input,
+                        THConv2d_backwardInput(grad_input, grad_output, weight, &s));
     return THPVariable_Wrap(grad_input);
 }
 
@@ -229,7 +247,7 @@ THPModule_conv2d_backward_weight(PyObject *module, PyObject *const *args,
     (void)module;
     const char *fname = "_conv2d_backward_weight";
     ConvInts ints;
-    if (check_tensor_args(fname, args, nargs, kwnames, 11, 2, -1) < 0
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 11, 2, -1) < 0
         || parse_ints(fname, args, 2, 2, &ints) < 0) {
         return NULL;
     }
@@ -254,11 +272,12 @@ THPModule_conv2d_backward_weight(PyObject *module, PyObject *const *args,
         PyErr_Format(PyExc_RuntimeError, "%s: grad_output has the wrong shape", fname);
         return NULL;
     }
-    THTensor *grad_weight = new_result(w[0], w[1], w[2], w[3], input->dtype);
+    THTensor *grad_weight = THPLayer_new4d(w[0], w[1], w[2], w[3], input->dtype);
     if (grad_weight == NULL) {
         return THPUtils_setErrorFromTH();
     }
-    RUN_KERNEL(grad_weight, THConv2d_backwardWeight(grad_weight, grad_output, input, &s));
+    THPLayer_RUN_KERNEL(grad_weight,
+                        THConv2d_backwardWeight(grad_weight, grad_output, input, &s));
     return THPVariable_Wrap(grad_weight);
 }
 

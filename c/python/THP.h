@@ -216,8 +216,33 @@ extern PyMethodDef THPRandom_module_methods[];
 /* Method tables each file contributes to the module. */
 extern PyMethodDef THPCreation_methods[];
 extern PyMethodDef THPNumpy_methods[];
-/* The convolution kernels (Conv.c), private functions for ember.nn.functional. */
+/* The layer kernels, private functions for ember.nn.functional:
+ * convolution (Conv.c), pooling (Pool.c), batch norm (Norm.c). */
 extern PyMethodDef THPConv_methods[];
+extern PyMethodDef THPPool_methods[];
+extern PyMethodDef THPNorm_methods[];
+/* Helpers of their pinned entry points (Conv.c).  checkArgs: exactly
+ * `expected` positional arguments, the first `ntensors` tensors (argument
+ * `optional` may be None); 0 or -1 (TypeError). */
+int THPLayer_checkArgs(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, Py_ssize_t expected, int ntensors,
+                       int optional);
+/* A new uninitialised 4-D tensor, or NULL with the core's error. */
+THTensor *THPLayer_new4d(int64_t a, int64_t b, int64_t c, int64_t d, THDtype dtype);
+/* A tuple of `count` new ember.Tensors (None for NULL).  Steals every
+ * tensor, on failure too; NULL with the error set. */
+PyObject *THPLayer_wrapTuple(int count, THTensor **tensors);
+/* Runs the kernel `call` (0 or -1) without the GIL; on failure releases
+ * `result` and returns NULL from the enclosing function with the error. */
+#define THPLayer_RUN_KERNEL(result, call)                                  \
+    do {                                                                   \
+        int status_;                                                       \
+        THP_RUN_WITHOUT_GIL_IF(true, status_ = (call));                    \
+        if (status_ < 0) {                                                 \
+            THTensor_release(result);                                      \
+            return THPUtils_setErrorFromTH();                              \
+        }                                                                  \
+    } while (0)
 extern PyMethodDef THPAllocator_methods[];
 
 /* Tensor methods implemented outside Variable.c (NULL-terminated). */

@@ -16,34 +16,6 @@ new4(THDtype dtype, int64_t a, int64_t b, int64_t c, int64_t d)
     return THTensor_newEmpty(4, sizes, dtype, TH_DEVICE_CPU);
 }
 
-static double
-get(const THTensor *t, int64_t i)
-{
-    return t->dtype == TH_Float32 ? ((const float *)THTensor_data(t))[i]
-                                  : ((const double *)THTensor_data(t))[i];
-}
-
-static void
-set(THTensor *t, int64_t i, double v)
-{
-    if (t->dtype == TH_Float32) {
-        ((float *)THTensor_data(t))[i] = (float)v;
-    }
-    else {
-        ((double *)THTensor_data(t))[i] = v;
-    }
-}
-
-/* Deterministic values in [-1, 1). */
-static void
-fill(THTensor *t, unsigned seed)
-{
-    for (int64_t i = 0; i < t->numel; i++) {
-        seed = seed * 1103515245u + 12345u;
-        set(t, i, (double)(seed >> 8 & 0xffff) / 32768.0 - 1.0);
-    }
-}
-
 /* out[n][o][y][x] by the definition. */
 static double
 reference_at(const THTensor *in, const THTensor *w, const THConvShape *s,
@@ -61,20 +33,10 @@ reference_at(const THTensor *in, const THTensor *w, const THConvShape *s,
                     continue;
                 }
                 int64_t channel = g * in_group + c;
-                sum += get(in, ((n * s->in_channels + channel) * s->in_h + iy) * s->in_w + ix)
-                       * get(w, ((o * in_group + c) * s->kernel_h + i) * s->kernel_w + j);
+                sum += tt_get(in, ((n * s->in_channels + channel) * s->in_h + iy) * s->in_w + ix)
+                       * tt_get(w, ((o * in_group + c) * s->kernel_h + i) * s->kernel_w + j);
             }
         }
-    }
-    return sum;
-}
-
-static double
-dot(const THTensor *a, const THTensor *b)
-{
-    double sum = 0.0;
-    for (int64_t i = 0; i < a->numel; i++) {
-        sum += get(a, i) * get(b, i);
     }
     return sum;
 }
@@ -91,17 +53,17 @@ check_case(THDtype dtype, THConvShape s)
     THTensor *g = new4(dtype, s.batch, s.out_channels, s.out_h, s.out_w);
     THTensor *gin = new4(dtype, s.batch, s.in_channels, s.in_h, s.in_w);
     THTensor *gw = new4(dtype, s.out_channels, s.in_channels / s.groups, s.kernel_h, s.kernel_w);
-    fill(in, 1);
-    fill(w, 2);
-    fill(g, 3);
+    tt_fill_pattern(in, 1);
+    tt_fill_pattern(w, 2);
+    tt_fill_pattern(g, 3);
     CHECK_OK(THConv2d_forward(out, in, w, NULL, &s));
     for (int64_t n = 0, k = 0; n < s.batch; n++) {
         for (int64_t o = 0; o < s.out_channels; o++) {
             for (int64_t y = 0; y < s.out_h; y++) {
                 for (int64_t x = 0; x < s.out_w; x++, k++) {
                     double want = reference_at(in, w, &s, n, o, y, x);
-                    CHECK_MSG(fabs(get(out, k) - want) <= tolerance * (1 + fabs(want)),
-                              "out[%lld] = %.17g, want %.17g", (long long)k, get(out, k),
+                    CHECK_MSG(fabs(tt_get(out, k) - want) <= tolerance * (1 + fabs(want)),
+                              "out[%lld] = %.17g, want %.17g", (long long)k, tt_get(out, k),
                               want);
                 }
             }
@@ -109,11 +71,11 @@ check_case(THDtype dtype, THConvShape s)
     }
     CHECK_OK(THConv2d_backwardInput(gin, g, w, &s));
     CHECK_OK(THConv2d_backwardWeight(gw, g, in, &s));
-    double inner = dot(out, g);
-    CHECK_MSG(fabs(dot(in, gin) - inner) <= tolerance * (1 + fabs(inner)),
-              "<x, grad_input> = %.17g, <conv, g> = %.17g", dot(in, gin), inner);
-    CHECK_MSG(fabs(dot(w, gw) - inner) <= tolerance * (1 + fabs(inner)),
-              "<w, grad_weight> = %.17g, <conv, g> = %.17g", dot(w, gw), inner);
+    double inner = tt_dot(out, g);
+    CHECK_MSG(fabs(tt_dot(in, gin) - inner) <= tolerance * (1 + fabs(inner)),
+              "<x, grad_input> = %.17g, <conv, g> = %.17g", tt_dot(in, gin), inner);
+    CHECK_MSG(fabs(tt_dot(w, gw) - inner) <= tolerance * (1 + fabs(inner)),
+              "<w, grad_weight> = %.17g, <conv, g> = %.17g", tt_dot(w, gw), inner);
     THTensor *all[] = {in, w, out, g, gin, gw};
     for (int i = 0; i < 6; i++) {
         THTensor_release(all[i]);

@@ -31,6 +31,7 @@
     _(pointwise)          \
     _(reduce)             \
     _(conv)               \
+    _(pool_norm)          \
     _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];

@@ -218,6 +218,10 @@ int64_t tt_get_int(const THTensor *t, int64_t i);
 void tt_set(THTensor *t, int64_t i, double value);
 /* The tensor's version counter value. */
 int64_t tt_version(const THTensor *t);
+/* Fills every element with deterministic values in [-1, 1) drawn from `seed`. */
+void tt_fill_pattern(THTensor *t, unsigned seed);
+/* sum(a[i] * b[i]) over the elements, in double. */
+double tt_dot(const THTensor *a, const THTensor *b);
 
 /* Literal-array conveniences for sizes. */
 #define TT_SIZES(...)                                                       \

@@ -158,3 +158,22 @@ tt_version(const THTensor *t)
 {
     return t->version_counter->version;
 }
+
+void
+tt_fill_pattern(THTensor *t, unsigned seed)
+{
+    for (int64_t i = 0; i < t->numel; i++) {
+        seed = seed * 1103515245u + 12345u;
+        tt_set(t, i, (double)(seed >> 8 & 0xffff) / 32768.0 - 1.0);
+    }
+}
+
+double
+tt_dot(const THTensor *a, const THTensor *b)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < a->numel; i++) {
+        sum += tt_get(a, i) * tt_get(b, i);
+    }
+    return sum;
+}

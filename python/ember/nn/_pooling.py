@@ -1,18 +1,24 @@
 """Pooling, unfold/fold, interpolation and pixel shuffles for
-ember.nn.functional, as composites of ember operators (autograd
-differentiates them).
+ember.nn.functional.
 
-Fixed-window pooling reads every window through a view: pad, then
-`unfold` along the two spatial dims gives (N, C, out_h, out_w, kh, kw)
-without copying, and a reduction over the window's elements finishes the
-job.  Adaptive pooling and linear interpolation are linear maps along each
-spatial dim, so they are products with small (out x in) matrices built
-once per call.  Kernels in C for the speed goals are future work (issue 12).
+2-D max and average pooling of floating tensors (and the 1-D forms, as
+height-1 images) run the C kernels of c/th/THPool.c (Note [Pooling
+windows]) through the autograd Functions below; their backward is itself
+differentiable (the max backward's adjoint is a gather, the average
+backward's is the average forward), so double backward works.
+
+Other dtypes (integers) take the composites: pad, then `unfold` along the
+two spatial dims gives (N, C, out_h, out_w, kh, kw) without copying, and a
+reduction over the window's elements finishes the job.  Adaptive pooling
+and linear interpolation are linear maps along each spatial dim, so they
+are products with small (out x in) matrices built once per call.
 """
 
 import math
 
 import ember
+from ember import _C
+from ember.autograd.function import Function
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "unfold",
@@ -86,6 +92,10 @@ def _check_pool(kernel, stride, padding, dilation):
         if p < 0 or p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
+    if any(p > k // 2 for k, p in zip(kernel, padding)):    # PyTorch's second check
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                           f"got padW = {padding[1]}, padH = {padding[0]}, kW = {kernel[1]}, "
+                           f"kH = {kernel[0]}")
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -99,19 +109,34 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x, unbatched = _spatial_input("max_pool2d", input, 2)
     out_size = [_out_size(x.shape[2 + i], kernel[i], stride[i], padding[i], dilation[i],
                           ceil_mode) for i in range(2)]
+    _check_output_size(x, out_size)
+    if x.dtype in _KERNEL_DTYPES + _ROUNDED_DTYPES:
+        values, indices = _max_pool_kernel(x, (*kernel, *stride, *padding, *dilation),
+                                           ceil_mode, return_indices)
+    else:
+        values, indices = _max_pool_composite(x, kernel, stride, padding, dilation,
+                                              out_size, return_indices)
+    if unbatched:
+        values = values.squeeze(0)
+        indices = None if indices is None else indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def _check_output_size(x, out_size):
     if any(o <= 0 for o in out_size):
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
                            f"Calculated output size: ({x.shape[1]}x{out_size[0]}x"
                            f"{out_size[1]}). Output size is too small")
+
+
+def _max_pool_composite(x, kernel, stride, padding, dilation, out_size, return_indices):
     windows = _windows(x, kernel, stride, padding, dilation, out_size, float("-inf"))
     flat = windows.reshape(*windows.shape[:4], kernel[0] * kernel[1])
     values, local = flat.max(-1)
-    if unbatched:
-        values = values.squeeze(0)
     if not return_indices:
-        return values
-    indices = _input_indices(local, x.shape[3], kernel, stride, padding, dilation, out_size)
-    return values, (indices.squeeze(0) if unbatched else indices)
+        return values, None
+    return values, _input_indices(local, x.shape[3], kernel, stride, padding, dilation,
+                                  out_size)
 
 
 def _input_indices(local, width, kernel, stride, padding, dilation, out_size):
@@ -127,6 +152,10 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     x, unbatched = _spatial_input("max_pool1d", input, 1)
     stride = kernel_size if stride is None or stride == [] else stride
+    if not return_indices and _one(padding) > _one(kernel_size) // 2:
+        # PyTorch's max_pool1d without indices checks this first, in its own words
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                           f"got padding={_one(padding)} and kernel_size={_one(kernel_size)}")
     result = max_pool2d(x.unsqueeze(2), (1, _one(kernel_size)), (1, _one(stride)),
                         (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
     if return_indices:
@@ -143,6 +172,100 @@ def _one(value):
     return value
 
 
+# ---- the C kernels (c/th/THPool.c) ------------------------------------------------
+#
+# `window` is the ints the _C functions take after the tensor: (kh, kw, sh,
+# sw, ph, pw) and, for max pooling, (dh, dw).
+
+_KERNEL_DTYPES = (ember.float32, ember.float64)
+_ROUNDED_DTYPES = (ember.float16, ember.bfloat16)   # pooled in float32, rounded once
+
+
+def _in_compute_dtype(apply, x, *args):
+    """apply(x, *args) on a contiguous x; float16/bfloat16 run in float32 and
+    the result (a (values, indices) pair's values) is rounded once."""
+    low = x.dtype if x.dtype in _ROUNDED_DTYPES else None
+    out = apply(x.contiguous() if low is None else x.float().contiguous(), *args)
+    if low is None:
+        return out
+    return (out[0].to(low), out[1]) if isinstance(out, tuple) else out.to(low)
+
+
+def _max_pool_kernel(x, window, ceil_mode, return_indices):
+    """(values, indices or None); indices are always made when autograd will
+    need them."""
+    if x.requires_grad and ember.is_grad_enabled():
+        return _in_compute_dtype(_MaxPool2d.apply, x, window, bool(ceil_mode))
+    return _in_compute_dtype(_C._max_pool2d, x, *window, bool(ceil_mode),
+                             bool(return_indices))
+
+
+class _MaxPool2d(Function):
+    """(the largest element of each window, its index); Note [Pooling
+    windows].  The int64 indices are not differentiable."""
+
+    @staticmethod
+    def forward(ctx, x, window, ceil_mode):
+        values, indices = _C._max_pool2d(x, *window, ceil_mode, True)
+        ctx.save_for_backward(indices)
+        ctx.set_materialize_grads(False)
+        ctx.input_size = tuple(x.shape[2:])
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices):
+        if grad is None:
+            return None, None, None
+        indices, = ctx.saved_tensors
+        return _MaxPool2dBackward.apply(grad, indices, ctx.input_size), None, None
+
+
+class _MaxPool2dBackward(Function):
+    """Each output gradient added to the input element its index names."""
+
+    @staticmethod
+    def forward(ctx, grad, indices, input_size):
+        ctx.indices, ctx.plane = indices, input_size[0] * input_size[1]
+        return _C._max_pool2d_backward(grad.contiguous(), indices, *input_size)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        flat = ctx.indices.flatten(2)
+        inside = flat < ctx.plane    # an empty dilated window's index names nothing
+        picked = grad_grad.flatten(2).gather(2, flat.clamp(max=max(ctx.plane - 1, 0)))
+        return (picked * inside).reshape(ctx.indices.shape), None, None
+
+
+class _AvgPool2d(Function):
+    """The mean of each window; divisor = (count_include_pad,
+    divisor_override or 0)."""
+
+    @staticmethod
+    def forward(ctx, x, window, ceil_mode, divisor):
+        ctx.geometry = (*window, ceil_mode, *divisor)
+        ctx.input_size = tuple(x.shape[2:])
+        return _C._avg_pool2d(x, *ctx.geometry)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _AvgPool2dBackward.apply(grad, ctx.input_size, ctx.geometry), None, None, None
+
+
+class _AvgPool2dBackward(Function):
+    """Each output gradient shared out over its window; its own adjoint is
+    the average forward."""
+
+    @staticmethod
+    def forward(ctx, grad, input_size, geometry):
+        ctx.geometry = geometry
+        return _C._avg_pool2d_backward(grad.contiguous(), *input_size, *geometry)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        window, ceil_mode, divisor = ctx.geometry[:6], ctx.geometry[6], ctx.geometry[7:]
+        return _AvgPool2d.apply(grad_grad.contiguous(), window, ceil_mode, divisor), None, None
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean of each window: divided by divisor_override, else by the
@@ -157,6 +280,19 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     x, unbatched = _spatial_input("avg_pool2d", input, 2)
     out_size = [_out_size(x.shape[2 + i], kernel[i], stride[i], padding[i], 1, ceil_mode)
                 for i in range(2)]
+    _check_output_size(x, out_size)
+    if x.dtype in _KERNEL_DTYPES + _ROUNDED_DTYPES:
+        divisor = (bool(count_include_pad), divisor_override or 0)
+        result = _in_compute_dtype(_AvgPool2d.apply, x, (*kernel, *stride, *padding),
+                                   bool(ceil_mode), divisor)
+    else:
+        result = _avg_pool_composite(x, kernel, stride, padding, out_size,
+                                     count_include_pad, divisor_override)
+    return result.squeeze(0) if unbatched else result
+
+
+def _avg_pool_composite(x, kernel, stride, padding, out_size, count_include_pad,
+                        divisor_override):
     windows = _windows(x, kernel, stride, padding, (1, 1), out_size, 0.0)
     total = windows.sum((-2, -1))
     if divisor_override is not None:
@@ -167,7 +303,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         divisor = ember.tensor(counts[0], dtype=x.dtype).reshape(-1, 1) * \
             ember.tensor(counts[1], dtype=x.dtype).reshape(1, -1)
         result = total / divisor
-    return result.squeeze(0) if unbatched else result
+    return result
 
 
 def _window_counts(size, kernel, stride, pad, out, include_pad):

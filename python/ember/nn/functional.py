@@ -901,8 +901,10 @@ __all__ += ["bilinear"]
 
 # ---- normalisation over batches, groups and instances ------------------------------
 #
-# Written from ember operators, so autograd differentiates them; single-pass
-# fused kernels for the forward and backward are future work (issue 12).
+# Written from ember operators, so autograd differentiates them, except
+# batch_norm's float32/float64 path, which runs the C kernels of
+# c/th/THNorm.c (ember/nn/_batch_norm.py).  Fused kernels for layer and
+# group norm are future work (issue 12).
 
 def _channel_moments(input, dims):
     """(mean, biased variance) over `dims`, kept for broadcasting."""
@@ -929,17 +931,24 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Normalises each channel (dim 1) over the batch and spatial dims: with
     the batch's statistics when training (updating running_mean/var, the
-    variance unbiased), else with the running ones."""
+    variance unbiased), else with the running ones.  float32/float64 run
+    the C kernels (ember/nn/_batch_norm.py), other dtypes the composite."""
     if input.dim() < 2:
         raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
     channels = input.shape[1]
+    count = input.numel() // max(channels, 1)
+    if training and count == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got "
+                         f"input size {input.shape}")
+    for name, running in (("running_mean", running_mean), ("running_var", running_var)):
+        if not training and running is None:
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
+    if _batch_norm_kernel.kernel_fits(input, weight, bias):
+        return _batch_norm_kernel.batch_norm(input, running_mean, running_var, weight, bias,
+                                             training, momentum, eps)
     dims = [0] + list(range(2, input.dim()))
     shape = [1, channels] + [1] * (input.dim() - 2)
-    count = input.numel() // max(channels, 1)
     if training:
-        if count == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got "
-                             f"input size {input.shape}")
         mean, variance = _channel_moments(input, dims)
         if running_mean is not None:
             _update_running(running_mean, mean.detach().reshape(channels), momentum)
@@ -947,9 +956,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             unbiased = variance.detach().reshape(channels) * (count / (count - 1))
             _update_running(running_var, unbiased, momentum)
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation "
-                               "mode")
         mean, variance = running_mean.reshape(shape), running_var.reshape(shape)
     output = (input - mean) * ember.rsqrt(variance + eps)
     return _affine(output, weight, bias, shape)
@@ -1087,6 +1093,7 @@ conv_transpose2d = _autocast_policy("conv_transpose2d")(conv_transpose2d)
 
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
 
+from . import _batch_norm as _batch_norm_kernel  # noqa: E402
 from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402
                        adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
                        fold, interpolate, max_pool1d, max_pool2d, pixel_shuffle,
