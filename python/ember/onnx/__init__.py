@@ -1,0 +1,168 @@
+"""ember.onnx: write a model as an ONNX file, as torch.onnx.export's
+TorchScript-based exporter (``dynamo=False``) does.
+
+    ember.onnx.export(model, (x,), "model.onnx", input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+
+Note [Exporting a trace]
+~~~~~~~~~~~~~~~~~~~~~~~~
+The model runs once on `args` under ember.jit's tracer (Note [Tracing] in
+jit/trace.py), in eval mode; the graph it records is translated node by
+node into ONNX operators (symbolic.py) with the `onnx` package's helpers,
+checked with `onnx.checker.check_model` and written.  Three choices follow
+PyTorch's exporter:
+
+* Parameters and buffers become initializers named by their state_dict
+  keys ("0.weight", "bn.running_mean"); with export_params=False they are
+  graph inputs of those names instead.
+* Inputs are named by input_names, else by the names of forward's
+  parameters; outputs by output_names, else "output" (one output) or
+  "output0", "output1", ... .  A name list shorter than the values names
+  the first ones.
+* dynamic_axes maps an input or output name to its symbolic dims: {0:
+  "batch"} or [0] (named "<name>_dynamic_axes_1", as PyTorch names them).
+
+ember's tracer records the primitive operators a composite such as
+F.conv2d runs (and cannot see inside an autograd Function at all), so the
+exporter records the functional layers that have an ONNX operator of their
+own (F.linear, F.conv2d, F.batch_norm, ...) as single nodes: while it
+traces, those names in ember.nn.functional are wrapped (symbolic.COMPOSITES).
+Python-side shape arithmetic (`x.view(x.shape[0], -1)`) is seen as
+constants, so a Reshape copies the leading dims that the traced shape kept
+from its input (ONNX's 0) and only such dims follow a dynamic batch size.
+"""
+
+import contextlib
+import io
+import os
+
+from .. import _C
+from .._tensor import Tensor
+from ..jit import types as T
+from ..jit.ir import Graph
+from ..jit.trace import Tracer, _parameter_names
+from . import symbolic
+
+DEFAULT_OPSET = 17
+SUPPORTED_OPSETS = range(13, 21)    # TorchScript's exporter stops at 20
+
+__all__ = ["export", "DEFAULT_OPSET", "OnnxExporterError"]
+
+
+class OnnxExporterError(RuntimeError):
+    """The model cannot be written as ONNX (PyTorch's name)."""
+
+
+def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=None,
+           input_names=None, output_names=None, opset_version=None, dynamo=False,
+           keep_initializers_as_inputs=False, dynamic_axes=None,
+           do_constant_folding=True, **unsupported):
+    """Traces `model(*args)` and writes it to `f` (a path or a binary file
+    object) as an ONNX model (Note [Exporting a trace]); returns None.
+
+    `dynamo` is accepted for PyTorch's signature; ember always uses the
+    trace-based exporter.  `do_constant_folding` is accepted: a trace
+    already holds every value that does not depend on the inputs as a
+    constant."""
+    import onnx
+    if unsupported:
+        raise TypeError(f"ember.onnx.export() does not support the argument(s) "
+                        f"{', '.join(sorted(unsupported))}")
+    if kwargs:
+        raise OnnxExporterError("ember.onnx.export: keyword inputs (kwargs=) are not supported")
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if opset not in SUPPORTED_OPSETS:
+        raise ValueError(f"Unsupported ONNX opset version: {opset}. ember exports "
+                         f"opsets {SUPPORTED_OPSETS[0]} to {SUPPORTED_OPSETS[-1]}.")
+    args = (args,) if isinstance(args, Tensor) else tuple(args)
+    with _eval_mode(model):
+        graph, examples, results = _trace(model, args)
+    param_names = _state_dict_names(model)
+    proto = symbolic.build_model(
+        graph, examples, results, param_names, opset,
+        input_names=list(input_names or ()), output_names=list(output_names or ()),
+        dynamic_axes=dict(dynamic_axes or {}), export_params=export_params,
+        keep_initializers_as_inputs=keep_initializers_as_inputs)
+    onnx.checker.check_model(proto, full_check=True)
+    if verbose:
+        print(onnx.helper.printable_graph(proto.graph))
+    _write(proto, f)
+
+
+def _write(proto, f):
+    data = proto.SerializeToString()
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as file:
+            file.write(data)
+    elif isinstance(f, io.TextIOBase) or not hasattr(f, "write"):
+        raise TypeError("ember.onnx.export: f must be a path or a binary file object")
+    else:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def _eval_mode(model):
+    """PyTorch exports in eval mode (training=TrainingMode.EVAL) and puts
+    the model back as it was."""
+    was_training = getattr(model, "training", None)
+    if was_training:
+        model.train(False)
+    try:
+        yield
+    finally:
+        if was_training:
+            model.train(True)
+
+
+def _state_dict_names(model):
+    """id(tensor) -> its state_dict key; a tied tensor keeps its first key."""
+    if not hasattr(model, "state_dict"):
+        return {}
+    names = {}
+    for key, tensor in model.state_dict(keep_vars=True).items():
+        names.setdefault(id(tensor), key)
+    return names
+
+
+class _ExportTracer(Tracer):
+    """A tracer that remembers the tensor each value held, for its shape and
+    dtype (an in-place op rebinds a tensor to a new value; the old value
+    keeps its entry)."""
+
+    def __init__(self, graph):
+        super().__init__(graph)
+        self.examples = {}
+
+    def bind(self, obj, value):
+        super().bind(obj, value)
+        if isinstance(obj, Tensor):
+            self.examples[value] = obj
+
+
+def _trace(model, args):
+    """Runs model(*args) under the tracer with the composites of
+    symbolic.COMPOSITES recorded whole.  Returns the graph, the example
+    tensor of every traced value, and the model's results."""
+    for i, x in enumerate(args):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"ember.onnx.export: input {i} is a {type(x).__name__}, "
+                            f"expected a Tensor")
+    graph = Graph()
+    graph.name = type(model).__name__
+    tracer = _ExportTracer(graph)
+    names = _parameter_names(getattr(model, "forward", model), len(args))
+    for x, name in zip(args, names):
+        tracer.bind(x, graph.add_input(name, T.Tensor))
+    with symbolic.recording_composites(tracer):
+        _C._set_tracer(tracer.record)
+        try:
+            result = model(*args)
+        finally:
+            _C._set_tracer(None)
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    for i, r in enumerate(results):
+        if not isinstance(r, Tensor):
+            raise OnnxExporterError(f"ember.onnx.export: output {i} is a "
+                                    f"{type(r).__name__}; only tensors can be exported")
+    graph.block.set_returns([tracer.value_of(r) for r in results])
+    return graph, tracer.examples, results
