@@ -580,3 +580,40 @@ def _reduction(op_type):
 
 symbolic("mean")(_reduction("ReduceMean"))
 symbolic("sum")(_reduction("ReduceSum"))
+
+
+@symbolic("getitem")
+def _getitem(g, x, key):
+    """Basic indexing: ints, slices and one Ellipsis (Slice, then Gather for
+    each int, which drops its dim)."""
+    key = key if isinstance(key, tuple) else (key,)
+    shape = list(g.example(x).shape)
+    if any(k is not Ellipsis and not isinstance(k, (int, slice)) for k in key) or \
+            key.count(Ellipsis) > 1:
+        raise g.unsupported(" with this index (basic indexing only: ints, slices, ...)")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - len(key) + 1) + key[at + 1:]
+    starts, ends, axes, steps, ints = [], [], [], [], []
+    for axis, k in enumerate(key):
+        if isinstance(k, int):
+            ints.append((axis, k))
+        elif k != slice(None):
+            start, stop, step = k.indices(shape[axis])
+            starts.append(start), ends.append(stop), axes.append(axis), steps.append(step)
+    name = g.name(x)
+    if axes:
+        name = g.op("Slice", name, g.ints(starts), g.ints(ends), g.ints(axes), g.ints(steps))
+    for dropped, (axis, index) in enumerate(ints):
+        name = g.op("Gather", name, g.const(np.array(index, np.int64), "index"),
+                    axis=axis - dropped)
+    return name
+
+
+@symbolic("repeat")
+def _repeat(g, x, *sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+        sizes = sizes[0]
+    if len(sizes) != g.example(x).dim():
+        raise g.unsupported(" with more repeats than dims")
+    return g.op("Tile", g.name(x), g.ints(sizes))
