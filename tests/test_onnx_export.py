@@ -176,6 +176,8 @@ def test_arithmetic_with_broadcasting_scalars_and_shape_ops():
     proto = export_to_proto(f, (x, y), output_names=["a"])
     assert [o.name for o in proto.graph.output] == ["a", "output1", "output2"]
     assert_runs_like_ember(proto, f, x, y)
+    proto = export_to_proto(f, (x, y), opset_version=18)   # Reduce*'s axes as inputs
+    assert_runs_like_ember(proto, f, x, y)
 
 
 def test_grouped_strided_dilated_conv_and_avg_pool():
@@ -220,6 +222,28 @@ def test_unsupported_operator_is_named():
                        match=r"Exporting the operator 'aten::cumsum' to ONNX opset "
                              r"version 17 is not supported"):
         export_to_proto(f, ember.randn(3))
+
+
+class Doubled(ember.autograd.Function):
+    """Computes through NumPy, which the tracer cannot see."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return ember.from_numpy(x.detach().numpy() * 2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_a_result_the_tracer_cannot_see_is_not_baked_in():
+    layer = nn.Linear(3, 3)
+
+    def f(x):
+        return Doubled.apply(layer(x)).relu()
+    with ember.no_grad(), pytest.raises(ember.onnx.OnnxExporterError,
+                                        match="operation the tracer cannot record"):
+        export_to_proto(f, ember.randn(2, 3))
 
 
 def test_unused_values_are_not_exported():

@@ -38,6 +38,7 @@ import os
 
 from .. import _C
 from .._tensor import Tensor
+from ..autograd import enable_grad
 from ..jit import types as T
 from ..jit.ir import Graph
 from ..jit.trace import Tracer, _parameter_names
@@ -153,7 +154,10 @@ def _trace(model, args):
     names = _parameter_names(getattr(model, "forward", model), len(args))
     for x, name in zip(args, names):
         tracer.bind(x, graph.add_input(name, T.Tensor))
-    with symbolic.recording_composites(tracer):
+    # Grad mode on: a result of an operation the tracer cannot see (an
+    # autograd Function's) then carries a grad_fn, which is how the
+    # exporter tells it from a real constant (Exporter.constant_tensor).
+    with symbolic.recording_composites(tracer), enable_grad():
         _C._set_tracer(tracer.record)
         try:
             result = model(*args)

@@ -133,16 +133,17 @@ class Exporter:
         self.initializers[name] = self.onnx.numpy_helper.from_array(_to_numpy(tensor), name)
         return name
 
-    def const(self, array, hint="const"):
-        name = self.fresh(hint)
+    def const(self, array, hint="Constant"):
+        self._count += 1
+        name = f"onnx::{hint}_{self._count}"
         self.initializers[name] = self.onnx.numpy_helper.from_array(np.asarray(array), name)
         return name
 
     def ints(self, values):
-        return self.const(np.array(list(values), dtype=np.int64), "shape")
+        return self.const(np.array(list(values), dtype=np.int64), "Shape")
 
     def scalar_like(self, number, dtype):
-        return self.const(np.array(number, dtype=dtype), "scalar")
+        return self.const(np.array(number, dtype=dtype), "Scalar")
 
     # -- emitting -----------------------------------------------------------------
     def op(self, op_type, *inputs, outputs=1, **attrs):
@@ -471,7 +472,7 @@ def _avg_pool2d(g, x, kernel_size, stride=None, padding=0, ceil_mode=False,
 def _ones_or(g, tensor_value, fill, size, dtype):
     if tensor_value is not None:
         return g.name(tensor_value)
-    return g.const(np.full(size, fill, dtype=dtype), "fill")
+    return g.const(np.full(size, fill, dtype=dtype), "Fill")
 
 
 @symbolic("batch_norm")
@@ -605,7 +606,7 @@ def _getitem(g, x, key):
     if axes:
         name = g.op("Slice", name, g.ints(starts), g.ints(ends), g.ints(axes), g.ints(steps))
     for dropped, (axis, index) in enumerate(ints):
-        name = g.op("Gather", name, g.const(np.array(index, np.int64), "index"),
+        name = g.op("Gather", name, g.const(np.array(index, np.int64), "Index"),
                     axis=axis - dropped)
     return name
 
