@@ -194,6 +194,46 @@ def test_grouped_strided_dilated_conv_and_avg_pool():
     assert_runs_like_ember(proto, f, x)
 
 
+@pytest.mark.filterwarnings("ignore::ember.jit.TracerWarning")
+def test_library_transformer_layer_with_dynamic_batch_and_sequence():
+    # Its attention reshapes (B, T, E) -> (T, B * heads, E / heads) and
+    # back through (T * B, E): sizes read from the input at run time.
+    ember.manual_seed(7)
+    model = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+    proto = export_to_proto(model, ember.randn(2, 3, 8), dynamic_axes={"src": [0, 1]})
+    assert {"LayerNormalization", "Split", "Softmax", "Shape"} <= set(op_types(proto))
+    assert_runs_like_ember(proto, model, ember.randn(4, 5, 8))
+    assert_runs_like_ember(proto, model, ember.randn(1, 2, 8))
+
+
+def test_sizes_that_follow_dynamic_axes_in_ways_a_trace_cannot_see():
+    def mask(x):
+        return x + ember.ones(x.shape[1])
+    with pytest.raises(ember.onnx.OnnxExporterError, match="changes shape with the dynamic"):
+        export_to_proto(mask, ember.randn(2, 3), dynamic_axes={"x": [1]})
+    export_to_proto(mask, ember.randn(2, 3), dynamic_axes={"x": [0]})
+
+    def doubled(x):
+        return x.reshape(x.shape[0] * 2, -1)
+    with pytest.raises(ember.onnx.OnnxExporterError, match="two sizes follow the dynamic"):
+        export_to_proto(doubled, ember.randn(2, 4), dynamic_axes={"x": [0]})
+
+
+def test_more_activations_adaptive_pool_split_stack_and_an_unrolled_gru():
+    def f(x):
+        a, b = x.chunk(2, dim=1)
+        pooled = F.adaptive_avg_pool2d(F.silu(a), 1).flatten(1)
+        halves = F.adaptive_avg_pool2d(F.elu(b), (2, 4))
+        parts = ember.stack(x.split([1, 3], dim=1)[1].unbind(1), dim=-1)
+        return pooled, F.leaky_relu(halves, 0.1), x.clamp(-0.5, 0.5), F.hardtanh(parts)
+    x = ember.randn(2, 4, 4, 4)
+    assert_runs_like_ember(export_to_proto(f, x), f, x)
+    ember.manual_seed(8)
+    gru = nn.GRU(4, 3, batch_first=True)
+    x = ember.randn(2, 3, 4)
+    assert_runs_like_ember(export_to_proto(gru, x), gru, x)
+
+
 def test_basic_indexing():
     def f(x):
         return x[:, 0] * 2, x[..., 1:3], x[1, ::2, -1]

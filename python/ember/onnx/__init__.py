@@ -27,9 +27,38 @@ F.conv2d runs (and cannot see inside an autograd Function at all), so the
 exporter records the functional layers that have an ONNX operator of their
 own (F.linear, F.conv2d, F.batch_norm, ...) as single nodes: while it
 traces, those names in ember.nn.functional are wrapped (symbolic.COMPOSITES).
-Python-side shape arithmetic (`x.view(x.shape[0], -1)`) is seen as
-constants, so a Reshape copies the leading dims that the traced shape kept
-from its input (ONNX's 0) and only such dims follow a dynamic batch size.
+Note [Sizes that vary]
+~~~~~~~~~~~~~~~~~~~~~~
+Python-side shape arithmetic (`x.view(x.shape[0], -1)`) reaches the trace
+as constants (PyTorch's tracer records it as Shape/Gather ops).  So when
+dynamic_axes names input dims, the model is traced a second time with
+each of those dims one longer, and the two graphs are compared node by
+node: a Reshape target's dim that is the same in both is a constant; one
+that equals its input's dim at the same place in both is copied (ONNX's
+0); one that equals, in both, a dim of its input or of a graph input is
+read at run time (Shape, Gather, Concat); and one other dim that differs
+becomes -1.  A shape with two dims that follow the dynamic sizes in other
+ways (2 * batch), and a constant tensor whose shape follows them (a mask
+made with ember.ones(T, T)), are refused with an error.
+Without dynamic_axes (or when the two traces differ), a Reshape copies
+the leading dims kept from its input and writes -1 for the first other
+one when the shape has none: right for the traced sizes, and for a batch
+size that reaches a leading or the first merged dim.
+
+What it translates (symbolic.py): Linear (Gemm, or MatMul and Add above
+2-D), matmul/mm/bmm, add/sub/mul/div/pow with broadcasting and Python
+scalars, relu, gelu (Gelu at opset 20, Erf or Tanh below), tanh, sigmoid,
+silu, leaky_relu, elu, hardtanh/clamp, exp, log, sqrt, rsqrt, neg, abs,
+softmax/log_softmax, conv1d/conv2d (pads, strides, dilations, groups,
+"same"/"valid"), max_pool2d, avg_pool2d, adaptive_avg_pool2d (global or
+dividing), batch_norm in eval (BatchNormalization), layer_norm
+(LayerNormalization, opset 17 and above), embedding (Gather), dropout in
+eval (nothing), view/reshape/flatten (Reshape), transpose/t/permute,
+squeeze/unsqueeze, cat/stack, split/chunk/unbind, repeat, basic indexing
+(Slice, Gather), mean/sum (ReduceMean/ReduceSum).  Any other operator the
+outputs depend on raises OnnxExporterError naming it ("Exporting the
+operator 'aten::cumsum' to ONNX opset version 17 is not supported").
+Opsets 13 to 20; the default is 17.
 """
 
 import contextlib
@@ -38,6 +67,7 @@ import os
 
 from .. import _C
 from .._tensor import Tensor
+from .._C import cat
 from ..autograd import enable_grad
 from ..jit import types as T
 from ..jit.ir import Graph
@@ -76,18 +106,35 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=N
         raise ValueError(f"Unsupported ONNX opset version: {opset}. ember exports "
                          f"opsets {SUPPORTED_OPSETS[0]} to {SUPPORTED_OPSETS[-1]}.")
     args = (args,) if isinstance(args, Tensor) else tuple(args)
+    input_names, dynamic_axes = list(input_names or ()), dict(dynamic_axes or {})
     with _eval_mode(model):
         graph, examples, results = _trace(model, args)
-    param_names = _state_dict_names(model)
+        names = symbolic.given_or_default(input_names, [v.debug_name for v in graph.inputs])
+        varied = _varied_inputs(args, [dynamic_axes.get(n, ()) for n in names])
+        twin = _trace(model, varied)[:2] if varied is not None else None
     proto = symbolic.build_model(
-        graph, examples, results, param_names, opset,
-        input_names=list(input_names or ()), output_names=list(output_names or ()),
-        dynamic_axes=dict(dynamic_axes or {}), export_params=export_params,
+        graph, examples, results, _state_dict_names(model), opset, twin=twin,
+        input_names=input_names, output_names=list(output_names or ()),
+        dynamic_axes=dynamic_axes, export_params=export_params,
         keep_initializers_as_inputs=keep_initializers_as_inputs)
     onnx.checker.check_model(proto, full_check=True)
     if verbose:
         print(onnx.helper.printable_graph(proto.graph))
     _write(proto, f)
+
+
+def _varied_inputs(args, dynamic_dims):
+    """The inputs with every dynamic dim one longer (its first slice
+    repeated, so indices stay valid), for the second trace of Note [Sizes
+    that vary]; None when no input dim is dynamic."""
+    if not any(dynamic_dims):
+        return None
+    varied = []
+    for x, dims in zip(args, dynamic_dims):
+        for dim in dims:
+            x = cat([x, x.narrow(dim, 0, 1)], dim)
+        varied.append(x)
+    return tuple(varied)
 
 
 def _write(proto, f):

@@ -22,7 +22,8 @@ from ..jit.ir import Value
 
 # Functional layers recorded as one node each (Note [Exporting a trace]).
 COMPOSITES = ("linear", "conv1d", "conv2d", "batch_norm", "layer_norm", "embedding",
-              "dropout", "max_pool2d", "avg_pool2d")
+              "dropout", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu",
+              "elu", "hardtanh")
 
 SYMBOLICS = {}
 
@@ -105,6 +106,34 @@ class Exporter:
         self.names = {}                   # Value -> ONNX name
         self.node = None                  # the traced node being translated
         self._count = 0
+        self.twin_values = {}             # Value -> the same value in the second trace
+        self.twin_examples = {}
+
+    def pair_with(self, twin_graph, twin_examples):
+        """Matches the second trace's values to this one's (Note [Sizes that
+        vary] in __init__.py); leaves them unmatched if the traces differ."""
+        nodes, twin_nodes = self.graph.block.nodes, twin_graph.block.nodes
+        if len(nodes) != len(twin_nodes) or any(
+                a.kind != b.kind or len(a.outputs) != len(b.outputs)
+                for a, b in zip(nodes, twin_nodes)):
+            warnings.warn("ember.onnx.export: the model ran different operators for "
+                          "other sizes of the dynamic axes; sizes are exported as traced")
+            return
+        self.twin_examples = twin_examples
+        pairs = list(zip(self.graph.inputs, twin_graph.inputs))
+        for a, b in zip(nodes, twin_nodes):
+            pairs += zip(a.outputs, b.outputs)
+        self.twin_values = dict(pairs)
+
+    def twin_example(self, value):
+        """The tensor `value` held in the second trace, or None."""
+        return self.twin_examples.get(self.twin_values.get(value))
+
+    def twin_arguments(self):
+        """The current node's arguments in the second trace, or None."""
+        if not self.twin_values:
+            return None
+        return [self.argument(self.twin_values[v]) for v in self.node.inputs]
 
     # -- names and constants ------------------------------------------------------
     def fresh(self, hint):
@@ -127,6 +156,13 @@ class Exporter:
                 f"ember.onnx.export: a tensor of shape {list(tensor.shape)} was computed "
                 f"by an operation the tracer cannot record ({type(tensor.grad_fn).__name__}); "
                 f"it would be written as a constant")
+        twin = self.twin_values.get(value)
+        if key is None and twin is not None and \
+                list(twin.node.attrs["value"].shape) != list(tensor.shape):
+            raise OnnxExporterError(
+                f"ember.onnx.export: a constant tensor of shape {list(tensor.shape)} "
+                f"changes shape with the dynamic axes (made from a traced size, "
+                f"e.g. ember.ones(x.shape[1])); it cannot be exported as a constant")
         name = key or f"onnx::Constant_{value.id}"
         if key is not None:
             self.parameters[name] = tensor
@@ -249,15 +285,17 @@ def live_nodes(graph):
 # Building the model
 
 
-def build_model(graph, examples, results, param_names, opset, *, input_names,
+def build_model(graph, examples, results, param_names, opset, *, twin, input_names,
                 output_names, dynamic_axes, export_params, keep_initializers_as_inputs):
     import onnx
     helper = onnx.helper
     g = Exporter(graph, examples, param_names, opset)
-    inputs = _names(input_names, [v.debug_name for v in graph.inputs])
+    if twin is not None:
+        g.pair_with(*twin)
+    inputs = given_or_default(input_names, [v.debug_name for v in graph.inputs])
     default_outputs = ["output"] if len(results) == 1 else \
         [f"output{i}" for i in range(len(results))]
-    outputs = _names(output_names, default_outputs)
+    outputs = given_or_default(output_names, default_outputs)
     _check_dynamic_axes(dynamic_axes, inputs + outputs)
     for value, name in zip(graph.inputs, inputs):
         g.names[value] = name
@@ -284,7 +322,7 @@ def build_model(graph, examples, results, param_names, opset, *, input_names,
                              opset_imports=[helper.make_opsetid("", opset)])
 
 
-def _names(given, defaults):
+def given_or_default(given, defaults):
     return list(given[:len(defaults)]) + defaults[len(given):]
 
 
@@ -502,31 +540,93 @@ def _embedding(g, indices, weight, padding_idx=None, max_norm=None, *unused, **u
     return g.op("Gather", g.name(weight), g.name(indices), axis=0)
 
 
-def _reshape(g, x, target):
-    """Reshape to a traced shape; the leading dims it kept from x are
-    written 0 (copy), so they follow x (Note [Exporting a trace])."""
-    source = list(g.example(x).shape)
-    target = list(target)
+def _reshape(g, x, target, twin_target=None):
+    """Reshape to a traced shape (Note [Sizes that vary] in __init__.py)."""
+    source, target = list(g.example(x).shape), list(target)
+    twin = g.twin_example(x)
+    if twin_target is None or twin is None:
+        return g.op("Reshape", g.name(x), g.ints(_guess_sizes(source, target)))
+    twin_source, varying, read = list(twin.shape), [], {}
+    for i, (size, twin_size) in enumerate(zip(target, twin_target)):
+        if size == twin_size:
+            continue
+        if i < len(source) and (source[i], twin_source[i]) == (size, twin_size):
+            target[i] = 0
+        else:
+            found = _find_size(g, [x, *g.graph.inputs], size, twin_size)
+            if found:
+                read[i] = found
+            else:
+                varying.append(i)
+    if len(varying) > 1 or varying and -1 in target:
+        raise g.unsupported(f" for a shape {list(g.example(g.node.outputs[0]).shape)} "
+                            f"in which two sizes follow the dynamic axes")
+    for i in varying:
+        target[i] = -1
+    return g.op("Reshape", g.name(x), _shape_with_sizes_of(g, target, read))
+
+
+def _find_size(g, values, size, twin_size):
+    """A (value, dim) whose size was `size` in the first trace and
+    `twin_size` in the second, or None."""
+    for value in values:
+        pairs = zip(g.example(value).shape, g.twin_example(value).shape)
+        for dim, sizes in enumerate(pairs):
+            if sizes == (size, twin_size):
+                return value, dim
+    return None
+
+
+def _shape_with_sizes_of(g, target, read):
+    """`target` as an int64 tensor, where dims i in `read` are taken at run
+    time from the size of read[i] = (value, dim) (Shape, Gather, Concat)."""
+    if not read:
+        return g.ints(target)
+    pieces = []
     for i, size in enumerate(target):
-        if i >= len(source) or size != source[i]:
-            break
-        target[i] = 0
-    return g.op("Reshape", g.name(x), g.ints(target))
+        if i in read:
+            value, dim = read[i]
+            shape = g.op("Shape", g.name(value))
+            pieces.append(g.op("Gather", shape, g.ints([dim]), axis=0))
+        else:
+            pieces.append(g.ints([size]))
+    return g.op("Concat", *pieces, axis=0)
+
+
+def _guess_sizes(source, target):
+    """Without a second trace: the leading dims kept from the source are
+    copied (0), and the first other one is -1 if the shape has none."""
+    kept = 0
+    while kept < min(len(source), len(target)) and target[kept] == source[kept]:
+        target[kept] = 0
+        kept += 1
+    if -1 not in target and kept < len(target):
+        target[kept] = -1
+    return target
+
+
+def _shape_argument(shape):
+    return list(shape[0]) if len(shape) == 1 and isinstance(shape[0], (list, tuple)) \
+        else list(shape)
 
 
 @symbolic("view", "reshape")
 def _view(g, x, *shape):
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
-        shape = shape[0]
-    return _reshape(g, x, shape)
+    twin = g.twin_arguments()
+    return _reshape(g, x, _shape_argument(shape),
+                    None if twin is None else _shape_argument(twin[1:]))
+
+
+def _flattened(shape, start_dim, end_dim):
+    rank = max(len(shape), 1)
+    return shape[:start_dim % rank] + [-1] + shape[end_dim % rank + 1:]
 
 
 @symbolic("flatten")
 def _flatten(g, x, start_dim=0, end_dim=-1):
-    source = list(g.example(x).shape)
-    rank = len(source)
-    start, end = start_dim % max(rank, 1), end_dim % max(rank, 1)
-    return _reshape(g, x, source[:start] + [-1] + source[end + 1:])
+    twin = g.twin_example(x)
+    return _reshape(g, x, _flattened(list(g.example(x).shape), start_dim, end_dim),
+                    None if twin is None else _flattened(list(twin.shape), start_dim, end_dim))
 
 
 @symbolic("unsqueeze")
@@ -618,3 +718,87 @@ def _repeat(g, x, *sizes):
     if len(sizes) != g.example(x).dim():
         raise g.unsupported(" with more repeats than dims")
     return g.op("Tile", g.name(x), g.ints(sizes))
+
+
+@symbolic("silu")
+def _silu(g, x, inplace=False):
+    name = g.name(x)
+    return g.op("Mul", name, g.op("Sigmoid", name))
+
+
+@symbolic("leaky_relu")
+def _leaky_relu(g, x, negative_slope=0.01, inplace=False):
+    return g.op("LeakyRelu", g.name(x), alpha=float(negative_slope))
+
+
+@symbolic("elu")
+def _elu(g, x, alpha=1.0, inplace=False):
+    return g.op("Elu", g.name(x), alpha=float(alpha))
+
+
+@symbolic("clamp", "clip")
+def _clamp(g, x, min=None, max=None):
+    if isinstance(min, Value) or isinstance(max, Value):
+        raise g.unsupported(" with tensor bounds")
+    dtype = g.out_dtype()
+    bound = (lambda v: None if v is None else g.scalar_like(v, dtype))
+    return g.op("Clip", g.name(x), bound(min), bound(max))
+
+
+@symbolic("hardtanh")
+def _hardtanh(g, x, min_val=-1.0, max_val=1.0, inplace=False):
+    return _clamp(g, x, min_val, max_val)
+
+
+@symbolic("adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(g, x, output_size):
+    """GlobalAveragePool for 1x1; AveragePool where the output size divides
+    the input's (PyTorch's exporter does the same)."""
+    shape = list(g.example(x).shape)
+    if len(shape) != 4:
+        raise g.unsupported(" for an unbatched input")
+    out = [s if o is None else o for o, s in zip(_pair(output_size, 2), shape[2:])]
+    if out == [1, 1]:
+        return g.op("GlobalAveragePool", g.name(x))
+    if any(s % o for s, o in zip(shape[2:], out)):
+        raise g.unsupported(" when the output size does not divide the input size")
+    kernel = [s // o for s, o in zip(shape[2:], out)]
+    return g.op("AveragePool", g.name(x), kernel_shape=kernel, strides=kernel)
+
+
+def _split_sizes(length, size):
+    return [min(size, length - start) for start in range(0, length, size)]
+
+
+def _split_into(g, x, sizes, dim):
+    names = g.op("Split", g.name(x), g.ints(sizes), axis=dim, outputs=len(sizes))
+    return names if isinstance(names, list) else [names]
+
+
+@symbolic("split")
+def _split(g, x, split_size_or_sections, dim=0):
+    length = g.example(x).shape[dim]
+    sizes = split_size_or_sections if isinstance(split_size_or_sections, (list, tuple)) \
+        else _split_sizes(length, split_size_or_sections)
+    return _split_into(g, x, list(sizes), dim)
+
+
+@symbolic("chunk")
+def _chunk(g, x, chunks, dim=0):
+    length = g.example(x).shape[dim]
+    return _split_into(g, x, _split_sizes(length, -(-length // chunks)), dim)
+
+
+@symbolic("unbind")
+def _unbind(g, x, dim=0):
+    dim %= g.example(x).dim()
+    pieces = _split_into(g, x, [1] * g.example(x).shape[dim], dim)
+    return [g.op("Squeeze", p, g.ints([dim])) for p in pieces]
+
+
+@symbolic("stack")
+def _stack(g, tensors, dim=0):
+    dtype, rank = g.out_dtype(), g.example(g.node.outputs[0]).dim()
+    axis = g.ints([dim % rank])
+    return g.op("Concat", *[g.op("Unsqueeze", g.operand(t, dtype), axis) for t in tensors],
+                axis=dim % rank)
