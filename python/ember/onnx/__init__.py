@@ -95,7 +95,11 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=N
     trace-based exporter.  `do_constant_folding` is accepted: a trace
     already holds every value that does not depend on the inputs as a
     constant."""
-    import onnx
+    try:
+        import onnx
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError("ember.onnx.export needs the onnx package "
+                                  "(pip install onnx)", name="onnx") from error
     if unsupported:
         raise TypeError(f"ember.onnx.export() does not support the argument(s) "
                         f"{', '.join(sorted(unsupported))}")
