@@ -258,7 +258,7 @@ def test_opset_20_uses_gelu_and_opset_13_has_no_layer_norm():
 def test_unsupported_operator_is_named():
     def f(x):
         return ember.cumsum(x, 0) + 1
-    with pytest.raises(ember.onnx.OnnxExporterError,
+    with pytest.raises(ember.onnx.UnsupportedOperatorError,
                        match=r"Exporting the operator 'aten::cumsum' to ONNX opset "
                              r"version 17 is not supported"):
         export_to_proto(f, ember.randn(3))

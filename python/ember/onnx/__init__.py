@@ -77,11 +77,15 @@ from . import symbolic
 DEFAULT_OPSET = 17
 SUPPORTED_OPSETS = range(13, 21)    # TorchScript's exporter stops at 20
 
-__all__ = ["export", "DEFAULT_OPSET", "OnnxExporterError"]
+__all__ = ["export", "DEFAULT_OPSET", "OnnxExporterError", "UnsupportedOperatorError"]
 
 
 class OnnxExporterError(RuntimeError):
     """The model cannot be written as ONNX (PyTorch's name)."""
+
+
+class UnsupportedOperatorError(OnnxExporterError):
+    """An operator (or its arguments) has no ONNX translation here."""
 
 
 def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=None,

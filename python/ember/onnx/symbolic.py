@@ -71,8 +71,8 @@ def recording_composites(tracer):
 
 
 def _unsupported(kind, opset, why=""):
-    from . import OnnxExporterError
-    return OnnxExporterError(
+    from . import UnsupportedOperatorError
+    return UnsupportedOperatorError(
         f"Exporting the operator '{kind}' to ONNX opset version {opset} is not "
         f"supported{why}.")
 
@@ -253,8 +253,7 @@ class Exporter:
         return _unsupported(self.node.kind, self.opset, why)
 
 
-_OPERATOR_ALIASES = {"truediv": "div", "matmul": "matmul", "neg": "neg", "T": "t",
-                     "__getitem__": "getitem"}
+_OPERATOR_ALIASES = {"truediv": "div", "T": "t", "__getitem__": "getitem"}
 
 
 def operator_name(callee):
