@@ -176,8 +176,10 @@ def test_arithmetic_with_broadcasting_scalars_and_shape_ops():
     proto = export_to_proto(f, (x, y), output_names=["a"])
     assert [o.name for o in proto.graph.output] == ["a", "output1", "output2"]
     assert_runs_like_ember(proto, f, x, y)
-    proto = export_to_proto(f, (x, y), opset_version=18)   # Reduce*'s axes as inputs
-    assert_runs_like_ember(proto, f, x, y)
+    for opset in (13, 18):    # Reduce*'s axes: attributes, then inputs
+        assert_runs_like_ember(export_to_proto(f, (x, y), opset_version=opset), f, x, y)
+    with pytest.raises(RuntimeError, match=r"number of output names provided \(4\) exceeded"):
+        export_to_proto(f, (x, y), output_names=list("abcd"))
 
 
 def test_grouped_strided_dilated_conv_and_avg_pool():
@@ -312,6 +314,9 @@ def test_export_params_false_makes_parameters_inputs():
     params = [p.detach().numpy() for p in model.state_dict().values()]
     got = run_onnx(proto, [x.numpy()] + params)
     np.testing.assert_allclose(got[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    proto = export_to_proto(model, x, keep_initializers_as_inputs=True)
+    assert [i.name for i in proto.graph.input] == ["input"] + list(model.state_dict())
+    assert [i.name for i in proto.graph.initializer] == list(model.state_dict())
 
 
 def test_exports_in_eval_mode_and_restores_training():

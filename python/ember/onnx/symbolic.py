@@ -294,7 +294,7 @@ def build_model(graph, examples, results, param_names, opset, *, twin, input_nam
     inputs = given_or_default(input_names, [v.debug_name for v in graph.inputs])
     default_outputs = ["output"] if len(results) == 1 else \
         [f"output{i}" for i in range(len(results))]
-    outputs = given_or_default(output_names, default_outputs)
+    outputs = given_or_default(output_names, default_outputs, "output")
     _check_dynamic_axes(dynamic_axes, inputs + outputs)
     for value, name in zip(graph.inputs, inputs):
         g.names[value] = name
@@ -321,8 +321,12 @@ def build_model(graph, examples, results, param_names, opset, *, twin, input_nam
                              opset_imports=[helper.make_opsetid("", opset)])
 
 
-def given_or_default(given, defaults):
-    return list(given[:len(defaults)]) + defaults[len(given):]
+def given_or_default(given, defaults, what="input"):
+    """input_names/output_names: the first values take the given names."""
+    if len(given) > len(defaults):
+        raise RuntimeError(f"number of {what} names provided ({len(given)}) exceeded "
+                         f"number of {what}s ({len(defaults)})")
+    return list(given) + defaults[len(given):]
 
 
 def _check_dynamic_axes(dynamic_axes, names):
