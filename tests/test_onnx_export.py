@@ -366,3 +366,17 @@ def test_same_operators_and_initializers_as_torch():
     got = export_to_proto(Bag(), ember.tensor([[1, 2, 3]]))
     assert op_types(got) == op_types(expected)
     assert [i.name for i in got.graph.initializer] == [i.name for i in expected.graph.initializer]
+
+
+def test_onnxruntime_runs_the_exported_models_where_installed():
+    ort = pytest.importorskip("onnxruntime")
+    ember.manual_seed(9)
+    cases = [(mlp(), ember.randn(3, 4)), (trained_cnn(), ember.randn(2, 3, 8, 8)),
+             (Block().eval(), ember.randn(2, 5, 8)), (Bag(), ember.tensor([[1, 2], [3, 4]]))]
+    for model, x in cases:
+        buffer = io.BytesIO()
+        ember.onnx.export(model, x, buffer)
+        session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+        got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+        with ember.no_grad():
+            np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-4, atol=1e-5)

@@ -317,8 +317,10 @@ def build_model(graph, examples, results, param_names, opset, *, twin, input_nam
     proto = helper.make_graph(g.nodes, graph.name, graph_inputs,
                               [info(n, r) for n, r in zip(outputs, results)],
                               initializer=initializers)
-    return helper.make_model(proto, producer_name="ember",
-                             opset_imports=[helper.make_opsetid("", opset)])
+    # The oldest IR version that has the opset, so older runtimes load it.
+    opsets = [helper.make_opsetid("", opset)]
+    return helper.make_model(proto, producer_name="ember", opset_imports=opsets,
+                             ir_version=helper.find_min_ir_version_for(opsets))
 
 
 def given_or_default(given, defaults, what="input"):
