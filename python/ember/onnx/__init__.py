@@ -17,8 +17,9 @@ PyTorch's exporter:
   graph inputs of those names instead.
 * Inputs are named by input_names, else by the names of forward's
   parameters; outputs by output_names, else "output" (one output) or
-  "output0", "output1", ... .  A name list shorter than the values names
-  the first ones.
+  "output0", "output1", ... (PyTorch's tracer numbers them: "7").  A name
+  list shorter than the values names the first ones; a longer one is
+  PyTorch's RuntimeError.
 * dynamic_axes maps an input or output name to its symbolic dims: {0:
   "batch"} or [0] (named "<name>_dynamic_axes_1", as PyTorch names them).
 
@@ -26,7 +27,14 @@ ember's tracer records the primitive operators a composite such as
 F.conv2d runs (and cannot see inside an autograd Function at all), so the
 exporter records the functional layers that have an ONNX operator of their
 own (F.linear, F.conv2d, F.batch_norm, ...) as single nodes: while it
-traces, those names in ember.nn.functional are wrapped (symbolic.COMPOSITES).
+traces, those names in ember.nn.functional are wrapped (symbolic.COMPOSITES;
+a module that bound one by `from ... import linear` bypasses that, and
+an export must not run alongside other code on another thread).  A tensor
+the tracer did not see being made is a constant; one that came out of an
+autograd Function it cannot see into is refused rather than written as
+one (the trace runs with grad mode on so that such a result has a
+grad_fn).
+
 Note [Sizes that vary]
 ~~~~~~~~~~~~~~~~~~~~~~
 Python-side shape arithmetic (`x.view(x.shape[0], -1)`) reaches the trace
@@ -56,9 +64,14 @@ dividing), batch_norm in eval (BatchNormalization), layer_norm
 eval (nothing), view/reshape/flatten (Reshape), transpose/t/permute,
 squeeze/unsqueeze, cat/stack, split/chunk/unbind, repeat, basic indexing
 (Slice, Gather), mean/sum (ReduceMean/ReduceSum).  Any other operator the
-outputs depend on raises OnnxExporterError naming it ("Exporting the
-operator 'aten::cumsum' to ONNX opset version 17 is not supported").
-Opsets 13 to 20; the default is 17.
+outputs depend on raises UnsupportedOperatorError naming it ("Exporting
+the operator 'aten::cumsum' to ONNX opset version 17 is not supported");
+an unused one is not exported.  Opsets 13 to 20 (TorchScript's exporter
+stops at 20); the default is 17, LayerNormalization's first opset
+(PyTorch 2.13's is 20).  Not translated: control flow (a trace has none),
+training-mode export, RNN/LSTM/GRU as single ONNX operators (a trace
+unrolls them), attention as one operator (it is exported as the MatMul
+and Softmax it runs), custom opsets, external data for models over 2 GB.
 """
 
 import contextlib
