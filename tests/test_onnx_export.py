@@ -236,6 +236,15 @@ def test_more_activations_adaptive_pool_split_stack_and_an_unrolled_gru():
     assert_runs_like_ember(export_to_proto(gru, x), gru, x)
 
 
+def test_dtype_conversions():
+    def f(x, idx):
+        return x.to(ember.float64) * idx.float(), (x * 10).long() + idx, x.to(idx.dtype)
+    x, idx = ember.randn(2, 3), ember.tensor([[1, 2, 3], [4, 5, 6]])
+    proto = export_to_proto(f, (x, idx))
+    assert "Cast" in op_types(proto)
+    assert_runs_like_ember(proto, f, x, idx)
+
+
 def test_basic_indexing():
     def f(x):
         return x[:, 0] * 2, x[..., 1:3], x[1, ::2, -1]

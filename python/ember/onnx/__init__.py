@@ -63,7 +63,8 @@ dividing), batch_norm in eval (BatchNormalization), layer_norm
 (LayerNormalization, opset 17 and above), embedding (Gather), dropout in
 eval (nothing), view/reshape/flatten (Reshape), transpose/t/permute,
 squeeze/unsqueeze, cat/stack, split/chunk/unbind, repeat, basic indexing
-(Slice, Gather), mean/sum (ReduceMean/ReduceSum).  Any other operator the
+(Slice, Gather), mean/sum (ReduceMean/ReduceSum), dtype conversions
+(to/float/long/..., Cast).  Any other operator the
 outputs depend on raises UnsupportedOperatorError naming it ("Exporting
 the operator 'aten::cumsum' to ONNX opset version 17 is not supported");
 an unused one is not exported.  Opsets 13 to 20 (TorchScript's exporter

@@ -807,3 +807,9 @@ def _stack(g, tensors, dim=0):
     axis = g.ints([dim % rank])
     return g.op("Concat", *[g.op("Unsqueeze", g.operand(t, dtype), axis) for t in tensors],
                 axis=dim % rank)
+
+
+@symbolic("to", "type", "float", "double", "half", "long", "int", "bool", "cpu")
+def _cast(g, x, *ignored, **ignored_kw):
+    """A dtype (or device) conversion: a Cast to the dtype the trace saw."""
+    return g.cast_to(g.name(x), x, g.out_dtype())
