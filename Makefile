@@ -58,6 +58,8 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_graph_dot.py, test_tour_cli.py, docs/test_pictures.py  pictures as
 #                            DOT text and the tour's options: Python over
 #                            graphs and operators that other suites cover
+#   test_onnx_export.py      ember.onnx.export: Python over the tracer hook
+#                            (test_jit_script.py's) and the onnx package
 #   test_exercises.py        exercises/ metadata and `git apply --check`
 #   chapter 0's examples     compile and load a scratch extension (not ember's
 #                            C) anew each run, which the refcount gate would
@@ -88,7 +90,8 @@ PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_optim_more.py \
                     --ignore=tests/test_lr_schedulers.py \
                     --ignore=tests/test_data_loader.py \
-                    --ignore=tests/test_functions13_composites.py
+                    --ignore=tests/test_functions13_composites.py \
+                    --ignore=tests/test_onnx_export.py
 LEAK_ASAN_TESTS  ?= tests $(DOCS_DIR) $(PYTHON_ONLY_SUITES)
 # The refcount gate skips test_tensor_str.py: it tests the pure-Python
 # printer (no C reference handling) with 148 mostly-Hypothesis cases, and the

@@ -108,6 +108,7 @@ def numel(input):
 
 from . import nn, optim  # noqa: E402,F401  (ember.nn, ember.optim as in torch)
 from . import jit  # noqa: E402,F401  (ember.jit.script, trace, save, load)
+from . import onnx  # noqa: E402,F401  (ember.onnx.export; the onnx package loads on use)
 from . import amp, cuda, accelerator, backends  # noqa: E402,F401
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: E402,F401
 from . import serialization  # noqa: E402,F401
