@@ -425,3 +425,18 @@ def test_grad_scaler_matches_torch_over_a_run_with_overflows():
         assert ours.state_dict() == theirs.state_dict()
         np.testing.assert_allclose(ours_p.detach().numpy(), theirs_p.detach().numpy(),
                                    rtol=1e-6)
+
+
+@needs_torch
+def test_type_as_like_torch():
+    for lib in (ember, torch):
+        x = lib.tensor([1.5, -2.0], requires_grad=True)
+        y = x.type_as(lib.tensor([1], dtype=lib.int32))
+        assert y.dtype == lib.int32 and y.tolist() == [1, -2]
+        assert x.type_as(lib.zeros(1)) is x          # already the type: itself
+        z = x.type_as(lib.zeros(1, dtype=lib.float64))
+        z.sum().backward()
+        assert x.grad.tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match=r"type_as\(\): argument 'other' \(position 1\) "
+                                        r"must be Tensor, not float"):
+        ember.ones(2).type_as(2.0)

@@ -105,6 +105,13 @@ class Tensor(_C._TensorBase):
             dtype = dtype.dtype   # a legacy class
         return self.to(dtype)
 
+    def type_as(self, other):
+        """This tensor cast to `other`'s type (itself when it has it already)."""
+        if not isinstance(other, _C._TensorBase):
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, "
+                            f"not {type(other).__name__}")
+        return self.to(other.dtype)
+
     def new_tensor(self, data, dtype=None, requires_grad=False):
         return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
