@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.autograd import gradcheck
+from ember.autograd import gradcheck, gradgradcheck
 
 try:
     import torch
@@ -477,3 +477,39 @@ def test_inplace_gradients():
     y.sum().backward()
     expected = math.sqrt(math.pi) / 2 * np.exp(y.detach().numpy() ** 2)
     np.testing.assert_allclose(x.grad.numpy(), expected)
+
+
+POLYGAMMA_POINTS = [-2.5, -0.5, 1e-3, 0.25, 0.5, 1.0, 3.7, 12.0, 30.0, 150.0]
+
+
+@needs_torch
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5])
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-8), ("float32", 1e-3)])
+def test_polygamma_matches_torch(n, dtype, rtol):
+    mine = ember.polygamma(n, ember.tensor(POLYGAMMA_POINTS, dtype=getattr(ember, dtype)))
+    theirs = torch.polygamma(n, torch.tensor(POLYGAMMA_POINTS, dtype=getattr(torch, dtype)))
+    assert mine.dtype == getattr(ember, dtype)
+    np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=rtol)
+    method = ember.tensor(POLYGAMMA_POINTS, dtype=getattr(ember, dtype)).polygamma(n)
+    np.testing.assert_array_equal(method.numpy(), mine.numpy())
+
+
+def test_polygamma_against_series_and_its_checks():
+    # psi_1(1) = pi^2 / 6, psi_2(1) = -2 zeta(3), psi_3(1/2) = pi^4
+    x = ember.tensor([1.0, 0.5], dtype=ember.float64)
+    assert abs(ember.polygamma(1, x)[0].item() - math.pi ** 2 / 6) < 1e-13
+    assert abs(ember.polygamma(2, x)[0].item() + 2 * 1.2020569031595942) < 1e-13
+    assert abs(ember.polygamma(3, x)[1].item() - math.pi ** 4) < 1e-10
+    assert ember.polygamma(1, ember.tensor([1, 2])).dtype == ember.float32
+    with pytest.raises(RuntimeError, match=r"polygamma\(n, x\) does not support negative n"):
+        ember.polygamma(-1, x)
+
+
+def test_polygamma_and_digamma_are_differentiable_twice():
+    x = ember.tensor([0.7, 2.3, -1.5], dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda t: ember.polygamma(2, t), (x,))
+    assert gradgradcheck(lambda t: t.digamma(), (x,))
+    grad, = ember.autograd.grad(x.digamma().sum(), x, create_graph=True)
+    second, = ember.autograd.grad(grad.sum(), x)
+    np.testing.assert_allclose(second.numpy(), ember.polygamma(2, x.detach()).numpy(),
+                               rtol=1e-12)

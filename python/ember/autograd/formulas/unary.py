@@ -299,6 +299,17 @@ class FracBackward0(Node):
         return (grad,)
 
 
+class PolygammaBackward0(Node):
+    """trigamma' = polygamma(2, x), the composite ember.polygamma (itself
+    differentiable through the operators it is written with)."""
+
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        return (grad * ember.polygamma(2, input),)
+
+
 class LgammaBackward0(Node):
     __slots__ = ()
 
@@ -308,8 +319,8 @@ class LgammaBackward0(Node):
 
 
 class DigammaBackward0(Node):
-    """digamma' is trigamma (PyTorch's polygamma(1, x)); trigamma itself has
-    no derivative here, so digamma is differentiable once."""
+    """digamma' is trigamma (PyTorch's polygamma(1, x)), computed by the C
+    kernel _trigamma, whose own derivative is PolygammaBackward0's."""
 
     __slots__ = ()
 
@@ -458,5 +469,10 @@ for _name in ["log", "log2", "log10", "log1p", "sin", "cos", "asin", "acos", "at
 
 # Predicates: bool results.
 nondifferentiable("isnan", "isinf", "isfinite", "isposinf", "isneginf")
-# Only digamma's backward calls it (it would need polygamma(2, x)).
-nondifferentiable("_trigamma")
+# Only digamma's backward calls it: differentiable so that digamma is twice.
+@register("_trigamma")
+def trigamma(input):
+    result = ember._C._trigamma(input)
+    node = PolygammaBackward0(edges_of(input))
+    node.save(input)
+    return record(node, result)
