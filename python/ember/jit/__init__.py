@@ -21,7 +21,7 @@ pickle).
 import sys
 
 from .ir import ScriptError
-from .function import ScriptFunction, ScriptModule, script
+from .function import ScriptFunction, ScriptModule, freeze, script
 from .trace import TracerWarning, trace
 
 
@@ -61,5 +61,5 @@ def load(f):
     return load_program(f)
 
 
-__all__ = ["script", "trace", "explain", "save", "load", "ScriptFunction",
+__all__ = ["script", "freeze", "trace", "explain", "save", "load", "ScriptFunction",
            "ScriptModule", "ScriptError", "TracerWarning"]
