@@ -1,16 +1,18 @@
 """ember.jit.script of modules built from issue 12's layers (convolution,
-batch norm, pooling), in train and eval mode, against eager ember (the same
+batch norm, pooling, multi-head attention), in train and eval mode, against eager ember (the same
 kernels run, so bit for bit) and torch.jit.script; and ember.jit.freeze with
 its batch-norm-into-convolution fold (Note [Folding batch norm into a
 convolution] in jit/passes/fold_conv_bn.py)."""
 
 import copy
+from typing import Optional
 
 import numpy as np
 import pytest
 
 import ember
 import ember.nn as nn
+from ember import Tensor
 
 
 def _randomise_batch_norms(module, seed=0):
@@ -142,24 +144,61 @@ def test_comparisons_of_run_time_values_stay_in_the_graph():
     assert f(ember.zeros(1), 2).item() == 1 and f(ember.zeros(1), 3).item() == -1
 
 
-class _MHA(nn.Module):
-    def __init__(self):
+class _Attention(nn.Module):
+    """Self-attention with the masks as (Optional) script arguments."""
+
+    def __init__(self, need_weights, batch_first=True, **options):
         super().__init__()
-        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.need_weights = need_weights
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=batch_first, **options)
 
-    def forward(self, x):
-        out, _ = self.attn(x, x, x, need_weights=False)
-        return out
+    def forward(self, x, attn_mask: Optional[Tensor] = None,
+                key_padding_mask: Optional[Tensor] = None):
+        out, weights = self.attn(x, x, x, key_padding_mask=key_padding_mask,
+                                 need_weights=self.need_weights, attn_mask=attn_mask)
+        if weights is None:
+            return out
+        return out + weights.sum()
 
 
-@pytest.mark.xfail(reason="MultiheadAttention's forward is not yet written in the "
-                   "scriptable subset (generator expressions, unannotated flags)",
-                   strict=True)
-def test_script_multihead_attention():
-    module = _MHA().eval()
-    x = ember.randn(2, 5, 8)
-    np.testing.assert_array_equal(ember.jit.script(module)(x).detach().numpy(),
-                                  module(x).detach().numpy())
+ATTENTION_OPTIONS = {
+    "plain": {}, "seq_first": {"batch_first": False}, "bias_kv": {"add_bias_kv": True},
+    "zero_attn": {"add_zero_attn": True}, "kdim_vdim_nobias": {"kdim": 8, "vdim": 8,
+                                                               "bias": False},
+}
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("need_weights", [False, True], ids=["no_weights", "weights"])
+@pytest.mark.parametrize("options", sorted(ATTENTION_OPTIONS))
+def test_script_multihead_attention(options, need_weights, training):
+    eager = _Attention(need_weights, **ATTENTION_OPTIONS[options]).train(training)
+    scripted_copy = copy.deepcopy(eager)
+    scripted = ember.jit.script(scripted_copy)
+    batch_first = eager.attn.batch_first
+    x = ember.randn(2, 5, 8) if batch_first else ember.randn(5, 2, 8)
+    mask = ember.randn(5, 5)
+    padding = ember.zeros(2, 5, dtype=ember.bool)
+    padding[0, 4] = True
+    unbatched = x[0] if batch_first else x[:, 0]
+    calls = [(x,), (x, mask), (x, None, padding), (unbatched,)]
+    for args in calls:
+        inputs_e = [args[0].clone().requires_grad_(), *args[1:]]
+        inputs_s = [args[0].clone().requires_grad_(), *args[1:]]
+        y_eager, y_script = eager(*inputs_e), scripted(*inputs_s)
+        np.testing.assert_array_equal(y_script.detach().numpy(), y_eager.detach().numpy())
+        y_eager.sum().backward()
+        y_script.sum().backward()
+        for g_s, g_e in zip(_grads(scripted_copy, inputs_s[0]), _grads(eager, inputs_e[0])):
+            np.testing.assert_array_equal(g_s.numpy(), g_e.numpy())
+        eager.zero_grad()
+        scripted_copy.zero_grad()
+
+
+def test_script_multihead_attention_bad_mask():
+    scripted = ember.jit.script(_Attention(False))
+    with pytest.raises(RuntimeError, match="The shape of the 2D attn_mask is"):
+        scripted(ember.randn(2, 5, 8), ember.randn(4, 5))
 
 
 # -- freeze and the fold ------------------------------------------------------------
@@ -308,6 +347,10 @@ def test_explain_names_the_fold():
 
 # -- against torch.jit -----------------------------------------------------------------
 
+# torch 2.13 deprecates torch.jit.script/freeze in favour of torch.compile
+_torch_jit_deprecated = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
 @pytest.fixture
 def torch():
     return pytest.importorskip("torch")
@@ -324,6 +367,7 @@ def _torch_cnn(torch, model):
     return twin
 
 
+@_torch_jit_deprecated
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 def test_small_cnn_against_torch_jit_script(torch, training):
     model = _randomise_batch_norms(small_cnn(ember.float64)).train(training)
@@ -342,6 +386,7 @@ def test_small_cnn_against_torch_jit_script(torch, training):
                                rtol=1e-10, atol=1e-12)
 
 
+@_torch_jit_deprecated
 def test_freeze_against_torch_jit_freeze(torch):
     model = _randomise_batch_norms(small_cnn(ember.float64)).eval()
     twin = _torch_cnn(torch, model).eval()
