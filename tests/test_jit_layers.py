@@ -333,16 +333,17 @@ def test_fold_respects_the_rewrite_limit(monkeypatch):
 
 
 def test_explain_names_the_fold():
-    """The fold is a pass of the pipeline: explain() of a frozen graph
-    before optimisation lists it with the line it rewrote."""
-    from ember.jit.function import _graph_with_constant_state
-    from ember.jit.passes import manager
+    """The fold is a pass of the pipeline: explain() of a frozen module
+    starts from its graph before freezing optimised it, and names the
+    rewrite and its line."""
+    import io
     model = _randomise_batch_norms(small_cnn()).eval()
-    scripted = ember.jit.script(model)
-    graph, _ = _graph_with_constant_state(scripted.graph, scripted._state_names,
-                                          scripted._state(), set())
-    text = manager.explain(graph, fuse=False)
+    frozen = ember.jit.freeze(ember.jit.script(model))
+    text = ember.jit.explain(frozen, ember.randn(2, 3, 8, 8), file=io.StringIO())
     assert "== fold_conv_bn: aten::conv2d+aten::batch_norm -> aten::conv2d" in text
+    before, _, after = text.partition("== fold_conv_bn")
+    after_graph = after.partition("==\n")[2]
+    assert "aten::batch_norm(" in before and "aten::batch_norm(" not in after_graph
 
 
 # -- against torch.jit -----------------------------------------------------------------

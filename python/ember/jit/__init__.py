@@ -31,11 +31,14 @@ def explain(fn, *example_inputs, file=None):
 
     With example inputs the graph is first specialised to their types, as a
     call with them would be (Note [Specialisation] in function.py); this is
-    what lets dtype- and rank-dependent rewrites fire."""
+    what lets dtype- and rank-dependent rewrites fire.  For a module from
+    `freeze` it starts from the graph with the weights as constants, before
+    the passes freezing ran, so the conv-batch_norm fold shows."""
     from .passes import manager
     from . import types as T
     from .._tensor import Tensor
-    graph = fn.graph.copy()
+    graph = getattr(fn, "_graph_before_freezing_passes", None) or fn.graph
+    graph = graph.copy()
     if example_inputs:
         function = getattr(fn, "_function", fn)
         if isinstance(fn, ScriptModule):

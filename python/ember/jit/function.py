@@ -237,6 +237,7 @@ class ScriptModule:
         self._module = module
         self._function = function
         self._state_names = list(state_names)
+        self._graph_before_freezing_passes = None
 
     def _state(self):
         state = dict(self._module.named_parameters())
@@ -310,7 +311,8 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
     limits = parse_opt_limit(os.environ.get("EMBER_JIT_OPT_LIMIT", ""))
     if not optimize_numerics:
         limits["fold_conv_bn"] = 0
-    graph = manager.optimize(graph, log=RewriteLog(limits), fuse=False)
+    unoptimized = graph
+    graph = manager.optimize(graph.copy(), log=RewriteLog(limits), fuse=False)
     n_state = len(mod._state_names)
     params = function.parameters
     kept_names = [name for name in mod._state_names if name in kept]
@@ -318,7 +320,10 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
                             [T.Tensor] * len(kept_names) + params.types[n_state:],
                             params.defaults)
     frozen = ScriptFunction(graph, parameters, function.__wrapped__, function.__qualname__)
-    return ScriptModule(mod._module, frozen, kept_names)
+    frozen_module = ScriptModule(mod._module, frozen, kept_names)
+    # what ember.jit.explain starts from, so that it shows the fold
+    frozen_module._graph_before_freezing_passes = unoptimized
+    return frozen_module
 
 
 def _state_written_in_place(mod):
