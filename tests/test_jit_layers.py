@@ -290,6 +290,39 @@ def test_batch_norm_first_and_chains():
                                rtol=1e-6, atol=1e-6)
 
 
+def test_frozen_graph_for_is_one_convolution():
+    """Specialised to a 4-d input, the convolution's result is known to be
+    4-d, so batch norm's input-rank check folds away too."""
+    model = _randomise_batch_norms(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4),
+                                                 nn.ReLU())).eval()
+    frozen = ember.jit.freeze(ember.jit.script(model))
+    kinds = [k for k in _kinds(frozen.graph_for(ember.randn(1, 3, 5, 5)))
+             if k != "prim::Constant"]
+    assert kinds == ["aten::conv2d", "aten::relu"]
+
+
+class _CountsCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 1, 1)
+        self.bn = nn.BatchNorm2d(1)
+        self.register_buffer("calls", ember.zeros(()))
+
+    def forward(self, x):
+        self.calls += 1
+        return self.bn(self.conv(x))
+
+
+def test_freeze_keeps_state_written_in_place_as_an_input():
+    model = _randomise_batch_norms(_CountsCalls()).eval()
+    frozen = ember.jit.freeze(ember.jit.script(model))
+    assert frozen._state_names == ["calls"]
+    assert "aten::batch_norm" not in _kinds(frozen.graph)
+    frozen(ember.randn(1, 1, 2, 2))
+    frozen(ember.randn(1, 1, 2, 2))
+    assert model.calls.item() == 2
+
+
 def test_freeze_without_optimize_numerics_keeps_batch_norm():
     model = _randomise_batch_norms(small_cnn()).eval()
     frozen = ember.jit.freeze(ember.jit.script(model), optimize_numerics=False)
