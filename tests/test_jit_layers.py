@@ -323,6 +323,17 @@ def test_freeze_keeps_state_written_in_place_as_an_input():
     assert model.calls.item() == 2
 
 
+def test_frozen_module_saves_and_loads(tmp_path):
+    """The folded weights are constants of the program: save writes them."""
+    model = _randomise_batch_norms(small_cnn()).eval()
+    frozen = ember.jit.freeze(ember.jit.script(model))
+    path = tmp_path / "frozen.ember"
+    ember.jit.save(frozen, str(path))
+    loaded = ember.jit.load(str(path))
+    x = ember.randn(2, 3, 8, 8)
+    np.testing.assert_array_equal(loaded(x).numpy(), frozen(x).numpy())
+
+
 def test_freeze_without_optimize_numerics_keeps_batch_norm():
     model = _randomise_batch_norms(small_cnn()).eval()
     frozen = ember.jit.freeze(ember.jit.script(model), optimize_numerics=False)
