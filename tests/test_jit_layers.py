@@ -52,6 +52,7 @@ LAYERS = {
     "batchnorm1d_3d": (lambda: nn.BatchNorm1d(3, affine=False), (4, 3, 2)),
     "batchnorm2d": (lambda: nn.BatchNorm2d(3), (2, 3, 4, 4)),
     "batchnorm2d_cumulative": (lambda: nn.BatchNorm2d(3, momentum=None), (2, 3, 4, 4)),
+    "batchnorm3d": (lambda: nn.BatchNorm3d(2), (2, 2, 3, 2, 3)),
     "maxpool2d": (lambda: nn.MaxPool2d(3, stride=2, padding=1), (2, 3, 7, 7)),
     "avgpool2d": (lambda: nn.AvgPool2d(2, ceil_mode=True), (2, 3, 5, 5)),
     "adaptive_avgpool2d": (lambda: nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 5, 7)),
@@ -442,3 +443,33 @@ def test_freeze_against_torch_jit_freeze(torch):
     x = np.random.default_rng(3).standard_normal((2, 3, 8, 8))
     np.testing.assert_allclose(frozen(ember.tensor(x)).numpy(),
                                t_frozen(torch.tensor(x)).numpy(), rtol=1e-10, atol=1e-12)
+
+
+@_torch_jit_deprecated
+@pytest.mark.parametrize("need_weights", [False, True], ids=["no_weights", "weights"])
+def test_multihead_attention_against_torch_jit_script(torch, need_weights):
+    model = _Attention(need_weights).double().eval()
+    tnn = torch.nn
+
+    class TorchAttention(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.need_weights = need_weights
+            self.attn = tnn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x, attn_mask: Optional[torch.Tensor] = None):
+            out, weights = self.attn(x, x, x, need_weights=self.need_weights,
+                                     attn_mask=attn_mask)
+            if weights is None:
+                return out
+            return out + weights.sum()
+
+    twin = TorchAttention().double().eval()
+    twin.load_state_dict({k: torch.from_numpy(v.numpy().copy())
+                          for k, v in model.state_dict().items()})
+    rng = np.random.default_rng(4)
+    x, mask = rng.standard_normal((2, 5, 8)), rng.standard_normal((5, 5))
+    got = ember.jit.script(model)(ember.tensor(x), ember.tensor(mask))
+    want = torch.jit.script(twin)(torch.tensor(x), torch.tensor(mask))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)

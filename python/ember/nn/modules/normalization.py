@@ -132,15 +132,10 @@ class _BatchNorm(_NormBase):
                             self.bias, use_batch_stats, factor, self.eps)
 
 
-def _expect_dims(input, allowed):
-    if input.dim() not in allowed:
-        wanted = " or ".join(f"{n}D" for n in allowed)
-        raise ValueError(f"expected {wanted} input (got {input.dim()}D input)")
-
-
 class BatchNorm1d(_BatchNorm):
     def _check_input_dim(self, input):
-        # spelled out, not _expect_dims, so that ember.jit.script compiles it
+        # spelled out (no generator over the allowed ranks), so that
+        # ember.jit.script compiles it
         if input.dim() != 2 and input.dim() != 3:
             raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
 
@@ -153,7 +148,8 @@ class BatchNorm2d(_BatchNorm):
 
 class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
-        _expect_dims(input, (5,))
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
 class _InstanceNorm(_NormBase):
