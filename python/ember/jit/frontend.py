@@ -1275,6 +1275,9 @@ class Emitter:
             return self.constant(obj, expr)
         if inspect.ismethod(obj) and obj.__self__ is module:
             return PythonFunction(obj.__func__, self_module=ref)
+        callee = self.callee_name_of(obj) if callable(obj) else None
+        if callee:  # a library function held as an attribute (activation=F.relu)
+            return Callee(callee)
         if inspect.isfunction(obj):  # a staticmethod or a function attribute
             return PythonFunction(obj)
         if isinstance(obj, tuple) and all(isinstance(v, (int, float, bool)) for v in obj):
