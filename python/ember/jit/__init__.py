@@ -21,7 +21,7 @@ pickle).
 import sys
 
 from .ir import ScriptError
-from .function import ScriptFunction, ScriptModule, script
+from .function import ScriptFunction, ScriptModule, freeze, script
 from .trace import TracerWarning, trace
 
 
@@ -31,11 +31,14 @@ def explain(fn, *example_inputs, file=None):
 
     With example inputs the graph is first specialised to their types, as a
     call with them would be (Note [Specialisation] in function.py); this is
-    what lets dtype- and rank-dependent rewrites fire."""
+    what lets dtype- and rank-dependent rewrites fire.  For a module from
+    `freeze` it starts from the graph with the weights as constants, before
+    the passes freezing ran, so the conv-batch_norm fold shows."""
     from .passes import manager
     from . import types as T
     from .._tensor import Tensor
-    graph = fn.graph.copy()
+    graph = getattr(fn, "_graph_before_freezing_passes", None) or fn.graph
+    graph = graph.copy()
     if example_inputs:
         function = getattr(fn, "_function", fn)
         if isinstance(fn, ScriptModule):
@@ -61,5 +64,5 @@ def load(f):
     return load_program(f)
 
 
-__all__ = ["script", "trace", "explain", "save", "load", "ScriptFunction",
+__all__ = ["script", "freeze", "trace", "explain", "save", "load", "ScriptFunction",
            "ScriptModule", "ScriptError", "TracerWarning"]

@@ -27,8 +27,9 @@ Compile-time-only things (the `ember` and `math` modules, Python functions
 to inline, a module's `self`) are *sugared values*: classes below that
 never reach the graph.  Calls to plain Python functions, to scripted
 functions, to a module's methods and submodules are inlined; a condition
-that is a compile-time constant (`if self.bias is not None`) compiles only
-the branch taken.
+that is a compile-time constant (`if self.bias is not None`, `if
+self.padding_mode != "zeros"`) compiles only the branch taken (Note
+[Conditions decided at compile time]).
 
 What the graph holds beyond ops.py's callees: `prim.slice` / `prim.ellipsis`
 build index objects (`x[1:, ...]`), `prim.tuple` a tuple index; a constant
@@ -1274,6 +1275,9 @@ class Emitter:
             return self.constant(obj, expr)
         if inspect.ismethod(obj) and obj.__self__ is module:
             return PythonFunction(obj.__func__, self_module=ref)
+        callee = self.callee_name_of(obj) if callable(obj) else None
+        if callee:  # a library function held as an attribute (activation=F.relu)
+            return Callee(callee)
         if inspect.isfunction(obj):  # a staticmethod or a function attribute
             return PythonFunction(obj)
         if isinstance(obj, tuple) and all(isinstance(v, (int, float, bool)) for v in obj):
@@ -1346,7 +1350,10 @@ class Emitter:
     def expr_UnaryOp(self, expr):
         operand = self.emit_value(expr.operand)
         if isinstance(expr.op, ast.Not):
-            return self.call("operator.not_", [self.as_bool(operand, expr.operand)], expr)
+            condition = self.as_bool(operand, expr.operand)
+            if condition.node.kind == "prim::Constant":  # Note [Conditions decided at compile time]
+                return self.constant(not condition.node.attrs["value"], expr)
+            return self.call("operator.not_", [condition], expr)
         name = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}[type(expr.op)]
         if not (T.is_number(operand.type) or T.is_tensor(operand.type)):
             self.error(f"bad operand type for unary operator: '{operand.type}'", expr)
@@ -1381,6 +1388,9 @@ class Emitter:
             if isinstance(op, ast.NotIn):
                 result = self.call("operator.not_", [result], expr)
             return result
+        decided = self.compile_time_comparison(left, op, right, expr)
+        if decided is not None:
+            return decided
         a, b = left.type, right.type
         comparable = ((T.is_number(a) or T.is_tensor(a)) and (T.is_number(b) or T.is_tensor(b))) \
             or a == b or isinstance(op, (ast.Eq, ast.NotEq))
@@ -1388,6 +1398,40 @@ class Emitter:
             self.error(f"'{type(op).__name__}' not supported between values of "
                        f"type '{a}' and '{b}'", expr)
         return self.call(f"operator.{COMPARISONS[type(op)]}", [left, right], expr)
+
+    # Note [Conditions decided at compile time]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # TorchScript's emitter compiles only the taken branch of an `if` whose
+    # condition is a constant (`static_if` in ir_emitter.cpp: bool literals
+    # and constants, `x is None` on a non-Optional x, hasattr/isinstance);
+    # a module's `__constants__`/Final attributes and `self.training` are
+    # such constants.  ember treats every module attribute of a scalar or
+    # tuple type as a constant, and goes one step further: `==`, `!=`, `<`,
+    # ... between two constants of scalar type (`self.padding_mode !=
+    # "zeros"`, `self._spatial == 1`) are evaluated here, at compile time,
+    # so `if` on them also compiles only the taken branch.  Without this the
+    # branch not taken must still type-check, which nn layers written for
+    # eager use (a `padding` rebound from a tuple to 0) do not.  The result
+    # is the same program: the other branch could never run.
+    _FOLDABLE = (bool, int, float, str, type(None), tuple)
+
+    def compile_time_comparison(self, left, op, right, expr):
+        """A constant bool for a comparison of two scalar constants, or None."""
+        if type(op) not in COMPARISONS:
+            return None
+        values = []
+        for value in (left, right):
+            if value.node.kind != "prim::Constant":
+                return None
+            constant = value.node.attrs["value"]
+            if not isinstance(constant, self._FOLDABLE):
+                return None
+            values.append(constant)
+        if not isinstance(op, (ast.Eq, ast.NotEq)) and not all(
+                isinstance(v, (bool, int, float)) for v in values):
+            return None  # ordering of anything but numbers: left to run time
+        import operator
+        return self.constant(bool(getattr(operator, COMPARISONS[type(op)])(*values)), expr)
 
     def identity(self, left, right, negate, expr):
         """`x is None`: decided at compile time unless x is Optional."""
@@ -1434,6 +1478,12 @@ class Emitter:
         first = self.as_bool(self.emit_value(operands[0]), operands[0])
         if len(operands) == 1:
             return first
+        if first.node.kind == "prim::Constant":
+            # Note [Conditions decided at compile time]: a constant operand
+            # either decides the chain or drops out of it
+            if bool(first.node.attrs["value"]) != is_and:
+                return first
+            return self.bool_chain(operands[1:], is_and, expr)
         # the rest runs only if the first operand was true (and) / false (or)
         refined = self.refinements(operands[0])[0 if is_and else 1]
 
@@ -1453,6 +1503,8 @@ class Emitter:
 
     def expr_IfExp(self, expr):
         cond = self.emit_condition(expr.test)
+        if cond.node.kind == "prim::Constant":  # Note [Conditions decided at compile time]
+            return self.emit_value(expr.body if cond.node.attrs["value"] else expr.orelse)
         then_refined, else_refined = self.refinements(expr.test)
 
         def branch(refined, body):

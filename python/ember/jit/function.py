@@ -237,6 +237,7 @@ class ScriptModule:
         self._module = module
         self._function = function
         self._state_names = list(state_names)
+        self._graph_before_freezing_passes = None
 
     def _state(self):
         state = dict(self._module.named_parameters())
@@ -283,9 +284,87 @@ def script(obj):
     return ScriptFunction(graph, parameters, obj, obj.__qualname__)
 
 
+def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    """torch.jit.freeze: a copy of a scripted module in eval mode whose
+    parameters and buffers are constants of its graph, optimised once.
+
+    With optimize_numerics (PyTorch's default) this folds each eval-mode
+    batch_norm into the convolution before it (Note [Folding batch norm
+    into a convolution], passes/fold_conv_bn.py), which changes results by
+    rounding only.  The constants are copies taken now: later changes to
+    the module's weights are not seen, as in PyTorch.  A state tensor the
+    forward writes in place (a running count) stays an input, as do those
+    named in preserved_attrs (dotted names, as named_parameters gives)."""
+    from .passes import manager
+    from .passes.log import RewriteLog, parse_opt_limit
+    import os
+    if not isinstance(mod, ScriptModule):
+        raise RuntimeError("Freezing expects a ScriptModule as input. Please use "
+                           "ember.jit.script or ember.jit.trace to script your 'nn.Module'.")
+    if mod._module.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval "
+                           "mode. Please call .eval() on your module before freezing.")
+    function = mod._function
+    keep = set(preserved_attrs or ()) | _state_written_in_place(mod)
+    graph, kept = _graph_with_constant_state(function.graph, mod._state_names,
+                                             mod._state(), keep)
+    limits = parse_opt_limit(os.environ.get("EMBER_JIT_OPT_LIMIT", ""))
+    if not optimize_numerics:
+        limits["fold_conv_bn"] = 0
+    unoptimized = graph
+    graph = manager.optimize(graph.copy(), log=RewriteLog(limits), fuse=False)
+    n_state = len(mod._state_names)
+    params = function.parameters
+    kept_names = [name for name in mod._state_names if name in kept]
+    parameters = Parameters(params.name, kept_names + params.names[n_state:],
+                            [T.Tensor] * len(kept_names) + params.types[n_state:],
+                            params.defaults)
+    frozen = ScriptFunction(graph, parameters, function.__wrapped__, function.__qualname__)
+    frozen_module = ScriptModule(mod._module, frozen, kept_names)
+    # what ember.jit.explain starts from, so that it shows the fold
+    frozen_module._graph_before_freezing_passes = unoptimized
+    return frozen_module
+
+
+def _state_written_in_place(mod):
+    """The state names whose graph input some node writes into."""
+    from .passes import util
+    written = set()
+    for name, value in zip(mod._state_names, mod._function.graph.inputs):
+        if any(index == 0 and util.is_inplace_node(user) for user, index in value.uses):
+            written.add(name)
+    return written
+
+
+def _graph_with_constant_state(graph, state_names, state, keep):
+    """A copy of graph whose leading state inputs are constants (detached
+    copies of the tensors), except those named in keep; and the kept names."""
+    from .ir import Graph, clone_block_into
+    new = Graph()
+    new.name = graph.name
+    value_map, kept = {}, set()
+    inputs = list(graph.inputs)
+    for value, name, tensor in zip(inputs, state_names, state):
+        if name in keep:
+            value_map[value] = new.add_input(value.debug_name, value.type)
+            kept.add(name)
+            continue
+        constant = tensor.detach().clone()
+        node = new.create("prim::Constant", (), output_types=[T.type_of_value(constant)],
+                          attrs={"value": constant})
+        new.block.append(node)
+        node.output.debug_name = value.debug_name
+        value_map[value] = node.output
+    for value in inputs[len(state_names):]:
+        value_map[value] = new.add_input(value.debug_name, value.type)
+    clone_block_into(graph.block, new.block, value_map)
+    new.block.set_returns([value_map.get(v, v) for v in graph.outputs])
+    return new, kept
+
+
 def _parameters_from(signature, name):
     return Parameters(name, signature.names, signature.types, signature.defaults)
 
 
-__all__ = ["script", "ScriptFunction", "ScriptModule", "ScriptError",
+__all__ = ["script", "freeze", "ScriptFunction", "ScriptModule", "ScriptError",
            "compile_graph"]

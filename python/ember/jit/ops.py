@@ -482,6 +482,11 @@ def elementwise_refinement(name, types):
 
 _SAME_RANK_VIEWS = frozenset({"t", "transpose", "contiguous", "clone",
                               "detach", "T", "view_as", "expand_as"})
+# nn layers whose result has their input's dtype and number of dimensions
+# (max pooling is not here: return_indices=True gives a tuple)
+_SAME_RANK_LAYERS = frozenset({"F.conv1d", "F.conv2d", "F.batch_norm", "F.avg_pool1d",
+                               "F.avg_pool2d", "F.adaptive_avg_pool1d",
+                               "F.adaptive_avg_pool2d"})
 
 
 def result_types(callee, input_types, kwnames=()):
@@ -540,6 +545,8 @@ def result_types(callee, input_types, kwnames=()):
                                    positional[1] if len(positional) > 1 else None)]
         return [elementwise_refinement(OPERATOR_KINDS.get(name, name),
                                        positional)]
+    if callee in _SAME_RANK_LAYERS and isinstance(first, T.TensorType):
+        return [first]
     if namespace in ("ember", "Tensor"):
         if name in _INT_RESULT_METHODS:
             return [T.Int]

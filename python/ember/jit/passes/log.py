@@ -11,7 +11,8 @@ uses the limits (EMBER_JIT_OPT_LIMIT, documented in manager.py).
 
 import os
 
-PASS_NAMES = ("constant_fold", "peephole", "cse", "dce", "unroll", "fusion")
+PASS_NAMES = ("constant_fold", "peephole", "cse", "dce", "unroll", "fusion",
+              "fold_conv_bn")
 
 
 def parse_opt_limit(text):

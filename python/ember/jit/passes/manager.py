@@ -4,7 +4,10 @@ Order (TorchScript's executor order, notes 2.6): type propagation, then
 constant folding, peephole, CSE and DCE repeated to a fixed point (at most
 MAX_ROUNDS rounds), then loop unrolling followed by the same fixed point
 again, and fusion last (skipped with fuse=False, as when autograd needs
-the unfused ops).  Every pass mutates the graph in place.
+the unfused ops).  fold_conv_bn (Note [Folding batch norm into a
+convolution]) runs in the fixed point, before DCE: it fires only on the
+constant weights of a frozen module (ember.jit.freeze).  Every pass
+mutates the graph in place.
 
 Bisecting a wrong rewrite
 ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -16,7 +19,8 @@ in one optimize() call:
 
 allows the first two peephole rewrites and no CSE; passes not named are
 unlimited.  The format is comma-separated `pass=N` items, N >= 0; pass
-names are constant_fold, peephole, cse, dce, unroll and fusion; anything
+names are constant_fold, peephole, cse, dce, unroll, fusion and
+fold_conv_bn; anything
 else is a ValueError.  Halve N until the wrong result goes away: the last
 allowed rewrite is the culprit, and explain() names it.
 """
@@ -24,6 +28,7 @@ allowed rewrite is the culprit, and explain() names it.
 from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
+from .fold_conv_bn import fold_conv_bn
 from .fusion import fusion
 from .log import RewriteLog
 from .peephole import peephole
@@ -33,7 +38,7 @@ from .unroll import unroll
 MAX_ROUNDS = 8
 
 CLEANUP = (("constant_fold", constant_fold), ("peephole", peephole),
-           ("cse", cse), ("dce", dce))
+           ("cse", cse), ("fold_conv_bn", fold_conv_bn), ("dce", dce))
 
 
 def optimize(graph, log=None, fuse=True, on_change=None):

@@ -1,10 +1,12 @@
 """Activation modules: thin Modules over ember.nn.functional."""
 
 import math
+from typing import Optional
 
 import ember
 
 from .. import functional as F
+from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module
 
@@ -345,18 +347,21 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
-                attn_mask=None, average_attn_weights=True, is_causal=False):
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Optional[Tensor] = None, need_weights: bool = True,
+                attn_mask: Optional[Tensor] = None, average_attn_weights: bool = True,
+                is_causal: bool = False):
+        # annotated as PyTorch's, so that ember.jit.script compiles it (an
+        # unannotated parameter is a Tensor there)
         batched = query.dim() == 3
         if self.batch_first and batched:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         if not batched:
-            query, key, value = (t.unsqueeze(1) for t in (query, key, value))
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
-        output, weights = _multi_head_attention(self, query, key, value, key_padding_mask,
-                                                need_weights, attn_mask, average_attn_weights,
-                                                is_causal)
+        output, weights = self._attention(query, key, value, key_padding_mask, need_weights,
+                                          attn_mask, average_attn_weights, is_causal)
         if not batched:
             output = output.squeeze(1)
             weights = None if weights is None else weights.squeeze(0)
@@ -364,116 +369,118 @@ class MultiheadAttention(Module):
             output = output.transpose(0, 1)
         return output, weights
 
+    def _projection_weights(self):
+        """(w_q, w_k, w_v, b_q, b_k, b_v)."""
+        if self._qkv_same_embed_dim:
+            w_q, w_k, w_v = ember.chunk(self.in_proj_weight, 3)
+        else:
+            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        if self.in_proj_bias is None:
+            return w_q, w_k, w_v, None, None, None
+        b_q, b_k, b_v = ember.chunk(self.in_proj_bias, 3)
+        return w_q, w_k, w_v, b_q, b_k, b_v
 
-def _projection_weights(mha):
-    """(w_q, w_k, w_v, b_q, b_k, b_v)."""
-    if mha._qkv_same_embed_dim:
-        w_q, w_k, w_v = ember.chunk(mha.in_proj_weight, 3)
-    else:
-        w_q, w_k, w_v = mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight
-    if mha.in_proj_bias is None:
-        return w_q, w_k, w_v, None, None, None
-    b_q, b_k, b_v = ember.chunk(mha.in_proj_bias, 3)
-    return w_q, w_k, w_v, b_q, b_k, b_v
+    def _attention(self, query: Tensor, key: Tensor, value: Tensor,
+                   key_padding_mask: Optional[Tensor], need_weights: bool,
+                   attn_mask: Optional[Tensor], average_attn_weights: bool, is_causal: bool):
+        """The sequence-first (L, N, E) computation of PyTorch's
+        multi_head_attention_forward; returns (output, weights or None)."""
+        length, batch, embed = query.shape
+        heads, head_dim = self.num_heads, self.head_dim
+        if embed != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got "
+                                 f"{embed}")
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                               "Transformer module method `generate_square_subsequent_mask` to "
+                               "create this mask.")
+        # PyTorch's rule: a causal hint without padding or weights to return lets
+        # the attention kernel build the causal mask itself; otherwise the given
+        # mask is used and the hint dropped.
+        use_causal_kernel = is_causal and key_padding_mask is None and not need_weights
+        if use_causal_kernel:
+            attn_mask = None
+        w_q, w_k, w_v, b_q, b_k, b_v = self._projection_weights()
+        q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        attn_mask = _additive_mask(attn_mask, q)
+        key_padding_mask = _additive_mask(key_padding_mask, q)
+        if attn_mask is not None:
+            attn_mask = _check_attn_mask(attn_mask, length, key.shape[0], batch * heads)
+        if self.bias_k is not None:
+            k = ember.cat([k, self.bias_k.expand(1, batch, embed)])
+            v = ember.cat([v, self.bias_v.expand(1, batch, embed)])
+            attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+        q = q.reshape(length, batch * heads, head_dim).transpose(0, 1)
+        k = k.reshape(k.shape[0], batch * heads, head_dim).transpose(0, 1)
+        v = v.reshape(v.shape[0], batch * heads, head_dim).transpose(0, 1)
+        if self.add_zero_attn:
+            zeros = ember.zeros((batch * heads, 1, head_dim), dtype=q.dtype)
+            k, v = ember.cat([k, zeros], 1), ember.cat([v, zeros], 1)
+            attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+        source = k.shape[1]
+        if key_padding_mask is not None:
+            if key_padding_mask.dim() != 2 or key_padding_mask.shape[0] != batch \
+                    or key_padding_mask.shape[1] != source:
+                raise AssertionError(f"expecting key_padding_mask shape of {(batch, source)}, but "
+                                     f"got {key_padding_mask.shape}")
+            padding = key_padding_mask.reshape(batch, 1, 1, source).expand(
+                batch, heads, 1, source).reshape(batch * heads, 1, source)
+            attn_mask = padding if attn_mask is None else attn_mask + padding
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = ember.bmm(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
+            if attn_mask is not None:
+                scores = scores + attn_mask
+            weights = F.softmax(scores, -1)
+            if dropout_p > 0.0:
+                weights = F.dropout(weights, dropout_p, training=True)
+            attended = ember.bmm(weights, v)
+            weights = weights.reshape(batch, heads, length, source)
+            if average_attn_weights:
+                weights = weights.mean(dim=1)
+        else:
+            weights = None
+            if attn_mask is not None:   # (N*H or 1, L or 1, S) -> (N or 1, H or 1, ., S)
+                attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
+                    attn_mask.reshape(batch, heads, attn_mask.shape[1], source)
+            attended = F.scaled_dot_product_attention(
+                q.reshape(batch, heads, length, head_dim), k.reshape(batch, heads, source, head_dim),
+                v.reshape(batch, heads, source, head_dim), attn_mask, dropout_p,
+                is_causal=use_causal_kernel)
+            attended = attended.reshape(batch * heads, length, head_dim)
+        attended = attended.transpose(0, 1).reshape(length * batch, embed)
+        output = F.linear(attended, self.out_proj.weight, self.out_proj.bias)
+        return output.reshape(length, batch, embed), weights
 
 
-def _additive_mask(mask, dtype):
-    """A bool mask (True = may not attend) as 0 / -inf; a float mask as is."""
+def _additive_mask(mask: Optional[Tensor], like: Tensor):
+    """A bool mask (True = may not attend) as 0 / -inf in like's dtype; a
+    float mask as is."""
     if mask is None or mask.dtype != ember.bool:
         return mask
-    return ember.zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+    return ember.zeros(mask.shape, dtype=like.dtype).masked_fill(mask, float("-inf"))
 
 
-def _pad_last(mask):
+def _pad_last(mask: Optional[Tensor]):
     """One more (allowed) key position at the end of a mask's last dim."""
     if mask is None:
         return None
-    return ember.cat([mask, ember.zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)], -1)
+    return ember.cat([mask, ember.zeros_like(mask.narrow(-1, 0, 1))], -1)
 
 
-def _check_attn_mask(attn_mask, length, source, batch_heads):
+def _check_attn_mask(attn_mask: Tensor, length: int, source: int, batch_heads: int):
     if attn_mask.dim() == 2:
-        if tuple(attn_mask.shape) != (length, source):
+        if attn_mask.shape[0] != length or attn_mask.shape[1] != source:
             raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
                                f"should be {(length, source)}.")
         return attn_mask.unsqueeze(0)
     if attn_mask.dim() == 3:
-        if tuple(attn_mask.shape) != (batch_heads, length, source):
+        if attn_mask.shape[0] != batch_heads or attn_mask.shape[1] != length \
+                or attn_mask.shape[2] != source:
             raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
                                f"should be {(batch_heads, length, source)}.")
         return attn_mask
     raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-
-
-def _multi_head_attention(mha, query, key, value, key_padding_mask, need_weights, attn_mask,
-                          average_attn_weights, is_causal):
-    """The sequence-first (L, N, E) computation of PyTorch's
-    multi_head_attention_forward; returns (output, weights or None)."""
-    length, batch, embed = query.shape
-    heads, head_dim = mha.num_heads, mha.head_dim
-    if embed != mha.embed_dim:
-        raise AssertionError(f"was expecting embedding dimension of {mha.embed_dim}, but got "
-                             f"{embed}")
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                           "Transformer module method `generate_square_subsequent_mask` to "
-                           "create this mask.")
-    # PyTorch's rule: a causal hint without padding or weights to return lets
-    # the attention kernel build the causal mask itself; otherwise the given
-    # mask is used and the hint dropped.
-    use_causal_kernel = is_causal and key_padding_mask is None and not need_weights
-    if use_causal_kernel:
-        attn_mask = None
-    w_q, w_k, w_v, b_q, b_k, b_v = _projection_weights(mha)
-    q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
-    attn_mask = _additive_mask(attn_mask, q.dtype)
-    key_padding_mask = _additive_mask(key_padding_mask, q.dtype)
-    if attn_mask is not None:
-        attn_mask = _check_attn_mask(attn_mask, length, key.shape[0], batch * heads)
-    if mha.bias_k is not None:
-        k = ember.cat([k, mha.bias_k.expand(1, batch, embed)])
-        v = ember.cat([v, mha.bias_v.expand(1, batch, embed)])
-        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
-    q = q.reshape(length, batch * heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], batch * heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], batch * heads, head_dim).transpose(0, 1)
-    if mha.add_zero_attn:
-        zeros = ember.zeros((batch * heads, 1, head_dim), dtype=q.dtype)
-        k, v = ember.cat([k, zeros], 1), ember.cat([v, zeros], 1)
-        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
-    source = k.shape[1]
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (batch, source):
-            raise AssertionError(f"expecting key_padding_mask shape of {(batch, source)}, but "
-                                 f"got {key_padding_mask.shape}")
-        padding = key_padding_mask.reshape(batch, 1, 1, source).expand(
-            batch, heads, 1, source).reshape(batch * heads, 1, source)
-        attn_mask = padding if attn_mask is None else attn_mask + padding
-    dropout_p = mha.dropout if mha.training else 0.0
-    if need_weights:
-        scores = ember.bmm(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
-        if attn_mask is not None:
-            scores = scores + attn_mask
-        weights = F.softmax(scores, -1)
-        if dropout_p > 0.0:
-            weights = F.dropout(weights, dropout_p, training=True)
-        attended = ember.bmm(weights, v)
-        weights = weights.reshape(batch, heads, length, source)
-        if average_attn_weights:
-            weights = weights.mean(dim=1)
-    else:
-        weights = None
-        if attn_mask is not None:   # (N*H or 1, L or 1, S) -> (N or 1, H or 1, ., S)
-            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
-                attn_mask.reshape(batch, heads, attn_mask.shape[1], source)
-        attended = F.scaled_dot_product_attention(
-            q.reshape(batch, heads, length, head_dim), k.reshape(batch, heads, source, head_dim),
-            v.reshape(batch, heads, source, head_dim), attn_mask, dropout_p,
-            is_causal=use_causal_kernel)
-        attended = attended.reshape(batch * heads, length, head_dim)
-    attended = attended.transpose(0, 1).reshape(length * batch, embed)
-    output = F.linear(attended, mha.out_proj.weight, mha.out_proj.bias)
-    return output.reshape(length, batch, embed), weights
 
 
 __all__ += ["MultiheadAttention"]

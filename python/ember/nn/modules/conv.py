@@ -115,16 +115,22 @@ class _Conv(_ConvNd):
             return amounts
         return [p for p in reversed(self.padding) for _ in range(2)]
 
+    @property
+    def _conv_padding(self):
+        """The convolution's own padding: none once F.pad has padded."""
+        return self.padding if self.padding_mode == "zeros" else 0
+
     def forward(self, input):
-        padding = self.padding
+        # ember.jit.script compiles this: both conditions are decided at
+        # compile time (Note [Conditions decided at compile time] in
+        # jit/frontend.py), and no variable changes type
         if self.padding_mode != "zeros":
             input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            padding = 0
         if self._spatial == 1:
-            return F.conv1d(input, self.weight, self.bias, self.stride, padding,
+            return F.conv1d(input, self.weight, self.bias, self.stride, self._conv_padding,
                             self.dilation, self.groups)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+        return F.conv2d(input, self.weight, self.bias, self.stride, self._conv_padding,
+                        self.dilation, self.groups)
 
 
 class Conv1d(_Conv):

@@ -109,8 +109,7 @@ class _NormBase(Module):
         average, 1 / (batches seen)."""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with ember.no_grad():
-                self.num_batches_tracked.add_(1)
+            self.num_batches_tracked.add_(1)  # a buffer: autograd never sees it
             if self.momentum is None:
                 factor = 1.0 / float(self.num_batches_tracked)
         return factor
@@ -133,25 +132,24 @@ class _BatchNorm(_NormBase):
                             self.bias, use_batch_stats, factor, self.eps)
 
 
-def _expect_dims(input, allowed):
-    if input.dim() not in allowed:
-        wanted = " or ".join(f"{n}D" for n in allowed)
-        raise ValueError(f"expected {wanted} input (got {input.dim()}D input)")
-
-
 class BatchNorm1d(_BatchNorm):
     def _check_input_dim(self, input):
-        _expect_dims(input, (2, 3))
+        # spelled out (no generator over the allowed ranks), so that
+        # ember.jit.script compiles it
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
-        _expect_dims(input, (4,))
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
 class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
-        _expect_dims(input, (5,))
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
 class _InstanceNorm(_NormBase):

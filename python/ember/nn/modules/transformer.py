@@ -4,9 +4,11 @@ nn.Transformer, with PyTorch's submodule names, so state_dict keys and
 reprs match."""
 
 import copy
+from typing import Optional
 
 import ember
 
+from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from .activation import MultiheadAttention
@@ -54,7 +56,8 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src: Tensor, src_mask: Optional[Tensor] = None,
+                src_key_padding_mask: Optional[Tensor] = None, is_causal: bool = False):
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -62,7 +65,8 @@ class TransformerEncoderLayer(Module):
         x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff_block(x))
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+    def _sa_block(self, x: Tensor, attn_mask: Optional[Tensor],
+                  key_padding_mask: Optional[Tensor], is_causal: bool):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                            need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
@@ -94,8 +98,11 @@ class TransformerDecoderLayer(Module):
         self.dropout3 = Dropout(dropout)
         self.activation = _activation(activation)
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Optional[Tensor] = None,
+                memory_mask: Optional[Tensor] = None,
+                tgt_key_padding_mask: Optional[Tensor] = None,
+                memory_key_padding_mask: Optional[Tensor] = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False):
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -107,12 +114,14 @@ class TransformerDecoderLayer(Module):
                                            memory_is_causal))
         return self.norm3(x + self._ff_block(x))
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+    def _sa_block(self, x: Tensor, attn_mask: Optional[Tensor],
+                  key_padding_mask: Optional[Tensor], is_causal: bool):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                            is_causal=is_causal, need_weights=False)[0]
         return self.dropout1(x)
 
-    def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
+    def _mha_block(self, x: Tensor, memory: Tensor, attn_mask: Optional[Tensor],
+                   key_padding_mask: Optional[Tensor], is_causal: bool):
         x = self.multihead_attn(x, memory, memory, attn_mask=attn_mask,
                                 key_padding_mask=key_padding_mask, is_causal=is_causal,
                                 need_weights=False)[0]
