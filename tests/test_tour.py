@@ -3,8 +3,8 @@
 import ember.tour
 
 
-def test_tour_runs_every_chapter(capsys, tmp_path):
-    assert ember.tour.main(["--out", str(tmp_path)]) == 0
+def test_tour_runs_every_chapter(capsys, tmp_dir):
+    assert ember.tour.main(["--out", str(tmp_dir)]) == 0
     out = capsys.readouterr().out
     for number, section in enumerate(ember.tour.CHAPTERS, 1):
         assert f"== {number}. {section.title} ==" in out
@@ -27,5 +27,5 @@ def test_tour_runs_every_chapter(capsys, tmp_path):
     assert "it/s" not in out and "100%" not in out
     # the pictures, saved where asked and announced
     for name in ("autograd_graph", "ir_graph"):
-        assert (tmp_path / f"{name}.dot").read_text().startswith("digraph")
-        assert str(tmp_path / f"{name}.") in out
+        assert (tmp_dir / f"{name}.dot").read_text().startswith("digraph")
+        assert str(tmp_dir / f"{name}.") in out

@@ -19,14 +19,13 @@ def test_list_names_each_section_its_chapter_and_source(capsys):
         assert f"{number:2d}. {section.title}" in lines
         assert section.chapter.split(".")[0].isdigit()
         for path in section.source.split(", "):
-            assert os.path.exists(os.path.join(os.path.dirname(ember.__file__), "..", "..",
-                                               path)), path
+            assert os.path.exists(os.path.join(os.path.dirname(__file__), "..", path)), path
     assert "==" not in out      # nothing ran
 
 
-def test_chapter_runs_one_section(capsys, tmp_path):
+def test_chapter_runs_one_section(capsys, tmp_dir):
     number = [s.run for s in ember.tour.CHAPTERS].index(ember.tour.chapter_references) + 1
-    assert ember.tour.main(["--chapter", str(number), "--out", str(tmp_path)]) == 0
+    assert ember.tour.main(["--chapter", str(number), "--out", str(tmp_dir)]) == 0
     out = capsys.readouterr().out
     assert out.count("== ") == 1 and f"== {number}. References and the cyclic GC ==" in out
     assert "walkthrough ch. 3. Reference counts and 4. The cyclic GC" in out
@@ -45,29 +44,29 @@ def jit_section():
     return [s.run for s in ember.tour.CHAPTERS].index(ember.tour.chapter_jit) + 1
 
 
-def test_the_ir_picture_is_the_graph_that_runs(capsys, tmp_path):
-    assert ember.tour.main(["--chapter", str(jit_section()), "--out", str(tmp_path)]) == 0
+def test_the_ir_picture_is_the_graph_that_runs(capsys, tmp_dir):
+    assert ember.tour.main(["--chapter", str(jit_section()), "--out", str(tmp_dir)]) == 0
     out = capsys.readouterr().out
     x = ember.randn(512, 512)
     expected = ember.jit.script(ember.tour.scaled_gelu).graph_for(x, x).to_dot()
-    assert (tmp_path / "ir_graph.dot").read_text() == expected
+    assert (tmp_dir / "ir_graph.dot").read_text() == expected
     if shutil.which("dot"):
-        assert "<svg" in (tmp_path / "ir_graph.svg").read_text()
-        assert f"Saved the picture as {tmp_path / 'ir_graph.svg'}" in out
+        assert "<svg" in (tmp_dir / "ir_graph.svg").read_text()
+        assert f"Saved the picture as {tmp_dir / 'ir_graph.svg'}" in out
     # explain's lines count from the function, not the file
     assert "(line 3 of scaled_gelu)" in out
 
 
-def test_without_dot_the_tour_saves_the_dot_file_and_says_so(capsys, tmp_path, monkeypatch):
+def test_without_dot_the_tour_saves_the_dot_file_and_says_so(capsys, tmp_dir, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    assert ember.tour.main(["--chapter", str(jit_section()), "--out", str(tmp_path)]) == 0
+    assert ember.tour.main(["--chapter", str(jit_section()), "--out", str(tmp_dir)]) == 0
     out = capsys.readouterr().out
-    assert (tmp_path / "ir_graph.dot").exists() and not (tmp_path / "ir_graph.svg").exists()
-    assert f"Saved the picture as {tmp_path / 'ir_graph.dot'} (no SVG:" in out
+    assert (tmp_dir / "ir_graph.dot").exists() and not (tmp_dir / "ir_graph.svg").exists()
+    assert f"Saved the picture as {tmp_dir / 'ir_graph.dot'} (no SVG:" in out
 
 
-def test_progress_bar_only_on_a_terminal(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(ember.tour, "_output_dir", str(tmp_path))
+def test_progress_bar_only_on_a_terminal(capsys, monkeypatch, tmp_dir):
+    monkeypatch.setattr(ember.tour, "_output_dir", str(tmp_dir))
     ember.tour.chapter_autograd(steps=3)
     assert "training:" not in capsys.readouterr().out
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
@@ -75,10 +74,10 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch, tmp_path):
     assert "training: 100%" in capsys.readouterr().out
 
 
-def test_module_entry_point(tmp_path):
+def test_module_entry_point(tmp_dir):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-m", "ember.tour", "--list"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "ember.tour", "--list"], cwd=tmp_dir,
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "References and the cyclic GC" in done.stdout
-    assert os.listdir(tmp_path) == []      # --list saves nothing
+    assert os.listdir(tmp_dir) == []      # --list saves nothing
