@@ -85,9 +85,11 @@ THPUtils_parseArgs(const char *fname, PyObject *const *args,
     return 0;
 }
 
-int
-THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
-                    int64_t *out)
+/* The value of a non-int `obj` through __index__ (which may run Python),
+ * after refusing what PyTorch refuses.  0, or -1 with an exception. */
+static int
+index_value(PyObject *obj, const char *fname, const char *what,
+            long long *value, int *overflow)
 {
     /* bool is an int subclass, but PyTorch refuses it where sizes go:
      * accept it like Python does for indices. */
@@ -108,18 +110,26 @@ THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
             return -1;
         }
     }
+    PyObject *index = PyNumber_Index(obj);
+    if (index == NULL) {
+        return -1;
+    }
+    *value = PyLong_AsLongLongAndOverflow(index, overflow);
+    Py_DECREF(index);
+    return 0;
+}
+
+int
+THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
+                    int64_t *out)
+{
     int overflow = 0;
     long long value;
-    if (PyLong_CheckExact(obj)) { /* the common case: no __index__ to call */
+    if (PyLong_CheckExact(obj)) { /* the common case: nothing to refuse or run */
         value = PyLong_AsLongLongAndOverflow(obj, &overflow);
     }
-    else {
-        PyObject *index = PyNumber_Index(obj);
-        if (index == NULL) {
-            return -1;
-        }
-        value = PyLong_AsLongLongAndOverflow(index, &overflow);
-        Py_DECREF(index);
+    else if (index_value(obj, fname, what, &value, &overflow) < 0) {
+        return -1;
     }
     if (overflow) {
         PyErr_Format(PyExc_RuntimeError,
@@ -140,14 +150,8 @@ static int
 parse_size_item(const char *fname, PyObject *item, Py_ssize_t position,
                 int64_t *size)
 {
-    if (PyLong_CheckExact(item)) { /* the common case, nothing to run */
-        int overflow;
-        *size = PyLong_AsLongLongAndOverflow(item, &overflow);
-        if (!overflow) {
-            return 0;
-        }
-    }
-    if (PyFloat_Check(item) || PyBool_Check(item)) {
+    /* An exact int (the common case) skips the subtype checks. */
+    if (!PyLong_CheckExact(item) && (PyFloat_Check(item) || PyBool_Check(item))) {
         PyErr_Format(PyExc_TypeError,
                      "%s(): argument 'size' must be tuple of ints, but "
                      "found element of type %s at pos %zd",

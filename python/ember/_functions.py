@@ -327,7 +327,9 @@ def polygamma(n, input, *, out=None):
     with K steps taking every x past 10 + n, where the asymptotic series
       (-1)^(n+1) [(n-1)!/z^n + n!/(2 z^(n+1)) + sum_k B_2k (2k+n-1)!/((2k)! z^(2k+n))]
     is accurate to double precision.  Written over differentiable operators,
-    so psi_n's derivative (psi_{n+1}) comes from autograd."""
+    so psi_n's derivative (psi_{n+1}) comes from autograd.  The shift costs
+    one pass per unit the smallest finite input lies below 10 + n (a few for
+    positive inputs; a large negative input makes it slow, not wrong)."""
     if out is not None:
         raise TypeError("polygamma(): out= is not supported")
     if not isinstance(n, int) or isinstance(n, bool):
