@@ -73,7 +73,7 @@ typedef double v8df __attribute__((vector_size(64)));
  * beta == 0 writes without reading c.  The packed panels are aligned, so
  * B is read as vectors directly; C may be anywhere, so its vectors move
  * through memcpy, which compiles to one unaligned vector load or store. */
-#define TH_DEFINE_MICROKERNEL(T, VT, family, target_attr)                  \
+#define TH_DEFINE_MICROKERNEL(T, VT, family, target_attr, MADD)            \
     target_attr static void ukernel_##T##_##family(                        \
         int64_t kc, const T *a, const T *b, T alpha, T beta, T *c,         \
         int64_t c_rs, int64_t c_cs, int mr, int nr)                        \
@@ -93,9 +93,9 @@ typedef double v8df __attribute__((vector_size(64)));
         for (int64_t p = 0; p < kc; p++) {                                 \
             VT b0 = bv[2 * p], b1 = bv[2 * p + 1];                         \
             for (int i = 0; i < GEMM_MR; i++) {                            \
-                T ai = a[p * GEMM_MR + i];                                 \
-                acc[i][0] += ai * b0;                                      \
-                acc[i][1] += ai * b1;                                      \
+                VT ai = a[p * GEMM_MR + i] - (VT){0}; /* broadcast */      \
+                acc[i][0] = MADD(ai, b0, acc[i][0]);                       \
+                acc[i][1] = MADD(ai, b1, acc[i][1]);                       \
             }                                                              \
         }                                                                  \
         if (mr == GEMM_MR && nr == NR && c_cs == 1) {                      \
@@ -128,19 +128,40 @@ typedef double v8df __attribute__((vector_size(64)));
 #define TH_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define TH_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
-TH_DEFINE_MICROKERNEL(float, v4sf, generic, TH_NO_TARGET)
-TH_DEFINE_MICROKERNEL(double, v2df, generic, TH_NO_TARGET)
+/* Note [Explicit FMA in the GEMM kernels]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The library is built with -ffp-contract=off (Note [No FMA contraction]
+ * in THFormulas.h), so `acc += a * b` compiles to a multiply and an add:
+ * twice the instructions of one fused multiply-add, which capped the
+ * micro-kernel at about two thirds of the BLAS libraries' rate.  A GEMM's
+ * result already depends on its blocking, so the kernels that sum products
+ * ask for the fused instruction by name where the family has it; the
+ * portable family keeps the separate multiply and add.  MADD(x, y, acc) is
+ * acc + x * y. */
+#define MADD_PLAIN(x, y, acc) ((acc) + (x) * (y))
 #if defined(__x86_64__)
-TH_DEFINE_MICROKERNEL(float, v8sf, avx2, TH_TARGET_AVX2)
-TH_DEFINE_MICROKERNEL(double, v4df, avx2, TH_TARGET_AVX2)
-TH_DEFINE_MICROKERNEL(float, v16sf, avx512, TH_TARGET_AVX512)
-TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
+#include <immintrin.h>
+#define MADD_AVX2_FLOAT(x, y, acc) _mm256_fmadd_ps((x), (y), (acc))
+#define MADD_AVX2_DOUBLE(x, y, acc) _mm256_fmadd_pd((x), (y), (acc))
+#define MADD_AVX512_FLOAT(x, y, acc) _mm512_fmadd_ps((x), (y), (acc))
+#define MADD_AVX512_DOUBLE(x, y, acc) _mm512_fmadd_pd((x), (y), (acc))
+#endif
+
+TH_DEFINE_MICROKERNEL(float, v4sf, generic, TH_NO_TARGET, MADD_PLAIN)
+TH_DEFINE_MICROKERNEL(double, v2df, generic, TH_NO_TARGET, MADD_PLAIN)
+#if defined(__x86_64__)
+TH_DEFINE_MICROKERNEL(float, v8sf, avx2, TH_TARGET_AVX2, MADD_AVX2_FLOAT)
+TH_DEFINE_MICROKERNEL(double, v4df, avx2, TH_TARGET_AVX2, MADD_AVX2_DOUBLE)
+TH_DEFINE_MICROKERNEL(float, v16sf, avx512, TH_TARGET_AVX512,
+                      MADD_AVX512_FLOAT)
+TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512,
+                      MADD_AVX512_DOUBLE)
 #endif
 
 /* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
  * the compiler does not vectorise a floating-point sum by itself, since
  * that reorders the additions. */
-#define TH_DEFINE_DOT(T, VT, family, target_attr)                          \
+#define TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                    \
     target_attr static T dot_##T##_##family(int64_t k, const T *x,         \
                                             const T *y)                    \
     {                                                                      \
@@ -152,7 +173,7 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
                 VT xv, yv;                                                 \
                 memcpy(&xv, x + p + u * VLEN, sizeof(VT));                 \
                 memcpy(&yv, y + p + u * VLEN, sizeof(VT));                 \
-                acc[u] += xv * yv;                                         \
+                acc[u] = MADD(xv, yv, acc[u]);                             \
             }                                                              \
         }                                                                  \
         VT total = (acc[0] + acc[1]) + (acc[2] + acc[3]);                  \
@@ -168,7 +189,7 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
 
 /* out[r] = sum_p rows[r][p] * x[p] for four contiguous rows at once: each
  * vector of x is loaded once for four rows. */
-#define TH_DEFINE_DOT4(T, VT, family, target_attr)                         \
+#define TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)                   \
     target_attr static void dot4_##T##_##family(                          \
         int64_t k, const T *const *rows, const T *x, T *out)               \
     {                                                                      \
@@ -186,8 +207,8 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
                 VT r0, r1;                                                 \
                 memcpy(&r0, rows[r] + p, sizeof(VT));                      \
                 memcpy(&r1, rows[r] + p + VLEN, sizeof(VT));               \
-                acc[r][0] += r0 * x0;                                      \
-                acc[r][1] += r1 * x1;                                      \
+                acc[r][0] = MADD(r0, x0, acc[r][0]);                       \
+                acc[r][1] = MADD(r1, x1, acc[r][1]);                       \
             }                                                              \
         }                                                                  \
         for (int r = 0; r < 4; r++) {                                      \
@@ -217,18 +238,21 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512)
         }                                                                  \
     }
 
-#define TH_DEFINE_VECTOR_KERNELS(T, VT, family, target_attr) \
-    TH_DEFINE_DOT(T, VT, family, target_attr)                \
-    TH_DEFINE_DOT4(T, VT, family, target_attr)               \
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, family, target_attr, MADD) \
+    TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
+    TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
-TH_DEFINE_VECTOR_KERNELS(float, v4sf, generic, TH_NO_TARGET)
-TH_DEFINE_VECTOR_KERNELS(double, v2df, generic, TH_NO_TARGET)
+TH_DEFINE_VECTOR_KERNELS(float, v4sf, generic, TH_NO_TARGET, MADD_PLAIN)
+TH_DEFINE_VECTOR_KERNELS(double, v2df, generic, TH_NO_TARGET, MADD_PLAIN)
 #if defined(__x86_64__)
-TH_DEFINE_VECTOR_KERNELS(float, v8sf, avx2, TH_TARGET_AVX2)
-TH_DEFINE_VECTOR_KERNELS(double, v4df, avx2, TH_TARGET_AVX2)
-TH_DEFINE_VECTOR_KERNELS(float, v16sf, avx512, TH_TARGET_AVX512)
-TH_DEFINE_VECTOR_KERNELS(double, v8df, avx512, TH_TARGET_AVX512)
+TH_DEFINE_VECTOR_KERNELS(float, v8sf, avx2, TH_TARGET_AVX2, MADD_AVX2_FLOAT)
+TH_DEFINE_VECTOR_KERNELS(double, v4df, avx2, TH_TARGET_AVX2,
+                         MADD_AVX2_DOUBLE)
+TH_DEFINE_VECTOR_KERNELS(float, v16sf, avx512, TH_TARGET_AVX512,
+                         MADD_AVX512_FLOAT)
+TH_DEFINE_VECTOR_KERNELS(double, v8df, avx512, TH_TARGET_AVX512,
+                         MADD_AVX512_DOUBLE)
 #endif
 
 typedef void (*UKernel_float)(int64_t, const float *, const float *, float,
