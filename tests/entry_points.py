@@ -138,7 +138,7 @@ _BINARY_INT = """bitwise_and bitwise_or bitwise_xor bitwise_left_shift
 _UNARY = """neg negative abs absolute sign positive exp exp2 expm1 log log2 log10 log1p
     sqrt rsqrt reciprocal sin cos tan asin acos atan sinh cosh tanh sigmoid erf erfc
     silu frac floor ceil trunc relu square isnan isinf isfinite isposinf isneginf
-    lgamma digamma _trigamma erfinv sinc
+    lgamma digamma _trigamma erfinv sinc _gelu_derivative _gelu_tanh_derivative
     contiguous clone detach detach_ zero_ t fliplr flipud msort nonzero argwhere
     bool byte char short int long float double""".split()
 _UNARY_INT = ["bitwise_not"]

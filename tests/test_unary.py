@@ -247,6 +247,26 @@ def test_gelu_tanh_matches_numpy(data, dtype):
     check_close(ember.gelu(e, approximate="tanh"), _gelu_tanh(x), nt, atol=atol)
 
 
+def _gelu_derivatives(x):
+    """gelu's derivatives in float64 (autograd's GeluBackward0 uses them)."""
+    exact = 0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    k, c = math.sqrt(2 / math.pi), 0.044715
+    t = np.tanh(k * (x + c * x ** 3))
+    tanh_form = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x)
+    return exact, tanh_form
+
+
+@HYP
+@given(data=st.data(), dtype=st.sampled_from(FLOAT_NAMES))
+def test_gelu_derivatives_match_numpy(data, dtype):
+    nt = DTYPES[dtype][1]
+    e, n = data.draw(layouts(nt, -10, 10))
+    exact, tanh_form = _gelu_derivatives(n.astype(np.float64))
+    atol = 8 * np.finfo(nt).eps
+    check_close(ember._C._gelu_derivative(e), exact, nt, atol=atol)
+    check_close(ember._C._gelu_tanh_derivative(e), tanh_form, nt, atol=atol)
+
+
 @pytest.mark.parametrize("name", list(EXACT_OPS))
 @HYP
 @given(data=st.data(), dtype=st.sampled_from(FLOAT_NAMES + FLOAT_NAMES + INT_NAMES))

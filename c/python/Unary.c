@@ -3,8 +3,8 @@
  * nan_to_num).  See Note [Function and method from one implementation] in
  * THP.h; the kernels and dtype rules are in c/th/THUnary.c.
  *
- * _trigamma is digamma's derivative (PyTorch's polygamma(1, x)), for
- * autograd.  Every op has the signature name(input, *, out=None) except
+ * _trigamma is digamma's derivative (PyTorch's polygamma(1, x)), and
+ * _gelu_derivative / _gelu_tanh_derivative are gelu's, for autograd.  Every op has the signature name(input, *, out=None) except
  *   round(input, *, decimals=0, out=None)
  *   gelu(input, *, approximate='none', out=None)
  *   nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)
@@ -20,7 +20,7 @@
     _(sinh) _(cosh) _(tanh) _(sigmoid) _(erf) _(erfc) _(silu) _(frac)        \
     _(floor) _(ceil) _(trunc) _(relu) _(square) _(isnan) _(isinf)            \
     _(isfinite) _(isposinf) _(isneginf) _(lgamma) _(digamma) _(erfinv)      \
-    _(sinc) _(_trigamma)
+    _(sinc) _(_trigamma) _(_gelu_derivative) _(_gelu_tanh_derivative)
 
 /* The ops with extra arguments (parsed by parse_extra_args). */
 #define THP_FORALL_SPECIAL_UNARY(_) _(round) _(gelu) _(nan_to_num)

@@ -67,6 +67,9 @@
     _(sinc, "sinc", TH_UNARY_TO_FLOAT)                           \
     _(gelu, "gelu", TH_UNARY_FLOAT_ONLY)                         \
     _(gelu_tanh, "gelu", TH_UNARY_FLOAT_ONLY)                    \
+    _(_gelu_derivative, "_gelu_derivative", TH_UNARY_FLOAT_ONLY) \
+    _(_gelu_tanh_derivative, "_gelu_tanh_derivative",            \
+      TH_UNARY_FLOAT_ONLY)                                       \
     _(silu, "silu", TH_UNARY_FLOAT_ONLY)                         \
     _(frac, "frac", TH_UNARY_FLOAT_ONLY)                         \
     _(round_decimals, "round", TH_UNARY_FLOAT_ONLY)              \

@@ -14,9 +14,12 @@ import math
 
 import ember
 
+from ... import _C
 from ._common import (Node, SavedOutput, check_inplace, commit_inplace, edges_of,
                       nondifferentiable, record, refuse_out, register, register_inplace)
 from .pointwise import PowBackward0
+
+_is_grad_enabled = _C.is_grad_enabled
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -244,6 +247,10 @@ class GeluBackward0(Node):
 
     def apply(self, grad):
         input, = self.unpack_saved()
+        if not _is_grad_enabled():  # no double backward: one fused kernel
+            derivative = (_C._gelu_tanh_derivative if self.approximate == "tanh"
+                          else _C._gelu_derivative)
+            return (grad * derivative(input),)
         if self.approximate == "tanh":
             return (grad * _gelu_tanh_derivative(input),)
         cdf = 0.5 * (1 + (input * _INV_SQRT_2).erf())
