@@ -9,7 +9,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.autograd import gradcheck
+from ember.autograd import gradcheck, gradgradcheck
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -126,6 +126,48 @@ def test_conv_gradcheck():
     assert gradcheck(lambda a, k: F.conv_transpose2d(a, k, stride=2, padding=1,
                                                      output_padding=1), (x, wt))
     assert gradcheck(lambda a: F.pad(a, (1, 2, 2, 1), mode="reflect"), (x,))
+
+
+def test_conv_double_backward_gradgradcheck():
+    """Note [Convolution's three products]: each backward is made of the
+    other products' Functions, so it differentiates again."""
+    rng = np.random.default_rng(7)
+    x = ember.tensor(rng.standard_normal((2, 4, 6, 5)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((6, 2, 3, 2)), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(6), requires_grad=True)
+    assert gradgradcheck(lambda a, k, c: F.conv2d(a, k, c, stride=(2, 1), padding=(1, 0),
+                                                  dilation=(1, 2), groups=2), (x, w, b))
+    wt = ember.tensor(rng.standard_normal((4, 3, 3, 2)), requires_grad=True)
+    assert gradgradcheck(lambda a, k: F.conv_transpose2d(a, k, stride=2, padding=1,
+                                                         output_padding=1, groups=2), (x, wt))
+    x1 = ember.tensor(rng.standard_normal((2, 3, 7)), requires_grad=True)
+    w1 = ember.tensor(rng.standard_normal((4, 3, 3)), requires_grad=True)
+    assert gradgradcheck(lambda a, k: F.conv1d(a, k, stride=2, dilation=2), (x1, w1))
+
+
+def test_gradient_penalty_matches_torch():
+    """A WGAN-GP style penalty: the norm of d(critic)/d(input) is itself
+    differentiated with respect to the weights (double backward)."""
+    torch.manual_seed(8)
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=2, padding=1),
+                                 torch.nn.Tanh(), torch.nn.Conv2d(4, 2, 3)).double()
+    ours = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.Tanh(),
+                         nn.Conv2d(4, 2, 3)).double()
+    copy_state(ours, theirs)
+    x = np.random.default_rng(9).standard_normal((2, 3, 9, 8))
+    penalties = []
+    for lib, model in ((ember, ours), (torch, theirs)):
+        inputs = lib.tensor(x, requires_grad=True)
+        grad, = lib.autograd.grad(model(inputs).sum(), inputs, create_graph=True)
+        penalty = ((grad.reshape(2, -1).norm(dim=1) - 1) ** 2).mean()
+        penalty.backward()
+        penalties.append(penalty)
+    check_same(*penalties)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        if q.grad is None:  # the last bias: the input's gradient does not depend on it
+            assert p.grad is None, name
+            continue
+        check_same(p.grad, q.grad)
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])

@@ -3,15 +3,24 @@ and messages in front of the C kernels (_C._conv2d and its two backward
 products, c/th/THConv.c, Note [Convolution as GEMM]).
 
 A 1-D convolution is a 2-D one over a height-1 image; a transposed
-convolution runs the input-gradient product forward.  Each is an
-autograd.Function whose backward calls the other two products; the
-backward is not itself differentiable yet (no double backward through a
-convolution).
+convolution runs the input-gradient product forward.
+
+Note [Convolution's three products]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The C kernels compute three bilinear products over one geometry: the
+convolution C(x, W), its input gradient I(g, W) and its weight gradient
+V(g, x).  Each is the adjoint of the others in one argument:
+<g, C(x, W)> = <I(g, W), x> = <V(g, x), W>.  So each product's gradient
+is made of the other two, and with each wrapped as an autograd.Function
+(Convolution, ConvolutionTranspose, ConvolutionWeight) a backward that
+calls them through their Functions is itself differentiable, to any
+order (double backward, as a gradient penalty needs).  Without
+create_graph the backward calls the kernels directly.
 """
 
 import ember
 from ember import _C
-from ember.autograd.function import Function, once_differentiable
+from ember.autograd.function import Function
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
 
@@ -127,23 +136,21 @@ class Convolution(Function):
         return _C._conv2d(input, weight, bias, *ctx.geometry)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
         input, weight = ctx.saved_tensors
         grad = grad.contiguous()
         needs = ctx.needs_input_grad
         grad_input = grad_weight = None
         if needs[0]:
-            grad_input = _C._conv2d_backward_input(grad, weight, input.shape[2],
-                                                   input.shape[3], *ctx.geometry)
+            grad_input = _input_product(grad, weight, input.shape[2:], ctx.geometry)
         if needs[1]:
-            grad_weight = _C._conv2d_backward_weight(grad, input, weight.shape[2],
-                                                     weight.shape[3], *ctx.geometry)
+            grad_weight = _weight_product(grad, input, weight.shape[2:], ctx.geometry)
         return grad_input, grad_weight, _bias_grad(ctx, grad), None, None, None, None
 
 
 class ConvolutionTranspose(Function):
-    """out = conv_transpose2d(input, weight) + bias, out_h x out_w given."""
+    """out = conv_transpose2d(input, weight) + bias, out_h x out_w given:
+    the input-gradient product I(input, weight) run forward."""
 
     @staticmethod
     def forward(ctx, input, weight, bias, out_size, stride, padding, dilation, groups):
@@ -152,18 +159,74 @@ class ConvolutionTranspose(Function):
         return out if bias is None else out.add_(bias.reshape(1, -1, 1, 1))
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
         input, weight = ctx.saved_tensors
         grad = grad.contiguous()
         needs = ctx.needs_input_grad
         grad_input = grad_weight = None
         if needs[0]:
-            grad_input = _C._conv2d(grad, weight, None, *ctx.geometry)
+            grad_input = _conv_product(grad, weight, ctx.geometry)
         if needs[1]:
-            grad_weight = _C._conv2d_backward_weight(input, grad, weight.shape[2],
-                                                     weight.shape[3], *ctx.geometry)
+            grad_weight = _weight_product(input, grad, weight.shape[2:], ctx.geometry)
         return grad_input, grad_weight, _bias_grad(ctx, grad), None, None, None, None, None
+
+
+class ConvolutionWeight(Function):
+    """The weight-gradient product V(grad, input) (kernel_h x kernel_w
+    given), as a Function so that a convolution's backward is
+    differentiable (Note [Convolution's three products])."""
+
+    @staticmethod
+    def forward(ctx, grad, input, kernel_size, geometry):
+        ctx.save_for_backward(grad, input)
+        ctx.geometry = geometry
+        return _C._conv2d_backward_weight(grad, input, *kernel_size, *geometry)
+
+    @staticmethod
+    def backward(ctx, grad_weight):
+        grad, input = ctx.saved_tensors
+        grad_weight = grad_weight.contiguous()
+        needs = ctx.needs_input_grad
+        grad_grad = grad_input = None
+        if needs[0]:
+            grad_grad = _conv_product(input, grad_weight, ctx.geometry)
+        if needs[1]:
+            grad_input = _input_product(grad, grad_weight, input.shape[2:], ctx.geometry)
+        return grad_grad, grad_input, None, None
+
+
+def _recording():
+    """True inside a backward that builds a graph (create_graph=True)."""
+    return ember.is_grad_enabled()
+
+
+def _conv_product(input, weight, geometry):
+    """C(input, weight), without bias."""
+    if _recording():
+        stride, padding, dilation, groups = _split_geometry(geometry)
+        return Convolution.apply(input, weight, None, stride, padding, dilation, groups)
+    return _C._conv2d(input, weight, None, *geometry)
+
+
+def _input_product(grad, weight, input_size, geometry):
+    """I(grad, weight) with the input's height and width."""
+    if _recording():
+        stride, padding, dilation, groups = _split_geometry(geometry)
+        return ConvolutionTranspose.apply(grad, weight, None, tuple(input_size), stride,
+                                          padding, dilation, groups)
+    return _C._conv2d_backward_input(grad, weight, *input_size, *geometry)
+
+
+def _weight_product(grad, input, kernel_size, geometry):
+    """V(grad, input) with the weight's kernel height and width."""
+    if _recording():
+        return ConvolutionWeight.apply(grad, input, tuple(kernel_size), geometry)
+    return _C._conv2d_backward_weight(grad, input, *kernel_size, *geometry)
+
+
+def _split_geometry(geometry):
+    """(stride, padding, dilation, groups) from _remember's flat tuple."""
+    return geometry[0:2], geometry[2:4], geometry[4:6], geometry[6]
 
 
 def _contiguous(t):
