@@ -6,6 +6,7 @@ exits non-zero with the traceback.  Every rank can compute every rank's
 input (`_inputs` is seeded by rank), so each collective is compared with
 the same reduction done in this one process with NumPy.
 """
+import json
 import os
 import sys
 
@@ -196,6 +197,86 @@ def check_point_to_point_and_objects():
         assert "JSON" in str(exc)
     else:
         raise AssertionError("a non-JSON object must be refused")
+    dist.barrier()
+
+
+def check_list_collectives():
+    """reduce_scatter and all_to_all, the forms with lists of tensors."""
+    pieces = {(i, j): _inputs(i, (2, 3), offset=10 + j) for i in range(WORLD)
+              for j in range(WORLD)}
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
+        out = ember.empty(2, 3)
+        dist.reduce_scatter(out, [_tensor(pieces[RANK, j]) for j in range(WORLD)], op=op)
+        _close(out, REDUCTIONS[op]([pieces[i, RANK] for i in range(WORLD)]))
+    columns = ember.empty(3, 2).t()           # a non-contiguous output
+    work = dist.reduce_scatter(columns, [_tensor(pieces[RANK, j]) for j in range(WORLD)],
+                               async_op=True)
+    work.wait()
+    _close(columns, np.sum([pieces[i, RANK] for i in range(WORLD)], 0))
+    # all_to_all: rank i sends rank j a (i + j + 1, 2) block; sizes differ
+    sent = [ember.full((RANK + j + 1, 2), float(10 * RANK + j)) for j in range(WORLD)]
+    received = [ember.empty(i + RANK + 1, 2) for i in range(WORLD)]
+    received[0] = ember.empty(2, RANK + 1).t()  # a non-contiguous one
+    work = dist.all_to_all(received, sent, async_op=True)
+    work.wait()
+    for i, out in enumerate(received):
+        _close(out, np.full((i + RANK + 1, 2), 10 * i + RANK, np.float32))
+    ints = [ember.full((3,), 100 * RANK + j, dtype=ember.int64) for j in range(WORLD)]
+    got = [ember.empty(3, dtype=ember.int64) for _ in range(WORLD)]
+    assert dist.all_to_all(got, ints) is None
+    assert [t.tolist() for t in got] == [[100 * i + RANK] * 3 for i in range(WORLD)]
+    try:
+        dist.all_to_all(got, [t.to(ember.float32) for t in ints])
+    except ValueError as exc:
+        assert "Invalid usage of tensors with different dtypes" in str(exc)
+    else:
+        raise AssertionError("mixed dtypes must be refused")
+
+
+def check_objects():
+    """The object collectives (JSON, Note [Objects travel as JSON])."""
+    def mine(rank):
+        return {"rank": rank, "items": list(range(rank)), "pair": (rank, "x" * rank),
+                "nan": float("nan") if rank else 0.5}
+
+    def same(a, b):  # JSON brings a tuple back as a list; nan != nan
+        return json.dumps(a) == json.dumps(b)
+
+    everyone = [None] * WORLD
+    dist.all_gather_object(everyone, mine(RANK))
+    assert all(same(got, mine(r)) for r, got in enumerate(everyone)), everyone
+    assert everyone[-1]["pair"] == [WORLD - 1, "x" * (WORLD - 1)]
+    for dst in (None, WORLD - 1):
+        root = 0 if dst is None else dst
+        gathered = [None] * WORLD if RANK == root else None
+        dist.gather_object(mine(RANK), gathered, dst=dst)
+        if RANK == root:
+            assert all(same(got, mine(r)) for r, got in enumerate(gathered))
+    for src in (None, 1):
+        root = 0 if src is None else src
+        inputs = [[r, "to " * r] for r in range(WORLD)] if RANK == root else None
+        output = ["untouched", "kept"]
+        dist.scatter_object_list(output, inputs, src=src)
+        assert output == [[RANK, "to " * RANK], "kept"], output
+    objects = [{"from": 0}, 7] if RANK == 0 else [None, None]
+    dist.broadcast_object_list(objects)                # src defaults to rank 0
+    assert objects == [{"from": 0}, 7]
+    # refusals happen on every rank before anything is sent
+    for bad, fragment in ((ember.ones(2), "got an object of type Tensor"),
+                          ({1: "a"}, "dict keys must be str, got int key 1"),
+                          ([{2, 3}], "got an object of type set")):
+        try:
+            dist.all_gather_object([None] * WORLD, bad)
+        except TypeError as exc:
+            assert "sends objects as JSON, not pickle" in str(exc) and fragment in str(exc)
+        else:
+            raise AssertionError(f"{bad!r} must be refused")
+    try:
+        dist.scatter_object_list([], [0] * WORLD if RANK == 0 else None)
+    except ValueError as exc:
+        assert "to be a list of size at least 1" in str(exc)
+    else:
+        raise AssertionError("an empty output list must be refused")
     dist.barrier()
 
 

@@ -26,7 +26,7 @@ TIMEOUT = 120
 
 COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to_all",
                "async_collectives", "point_to_point_and_objects", "groups", "errors",
-               "sampler"]
+               "sampler", "list_collectives", "objects"]
 DDP = ["ddp_training", "ddp_no_sync", "ddp_uneven_batches", "ddp_unused_parameters",
        "ddp_different_models"]
 

@@ -19,9 +19,9 @@ def is_available():
 
 from .distributed_c10d import (  # noqa: E402,F401
     Backend, GroupMember, ProcessGroup, ReduceOp, Work,
-    all_gather, all_gather_into_tensor, all_reduce, all_to_all_single, barrier,
-    broadcast, broadcast_object_list, destroy_process_group, gather, get_backend,
-    get_rank, get_world_size, init_process_group, irecv, is_initialized,
-    is_mpi_available, isend, new_group, recv, reduce, reduce_scatter_tensor,
-    scatter, send,
+    all_gather, all_gather_into_tensor, all_gather_object, all_reduce, all_to_all,
+    all_to_all_single, barrier, broadcast, broadcast_object_list, destroy_process_group,
+    gather, gather_object, get_backend, get_rank, get_world_size, init_process_group,
+    irecv, is_initialized, is_mpi_available, isend, new_group, recv, reduce,
+    reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list, send,
 )

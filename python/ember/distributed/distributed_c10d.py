@@ -10,7 +10,10 @@ staging tensor, filled before the call and copied back once it finishes
 float16/bfloat16 in a reduction (MPI has no 16-bit floats: the reduction
 runs in float32); and outputs given as a list of tensors (the collective
 writes one block, then it is split into the list).  float16/bfloat16 in a
-pure data movement travel as raw 16-bit words.
+pure data movement travel as raw 16-bit words.  A nonblocking call's Work
+holds every buffer it gave MPI until it completes: MPI reads and writes
+them until then, and mpi4py's request does not keep them alive (an input
+staged into a temporary would be freed under MPI's feet).
 """
 
 import ctypes
@@ -326,8 +329,9 @@ class Work:
     """What a collective with async_op=True returns: wait() blocks until it
     is done (and writes staged results back), is_completed() asks."""
 
-    def __init__(self, requests, finish=None, outputs=()):
+    def __init__(self, requests, finish=None, outputs=(), buffers=()):
         self._requests = list(requests)
+        self._buffers = list(buffers)  # Note [Tensors as MPI buffers]
         self._finish = finish
         self._outputs = list(outputs)
         self._done = False
@@ -336,6 +340,7 @@ class Work:
     def _complete(self):
         self._done = True
         self._requests = []
+        self._buffers = []
         if self._finish is not None:
             finish, self._finish = self._finish, None
             finish()
@@ -379,8 +384,8 @@ def _call(group, name, async_op, *args, **kwargs):
     return []
 
 
-def _issue(requests, finish, async_op, outputs=()):
-    work = Work(requests, finish, outputs)
+def _issue(requests, finish, async_op, outputs=(), buffers=()):
+    work = Work(requests, finish, outputs, buffers)
     if async_op:
         return work
     work.wait()
@@ -432,7 +437,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     else:
         requests = _call(group, "Reduce", async_op, staged.array, None, _mpi_op(op), root=root)
         finish = None
-    return _issue(requests, finish, async_op, [tensor])
+    return _issue(requests, finish, async_op, [tensor], [staged])
 
 
 @_skip_for_non_members
@@ -454,12 +459,26 @@ def _check_same_shape(tensors, like, what):
 
 
 def _split_into(flat, tensors):
+    """Copies consecutive blocks of `flat` into `tensors` (a Work's finish)."""
     def finish():
-        count = flat.numel() // max(len(tensors), 1)
+        offset = 0
         with _no_grad():
-            for i, out in enumerate(tensors):
-                out.copy_(flat[i * count:(i + 1) * count].reshape(out.shape))
+            for out in tensors:
+                out.copy_(flat[offset:offset + out.numel()].reshape(out.shape))
+                offset += out.numel()
     return finish
+
+
+def _lengths_and_offsets(lengths):
+    """The counts of consecutive blocks and where each starts."""
+    lengths = [int(n) for n in lengths]
+    return lengths, [sum(lengths[:i]) for i in range(len(lengths))]
+
+
+def _flat_cat(tensors):
+    """The tensors' elements one after the other, as one contiguous 1-d
+    tensor (a copy: MPI sends it as one block)."""
+    return _C.cat([t.detach().reshape(-1) for t in tensors])
 
 
 @_skip_for_non_members
@@ -473,7 +492,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     staged = _Staged(tensor, write_back=False)
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
     requests = _call(group, "Allgather", async_op, staged.array, _buffer(flat))
-    return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list)
+    return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list, [staged])
 
 
 @_skip_for_non_members
@@ -489,7 +508,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     source = _Staged(input_tensor, write_back=False)
     target = _Staged(output_tensor)
     requests = _call(group, "Allgather", async_op, source.array, target.array)
-    return _issue(requests, target.finish, async_op, [output_tensor])
+    return _issue(requests, target.finish, async_op, [output_tensor], [source])
 
 
 @_skip_for_non_members
@@ -507,7 +526,32 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
                      _mpi_op(op))
     finish = _finish_all(_averaging(target, op, group.size()), target.finish)
-    return _issue(requests, finish, async_op, [output])
+    return _issue(requests, finish, async_op, [output], [source])
+
+
+def _check_same_dtype(tensors, like):
+    for t in tensors:
+        if t.dtype != like.dtype:
+            raise ValueError("Invalid usage of tensors with different dtypes"
+                             f"Found {like.dtype} and  {t.dtype}")
+
+
+@_skip_for_non_members
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces input_list[i] across the group into process i's `output`."""
+    group = _group(group)
+    _check_same_dtype(input_list, output)
+    if len(input_list) != group.size():
+        raise RuntimeError(f"reduce_scatter: input_list must have {group.size()} tensors "
+                           f"(the group's size), got {len(input_list)}")
+    _check_same_shape(input_list, output, "reduce_scatter")
+    _check_average(output, op)
+    source = _Staged(_flat_cat(input_list), reduction=True, write_back=False)
+    target = _Staged(output, reduction=True)
+    requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
+                     _mpi_op(op))
+    finish = _finish_all(_averaging(target, op, group.size()), target.finish)
+    return _issue(requests, finish, async_op, [output], [source])
 
 
 @_skip_for_non_members
@@ -521,7 +565,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
             raise ValueError("Argument ``gather_list`` must NOT be specified on "
                              "non-destination ranks.")
         requests = _call(group, "Gather", async_op, staged.array, None, root=root)
-        return _issue(requests, None, async_op)
+        return _issue(requests, None, async_op, buffers=[staged])
     if not gather_list:
         raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
     if len(gather_list) != group.size():
@@ -530,7 +574,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     _check_same_shape(gather_list, tensor, "gather")
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
     requests = _call(group, "Gather", async_op, staged.array, _buffer(flat), root=root)
-    return _issue(requests, _split_into(flat, gather_list), async_op, gather_list)
+    return _issue(requests, _split_into(flat, gather_list), async_op, gather_list, [staged])
 
 
 @_skip_for_non_members
@@ -551,9 +595,9 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         raise ValueError("Argument ``scatter_list`` must have the group's size "
                          f"({group.size()}) tensors, got {len(scatter_list)}")
     _check_same_shape(scatter_list, tensor, "scatter")
-    flat = _C.cat([t.detach().reshape(-1) for t in scatter_list])
+    flat = _flat_cat(scatter_list)
     requests = _call(group, "Scatter", async_op, _buffer(flat), target.array, root=root)
-    return _issue(requests, target.finish, async_op, [tensor])
+    return _issue(requests, target.finish, async_op, [tensor], [flat])
 
 
 def _splits(split_sizes, tensor, size, what):
@@ -569,9 +613,7 @@ def _splits(split_sizes, tensor, size, what):
         raise RuntimeError(f"Number of {what} splits must equal the group size")
     if sum(split_sizes) != rows:
         raise RuntimeError("Split sizes doesn't match total dim 0 size")
-    counts = [s * row for s in split_sizes]
-    offsets = [sum(counts[:i]) for i in range(size)]
-    return counts, offsets
+    return _lengths_and_offsets(s * row for s in split_sizes)
 
 
 @_skip_for_non_members
@@ -588,7 +630,30 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     target = _Staged(output)
     requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
                                     [target.array, (recv_counts, recv_offsets)])
-    return _issue(requests, target.finish, async_op, [output])
+    return _issue(requests, target.finish, async_op, [output], [source])
+
+
+@_skip_for_non_members
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Process i's input_tensor_list[j] lands in process j's
+    output_tensor_list[i]; the tensors may differ in size (each pair of
+    processes must agree on theirs)."""
+    group = _group(group)
+    tensors = list(output_tensor_list) + list(input_tensor_list)
+    _check_same_dtype(tensors, tensors[0])
+    for name, tensor_list in (("output_tensor_list", output_tensor_list),
+                              ("input_tensor_list", input_tensor_list)):
+        if len(tensor_list) != group.size():
+            raise RuntimeError(f"all_to_all: {name} must have {group.size()} tensors "
+                               f"(the group's size), got {len(tensor_list)}")
+    send_counts, send_offsets = _lengths_and_offsets(t.numel() for t in input_tensor_list)
+    recv_counts, recv_offsets = _lengths_and_offsets(t.numel() for t in output_tensor_list)
+    source = _Staged(_flat_cat(input_tensor_list), write_back=False)
+    flat = _flat_empty(sum(recv_counts), output_tensor_list[0])
+    requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
+                     [_buffer(flat), (recv_counts, recv_offsets)])
+    return _issue(requests, _split_into(flat, output_tensor_list), async_op,
+                  output_tensor_list, [source])
 
 
 @_skip_for_non_members
@@ -605,7 +670,7 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     group = _group(group)
     peer = _group_rank(group, dst, group_dst, "dst")
     staged = _Staged(tensor, write_back=False)
-    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor])
+    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor], [staged])
 
 
 class _ReceiveWork(Work):
@@ -660,28 +725,151 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 # ---- objects ----------------------------------------------------------------------
+#
+# Note [Objects travel as JSON]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch pickles the objects of broadcast_object_list, all_gather_object,
+# gather_object and scatter_object_list; unpickling runs whatever code the
+# sender chose, so ember sends JSON instead.  What travels: None, bool, int,
+# float (nan and inf too), str, and lists, tuples and dicts with str keys of
+# these; a tuple arrives as a list.  Anything else (a tensor, a set, a
+# dict with int keys, which JSON would turn into str keys) is refused with
+# a TypeError on the sending process before anything is sent.  The bytes
+# move as uint8 arrays: lengths first, then the payloads (MPI's v-forms).
+
+_JSON_LEAVES = (type(None), bool, int, float, str)
+
+
+def _check_json_able(obj, what):
+    if isinstance(obj, _JSON_LEAVES):
+        return
+    if isinstance(obj, (list, tuple)):
+        for item in obj:
+            _check_json_able(item, what)
+        return
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{what} sends objects as JSON, not pickle: dict keys must "
+                                f"be str, got {type(key).__name__} key {key!r}")
+            _check_json_able(value, what)
+        return
+    raise TypeError(f"{what} sends objects as JSON, not pickle: supported are None, bool, "
+                    f"int, float, str, and lists, tuples and str-keyed dicts of them; got "
+                    f"an object of type {type(obj).__name__}")
+
+
+def _encode(obj, what):
+    _check_json_able(obj, what)
+    return np.frombuffer(json.dumps(obj).encode(), np.uint8).copy()
+
+
+def _decode(data):
+    return json.loads(data.tobytes().decode())
+
+
+def _object_root(group, src, group_src):
+    """src/dst of the object collectives: rank 0 when neither is given."""
+    if src is None and group_src is None:
+        src = 0
+    return _group_rank(group, src, group_src, "src")
+
 
 @_skip_for_non_members
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
-    """Replaces object_list's items by src's, in place.  The objects travel
-    as JSON, never pickle (unpickling runs arbitrary code): JSON-able
-    objects only, and a tuple arrives as a list."""
+    """Replaces object_list's items by src's (rank 0's by default), in place
+    (Note [Objects travel as JSON])."""
     group = _group(group)
-    root = _group_rank(group, src, group_src, "src")
+    root = _object_root(group, src, group_src)
     if group.rank() == root:
-        try:
-            payload = json.dumps(list(object_list)).encode()
-        except TypeError as exc:
-            raise TypeError(f"broadcast_object_list sends JSON, not pickle: {exc}") from exc
-    else:
-        payload = b""
-    length = np.array([len(payload)], np.int64)
+        data = _encode(list(object_list), "broadcast_object_list")
+    length = np.array([data.size if group.rank() == root else 0], np.int64)
     group.comm.Bcast(length, root=root)
-    data = np.frombuffer(payload, np.uint8).copy() if payload else np.empty(length[0], np.uint8)
+    if group.rank() != root:
+        data = np.empty(int(length[0]), np.uint8)
     group.comm.Bcast(data, root=root)
     if group.rank() != root:
-        objects = json.loads(data.tobytes().decode())
+        objects = _decode(data)
         if len(objects) != len(object_list):
             raise ValueError(f"broadcast_object_list: src sent {len(objects)} objects, "
                              f"this list holds {len(object_list)}")
         object_list[:] = objects
+
+
+def _gathered_payloads(group, data, root=None):
+    """Every process's bytes, on every process (root None) or on root only
+    (None elsewhere), as a list of uint8 arrays in group-rank order."""
+    lengths = np.empty(group.size(), np.int64)
+    group.comm.Allgather(np.array([data.size], np.int64), lengths)
+    counts, offsets = _lengths_and_offsets(lengths)
+    if root is not None and group.rank() != root:
+        group.comm.Gatherv(data, None, root=root)
+        return None
+    received = np.empty(sum(counts), np.uint8)
+    if root is None:
+        group.comm.Allgatherv(data, [received, (counts, offsets)])
+    else:
+        group.comm.Gatherv(data, [received, (counts, offsets)], root=root)
+    return [received[o:o + n] for o, n in zip(offsets, counts)]
+
+
+@_skip_for_non_members
+def all_gather_object(object_list, obj, group=None):
+    """object_list[i] = process i's obj, on every process (Note [Objects
+    travel as JSON])."""
+    group = _group(group)
+    if len(object_list) != group.size():
+        raise ValueError(f"all_gather_object: object_list must have {group.size()} items "
+                         f"(the group's size), got {len(object_list)}")
+    payloads = _gathered_payloads(group, _encode(obj, "all_gather_object"))
+    object_list[:] = [_decode(p) for p in payloads]
+
+
+@_skip_for_non_members
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    """object_gather_list[i] = process i's obj, on dst (rank 0 by default)
+    only (Note [Objects travel as JSON])."""
+    group = _group(group)
+    root = _object_root(group, dst, group_dst)
+    if group.rank() == root:
+        if not object_gather_list:
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        if len(object_gather_list) != group.size():
+            raise ValueError(f"gather_object: object_gather_list must have {group.size()} "
+                             f"items (the group's size), got {len(object_gather_list)}")
+    elif object_gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on "
+                         "non-destination ranks.")
+    payloads = _gathered_payloads(group, _encode(obj, "gather_object"), root)
+    if payloads is not None:
+        object_gather_list[:] = [_decode(p) for p in payloads]
+
+
+@_skip_for_non_members
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
+                        group=None, group_src=None):
+    """scatter_object_output_list[0] = src's scatter_object_input_list[i]
+    on process i (src is rank 0 by default; Note [Objects travel as JSON])."""
+    group = _group(group)
+    root = _object_root(group, src, group_src)
+    if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size "
+                         "at least 1.")
+    if group.rank() == root:
+        if scatter_object_input_list is None:
+            raise ValueError("source rank must provide non-None scatter_object_input_list")
+        if len(scatter_object_input_list) != group.size():
+            raise ValueError(f"scatter_object_list: scatter_object_input_list must have "
+                             f"{group.size()} items (the group's size), got "
+                             f"{len(scatter_object_input_list)}")
+        pieces = [_encode(obj, "scatter_object_list") for obj in scatter_object_input_list]
+        counts, offsets = _lengths_and_offsets(p.size for p in pieces)
+        sendbuf = [np.concatenate(pieces), (counts, offsets)]
+    else:
+        counts, sendbuf = None, None
+    length = np.empty(1, np.int64)
+    group.comm.Scatter(None if counts is None else np.array(counts, np.int64), length,
+                       root=root)
+    received = np.empty(int(length[0]), np.uint8)
+    group.comm.Scatterv(sendbuf, received, root=root)
+    scatter_object_output_list[0] = _decode(received)
