@@ -433,6 +433,72 @@ def check_ddp_uneven_batches():
         np.testing.assert_allclose(p.grad.numpy(), e, rtol=1e-5, atol=1e-6)
 
 
+def _join_training(divide_by_initial_world_size, find_unused_parameters):
+    """Rank r trains on 2 + r batches inside model.join(): every step
+    averages the gradients of the ranks still training (over the initial
+    world size, or over those ranks), and at the end every rank holds the
+    model of the last one."""
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0), bucket_cap_mb=0.0005,
+                                                find_unused_parameters=find_unused_parameters)
+    model.module.register_buffer("stamp", ember.full((2,), float(RANK)))
+    reference = _mlp(seed=0)
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
+    loss_fn = nn.MSELoss()
+    with model.join(divide_by_initial_world_size=divide_by_initial_world_size):
+        for step in range(2 + RANK):
+            optimizer.zero_grad()
+            loss_fn(model(*_batch(step, RANK)[:1]), _batch(step, RANK)[1]).backward()
+            optimizer.step()
+            # the buffers come from the highest rank still training
+            assert model.module.stamp.tolist() == [WORLD - 1.0] * 2
+    for step in range(WORLD + 1):
+        active = [r for r in range(WORLD) if step < 2 + r]
+        divisor = WORLD if divide_by_initial_world_size else len(active)
+        reference_optimizer.zero_grad()
+        total = sum(loss_fn(reference(x), y) for x, y in (_batch(step, r) for r in active))
+        (total / divisor).backward()
+        reference_optimizer.step()
+    _assert_same_weights(model.module, reference)
+    assert model.module.stamp.tolist() == [WORLD - 1.0] * 2
+
+
+def check_ddp_join():
+    _join_training(divide_by_initial_world_size=True, find_unused_parameters=False)
+    _join_training(divide_by_initial_world_size=False, find_unused_parameters=True)
+    # no_sync iterations: the joined ranks learn that nobody all-reduces
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0))
+    alone = _mlp(seed=0)
+    with model.join(), model.no_sync():
+        for step in range(1 + RANK):
+            model(_batch(step, RANK)[0]).sum().backward()
+            alone(_batch(step, RANK)[0]).sum().backward()
+    for p, q in zip(model.module.parameters(), alone.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # throw_on_early_termination: every rank raises once rank 0 runs out
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0))
+    try:
+        with model.join(throw_on_early_termination=True):
+            for step in range(1 if RANK == 0 else 3):
+                model(_batch(step, RANK)[0]).sum().backward()
+    except RuntimeError as exc:
+        expected = ("Rank 0 exhausted all inputs." if RANK == 0 else
+                    "Detected at least one rank that exhausted inputs. Throwing across all ranks.")
+        assert str(exc) == expected, exc
+    else:
+        raise AssertionError("throw_on_early_termination must raise")
+    # without join, nothing changes; enable=False is the same
+    with model.join(enable=False):
+        model(_batch(0, RANK)[0]).sum().backward()
+    try:
+        from ember.distributed.algorithms import Join
+        Join([])
+    except ValueError as exc:
+        assert "requires at least one joinable" in str(exc)
+    else:
+        raise AssertionError("an empty Join must be refused")
+
+
 class _TwoHeads(nn.Module):
     def __init__(self):
         super().__init__()

@@ -28,7 +28,7 @@ COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to
                "async_collectives", "point_to_point_and_objects", "groups", "errors",
                "sampler", "list_collectives", "objects"]
 DDP = ["ddp_training", "ddp_no_sync", "ddp_uneven_batches", "ddp_unused_parameters",
-       "ddp_different_models"]
+       "ddp_different_models", "ddp_join"]
 
 
 def _shared_memory_segments():
@@ -82,7 +82,7 @@ def test_two_processes():
 
 
 def test_four_processes():
-    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync"])
+    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync", "ddp_join"])
 
 
 def test_a_crashing_rank_stops_the_job():
