@@ -280,6 +280,47 @@ def check_objects():
     dist.barrier()
 
 
+def _times_out(wait, fragment):
+    try:
+        wait()
+    except RuntimeError as exc:
+        assert fragment in str(exc), exc
+    else:
+        raise AssertionError("the wait must time out")
+
+
+def check_timeouts():
+    """Note [Timeouts]: a wait that outlives its timeout raises; the
+    operation stays pending and completes once its peer comes."""
+    from datetime import timedelta
+    short = timedelta(milliseconds=300)
+    group = dist.new_group(timeout=short)
+    t = ember.full((3,), float(RANK))
+    dist.all_reduce(t, group=group)               # nonblocking underneath
+    _close(t, np.full(3, sum(range(WORLD)), np.float32))
+    into = ember.empty(2)
+    for wait_timeout, recv_group in ((None, group), (short, None)):
+        if RANK == 0:   # nobody has sent yet
+            work = dist.irecv(into, src=1, group=recv_group)
+            _times_out(lambda: work.wait(wait_timeout), "Timed out waiting 300ms")
+            assert not work.is_completed()
+        dist.barrier(timeout=timedelta(seconds=60))
+        if RANK == 1:
+            dist.send(ember.full((2,), 5.0), dst=0, group=recv_group)
+        if RANK == 0:
+            work.wait()
+            assert work.source_rank == 1 and into.tolist() == [5.0, 5.0]
+    for bad in (lambda: dist.new_group(timeout=5), lambda: dist.barrier(timeout=5)):
+        try:
+            bad()
+        except TypeError as exc:
+            assert "Expected timeout argument to be of type datetime.timedelta, got 5" \
+                in str(exc)
+        else:
+            raise AssertionError("a timeout must be a timedelta")
+    dist.destroy_process_group(group)
+
+
 def check_groups():
     evens = dist.new_group([r for r in range(WORLD) if r % 2 == 0])
     odds = dist.new_group([r for r in range(WORLD) if r % 2 == 1])

@@ -1,8 +1,9 @@
 """ember.distributed: PyTorch's torch.distributed on MPI (through mpi4py).
 
 ember does not carry its own transport: every collective is one MPI call
-(a blocking one, or with async_op=True the nonblocking MPI_I* one, whose
-Work.wait() waits for it), and tensors reach MPI through the buffer protocol without a copy
+(a blocking one, or with async_op=True or a group timeout the nonblocking
+MPI_I* one, whose Work.wait() waits for it: Note [Timeouts] in
+distributed_c10d.py), and tensors reach MPI through the buffer protocol without a copy
 (Note [Tensors as MPI buffers] in distributed_c10d.py).  Only the "mpi"
 backend exists; processes start under `mpirun` or the torchrun-like
 launcher `python -m ember.distributed.run`.

@@ -23,7 +23,9 @@ import inspect
 import json
 import os
 import sys
+import time
 import warnings
+from datetime import timedelta
 
 import numpy as np
 
@@ -104,9 +106,10 @@ class ProcessGroup:
     """A set of processes with its own MPI communicator; `ranks` are their
     global ranks, in group-rank order."""
 
-    def __init__(self, comm, ranks):
+    def __init__(self, comm, ranks, timeout=None):
         self.comm = comm
         self.ranks = list(ranks)
+        self.timeout = timeout  # None: MPI's blocking calls (Note [Timeouts])
 
     def rank(self):
         return self.comm.Get_rank()
@@ -160,6 +163,12 @@ def _check_matches(what, given, actual):
                          f"(start the processes with mpirun or ember.distributed.run)")
 
 
+def _check_valid_timeout(timeout):
+    if timeout is not None and not isinstance(timeout, timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, "
+                        f"got {timeout}")
+
+
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
                        rank=-1, store=None, group_name="", pg_options=None,
                        device_id=None):
@@ -167,7 +176,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     the rendezvous, so init_method (env:// or none) only has to agree:
     a given rank/world_size, or RANK/WORLD_SIZE in the environment, must be
     MPI's.  "gloo" is accepted as a name for the same CPU backend, so CPU
-    programs written for PyTorch run unchanged."""
+    programs written for PyTorch run unchanged.  A timeout bounds the wait
+    of every tensor collective on the group (Note [Timeouts])."""
+    _check_valid_timeout(timeout)
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if backend is not None and Backend(backend) not in (Backend.MPI, Backend.GLOO):
@@ -181,7 +192,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _check_matches("rank", rank, comm.Get_rank())
     _check_matches("WORLD_SIZE", os.environ.get("WORLD_SIZE"), comm.Get_size())
     _check_matches("RANK", os.environ.get("RANK"), comm.Get_rank())
-    GroupMember.WORLD = ProcessGroup(comm, range(comm.Get_size()))
+    GroupMember.WORLD = ProcessGroup(comm, range(comm.Get_size()), timeout)
 
 
 def destroy_process_group(group=None):
@@ -203,7 +214,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
               sort_ranks=True):
     """A group of the given global ranks; every process must call it (it
     is a collective on the default group), non-members get
-    GroupMember.NON_GROUP_MEMBER."""
+    GroupMember.NON_GROUP_MEMBER.  timeout as init_process_group's."""
+    _check_valid_timeout(timeout)
     world = _world()
     ranks = list(range(world.size())) if ranks is None else list(ranks)
     if sort_ranks:
@@ -217,7 +229,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     mpi_group.Free()
     if comm == _mpi().COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
-    group = ProcessGroup(comm, ranks)
+    group = ProcessGroup(comm, ranks, timeout)
     _subgroups.append(group)
     return group
 
@@ -324,13 +336,28 @@ def _flat_empty(count, like):
 
 
 # ---- work handles -----------------------------------------------------------------
+#
+# Note [Timeouts]
+# ~~~~~~~~~~~~~~~
+# MPI's blocking calls cannot time out, and MPI cannot cancel a collective
+# once started.  So a timeout (init_process_group's or new_group's for the
+# whole group, or one Work.wait's or barrier's) turns the wait into a loop
+# of MPI tests that raises RuntimeError once the time has passed; the
+# operation stays pending, as a timed-out collective leaves PyTorch's group
+# unusable: the process should exit.  A group with a timeout therefore runs
+# even its blocking collectives as nonblocking ones (Open MPI's libnbc,
+# slower for large messages).  Without one (the default, where PyTorch
+# waits 30 minutes) waits are MPI's own and never time out.  The object
+# collectives (broadcast_object_list and the others) make blocking MPI
+# calls and ignore the timeout.
 
 class Work:
     """What a collective with async_op=True returns: wait() blocks until it
     is done (and writes staged results back), is_completed() asks."""
 
-    def __init__(self, requests, finish=None, outputs=(), buffers=()):
+    def __init__(self, requests, finish=None, outputs=(), buffers=(), timeout=None):
         self._requests = list(requests)
+        self._timeout = timeout
         self._buffers = list(buffers)  # Note [Tensors as MPI buffers]
         self._finish = finish
         self._outputs = list(outputs)
@@ -346,8 +373,14 @@ class Work:
             finish()
 
     def wait(self, timeout=None):
+        """Blocks until done; with a timeout (this call's, else the
+        group's: Note [Timeouts]) raises RuntimeError once it passes."""
         if not self._done:
-            _mpi().Request.Waitall(self._requests)
+            timeout = timeout or self._timeout
+            if timeout:
+                _wait_until(lambda: _mpi().Request.Testall(self._requests), timeout)
+            else:
+                _mpi().Request.Waitall(self._requests)
             self._complete()
         return True
 
@@ -374,18 +407,31 @@ def _finish_all(*actions):
     return finish
 
 
+def _wait_until(test, timeout):
+    """Calls test() (an MPI Test, which also moves the operation on) until
+    it returns True; RuntimeError once `timeout` has passed."""
+    deadline = time.monotonic() + timeout.total_seconds()
+    while not test():
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"Timed out waiting {round(timeout.total_seconds() * 1000)}ms for the "
+                f"operation to complete (MPI cannot cancel it: the process should exit)")
+        time.sleep(0)
+
+
 def _call(group, name, async_op, *args, **kwargs):
-    """Starts comm.I<name> when async_op (returning its request), else runs
-    the blocking comm.<name>: for large messages Open MPI's blocking
-    collectives pick faster algorithms than its nonblocking ones (libnbc)."""
-    if async_op:
+    """Starts comm.I<name> when async_op or the group has a timeout
+    (returning its request), else runs the blocking comm.<name>: for large
+    messages Open MPI's blocking collectives pick faster algorithms than
+    its nonblocking ones (libnbc)."""
+    if async_op or group.timeout is not None:
         return [getattr(group.comm, "I" + name[0].lower() + name[1:])(*args, **kwargs)]
     getattr(group.comm, name)(*args, **kwargs)
     return []
 
 
-def _issue(requests, finish, async_op, outputs=(), buffers=()):
-    work = Work(requests, finish, outputs, buffers)
+def _issue(group, requests, finish, async_op, outputs=(), buffers=(), timeout=None):
+    work = Work(requests, finish, outputs, buffers, timeout or group.timeout)
     if async_op:
         return work
     work.wait()
@@ -419,7 +465,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     staged = _Staged(tensor, reduction=True)
     requests = _call(group, "Allreduce", async_op, _mpi().IN_PLACE, staged.array, _mpi_op(op))
     finish = _finish_all(_averaging(staged, op, group.size()), staged.finish)
-    return _issue(requests, finish, async_op, [tensor])
+    return _issue(group, requests, finish, async_op, [tensor])
 
 
 @_skip_for_non_members
@@ -437,7 +483,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     else:
         requests = _call(group, "Reduce", async_op, staged.array, None, _mpi_op(op), root=root)
         finish = None
-    return _issue(requests, finish, async_op, [tensor], [staged])
+    return _issue(group, requests, finish, async_op, [tensor], [staged])
 
 
 @_skip_for_non_members
@@ -447,7 +493,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     root = _group_rank(group, src, group_src, "src")
     staged = _Staged(tensor, write_back=group.rank() != root)
     requests = _call(group, "Bcast", async_op, staged.array, root=root)
-    return _issue(requests, staged.finish, async_op, [tensor])
+    return _issue(group, requests, staged.finish, async_op, [tensor])
 
 
 def _check_same_shape(tensors, like, what):
@@ -492,7 +538,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     staged = _Staged(tensor, write_back=False)
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
     requests = _call(group, "Allgather", async_op, staged.array, _buffer(flat))
-    return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list, [staged])
+    return _issue(group, requests, _split_into(flat, tensor_list), async_op, tensor_list, [staged])
 
 
 @_skip_for_non_members
@@ -508,7 +554,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     source = _Staged(input_tensor, write_back=False)
     target = _Staged(output_tensor)
     requests = _call(group, "Allgather", async_op, source.array, target.array)
-    return _issue(requests, target.finish, async_op, [output_tensor], [source])
+    return _issue(group, requests, target.finish, async_op, [output_tensor], [source])
 
 
 @_skip_for_non_members
@@ -526,7 +572,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
                      _mpi_op(op))
     finish = _finish_all(_averaging(target, op, group.size()), target.finish)
-    return _issue(requests, finish, async_op, [output], [source])
+    return _issue(group, requests, finish, async_op, [output], [source])
 
 
 def _check_same_dtype(tensors, like):
@@ -551,7 +597,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
                      _mpi_op(op))
     finish = _finish_all(_averaging(target, op, group.size()), target.finish)
-    return _issue(requests, finish, async_op, [output], [source])
+    return _issue(group, requests, finish, async_op, [output], [source])
 
 
 @_skip_for_non_members
@@ -565,7 +611,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
             raise ValueError("Argument ``gather_list`` must NOT be specified on "
                              "non-destination ranks.")
         requests = _call(group, "Gather", async_op, staged.array, None, root=root)
-        return _issue(requests, None, async_op, buffers=[staged])
+        return _issue(group, requests, None, async_op, buffers=[staged])
     if not gather_list:
         raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
     if len(gather_list) != group.size():
@@ -574,7 +620,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     _check_same_shape(gather_list, tensor, "gather")
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
     requests = _call(group, "Gather", async_op, staged.array, _buffer(flat), root=root)
-    return _issue(requests, _split_into(flat, gather_list), async_op, gather_list, [staged])
+    return _issue(group, requests, _split_into(flat, gather_list), async_op, gather_list, [staged])
 
 
 @_skip_for_non_members
@@ -588,7 +634,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
             raise ValueError("Argument ``scatter_list`` must NOT be specified on "
                              "non-source ranks.")
         requests = _call(group, "Scatter", async_op, None, target.array, root=root)
-        return _issue(requests, target.finish, async_op, [tensor])
+        return _issue(group, requests, target.finish, async_op, [tensor])
     if not scatter_list:
         raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
     if len(scatter_list) != group.size():
@@ -597,7 +643,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     _check_same_shape(scatter_list, tensor, "scatter")
     flat = _flat_cat(scatter_list)
     requests = _call(group, "Scatter", async_op, _buffer(flat), target.array, root=root)
-    return _issue(requests, target.finish, async_op, [tensor], [flat])
+    return _issue(group, requests, target.finish, async_op, [tensor], [flat])
 
 
 def _splits(split_sizes, tensor, size, what):
@@ -630,7 +676,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     target = _Staged(output)
     requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
                                     [target.array, (recv_counts, recv_offsets)])
-    return _issue(requests, target.finish, async_op, [output], [source])
+    return _issue(group, requests, target.finish, async_op, [output], [source])
 
 
 @_skip_for_non_members
@@ -652,15 +698,21 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     flat = _flat_empty(sum(recv_counts), output_tensor_list[0])
     requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
                      [_buffer(flat), (recv_counts, recv_offsets)])
-    return _issue(requests, _split_into(flat, output_tensor_list), async_op,
+    return _issue(group, requests, _split_into(flat, output_tensor_list), async_op,
                   output_tensor_list, [source])
 
 
 @_skip_for_non_members
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
-    """Returns once every process of the group has called barrier."""
+    """Returns once every process of the group has called barrier (or
+    raises once timeout has passed: Note [Timeouts])."""
+    _check_valid_timeout(timeout)
     group = _group(group)
-    return _issue(_call(group, "Barrier", async_op), None, async_op)
+    # Always MPI_Ibarrier, so that a barrier with a timeout on one process
+    # matches one without on another (MPI never matches a nonblocking
+    # collective with a blocking one).
+    requests = _call(group, "Barrier", True)
+    return _issue(group, requests, None, async_op, timeout=timeout)
 
 
 # ---- point to point ---------------------------------------------------------------
@@ -670,20 +722,25 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     group = _group(group)
     peer = _group_rank(group, dst, group_dst, "dst")
     staged = _Staged(tensor, write_back=False)
-    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor], [staged])
+    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor], [staged],
+                group.timeout)
 
 
 class _ReceiveWork(Work):
     """irecv's handle: the MPI status of its wait says who sent."""
 
     def __init__(self, request, staged, group):
-        super().__init__([request], staged.finish, [staged.tensor])
+        super().__init__([request], staged.finish, [staged.tensor], timeout=group.timeout)
         self._status = _mpi().Status()
         self._group = group
 
     def wait(self, timeout=None):
         if not self._done:
-            self._requests[0].Wait(self._status)
+            timeout = timeout or self._timeout
+            if timeout:
+                _wait_until(lambda: self._requests[0].Test(self._status), timeout)
+            else:
+                self._requests[0].Wait(self._status)
             self._received()
         return True
 
