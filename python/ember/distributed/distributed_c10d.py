@@ -685,13 +685,13 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     output_tensor_list[i]; the tensors may differ in size (each pair of
     processes must agree on theirs)."""
     group = _group(group)
-    tensors = list(output_tensor_list) + list(input_tensor_list)
-    _check_same_dtype(tensors, tensors[0])
     for name, tensor_list in (("output_tensor_list", output_tensor_list),
                               ("input_tensor_list", input_tensor_list)):
         if len(tensor_list) != group.size():
             raise RuntimeError(f"all_to_all: {name} must have {group.size()} tensors "
                                f"(the group's size), got {len(tensor_list)}")
+    _check_same_dtype(input_tensor_list, output_tensor_list[0])
+    _check_same_dtype(output_tensor_list, output_tensor_list[0])
     send_counts, send_offsets = _lengths_and_offsets(t.numel() for t in input_tensor_list)
     recv_counts, recv_offsets = _lengths_and_offsets(t.numel() for t in output_tensor_list)
     source = _Staged(_flat_cat(input_tensor_list), write_back=False)
