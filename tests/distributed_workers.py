@@ -6,6 +6,7 @@ exits non-zero with the traceback.  Every rank can compute every rank's
 input (`_inputs` is seeded by rank), so each collective is compared with
 the same reduction done in this one process with NumPy.
 """
+import json
 import os
 import sys
 
@@ -199,6 +200,127 @@ def check_point_to_point_and_objects():
     dist.barrier()
 
 
+def check_list_collectives():
+    """reduce_scatter and all_to_all, the forms with lists of tensors."""
+    pieces = {(i, j): _inputs(i, (2, 3), offset=10 + j) for i in range(WORLD)
+              for j in range(WORLD)}
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
+        out = ember.empty(2, 3)
+        dist.reduce_scatter(out, [_tensor(pieces[RANK, j]) for j in range(WORLD)], op=op)
+        _close(out, REDUCTIONS[op]([pieces[i, RANK] for i in range(WORLD)]))
+    columns = ember.empty(3, 2).t()           # a non-contiguous output
+    work = dist.reduce_scatter(columns, [_tensor(pieces[RANK, j]) for j in range(WORLD)],
+                               async_op=True)
+    work.wait()
+    _close(columns, np.sum([pieces[i, RANK] for i in range(WORLD)], 0))
+    # all_to_all: rank i sends rank j a (i + j + 1, 2) block; sizes differ
+    sent = [ember.full((RANK + j + 1, 2), float(10 * RANK + j)) for j in range(WORLD)]
+    received = [ember.empty(i + RANK + 1, 2) for i in range(WORLD)]
+    received[0] = ember.empty(2, RANK + 1).t()  # a non-contiguous one
+    work = dist.all_to_all(received, sent, async_op=True)
+    work.wait()
+    for i, out in enumerate(received):
+        _close(out, np.full((i + RANK + 1, 2), 10 * i + RANK, np.float32))
+    ints = [ember.full((3,), 100 * RANK + j, dtype=ember.int64) for j in range(WORLD)]
+    got = [ember.empty(3, dtype=ember.int64) for _ in range(WORLD)]
+    assert dist.all_to_all(got, ints) is None
+    assert [t.tolist() for t in got] == [[100 * i + RANK] * 3 for i in range(WORLD)]
+    try:
+        dist.all_to_all(got, [t.to(ember.float32) for t in ints])
+    except ValueError as exc:
+        assert "Invalid usage of tensors with different dtypes" in str(exc)
+    else:
+        raise AssertionError("mixed dtypes must be refused")
+
+
+def check_objects():
+    """The object collectives (JSON, Note [Objects travel as JSON])."""
+    def mine(rank):
+        return {"rank": rank, "items": list(range(rank)), "pair": (rank, "x" * rank),
+                "nan": float("nan") if rank else 0.5}
+
+    def same(a, b):  # JSON brings a tuple back as a list; nan != nan
+        return json.dumps(a) == json.dumps(b)
+
+    everyone = [None] * WORLD
+    dist.all_gather_object(everyone, mine(RANK))
+    assert all(same(got, mine(r)) for r, got in enumerate(everyone)), everyone
+    assert everyone[-1]["pair"] == [WORLD - 1, "x" * (WORLD - 1)]
+    for dst in (None, WORLD - 1):
+        root = 0 if dst is None else dst
+        gathered = [None] * WORLD if RANK == root else None
+        dist.gather_object(mine(RANK), gathered, dst=dst)
+        if RANK == root:
+            assert all(same(got, mine(r)) for r, got in enumerate(gathered))
+    for src in (None, 1):
+        root = 0 if src is None else src
+        inputs = [[r, "to " * r] for r in range(WORLD)] if RANK == root else None
+        output = ["untouched", "kept"]
+        dist.scatter_object_list(output, inputs, src=src)
+        assert output == [[RANK, "to " * RANK], "kept"], output
+    objects = [{"from": 0}, 7] if RANK == 0 else [None, None]
+    dist.broadcast_object_list(objects)                # src defaults to rank 0
+    assert objects == [{"from": 0}, 7]
+    # refusals happen on every rank before anything is sent
+    for bad, fragment in ((ember.ones(2), "got an object of type Tensor"),
+                          ({1: "a"}, "dict keys must be str, got int key 1"),
+                          ([{2, 3}], "got an object of type set")):
+        try:
+            dist.all_gather_object([None] * WORLD, bad)
+        except TypeError as exc:
+            assert "sends objects as JSON, not pickle" in str(exc) and fragment in str(exc)
+        else:
+            raise AssertionError(f"{bad!r} must be refused")
+    try:
+        dist.scatter_object_list([], [0] * WORLD if RANK == 0 else None)
+    except ValueError as exc:
+        assert "to be a list of size at least 1" in str(exc)
+    else:
+        raise AssertionError("an empty output list must be refused")
+    dist.barrier()
+
+
+def _times_out(wait, fragment):
+    try:
+        wait()
+    except RuntimeError as exc:
+        assert fragment in str(exc), exc
+    else:
+        raise AssertionError("the wait must time out")
+
+
+def check_timeouts():
+    """Note [Timeouts]: a wait that outlives its timeout raises; the
+    operation stays pending and completes once its peer comes."""
+    from datetime import timedelta
+    short = timedelta(milliseconds=300)
+    group = dist.new_group(timeout=short)
+    t = ember.full((3,), float(RANK))
+    dist.all_reduce(t, group=group)               # nonblocking underneath
+    _close(t, np.full(3, sum(range(WORLD)), np.float32))
+    into = ember.empty(2)
+    for wait_timeout, recv_group in ((None, group), (short, None)):
+        if RANK == 0:   # nobody has sent yet
+            work = dist.irecv(into, src=1, group=recv_group)
+            _times_out(lambda: work.wait(wait_timeout), "Timed out waiting 300ms")
+            assert not work.is_completed()
+        dist.barrier(timeout=timedelta(seconds=60))
+        if RANK == 1:
+            dist.send(ember.full((2,), 5.0), dst=0, group=recv_group)
+        if RANK == 0:
+            work.wait()
+            assert work.source_rank == 1 and into.tolist() == [5.0, 5.0]
+    for bad in (lambda: dist.new_group(timeout=5), lambda: dist.barrier(timeout=5)):
+        try:
+            bad()
+        except TypeError as exc:
+            assert "Expected timeout argument to be of type datetime.timedelta, got 5" \
+                in str(exc)
+        else:
+            raise AssertionError("a timeout must be a timedelta")
+    dist.destroy_process_group(group)
+
+
 def check_groups():
     evens = dist.new_group([r for r in range(WORLD) if r % 2 == 0])
     odds = dist.new_group([r for r in range(WORLD) if r % 2 == 1])
@@ -350,6 +472,72 @@ def check_ddp_uneven_batches():
         expected = grads if expected is None else [e + g for e, g in zip(expected, grads)]
     for p, e in zip(model.parameters(), expected):
         np.testing.assert_allclose(p.grad.numpy(), e, rtol=1e-5, atol=1e-6)
+
+
+def _join_training(divide_by_initial_world_size, find_unused_parameters):
+    """Rank r trains on 2 + r batches inside model.join(): every step
+    averages the gradients of the ranks still training (over the initial
+    world size, or over those ranks), and at the end every rank holds the
+    model of the last one."""
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0), bucket_cap_mb=0.0005,
+                                                find_unused_parameters=find_unused_parameters)
+    model.module.register_buffer("stamp", ember.full((2,), float(RANK)))
+    reference = _mlp(seed=0)
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
+    loss_fn = nn.MSELoss()
+    with model.join(divide_by_initial_world_size=divide_by_initial_world_size):
+        for step in range(2 + RANK):
+            optimizer.zero_grad()
+            loss_fn(model(*_batch(step, RANK)[:1]), _batch(step, RANK)[1]).backward()
+            optimizer.step()
+            # the buffers come from the highest rank still training
+            assert model.module.stamp.tolist() == [WORLD - 1.0] * 2
+    for step in range(WORLD + 1):
+        active = [r for r in range(WORLD) if step < 2 + r]
+        divisor = WORLD if divide_by_initial_world_size else len(active)
+        reference_optimizer.zero_grad()
+        total = sum(loss_fn(reference(x), y) for x, y in (_batch(step, r) for r in active))
+        (total / divisor).backward()
+        reference_optimizer.step()
+    _assert_same_weights(model.module, reference)
+    assert model.module.stamp.tolist() == [WORLD - 1.0] * 2
+
+
+def check_ddp_join():
+    _join_training(divide_by_initial_world_size=True, find_unused_parameters=False)
+    _join_training(divide_by_initial_world_size=False, find_unused_parameters=True)
+    # no_sync iterations: the joined ranks learn that nobody all-reduces
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0))
+    alone = _mlp(seed=0)
+    with model.join(), model.no_sync():
+        for step in range(1 + RANK):
+            model(_batch(step, RANK)[0]).sum().backward()
+            alone(_batch(step, RANK)[0]).sum().backward()
+    for p, q in zip(model.module.parameters(), alone.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # throw_on_early_termination: every rank raises once rank 0 runs out
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0))
+    try:
+        with model.join(throw_on_early_termination=True):
+            for step in range(1 if RANK == 0 else 3):
+                model(_batch(step, RANK)[0]).sum().backward()
+    except RuntimeError as exc:
+        expected = ("Rank 0 exhausted all inputs." if RANK == 0 else
+                    "Detected at least one rank that exhausted inputs. Throwing across all ranks.")
+        assert str(exc) == expected, exc
+    else:
+        raise AssertionError("throw_on_early_termination must raise")
+    # without join, nothing changes; enable=False is the same
+    with model.join(enable=False):
+        model(_batch(0, RANK)[0]).sum().backward()
+    try:
+        from ember.distributed.algorithms import Join
+        Join([])
+    except ValueError as exc:
+        assert "requires at least one joinable" in str(exc)
+    else:
+        raise AssertionError("an empty Join must be refused")
 
 
 class _TwoHeads(nn.Module):

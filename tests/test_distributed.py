@@ -26,9 +26,9 @@ TIMEOUT = 120
 
 COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to_all",
                "async_collectives", "point_to_point_and_objects", "groups", "errors",
-               "sampler"]
+               "sampler", "list_collectives", "objects", "timeouts"]
 DDP = ["ddp_training", "ddp_no_sync", "ddp_uneven_batches", "ddp_unused_parameters",
-       "ddp_different_models"]
+       "ddp_different_models", "ddp_join"]
 
 
 def _shared_memory_segments():
@@ -82,7 +82,7 @@ def test_two_processes():
 
 
 def test_four_processes():
-    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync"])
+    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync", "ddp_join"])
 
 
 def test_a_crashing_rank_stops_the_job():
@@ -96,8 +96,8 @@ def test_a_crashing_rank_stops_the_job():
 
 def test_one_process_without_a_launcher():
     before = _shared_memory_segments()
-    program = ("import ember, ember.distributed as dist\n"
-               "dist.init_process_group()\n"
+    program = ("import datetime, ember, ember.distributed as dist\n"
+               "dist.init_process_group(timeout=datetime.timedelta(seconds=60))\n"
                "t = ember.ones(2)\n"
                "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
                "assert (dist.get_rank(), dist.get_world_size(), t.tolist()) == (0, 1, [1.0, 1.0])\n"
@@ -109,6 +109,14 @@ def test_one_process_without_a_launcher():
                           text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+
+
+def test_timeout_must_be_a_timedelta():
+    import ember.distributed as dist
+    with pytest.raises(TypeError, match="Expected timeout argument to be of type "
+                                        "datetime.timedelta, got 5"):
+        dist.init_process_group(timeout=5)
+    assert not dist.is_initialized()
 
 
 def test_launcher_flags_and_environment(tmp_path):

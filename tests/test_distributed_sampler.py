@@ -1,6 +1,7 @@
 """DistributedSampler (no processes needed: num_replicas and rank given)."""
 import pytest
 
+from ember.utils.data import _random
 from ember.utils.data.distributed import DistributedSampler
 
 
@@ -36,6 +37,42 @@ def test_shuffled_shares_partition_one_permutation(n, replicas, drop_last):
     else:
         assert set(taken) == set(range(n)) and len(taken) == -(-n // replicas) * replicas
     assert shares == _shares(n, replicas, seed=3, drop_last=drop_last)
+
+
+@pytest.mark.parametrize("n,replicas", [(1, 1), (10, 3), (7, 2), (16, 4), (1000, 3)])
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("seed", [0, 5, -3, 2**32 + 7])
+def test_shuffled_shares_are_torchs(n, replicas, drop_last, seed):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+    data = list(range(n))
+    for epoch in (0, 3):
+        for rank in range(replicas):
+            ours = DistributedSampler(data, replicas, rank, seed=seed, drop_last=drop_last)
+            theirs = TorchSampler(data, replicas, rank, seed=seed, drop_last=drop_last)
+            ours.set_epoch(epoch)
+            theirs.set_epoch(epoch)
+            assert list(ours) == list(theirs)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 500])
+def test_torch_randperm_is_torchs(n):
+    torch = pytest.importorskip("torch")
+    for seed in (0, 1, 12345, 2**40 + 9):
+        generator = torch.Generator()
+        generator.manual_seed(seed)
+        assert _random.torch_randperm(n, seed) == torch.randperm(n, generator=generator).tolist()
+
+
+def test_torch_randperm_above_the_32bit_range(monkeypatch):
+    # PyTorch's branch for n >= 2**32 // 20 (64-bit draws, inside-out
+    # shuffle), run here on small n; too large to compare with torch itself
+    monkeypatch.setattr(_random, "_TORCH_RANDPERM_64BIT_FROM", 0)
+    for n in (1, 2, 9, 300):
+        order = _random.torch_randperm(n, 4)
+        assert sorted(order) == list(range(n))
+        assert order == _random.torch_randperm(n, 4)
+    assert _random.torch_randperm(300, 4) != _random.torch_randperm(300, 5)
 
 
 def test_set_epoch_and_seed_change_the_order():

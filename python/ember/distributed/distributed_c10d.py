@@ -10,7 +10,10 @@ staging tensor, filled before the call and copied back once it finishes
 float16/bfloat16 in a reduction (MPI has no 16-bit floats: the reduction
 runs in float32); and outputs given as a list of tensors (the collective
 writes one block, then it is split into the list).  float16/bfloat16 in a
-pure data movement travel as raw 16-bit words.
+pure data movement travel as raw 16-bit words.  A nonblocking call's Work
+holds every buffer it gave MPI until it completes: MPI reads and writes
+them until then, and mpi4py's request does not keep them alive (an input
+staged into a temporary would be freed under MPI's feet).
 """
 
 import ctypes
@@ -20,7 +23,9 @@ import inspect
 import json
 import os
 import sys
+import time
 import warnings
+from datetime import timedelta
 
 import numpy as np
 
@@ -101,9 +106,10 @@ class ProcessGroup:
     """A set of processes with its own MPI communicator; `ranks` are their
     global ranks, in group-rank order."""
 
-    def __init__(self, comm, ranks):
+    def __init__(self, comm, ranks, timeout=None):
         self.comm = comm
         self.ranks = list(ranks)
+        self.timeout = timeout  # None: MPI's blocking calls (Note [Timeouts])
 
     def rank(self):
         return self.comm.Get_rank()
@@ -157,6 +163,12 @@ def _check_matches(what, given, actual):
                          f"(start the processes with mpirun or ember.distributed.run)")
 
 
+def _check_valid_timeout(timeout):
+    if timeout is not None and not isinstance(timeout, timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, "
+                        f"got {timeout}")
+
+
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
                        rank=-1, store=None, group_name="", pg_options=None,
                        device_id=None):
@@ -164,7 +176,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     the rendezvous, so init_method (env:// or none) only has to agree:
     a given rank/world_size, or RANK/WORLD_SIZE in the environment, must be
     MPI's.  "gloo" is accepted as a name for the same CPU backend, so CPU
-    programs written for PyTorch run unchanged."""
+    programs written for PyTorch run unchanged.  A timeout bounds the wait
+    of every tensor collective on the group (Note [Timeouts])."""
+    _check_valid_timeout(timeout)
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if backend is not None and Backend(backend) not in (Backend.MPI, Backend.GLOO):
@@ -178,7 +192,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _check_matches("rank", rank, comm.Get_rank())
     _check_matches("WORLD_SIZE", os.environ.get("WORLD_SIZE"), comm.Get_size())
     _check_matches("RANK", os.environ.get("RANK"), comm.Get_rank())
-    GroupMember.WORLD = ProcessGroup(comm, range(comm.Get_size()))
+    GroupMember.WORLD = ProcessGroup(comm, range(comm.Get_size()), timeout)
 
 
 def destroy_process_group(group=None):
@@ -200,7 +214,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
               sort_ranks=True):
     """A group of the given global ranks; every process must call it (it
     is a collective on the default group), non-members get
-    GroupMember.NON_GROUP_MEMBER."""
+    GroupMember.NON_GROUP_MEMBER.  timeout as init_process_group's."""
+    _check_valid_timeout(timeout)
     world = _world()
     ranks = list(range(world.size())) if ranks is None else list(ranks)
     if sort_ranks:
@@ -214,7 +229,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     mpi_group.Free()
     if comm == _mpi().COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
-    group = ProcessGroup(comm, ranks)
+    group = ProcessGroup(comm, ranks, timeout)
     _subgroups.append(group)
     return group
 
@@ -321,13 +336,29 @@ def _flat_empty(count, like):
 
 
 # ---- work handles -----------------------------------------------------------------
+#
+# Note [Timeouts]
+# ~~~~~~~~~~~~~~~
+# MPI's blocking calls cannot time out, and MPI cannot cancel a collective
+# once started.  So a timeout (init_process_group's or new_group's for the
+# whole group, or one Work.wait's or barrier's) turns the wait into a loop
+# of MPI tests that raises RuntimeError once the time has passed; the
+# operation stays pending, as a timed-out collective leaves PyTorch's group
+# unusable: the process should exit.  A group with a timeout therefore runs
+# even its blocking collectives as nonblocking ones (Open MPI's libnbc,
+# slower for large messages).  Without one (the default, where PyTorch
+# waits 30 minutes) waits are MPI's own and never time out.  The object
+# collectives (broadcast_object_list and the others) make blocking MPI
+# calls and ignore the timeout.
 
 class Work:
     """What a collective with async_op=True returns: wait() blocks until it
     is done (and writes staged results back), is_completed() asks."""
 
-    def __init__(self, requests, finish=None, outputs=()):
+    def __init__(self, requests, finish=None, outputs=(), buffers=(), timeout=None):
         self._requests = list(requests)
+        self._timeout = timeout
+        self._buffers = list(buffers)  # Note [Tensors as MPI buffers]
         self._finish = finish
         self._outputs = list(outputs)
         self._done = False
@@ -336,13 +367,20 @@ class Work:
     def _complete(self):
         self._done = True
         self._requests = []
+        self._buffers = []
         if self._finish is not None:
             finish, self._finish = self._finish, None
             finish()
 
     def wait(self, timeout=None):
+        """Blocks until done; with a timeout (this call's, else the
+        group's: Note [Timeouts]) raises RuntimeError once it passes."""
         if not self._done:
-            _mpi().Request.Waitall(self._requests)
+            timeout = timeout or self._timeout
+            if timeout:
+                _wait_until(lambda: _mpi().Request.Testall(self._requests), timeout)
+            else:
+                _mpi().Request.Waitall(self._requests)
             self._complete()
         return True
 
@@ -369,18 +407,31 @@ def _finish_all(*actions):
     return finish
 
 
+def _wait_until(test, timeout):
+    """Calls test() (an MPI Test, which also moves the operation on) until
+    it returns True; RuntimeError once `timeout` has passed."""
+    deadline = time.monotonic() + timeout.total_seconds()
+    while not test():
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"Timed out waiting {round(timeout.total_seconds() * 1000)}ms for the "
+                f"operation to complete (MPI cannot cancel it: the process should exit)")
+        time.sleep(0)
+
+
 def _call(group, name, async_op, *args, **kwargs):
-    """Starts comm.I<name> when async_op (returning its request), else runs
-    the blocking comm.<name>: for large messages Open MPI's blocking
-    collectives pick faster algorithms than its nonblocking ones (libnbc)."""
-    if async_op:
+    """Starts comm.I<name> when async_op or the group has a timeout
+    (returning its request), else runs the blocking comm.<name>: for large
+    messages Open MPI's blocking collectives pick faster algorithms than
+    its nonblocking ones (libnbc)."""
+    if async_op or group.timeout is not None:
         return [getattr(group.comm, "I" + name[0].lower() + name[1:])(*args, **kwargs)]
     getattr(group.comm, name)(*args, **kwargs)
     return []
 
 
-def _issue(requests, finish, async_op, outputs=()):
-    work = Work(requests, finish, outputs)
+def _issue(group, requests, finish, async_op, outputs=(), buffers=(), timeout=None):
+    work = Work(requests, finish, outputs, buffers, timeout or group.timeout)
     if async_op:
         return work
     work.wait()
@@ -414,7 +465,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     staged = _Staged(tensor, reduction=True)
     requests = _call(group, "Allreduce", async_op, _mpi().IN_PLACE, staged.array, _mpi_op(op))
     finish = _finish_all(_averaging(staged, op, group.size()), staged.finish)
-    return _issue(requests, finish, async_op, [tensor])
+    return _issue(group, requests, finish, async_op, [tensor])
 
 
 @_skip_for_non_members
@@ -432,7 +483,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     else:
         requests = _call(group, "Reduce", async_op, staged.array, None, _mpi_op(op), root=root)
         finish = None
-    return _issue(requests, finish, async_op, [tensor])
+    return _issue(group, requests, finish, async_op, [tensor], [staged])
 
 
 @_skip_for_non_members
@@ -442,7 +493,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     root = _group_rank(group, src, group_src, "src")
     staged = _Staged(tensor, write_back=group.rank() != root)
     requests = _call(group, "Bcast", async_op, staged.array, root=root)
-    return _issue(requests, staged.finish, async_op, [tensor])
+    return _issue(group, requests, staged.finish, async_op, [tensor])
 
 
 def _check_same_shape(tensors, like, what):
@@ -454,12 +505,26 @@ def _check_same_shape(tensors, like, what):
 
 
 def _split_into(flat, tensors):
+    """Copies consecutive blocks of `flat` into `tensors` (a Work's finish)."""
     def finish():
-        count = flat.numel() // max(len(tensors), 1)
+        offset = 0
         with _no_grad():
-            for i, out in enumerate(tensors):
-                out.copy_(flat[i * count:(i + 1) * count].reshape(out.shape))
+            for out in tensors:
+                out.copy_(flat[offset:offset + out.numel()].reshape(out.shape))
+                offset += out.numel()
     return finish
+
+
+def _lengths_and_offsets(lengths):
+    """The counts of consecutive blocks and where each starts."""
+    lengths = [int(n) for n in lengths]
+    return lengths, [sum(lengths[:i]) for i in range(len(lengths))]
+
+
+def _flat_cat(tensors):
+    """The tensors' elements one after the other, as one contiguous 1-d
+    tensor (a copy: MPI sends it as one block)."""
+    return _C.cat([t.detach().reshape(-1) for t in tensors])
 
 
 @_skip_for_non_members
@@ -473,7 +538,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     staged = _Staged(tensor, write_back=False)
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
     requests = _call(group, "Allgather", async_op, staged.array, _buffer(flat))
-    return _issue(requests, _split_into(flat, tensor_list), async_op, tensor_list)
+    return _issue(group, requests, _split_into(flat, tensor_list), async_op, tensor_list, [staged])
 
 
 @_skip_for_non_members
@@ -489,7 +554,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     source = _Staged(input_tensor, write_back=False)
     target = _Staged(output_tensor)
     requests = _call(group, "Allgather", async_op, source.array, target.array)
-    return _issue(requests, target.finish, async_op, [output_tensor])
+    return _issue(group, requests, target.finish, async_op, [output_tensor], [source])
 
 
 @_skip_for_non_members
@@ -507,7 +572,32 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
                      _mpi_op(op))
     finish = _finish_all(_averaging(target, op, group.size()), target.finish)
-    return _issue(requests, finish, async_op, [output])
+    return _issue(group, requests, finish, async_op, [output], [source])
+
+
+def _check_same_dtype(tensors, like):
+    for t in tensors:
+        if t.dtype != like.dtype:
+            raise ValueError("Invalid usage of tensors with different dtypes"
+                             f"Found {like.dtype} and  {t.dtype}")
+
+
+@_skip_for_non_members
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces input_list[i] across the group into process i's `output`."""
+    group = _group(group)
+    _check_same_dtype(input_list, output)
+    if len(input_list) != group.size():
+        raise RuntimeError(f"reduce_scatter: input_list must have {group.size()} tensors "
+                           f"(the group's size), got {len(input_list)}")
+    _check_same_shape(input_list, output, "reduce_scatter")
+    _check_average(output, op)
+    source = _Staged(_flat_cat(input_list), reduction=True, write_back=False)
+    target = _Staged(output, reduction=True)
+    requests = _call(group, "Reduce_scatter_block", async_op, source.array, target.array,
+                     _mpi_op(op))
+    finish = _finish_all(_averaging(target, op, group.size()), target.finish)
+    return _issue(group, requests, finish, async_op, [output], [source])
 
 
 @_skip_for_non_members
@@ -521,7 +611,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
             raise ValueError("Argument ``gather_list`` must NOT be specified on "
                              "non-destination ranks.")
         requests = _call(group, "Gather", async_op, staged.array, None, root=root)
-        return _issue(requests, None, async_op)
+        return _issue(group, requests, None, async_op, buffers=[staged])
     if not gather_list:
         raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
     if len(gather_list) != group.size():
@@ -530,7 +620,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     _check_same_shape(gather_list, tensor, "gather")
     flat = _flat_empty(tensor.numel() * group.size(), tensor)
     requests = _call(group, "Gather", async_op, staged.array, _buffer(flat), root=root)
-    return _issue(requests, _split_into(flat, gather_list), async_op, gather_list)
+    return _issue(group, requests, _split_into(flat, gather_list), async_op, gather_list, [staged])
 
 
 @_skip_for_non_members
@@ -544,16 +634,16 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
             raise ValueError("Argument ``scatter_list`` must NOT be specified on "
                              "non-source ranks.")
         requests = _call(group, "Scatter", async_op, None, target.array, root=root)
-        return _issue(requests, target.finish, async_op, [tensor])
+        return _issue(group, requests, target.finish, async_op, [tensor])
     if not scatter_list:
         raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
     if len(scatter_list) != group.size():
         raise ValueError("Argument ``scatter_list`` must have the group's size "
                          f"({group.size()}) tensors, got {len(scatter_list)}")
     _check_same_shape(scatter_list, tensor, "scatter")
-    flat = _C.cat([t.detach().reshape(-1) for t in scatter_list])
+    flat = _flat_cat(scatter_list)
     requests = _call(group, "Scatter", async_op, _buffer(flat), target.array, root=root)
-    return _issue(requests, target.finish, async_op, [tensor])
+    return _issue(group, requests, target.finish, async_op, [tensor], [flat])
 
 
 def _splits(split_sizes, tensor, size, what):
@@ -569,9 +659,7 @@ def _splits(split_sizes, tensor, size, what):
         raise RuntimeError(f"Number of {what} splits must equal the group size")
     if sum(split_sizes) != rows:
         raise RuntimeError("Split sizes doesn't match total dim 0 size")
-    counts = [s * row for s in split_sizes]
-    offsets = [sum(counts[:i]) for i in range(size)]
-    return counts, offsets
+    return _lengths_and_offsets(s * row for s in split_sizes)
 
 
 @_skip_for_non_members
@@ -588,14 +676,43 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     target = _Staged(output)
     requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
                                     [target.array, (recv_counts, recv_offsets)])
-    return _issue(requests, target.finish, async_op, [output])
+    return _issue(group, requests, target.finish, async_op, [output], [source])
+
+
+@_skip_for_non_members
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Process i's input_tensor_list[j] lands in process j's
+    output_tensor_list[i]; the tensors may differ in size (each pair of
+    processes must agree on theirs)."""
+    group = _group(group)
+    for name, tensor_list in (("output_tensor_list", output_tensor_list),
+                              ("input_tensor_list", input_tensor_list)):
+        if len(tensor_list) != group.size():
+            raise RuntimeError(f"all_to_all: {name} must have {group.size()} tensors "
+                               f"(the group's size), got {len(tensor_list)}")
+    _check_same_dtype(input_tensor_list, output_tensor_list[0])
+    _check_same_dtype(output_tensor_list, output_tensor_list[0])
+    send_counts, send_offsets = _lengths_and_offsets(t.numel() for t in input_tensor_list)
+    recv_counts, recv_offsets = _lengths_and_offsets(t.numel() for t in output_tensor_list)
+    source = _Staged(_flat_cat(input_tensor_list), write_back=False)
+    flat = _flat_empty(sum(recv_counts), output_tensor_list[0])
+    requests = _call(group, "Alltoallv", async_op, [source.array, (send_counts, send_offsets)],
+                     [_buffer(flat), (recv_counts, recv_offsets)])
+    return _issue(group, requests, _split_into(flat, output_tensor_list), async_op,
+                  output_tensor_list, [source])
 
 
 @_skip_for_non_members
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
-    """Returns once every process of the group has called barrier."""
+    """Returns once every process of the group has called barrier (or
+    raises once timeout has passed: Note [Timeouts])."""
+    _check_valid_timeout(timeout)
     group = _group(group)
-    return _issue(_call(group, "Barrier", async_op), None, async_op)
+    # Always MPI_Ibarrier, so that a barrier with a timeout on one process
+    # matches one without on another (MPI never matches a nonblocking
+    # collective with a blocking one).
+    requests = _call(group, "Barrier", True)
+    return _issue(group, requests, None, async_op, timeout=timeout)
 
 
 # ---- point to point ---------------------------------------------------------------
@@ -605,20 +722,25 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     group = _group(group)
     peer = _group_rank(group, dst, group_dst, "dst")
     staged = _Staged(tensor, write_back=False)
-    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor])
+    return Work([group.comm.Isend(staged.array, dest=peer, tag=tag)], None, [tensor], [staged],
+                group.timeout)
 
 
 class _ReceiveWork(Work):
     """irecv's handle: the MPI status of its wait says who sent."""
 
     def __init__(self, request, staged, group):
-        super().__init__([request], staged.finish, [staged.tensor])
+        super().__init__([request], staged.finish, [staged.tensor], timeout=group.timeout)
         self._status = _mpi().Status()
         self._group = group
 
     def wait(self, timeout=None):
         if not self._done:
-            self._requests[0].Wait(self._status)
+            timeout = timeout or self._timeout
+            if timeout:
+                _wait_until(lambda: self._requests[0].Test(self._status), timeout)
+            else:
+                self._requests[0].Wait(self._status)
             self._received()
         return True
 
@@ -660,28 +782,151 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 # ---- objects ----------------------------------------------------------------------
+#
+# Note [Objects travel as JSON]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch pickles the objects of broadcast_object_list, all_gather_object,
+# gather_object and scatter_object_list; unpickling runs whatever code the
+# sender chose, so ember sends JSON instead.  What travels: None, bool, int,
+# float (nan and inf too), str, and lists, tuples and dicts with str keys of
+# these; a tuple arrives as a list.  Anything else (a tensor, a set, a
+# dict with int keys, which JSON would turn into str keys) is refused with
+# a TypeError on the sending process before anything is sent.  The bytes
+# move as uint8 arrays: lengths first, then the payloads (MPI's v-forms).
+
+_JSON_LEAVES = (type(None), bool, int, float, str)
+
+
+def _check_json_able(obj, what):
+    if isinstance(obj, _JSON_LEAVES):
+        return
+    if isinstance(obj, (list, tuple)):
+        for item in obj:
+            _check_json_able(item, what)
+        return
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{what} sends objects as JSON, not pickle: dict keys must "
+                                f"be str, got {type(key).__name__} key {key!r}")
+            _check_json_able(value, what)
+        return
+    raise TypeError(f"{what} sends objects as JSON, not pickle: supported are None, bool, "
+                    f"int, float, str, and lists, tuples and str-keyed dicts of them; got "
+                    f"an object of type {type(obj).__name__}")
+
+
+def _encode(obj, what):
+    _check_json_able(obj, what)
+    return np.frombuffer(json.dumps(obj).encode(), np.uint8).copy()
+
+
+def _decode(data):
+    return json.loads(data.tobytes().decode())
+
+
+def _object_root(group, src, group_src):
+    """src/dst of the object collectives: rank 0 when neither is given."""
+    if src is None and group_src is None:
+        src = 0
+    return _group_rank(group, src, group_src, "src")
+
 
 @_skip_for_non_members
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
-    """Replaces object_list's items by src's, in place.  The objects travel
-    as JSON, never pickle (unpickling runs arbitrary code): JSON-able
-    objects only, and a tuple arrives as a list."""
+    """Replaces object_list's items by src's (rank 0's by default), in place
+    (Note [Objects travel as JSON])."""
     group = _group(group)
-    root = _group_rank(group, src, group_src, "src")
+    root = _object_root(group, src, group_src)
     if group.rank() == root:
-        try:
-            payload = json.dumps(list(object_list)).encode()
-        except TypeError as exc:
-            raise TypeError(f"broadcast_object_list sends JSON, not pickle: {exc}") from exc
-    else:
-        payload = b""
-    length = np.array([len(payload)], np.int64)
+        data = _encode(list(object_list), "broadcast_object_list")
+    length = np.array([data.size if group.rank() == root else 0], np.int64)
     group.comm.Bcast(length, root=root)
-    data = np.frombuffer(payload, np.uint8).copy() if payload else np.empty(length[0], np.uint8)
+    if group.rank() != root:
+        data = np.empty(int(length[0]), np.uint8)
     group.comm.Bcast(data, root=root)
     if group.rank() != root:
-        objects = json.loads(data.tobytes().decode())
+        objects = _decode(data)
         if len(objects) != len(object_list):
             raise ValueError(f"broadcast_object_list: src sent {len(objects)} objects, "
                              f"this list holds {len(object_list)}")
         object_list[:] = objects
+
+
+def _gathered_payloads(group, data, root=None):
+    """Every process's bytes, on every process (root None) or on root only
+    (None elsewhere), as a list of uint8 arrays in group-rank order."""
+    lengths = np.empty(group.size(), np.int64)
+    group.comm.Allgather(np.array([data.size], np.int64), lengths)
+    counts, offsets = _lengths_and_offsets(lengths)
+    if root is not None and group.rank() != root:
+        group.comm.Gatherv(data, None, root=root)
+        return None
+    received = np.empty(sum(counts), np.uint8)
+    if root is None:
+        group.comm.Allgatherv(data, [received, (counts, offsets)])
+    else:
+        group.comm.Gatherv(data, [received, (counts, offsets)], root=root)
+    return [received[o:o + n] for o, n in zip(offsets, counts)]
+
+
+@_skip_for_non_members
+def all_gather_object(object_list, obj, group=None):
+    """object_list[i] = process i's obj, on every process (Note [Objects
+    travel as JSON])."""
+    group = _group(group)
+    if len(object_list) != group.size():
+        raise ValueError(f"all_gather_object: object_list must have {group.size()} items "
+                         f"(the group's size), got {len(object_list)}")
+    payloads = _gathered_payloads(group, _encode(obj, "all_gather_object"))
+    object_list[:] = [_decode(p) for p in payloads]
+
+
+@_skip_for_non_members
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    """object_gather_list[i] = process i's obj, on dst (rank 0 by default)
+    only (Note [Objects travel as JSON])."""
+    group = _group(group)
+    root = _object_root(group, dst, group_dst)
+    if group.rank() == root:
+        if not object_gather_list:
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        if len(object_gather_list) != group.size():
+            raise ValueError(f"gather_object: object_gather_list must have {group.size()} "
+                             f"items (the group's size), got {len(object_gather_list)}")
+    elif object_gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on "
+                         "non-destination ranks.")
+    payloads = _gathered_payloads(group, _encode(obj, "gather_object"), root)
+    if payloads is not None:
+        object_gather_list[:] = [_decode(p) for p in payloads]
+
+
+@_skip_for_non_members
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
+                        group=None, group_src=None):
+    """scatter_object_output_list[0] = src's scatter_object_input_list[i]
+    on process i (src is rank 0 by default; Note [Objects travel as JSON])."""
+    group = _group(group)
+    root = _object_root(group, src, group_src)
+    if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size "
+                         "at least 1.")
+    if group.rank() == root:
+        if scatter_object_input_list is None:
+            raise ValueError("source rank must provide non-None scatter_object_input_list")
+        if len(scatter_object_input_list) != group.size():
+            raise ValueError(f"scatter_object_list: scatter_object_input_list must have "
+                             f"{group.size()} items (the group's size), got "
+                             f"{len(scatter_object_input_list)}")
+        pieces = [_encode(obj, "scatter_object_list") for obj in scatter_object_input_list]
+        counts, offsets = _lengths_and_offsets(p.size for p in pieces)
+        sendbuf = [np.concatenate(pieces), (counts, offsets)]
+    else:
+        counts, sendbuf = None, None
+    length = np.empty(1, np.int64)
+    group.comm.Scatter(None if counts is None else np.array(counts, np.int64), length,
+                       root=root)
+    received = np.empty(int(length[0]), np.uint8)
+    group.comm.Scatterv(sendbuf, received, root=root)
+    scatter_object_output_list[0] = _decode(received)

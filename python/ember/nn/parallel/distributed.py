@@ -16,11 +16,19 @@ in bucket order on every process, whatever order the hooks fire in: MPI
 matches nonblocking collectives by the order they are issued.  When the
 engine finishes the graph, a queued callback waits for every bucket,
 divides by the world size and copies the averages back into the .grads.
+
+With uneven inputs, `with ddp.join():` lets processes that ran out of
+batches shadow these all-reduces with zeros (Note [Shadowing the
+collectives of a joined process] in ember/distributed/algorithms/join.py):
+the average then still divides by the initial world size (PyTorch's
+default), or with divide_by_initial_world_size=False by the number of
+processes still training.
 """
 from contextlib import contextmanager
 
 import ember
 from ember.autograd import engine
+from ember.distributed.algorithms.join import Join, Joinable, JoinHook
 
 from ..modules.module import Module
 
@@ -93,7 +101,10 @@ class _Reducer:
                         for p in params]
         self.armed = False
 
-    def prepare_for_backward(self):
+    def prepare_for_backward(self, divisor=None):
+        """Arms the hooks for one backward; the averages divide by divisor
+        (the world size when None)."""
+        self.divisor = divisor
         for bucket in self.buckets:
             bucket.pending = len(bucket.params)
             bucket.work = None
@@ -140,11 +151,11 @@ class _Reducer:
             self._fill_unused()
         # After every bucket's, so all processes issue it in the same place.
         used = self._count_users(used_here) if self.find_unused_parameters else None
-        world = self.dist.get_world_size(self.group)
+        divisor = self.divisor or self.dist.get_world_size(self.group)
         with ember.no_grad():
             for bucket in self.buckets:
                 bucket.work.wait()
-                bucket.flat.div_(world)
+                bucket.flat.div_(divisor)
             used_anywhere = self._wait_used(used)
             for bucket in self.buckets:
                 for i, p in enumerate(bucket.params):
@@ -162,6 +173,17 @@ class _Reducer:
         self._used_counts = ember.tensor(used_here, dtype=ember.int32)
         return self.dist.all_reduce(self._used_counts, group=self.group, async_op=True)
 
+    def shadow_backward(self):
+        """A joined process's side of one backward of the others: every
+        bucket's all-reduce, then the count of users, with zeros, issued
+        as theirs are (nonblocking, in bucket order)."""
+        for bucket in self.buckets:
+            self.dist.all_reduce(ember.zeros_like(bucket.flat), group=self.group,
+                                 async_op=True).wait()
+        if self.find_unused_parameters:
+            self.dist.all_reduce(ember.zeros(len(self.params), dtype=ember.int32),
+                                 group=self.group, async_op=True).wait()
+
     def _fill_unused(self):
         with ember.no_grad():
             for p in self.params:
@@ -178,7 +200,26 @@ class _Reducer:
             param.grad = average.reshape(param.shape).clone()
 
 
-class DistributedDataParallel(Module):
+class _DDPJoinHook(JoinHook):
+    """What a joined process does for DDP: each round, the collectives of
+    one forward and backward of the others; at the end, takes the model of
+    a process that joined last."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self):
+        ddp = self.ddp
+        ddp._sync_buffers(still_training=False)
+        if ddp._share_grad_sync_flag(False):
+            ddp.reducer.shadow_backward()
+
+    def post_hook(self, is_last_joiner):
+        self.ddp._sync_final_model(is_last_joiner)
+
+
+class DistributedDataParallel(Module, Joinable):
     """Wraps `module` so that backward leaves every process with the
     gradient averaged over all processes' batches.  Every process builds
     the same model; rank 0's parameters and buffers are copied to the
@@ -190,6 +231,7 @@ class DistributedDataParallel(Module):
                  bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=False, static_graph=False, **unsupported):
         super().__init__()
+        Joinable.__init__(self)
         import ember.distributed as dist
         if unsupported:
             raise TypeError(f"DistributedDataParallel: ember does not support "
@@ -206,6 +248,7 @@ class DistributedDataParallel(Module):
         self.broadcast_buffers = broadcast_buffers is None or broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
+        self._divide_by_initial_world_size = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * _MIB)
         self._verify_same_model(dist)
         if init_sync:
@@ -232,20 +275,77 @@ class DistributedDataParallel(Module):
                 "DDP expects same model across all ranks, but some rank's parameter "
                 "shapes differ from rank 0's.")
 
-    def _broadcast_states(self, tensors):
+    def _broadcast_states(self, tensors, group_src=0):
         import ember.distributed as dist
         with ember.no_grad():
             for t in tensors:
-                dist.broadcast(t, src=self.process_group.ranks[0], group=self.process_group)
+                dist.broadcast(t, group=self.process_group, group_src=group_src)
+
+    def _find_common_rank(self, rank_cond):
+        """The highest group rank of the processes where rank_cond holds."""
+        import ember.distributed as dist
+        rank = ember.tensor([dist.get_rank(self.process_group) if rank_cond else -1])
+        dist.all_reduce(rank, op=dist.ReduceOp.MAX, group=self.process_group)
+        if rank.item() == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process.")
+        return int(rank.item())
+
+    def _sync_buffers(self, still_training=True):
+        """broadcast_buffers: the buffers of group rank 0, or under a Join
+        of the highest rank still training."""
+        buffers = list(self.module.buffers())
+        if not self.broadcast_buffers or not buffers:
+            return
+        source = self._find_common_rank(still_training) if self._join_config.enable else 0
+        self._broadcast_states(buffers, source)
+
+    def _share_grad_sync_flag(self, will_sync):
+        """Under a Join: whether any process synchronises gradients in this
+        iteration's backward (a joined process then shadows it)."""
+        import ember.distributed as dist
+        flag = ember.tensor([int(will_sync)])
+        dist.all_reduce(flag, group=self.process_group, async_op=True).wait()
+        return flag.item() > 0
+
+    def _sync_final_model(self, is_last_joiner):
+        source = self._find_common_rank(is_last_joiner)
+        self._broadcast_states(list(self.module.parameters()) + list(self.module.buffers()),
+                               source)
 
     def forward(self, *inputs, **kwargs):
-        if ember.is_grad_enabled() and self.require_backward_grad_sync:
-            self.reducer.prepare_for_backward()
+        still_training = Join.notify_join_context(self)
+        divisor = None
+        if still_training is not None:
+            still_training.wait()
+            if not self._divide_by_initial_world_size:
+                divisor = int(still_training.result()[0].item())
+        will_sync = ember.is_grad_enabled() and self.require_backward_grad_sync
+        if will_sync:
+            self.reducer.prepare_for_backward(divisor)
         else:
             self.reducer.disarm()
-        if self.broadcast_buffers:
-            self._broadcast_states(list(self.module.buffers()))
+        self._sync_buffers()
+        if self._join_config.enable:
+            self._share_grad_sync_flag(will_sync)
         return self.module(*inputs, **kwargs)
+
+    def join(self, divide_by_initial_world_size=True, enable=True,
+             throw_on_early_termination=False):
+        """The context manager for uneven inputs: `with model.join(): for
+        batch in my_batches: ...` (Note [Gradient buckets])."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return ember.device("cpu")
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     @contextmanager
     def no_sync(self):

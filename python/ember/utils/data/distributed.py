@@ -2,8 +2,7 @@
 share of the dataset (torch.utils.data.distributed)."""
 import math
 
-import ember
-
+from . import _random
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -24,10 +23,9 @@ class DistributedSampler(Sampler):
     set_epoch at every epoch), or 0..n-1.  Every rank gets the same count:
     the order is padded by repeating its start, or cut (drop_last).
 
-    The permutation is ember.randperm's with an ember.Generator seeded as
-    PyTorch seeds its own; ember's generator is not PyTorch's bit for bit,
-    so with shuffle=True the orders differ from PyTorch's (the partition
-    rule, padding and lengths are the same)."""
+    The permutation is PyTorch's own for seed + epoch (torch.randperm with
+    a torch.Generator seeded so: its Mersenne Twister, through NumPy), so a
+    job gets the same shares, in the same order, as under PyTorch."""
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
@@ -55,9 +53,7 @@ class DistributedSampler(Sampler):
         count = len(self.dataset)
         if not self.shuffle:
             return list(range(count))
-        generator = ember.Generator()
-        generator.manual_seed(self.seed + self.epoch)
-        return ember.randperm(count, generator=generator).tolist()
+        return _random.torch_randperm(count, self.seed + self.epoch)
 
     def __iter__(self):
         indices = self._order()
