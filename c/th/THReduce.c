@@ -50,11 +50,13 @@
  * places at once gives the hardware prefetchers two streams to run ahead
  * on: when both halves of a contiguous run are leaves, their lanes are
  * added side by side in one loop (16 AVX2 registers of accumulators for
- * float32), which took one thread's 16M-float sum from ~16 to ~20 GB/s on
- * Zen 1 (software prefetch alone gained ~8%).  Every lane still adds the
- * same elements in the same order, so the result is bit for bit the one
- * of the plain recursion (tests/test_memory_bound_kernels.py checks it
- * against a NumPy model of the order).
+ * float32; wider accumulators, double and uint64, stay one leaf at a
+ * time, as 32 registers would spill).  That took one thread's 16M-float
+ * sum from ~15.5 to ~18.5 GB/s on Zen 1, PyTorch's being ~16 (software
+ * prefetch alone gained ~8% in a C test).  Every lane still adds the same
+ * elements in the same order, so the result is bit for bit the one of the
+ * plain recursion (tests/test_memory_bound_kernels.py checks it against a
+ * NumPy model of the order).
  */
 #include "THReduce.h"
 
@@ -267,6 +269,10 @@ exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
 
 #define TH_PAIRWISE_LEAF 4096
 #define TH_PAIRWISE_LANES 64
+/* Whether two leaves' lanes fit in the 16 AVX2 registers: float32's do;
+ * double and uint64 ones would spill to the stack, which costs more than
+ * the second stream gains (Note [Two streams]). */
+#define TH_PAIR_FITS(acc_t) (2 * TH_PAIRWISE_LANES * sizeof(acc_t) <= 512)
 
 }
 
@@ -318,7 +324,8 @@ exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
             /* A multiple of the lane count: lanes stay aligned. */          \
             int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);      \
             acc_t later[TH_PAIRWISE_LANES];                                  \
-            if (stride == 1 && n - half <= TH_PAIRWISE_LEAF) {               \
+            if (TH_PAIR_FITS(acc_t) && stride == 1                           \
+                && n - half <= TH_PAIRWISE_LEAF) {                           \
                 /* both halves are leaves (the left is the shorter) */      \
                 name##_leaf_pair(x, half, n - half, shift, out, later);      \
             }                                                                \
