@@ -1,10 +1,11 @@
 """Operator speed, side by side in one process: ember vs NumPy vs PyTorch vs
 numexpr (the last two only if importable).  `make bench` runs it.
 
-Rows (goals from ember issue 3):
+Rows (goals from ember issues 3 and 15):
     small ops on 1 element: a + b, a * 2.0, a.sum()   us per call, <= 1.0x NumPy
-    16M float32 a + b, allocating and with out=        GB/s, >= 1.0x NumPy
-    16M float32 a.sum()                                GB/s, >= 1.0x PyTorch
+    16M float32 a + b, allocating                      GB/s, >= 1.0x NumPy
+    16M float32 a + b with out=                        GB/s, >= 1.1x NumPy
+    16M float32 a.sum()                                GB/s, >= 1.1x PyTorch
     minor page faults per 64 MiB result (a + b)        faults, no goal
     GEMM 512/1024/2048 (bench/bench_gemm.py)           GFLOP/s, >= 0.8x OpenBLAS
 GB/s count the bytes read and written once each (a + b: 3 x 64 MiB).
@@ -204,9 +205,9 @@ def large_rows(ns, with_faults):
         Row("16M f32 a + b", "rate", available(add, ns), ns, ("numpy", 1.0),
             nbytes=3 * 4 * LARGE, check=available(add, ns)),
         Row("16M f32 a + b, out=", "rate", available(add_out, ns), ns,
-            ("numpy", 1.0), nbytes=3 * 4 * LARGE, check=out_check),
+            ("numpy", 1.1), nbytes=3 * 4 * LARGE, check=out_check),
         Row("16M f32 a.sum()", "rate", available(total, ns), ns,
-            ("torch", 1.0), nbytes=4 * LARGE, check=available(total, ns)),
+            ("torch", 1.1), nbytes=4 * LARGE, check=available(total, ns)),
     ]
     if with_faults:
         faults = {lib: "r = " + s for lib, s in available(add, ns).items()}

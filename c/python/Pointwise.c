@@ -882,6 +882,39 @@ THPFunction_can_cast(PyObject *module, PyObject *const *args,
     THP_METHOD_ENTRY(#name "_", name##_,                                     \
                      #name "_(" first ", " second ") -> Tensor: in place"),
 
+/* _stream_threshold([nbytes]): the smallest result, in bytes, written with
+ * streaming stores (Note [Streaming stores] in c/th/THStream.h); with
+ * nbytes, sets it first (0: the default).  Tests use a small one. */
+static PyObject *
+THPPointwise_stream_threshold(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_ssize_t nbytes = -1;
+    if (!PyArg_ParseTuple(args, "|n:_stream_threshold", &nbytes)) {
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(args) > 0) {
+        if (nbytes < 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "_stream_threshold: nbytes must be >= 0");
+            return NULL;
+        }
+        THStream_setThreshold((size_t)nbytes);
+    }
+    return PyLong_FromSize_t(THStream_threshold());
+}
+
+/* _streamed_runs(): how many pointwise executions so far wrote their
+ * result with streaming stores, and the copy family they use. */
+static PyObject *
+THPPointwise_streamed_runs(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return Py_BuildValue("(Ls)", (long long)THPointwise_streamedRuns(),
+                         THStream_kernelName());
+}
+
 PyMethodDef THPPointwise_functions[] = {
     THP_FORALL_BINARY(THP_FN_ENTRY)
     THP_FORALL_BINARY_NO_INPLACE(THP_FN_ENTRY)
@@ -903,6 +936,12 @@ PyMethodDef THPPointwise_functions[] = {
     {"can_cast", THP_FASTCALL_KW(THPFunction_can_cast),
      METH_FASTCALL | METH_KEYWORDS,
      "Whether PyTorch's casting rules allow from_ -> to."},
+    {"_stream_threshold", THPPointwise_stream_threshold, METH_VARARGS,
+     "_stream_threshold([nbytes]) -> int: the smallest result written with "
+     "streaming stores"},
+    {"_streamed_runs", THPPointwise_streamed_runs, METH_NOARGS,
+     "_streamed_runs() -> (int, str): results written with streaming "
+     "stores so far, and the store family"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,7 @@
 #include "THShape.h"
 #include "THShared.h"
 #include "THSort.h"
+#include "THStream.h"
 #include "THStorage.h"
 #include "THTensor.h"
 #include "THUnary.h"

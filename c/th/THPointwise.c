@@ -7,8 +7,10 @@
 
 #include "THFormulas.h"
 #include "THParallel.h"
+#include "THStream.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -875,6 +877,62 @@ run_flat_range(int64_t begin, int64_t end, void *arg)
     plan->loop(data, plan->flat_strides, end - begin, &plan->param);
 }
 
+/* Note [Streaming stores]: a flat result of at least the threshold whose
+ * bytes no input's bytes overlap (inputs partially overlapping the result
+ * were copied by make_input; this also excludes an input that IS the
+ * result, in-place).  Buffers (stride 0) live in the plan. */
+static bool
+streams_result(const THPointwisePlan *plan)
+{
+    if (!plan->flat) {
+        return false;
+    }
+    const char *out = plan->flat_data[0];
+    const char *out_end = out + plan->numel * plan->flat_strides[0];
+    if ((size_t)(out_end - out) < THStream_threshold()) {
+        return false;
+    }
+    for (int k = 1; k < plan->noperands; k++) {
+        const char *in = plan->flat_data[k];
+        const char *in_end = in + plan->numel * plan->flat_strides[k];
+        if (plan->flat_strides[k] != 0 && in < out_end && out < in_end) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Each block is computed by the ordinary loop into `block`, which stays in
+ * L1, then streamed out to the result. */
+static void
+run_streaming_range(int64_t begin, int64_t end, void *arg)
+{
+    THPointwisePlan *plan = arg;
+    _Alignas(64) char block[TH_STREAM_BLOCK];
+    const int64_t itemsize = plan->flat_strides[0];
+    const int64_t per_block = TH_STREAM_BLOCK / itemsize;
+    char *data[TH_POINTWISE_MAX_INPUTS + 1];
+    data[0] = block;
+    for (int64_t start = begin; start < end; start += per_block) {
+        int64_t count = end - start < per_block ? end - start : per_block;
+        for (int k = 1; k < plan->noperands; k++) {
+            data[k] = plan->flat_data[k] + start * plan->flat_strides[k];
+        }
+        plan->loop(data, plan->flat_strides, count, &plan->param);
+        THStream_copy(plan->flat_data[0] + start * itemsize, block,
+                      (size_t)(count * itemsize));
+    }
+    THStream_fence(); /* before THParallel_for's join publishes the result */
+}
+
+static _Atomic int64_t streamed_runs;
+
+int64_t
+THPointwise_streamedRuns(void)
+{
+    return atomic_load(&streamed_runs);
+}
+
 void
 THPointwise_execute(THPointwisePlan *plan)
 {
@@ -884,6 +942,11 @@ THPointwise_execute(THPointwisePlan *plan)
     if (!plan->flat) {
         THIter_runParallel(&plan->iter, plan->loop, &plan->param,
                            TH_PARALLEL_GRAIN);
+    }
+    else if (streams_result(plan)) {
+        atomic_fetch_add(&streamed_runs, 1);
+        THParallel_for(plan->numel, TH_PARALLEL_GRAIN, run_streaming_range,
+                       plan);
     }
     else if (plan->numel < 2 * TH_PARALLEL_GRAIN) {
         plan->loop(plan->flat_data, plan->flat_strides, plan->numel,

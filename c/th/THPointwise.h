@@ -157,7 +157,12 @@ typedef struct {
 int THPointwise_prepare(THPointwisePlan *plan, THPointwiseOp op,
                         const THPointwiseArg *args,
                         const THPointwiseOptions *options);
+/* Runs the plan.  A large flat result that shares no memory with an input
+ * is written with streaming stores (Note [Streaming stores], THStream.h). */
 void THPointwise_execute(THPointwisePlan *plan);
+/* How many executions so far wrote with streaming stores (tests check
+ * which path a call took). */
+int64_t THPointwise_streamedRuns(void);
 /* Returns a new reference to the result (options->out, retained, when it
  * was given), or NULL with a TH error.  Always frees the plan's
  * temporaries. */

@@ -1,0 +1,154 @@
+"""The memory-bound kernels' fast paths (ember issue 15): streaming stores
+for large pointwise results (Note [Streaming stores], c/th/THStream.h) and
+the side-by-side leaves of the pairwise sum (Note [Two streams],
+c/th/THReduce.c).
+
+The streaming threshold is lowered for these tests so that small arrays take
+the same path as a 64 MiB result; ember._C._streamed_runs() counts the
+executions that streamed, so each test also checks which path a call took.
+"""
+
+import numpy as np
+import pytest
+
+import ember
+
+N = 70_001  # more than 2 x the parallel grain (32768): two threads split it
+SMALL_THRESHOLD = 1024  # bytes
+
+
+@pytest.fixture
+def low_threshold():
+    saved = ember._C._stream_threshold()
+    ember._C._stream_threshold(SMALL_THRESHOLD)
+    yield
+    ember._C._stream_threshold(0)  # the default again
+    assert ember._C._stream_threshold() == saved
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    saved = ember.get_num_threads()
+    ember.set_num_threads(request.param)
+    yield request.param
+    ember.set_num_threads(saved)
+
+
+def streamed():
+    return ember._C._streamed_runs()[0]
+
+
+def data(dtype, n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(n).astype(dtype)
+    return rng.integers(-100, 100, n).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8])
+def test_large_out_streams_and_matches_numpy(low_threshold, threads, dtype):
+    a, b = data(dtype), data(dtype, seed=1)
+    out = ember.empty(N, dtype=getattr(ember, np.dtype(dtype).name))
+    before = streamed()
+    r = ember.add(ember.from_numpy(a), ember.from_numpy(b), out=out)
+    assert r is out and streamed() == before + 1
+    np.testing.assert_array_equal(out.numpy(), a + b)
+    # a bool result (1-byte elements) and an allocated result stream too
+    eq = ember.from_numpy(a) == ember.from_numpy(b)
+    prod = ember.from_numpy(a) * 3
+    assert streamed() == before + 3
+    np.testing.assert_array_equal(eq.numpy(), a == b)
+    np.testing.assert_array_equal(prod.numpy(), a * dtype(3))
+
+
+@pytest.mark.parametrize("offset", [1, 3, 7])
+def test_misaligned_out_streams_inside_its_bounds(low_threshold, threads,
+                                                  offset):
+    a, b = data(np.float32), data(np.float32, seed=1)
+    base = ember.full((N + 16,), -7.0)
+    out = base[offset:offset + N]  # 4 * offset bytes past a vector boundary
+    before = streamed()
+    ember.add(ember.from_numpy(a), ember.from_numpy(b), out=out)
+    assert streamed() == before + 1
+    got = base.numpy()
+    np.testing.assert_array_equal(got[offset:offset + N], a + b)
+    assert (got[:offset] == -7).all() and (got[offset + N:] == -7).all()
+
+
+def test_out_sharing_memory_with_an_input_does_not_stream(low_threshold,
+                                                          threads):
+    a, b = data(np.float32), data(np.float32, seed=1)
+    x, y = ember.from_numpy(a.copy()), ember.from_numpy(b)
+    before = streamed()
+    x.add_(y)  # in place: the output is an input
+    ember.mul(x, 2, out=x)  # out= aliasing the input
+    assert streamed() == before
+    np.testing.assert_array_equal(x.numpy(), (a + b) * np.float32(2))
+    # out= a view of the same memory as an input, not the input object
+    ember.sub(x, y, out=x.view(N))
+    assert streamed() == before
+    np.testing.assert_array_equal(x.numpy(), (a + b) * np.float32(2) - b)
+
+
+def test_small_or_strided_results_do_not_stream(threads):
+    a = data(np.float32)
+    before = streamed()
+    r = ember.from_numpy(a) + 1  # far below the default threshold
+    s = ember.from_numpy(a)[::2] + 1  # not one flat run
+    assert streamed() == before
+    np.testing.assert_array_equal(r.numpy(), a + np.float32(1))
+    np.testing.assert_array_equal(s.numpy(), a[::2] + np.float32(1))
+
+
+def test_stream_threshold_argument_checks():
+    with pytest.raises(ValueError, match=">= 0"):
+        ember._C._stream_threshold(-1)
+    count, family = ember._C._streamed_runs()
+    assert count >= 0 and family in ("avx512", "avx2", "sse2", "generic")
+
+
+# ---- the pairwise sum's order of additions ----------------------------------
+
+LEAF, LANES = 4096, 64  # TH_PAIRWISE_LEAF, TH_PAIRWISE_LANES
+
+
+def reference_lanes(x):
+    """The 64 lane sums of Note [Accurate sums], in x's dtype."""
+    n = x.size
+    if n > LEAF:
+        half = (n // 2) & ~(LANES - 1)
+        return reference_lanes(x[:half]) + reference_lanes(x[half:])
+    full = n // LANES * LANES
+    lanes = np.zeros(LANES, dtype=x.dtype)
+    for row in x[:full].reshape(-1, LANES):  # one addition per lane a row
+        lanes = lanes + row
+    lanes[:n - full] += x[full:]
+    return lanes
+
+
+def reference_sum(x):
+    lanes = reference_lanes(x)
+    width = LANES // 2
+    while width >= 1:
+        lanes = lanes[:width] + lanes[width:2 * width]
+        width //= 2
+    return lanes[0]
+
+
+@pytest.mark.parametrize("n", [4097, 2 * LEAF + 130, 3 * LEAF + 77, 100_003])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_adds_in_the_pairwise_order(n, dtype):
+    """Bit for bit: the side-by-side leaves add what the one-leaf-at-a-time
+    recursion added, in the same order, contiguous or strided."""
+    saved = ember.get_num_threads()
+    ember.set_num_threads(1)  # the split driver would cut the run
+    try:
+        x = data(dtype, 2 * n, seed=n)
+        want = reference_sum(x[:n])
+        assert ember.from_numpy(x[:n]).sum().item() == want
+        assert ember.from_numpy(x)[::2].sum().item() == reference_sum(x[::2])
+        assert ember.from_numpy(x[:n]).norm(p=1).item() == reference_sum(
+            np.abs(x[:n]))
+    finally:
+        ember.set_num_threads(saved)
+    np.testing.assert_allclose(want, x[:n].sum(dtype=np.float64), rtol=1e-5)
