@@ -6,7 +6,7 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
-        [--forward] [--only SUBSTRING]
+        [--forward] [--only SUBSTRING] [--cpu-time]
 
 The sdpa cases also print ember's peak extra memory over one forward +
 backward (ember.memory's peak_allocated_bytes, which counts tensors: the
@@ -15,7 +15,9 @@ next to the size of one L x S score matrix.
 
 --quick runs smaller shapes (a smoke run; the issue's goals are stated
 for the full ones).  --forward times the forward alone (no autograd
-graph), --only the cases whose name contains SUBSTRING.
+graph), --only the cases whose name contains SUBSTRING; --cpu-time
+measures the thread's CPU time instead of the wall clock (with one
+thread).
 """
 
 import os
@@ -108,17 +110,25 @@ def cases(quick):
     yield "sdpa b1 h8 seq2048 d64", attention_case, (1, 8, 512 if quick else 2048, 64)
 
 
+# --cpu-time: the calling thread's CPU time (one thread only: with more,
+# the workers' time would be missed), which a loaded machine disturbs less
+# than the wall clock.
+CLOCK = time.thread_time if "--cpu-time" in sys.argv else time.perf_counter
+
+
 def best_time(fn, rounds):
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = CLOCK()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, CLOCK() - start)
     return best
 
 
 def main():
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    if threads > 1 and CLOCK is time.thread_time:
+        sys.exit("--cpu-time measures one thread: leave out --threads")
     quick = "--quick" in sys.argv
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     ember.set_num_threads(threads)

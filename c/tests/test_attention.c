@@ -2,7 +2,8 @@
  * test_attention.c -- THAttention's blockwise forward and backward (Note
  * [Attention in blocks]) against the definition written as plain loops
  * over the whole L x S matrix, float32 and float64: lengths that are not
- * multiples of the blocks (L != S, more than one key block), grouped-query
+ * multiples of the blocks (L != S, more than one key block, short and long
+ * query blocks), grouped-query
  * heads, a bool mask broadcast over batch and heads (stride 0) with a row
  * that may attend to nothing, a float mask with -inf entries, and
  * is_causal.
@@ -12,7 +13,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-enum { B = 2, H = 4, HK = 2, L = 70, S = 300, E = 5, EV = 3 };
+enum { B = 2, H = 4, HK = 2, S = 300, E = 5, EV = 3 };
+/* The query length: 70 (the short query blocks) or 800 (the long ones). */
+static int64_t L = 70;
 enum { NO_MASK, BOOL_MASK, FLOAT_MASK };
 
 static THTensor *
@@ -208,6 +211,10 @@ test_attention_matches_the_definition(void)
         check_case(dtypes[t], NO_MASK, true);
         check_case(dtypes[t], BOOL_MASK, true);
     }
+    L = 800;
+    check_case(TH_Float64, BOOL_MASK, true);
+    check_case(TH_Float32, FLOAT_MASK, false);
+    L = 70;
 }
 
 static void

@@ -28,7 +28,12 @@
     _(Float32, float)          \
     _(Float64, double)
 
-#define BLOCK_Q 64   /* query rows per block (Br) */
+/* Query rows per block (Br): short sequences take the smaller block,
+ * which wastes less of the causal diagonal blocks; long ones the larger,
+ * which halves how often each key block is packed for the GEMMs. */
+#define BLOCK_Q_SHORT 64
+#define BLOCK_Q_LONG 128
+#define LONG_QUERIES 768
 #define BLOCK_KV 256 /* keys per block (Bc) */
 #define LANES 8
 
@@ -71,6 +76,7 @@ typedef struct {
     THDtype dtype;
     int itemsize;
     int64_t batch, heads, kv_heads, q_len, kv_len, head_dim, value_dim;
+    int64_t block_q; /* Br */
     double scale;
     bool causal;
     const THTensor *query, *key, *value, *mask, *grad_out, *out;
@@ -79,10 +85,17 @@ typedef struct {
     atomic_bool failed; /* a gemm or a scratch allocation ran out of memory */
 } AttentionJob;
 
+/* Rows in the query block starting at `row`. */
+static int64_t
+rows_in_block(const AttentionJob *job, int64_t row)
+{
+    return job->q_len - row < job->block_q ? job->q_len - row : job->block_q;
+}
+
 static int64_t
 query_blocks(const AttentionJob *job)
 {
-    return (job->q_len + BLOCK_Q - 1) / BLOCK_Q;
+    return (job->q_len + job->block_q - 1) / job->block_q;
 }
 
 /* Keys [0, end) a query block [first, last) may see: under is_causal key
@@ -385,8 +398,8 @@ forward_units(int64_t begin, int64_t end, void *ctx)
     AttentionJob *job = ctx;
     const RowKernels *rk = row_kernels(job->dtype);
     int itemsize = job->itemsize;
-    char *scores = malloc((size_t)BLOCK_Q * BLOCK_KV * itemsize);
-    char *stats = malloc((size_t)2 * BLOCK_Q * itemsize); /* m, then l */
+    char *scores = malloc((size_t)job->block_q * BLOCK_KV * itemsize);
+    char *stats = malloc((size_t)2 * job->block_q * itemsize); /* m, then l */
     if (scores == NULL || stats == NULL) {
         atomic_store(&job->failed, true);
         end = begin;
@@ -394,13 +407,13 @@ forward_units(int64_t begin, int64_t end, void *ctx)
     for (int64_t unit = begin; unit < end; unit++) {
         int64_t head_index = unit / query_blocks(job);
         int64_t b = head_index / job->heads, h = head_index % job->heads;
-        int64_t row = unit % query_blocks(job) * BLOCK_Q;
-        int64_t rows = job->q_len - row < BLOCK_Q ? job->q_len - row : BLOCK_Q;
+        int64_t row = unit % query_blocks(job) * job->block_q;
+        int64_t rows = rows_in_block(job, row);
         int64_t kv_head = h / (job->heads / job->kv_heads);
         /* this block's rows of out, contiguous (row, value_dim) */
         char *o = THTensor_data(job->result)
                   + (head_index * job->q_len + row) * job->value_dim * itemsize;
-        char *m = stats, *l = stats + BLOCK_Q * itemsize;
+        char *m = stats, *l = stats + job->block_q * itemsize;
         memset(o, 0, (size_t)(rows * job->value_dim * itemsize));
         rk->start_rows(m, l, rows);
         int64_t keys = keys_seen(job, row + rows);
@@ -471,9 +484,9 @@ backward_units(int64_t begin, int64_t end, void *ctx)
     const RowKernels *rk = row_kernels(job->dtype);
     int itemsize = job->itemsize;
     int64_t group = job->heads / job->kv_heads;
-    char *p = malloc((size_t)BLOCK_Q * BLOCK_KV * itemsize);
-    char *dp = malloc((size_t)BLOCK_Q * BLOCK_KV * itemsize);
-    char *d = malloc((size_t)BLOCK_Q * itemsize);
+    char *p = malloc((size_t)job->block_q * BLOCK_KV * itemsize);
+    char *dp = malloc((size_t)job->block_q * BLOCK_KV * itemsize);
+    char *d = malloc((size_t)job->block_q * itemsize);
     if (p == NULL || dp == NULL || d == NULL) {
         atomic_store(&job->failed, true);
         end = begin;
@@ -482,8 +495,8 @@ backward_units(int64_t begin, int64_t end, void *ctx)
         int64_t b = unit / job->kv_heads, kv_head = unit % job->kv_heads;
         for (int64_t h = kv_head * group; h < (kv_head + 1) * group; h++) {
             int64_t head_index = b * job->heads + h;
-            for (int64_t row = 0; row < job->q_len; row += BLOCK_Q) {
-                int64_t rows = job->q_len - row < BLOCK_Q ? job->q_len - row : BLOCK_Q;
+            for (int64_t row = 0; row < job->q_len; row += job->block_q) {
+                int64_t rows = rows_in_block(job, row);
                 const char *o = THTensor_data(job->out)
                                 + (head_index * job->q_len + row) * job->value_dim
                                       * itemsize;
@@ -546,6 +559,7 @@ begin_job(AttentionJob *job, const THTensor *query, const THTensor *key,
     job->kv_heads = key->sizes[1];
     job->kv_len = key->sizes[2];
     job->value_dim = value->sizes[3];
+    job->block_q = job->q_len >= LONG_QUERIES ? BLOCK_Q_LONG : BLOCK_Q_SHORT;
     job->scale = scale;
     job->causal = causal;
     int64_t key_sizes[4] = {job->batch, job->kv_heads, job->kv_len, job->head_dim};
@@ -612,7 +626,7 @@ THAttention_forward(THTensor *out, THTensor *logsumexp, const THTensor *query,
     job.result = out;
     job.logsumexp = logsumexp;
     int64_t units = job.batch * job.heads * query_blocks(&job);
-    int64_t work = BLOCK_Q * job.kv_len * (job.head_dim + job.value_dim);
+    int64_t work = job.block_q * job.kv_len * (job.head_dim + job.value_dim);
     THParallel_for(units, grain_for(work), forward_units, &job);
     return finish_job(&job);
 }
