@@ -6,11 +6,18 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
-        [--forward] [--only SUBSTRING]
+        [--forward] [--only SUBSTRING] [--cpu-time]
+
+The sdpa cases also print ember's peak extra memory over one forward +
+backward (ember.memory's peak_allocated_bytes, which counts tensors: the
+kernel's per-thread block buffers, a few hundred KiB, are not tensors)
+next to the size of one L x S score matrix.
 
 --quick runs smaller shapes (a smoke run; the issue's goals are stated
 for the full ones).  --forward times the forward alone (no autograd
-graph), --only the cases whose name contains SUBSTRING.
+graph), --only the cases whose name contains SUBSTRING; --cpu-time
+measures the thread's CPU time instead of the wall clock (with one
+thread).
 """
 
 import os
@@ -76,6 +83,19 @@ def attention_case(lib, batch, heads, seq, dim):
         q, k, v, is_causal=True).sum().backward()
 
 
+def attention_memory(args):
+    """ember's peak extra memory (bytes) over one forward + backward of an
+    sdpa case, and the size of one float32 L x S score matrix per (batch,
+    head), the composite's smallest intermediate."""
+    batch, heads, seq, _ = args
+    step = attention_case(ember, *args)
+    ember.memory.reset_peak_stats()
+    base = ember.memory.stats()["allocated_bytes"]
+    step()
+    peak = ember.memory.stats()["peak_allocated_bytes"] - base
+    return peak, batch * heads * seq * seq * 4
+
+
 def cases(quick):
     batch = 4 if quick else 32
     yield "conv2d 3x3 64ch 56x56", conv_case, (batch, 64, 28 if quick else 56, 3)
@@ -86,19 +106,29 @@ def cases(quick):
     yield "batch_norm2d 64ch 56x56", batchnorm_case, (batch, 64, 56)
     yield "LSTM 2x256 seq 35 batch 20", lstm_case, (35, 20, 128 if quick else 256)
     yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
+    # the issue's seq-2048 case at batch 1 (batch 8 takes seconds a step here)
+    yield "sdpa b1 h8 seq2048 d64", attention_case, (1, 8, 512 if quick else 2048, 64)
+
+
+# --cpu-time: the calling thread's CPU time (one thread only: with more,
+# the workers' time would be missed), which a loaded machine disturbs less
+# than the wall clock.
+CLOCK = time.thread_time if "--cpu-time" in sys.argv else time.perf_counter
 
 
 def best_time(fn, rounds):
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = CLOCK()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, CLOCK() - start)
     return best
 
 
 def main():
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    if threads > 1 and CLOCK is time.thread_time:
+        sys.exit("--cpu-time measures one thread: leave out --threads")
     quick = "--quick" in sys.argv
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     ember.set_num_threads(threads)
@@ -126,6 +156,10 @@ def main():
         verdict = "met" if ratio <= 1.0 else "missed"
         print(f"{name:40s} {ember_time * 1e3:9.2f} {torch_time * 1e3:9.2f} {ratio:6.2f}x  "
               f"<= 1.0x {verdict}")
+        if make is attention_case:
+            peak, scores = attention_memory(args)
+            print(f"{'':40s} peak extra memory {peak / 2**20:.1f} MiB (inputs' grads "
+                  f"included); one L x S score matrix: {scores / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -221,6 +221,8 @@ extern PyMethodDef THPNumpy_methods[];
 extern PyMethodDef THPConv_methods[];
 extern PyMethodDef THPPool_methods[];
 extern PyMethodDef THPNorm_methods[];
+/* Blockwise scaled dot product attention (Attention.c). */
+extern PyMethodDef THPAttention_methods[];
 /* Helpers of their pinned entry points (Conv.c).  checkArgs: exactly
  * `expected` positional arguments, the first `ntensors` tensors (argument
  * `optional` may be None); 0 or -1 (TypeError). */

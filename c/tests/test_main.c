@@ -33,6 +33,7 @@
     _(conv)               \
     _(pool_norm)          \
     _(stream)             \
+    _(attention)          \
     _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];

@@ -6,6 +6,7 @@
 #define TH_H
 
 #include "THAllocator.h"
+#include "THAttention.h"
 #include "THBlas.h"
 #include "THConv.h"
 #include "THDtype.h"

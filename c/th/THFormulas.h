@@ -457,6 +457,16 @@ th_erfinv(double y)
 /* x from double back to the formula's dtype (tgmath can't pick these). */
 #define TH_SPECIAL_FN(fn, x) ((__typeof__(x))fn((double)(x)))
 
+/* A loop compiled for baseline x86-64 and again for AVX2 + FMA, picked
+ * at load time (Note [Vector clones] in THUnary.c). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && __GNUC__ >= 12
+#define TH_VECTOR_CLONES \
+    __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TH_VECTOR_CLONES
+#endif
+
 /* ---- a vectorisable float32 exp --------------------------------------------
  *
  * Note [Vectorisable exp]

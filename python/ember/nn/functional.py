@@ -1046,10 +1046,23 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     PyTorch's CPU kernels give.  enable_gqa lets key/value have fewer heads
     (dim -3) than query, each shared by a group of query heads.
 
-    This composite materialises the L x S scores; the blockwise kernel that
-    does not is future work (issue 12)."""
-    length, source = query.shape[-2], key.shape[-2]
+    float32/float64 calls without dropout run the blockwise C kernel
+    (ember/nn/_attention.py: memory linear in the sequence length); the
+    rest (dropout_p > 0, other dtypes, broadcast batch dims, a float mask
+    of another dtype or one that needs a gradient) the composite below,
+    which materialises the L x S scores."""
+    _attention_kernel.check_arguments(query, key, value, attn_mask, enable_gqa)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if _attention_kernel.kernel_fits(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return _attention_kernel.attention(query, key, value, attn_mask, scale, is_causal)
+    return _composite_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                enable_gqa)
+
+
+def _composite_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                         enable_gqa):
+    """scaled_dot_product_attention as matmul, softmax, matmul."""
+    length, source = query.shape[-2], key.shape[-2]
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         groups = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(groups, dim=-3)
@@ -1093,6 +1106,7 @@ conv_transpose2d = _autocast_policy("conv_transpose2d")(conv_transpose2d)
 
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
 
+from . import _attention as _attention_kernel  # noqa: E402
 from . import _batch_norm as _batch_norm_kernel  # noqa: E402
 from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402
                        adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
