@@ -277,6 +277,7 @@ $(BENCH_INSTALLED): $(INSTALLED) pyproject.toml
 	touch $@
 
 bench: build $(BENCH_INSTALLED)
+	$(BENCH_ENV) $(VPY) bench/bench_gemm.py --cpu-time
 	$(BENCH_ENV) $(VPY) bench/bench_core.py
 	$(BENCH_ENV) $(VPY) bench/bench_ops.py
 	$(BENCH_ENV) $(VPY) bench/bench_autograd.py

@@ -5,7 +5,8 @@ Rows (goals from ember issue 4):
     100-op chain on 1-element tensors, forward with graph   us/op, <= 1.0x PyTorch
     the same chain's backward                               us/op, <= 1.0x PyTorch
     MLP 784-128-10 training step (batch 64, ReLU,
-        cross-entropy, SGD)                                 ms/step, <= 1.0x PyTorch
+        cross-entropy, SGD)                                 ms/step, <= 0.8x PyTorch
+                                                            (issue 15; issue 4 asked 1.0x)
     a + b on 1 element, no grad (what autograd's
         existence costs the C fast path)                    us/call, vs NumPy (no goal:
                                                             compare with issue 3's 0.81x)
@@ -135,7 +136,7 @@ def main():
     print(f"autograd, one thread, best of {repeats} (ratio = ember / peer time)")
     print(ratio_row("100-op chain, forward with graph", "us/op", chain_fwd, "torch", 1.0))
     print(ratio_row("100-op chain, backward", "us/op", chain_bwd, "torch", 1.0))
-    print(ratio_row("MLP 784-128-10 step (batch 64, SGD)", "ms", mlp, "torch", 1.0))
+    print(ratio_row("MLP 784-128-10 step (batch 64, SGD)", "ms", mlp, "torch", 0.8))
     print(ratio_row("1-element a + b without grad", "us", small, "numpy", None))
     for name, error in errors.items():
         print(f"  {name} MLP unavailable: {error}")

@@ -312,6 +312,7 @@ EXCLUDED = {
     "is_grad_enabled": "takes no arguments",
     "from_dlpack": "takes a producer object, probed through __dlpack__",
     "_gemm_kernel": "selects the GEMM micro-kernel process-wide",
+    "_gemm_blocking": "takes no arguments",
     "requires_grad_": "switches autograd on (its memory is the autograd suite's)",
 }
 

@@ -399,6 +399,24 @@ def test_addmm(input_shape, beta, alpha):
     check_against_torch(fn, arr(*input_shape), noncontiguous(arr(2, 3)), noncontiguous(arr(3, 4)))
 
 
+@pytest.mark.parametrize("transposed", ["mat1", "mat2", "both"])
+def test_addmm_grads_keep_column_major_operands_layout(transposed):
+    # linear's addmm(bias, x, W.t()): W's gradient is computed in W's own
+    # layout, so the leaf takes it without a copy (PyTorch's
+    # mm_mat2_backward); the values are the same either way.
+    m1 = arr(3, 5).T if transposed in ("mat1", "both") else arr(5, 3)
+    m2 = arr(4, 3).T if transposed in ("mat2", "both") else arr(3, 4)
+    fn = lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.5, alpha=-2.0)  # noqa: E731
+    check_both(fn, arr(4), m1, m2)
+    weight = ember.tensor(arr(4, 3), requires_grad=True)
+    inputs = arr(5, 3)
+    x = ember.tensor(inputs, requires_grad=True)
+    ember.addmm(ember.zeros(4, dtype=ember.float64), x, weight.t()).sum().backward()
+    assert weight.grad.stride() == (3, 1) and x.grad.stride() == (3, 1)
+    want = np.ones((5, 4)).T @ inputs
+    np.testing.assert_allclose(weight.grad.numpy(), want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("input_shape", [(2, 2, 4), (2, 4), (1, 1, 4)])
 @pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, -2.0)])
 def test_baddbmm(input_shape, beta, alpha):
@@ -478,7 +496,8 @@ REDUCE_NAMES = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "
                 "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "softmax",
                 "log_softmax", "cumsum", "cumprod", "var_mean", "std_mean"]
 LINALG_NAMES = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm",
-                "baddbmm", "addmm_", "baddbmm_", "_gemm_kernel", "__matmul__"]
+                "baddbmm", "addmm_", "baddbmm_", "_gemm_kernel", "_gemm_blocking",
+                "__matmul__"]
 
 
 def test_every_operator_is_registered():

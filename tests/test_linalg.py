@@ -460,3 +460,31 @@ def test_concurrent_python_threads():
     for per_thread in results:
         for got in per_thread:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_blocking_reports_the_family_and_blocks():
+    info = ember._C._gemm_blocking()
+    assert info["kernel"] == ember._C._gemm_kernel()
+    assert len(info["caches"]) == 3 and all(size > 0 for size in info["caches"])
+    for dtype in ("float32", "float64"):
+        b = info[dtype]
+        assert b["mc"] % b["mr"] == 0 and b["nc"] % b["nr"] == 0 and b["kc"] % 8 == 0
+
+
+# The shapes whose path is picked by shape (Note [GEMM small products]):
+# the batch-64 MLP's products and their backward, small outputs, a batch.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape_a, shape_b, ta, tb", [
+    ((64, 78), (12, 78), False, True), ((64, 12), (12, 78), False, False),
+    ((64, 12), (64, 78), True, False), ((64, 12), (10, 12), False, True),
+    ((8, 33, 40), (8, 40, 37), False, False), ((5, 20), (3, 20), False, True)])
+def test_small_and_skinny_products(dtype, shape_a, shape_b, ta, tb):
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, shape_a).astype(dtype)
+    b = rng.uniform(-1, 1, shape_b).astype(dtype)
+    ea, eb = ember.tensor(a), ember.tensor(b)
+    if ta:
+        a, ea = a.swapaxes(-1, -2), ea.transpose(-1, -2)
+    if tb:
+        b, eb = b.swapaxes(-1, -2), eb.transpose(-1, -2)
+    check_close(ea @ eb, a @ b, a.shape[-1])

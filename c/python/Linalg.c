@@ -925,6 +925,30 @@ THPLinalg_gemm_kernel(PyObject *module, PyObject *args)
     return PyUnicode_FromString(THBlas_kernelName());
 }
 
+/* _gemm_blocking() -> dict: the family in use, the cache sizes (bytes,
+ * L1 to L3) and, per packed dtype, the tile (mr x nr) and blocks (mc, kc,
+ * nc) derived from them (Note [GEMM blocking from the cache sizes]). */
+static PyObject *
+THPLinalg_gemm_blocking(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int64_t caches[3];
+    THBlasBlocking f, d;
+    THBlas_cacheSizes(caches);
+    if (THBlas_blocking(TH_Float32, &f) < 0
+        || THBlas_blocking(TH_Float64, &d) < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    return Py_BuildValue(
+        "{s:s,s:(LLL),s:{s:i,s:i,s:L,s:L,s:L},s:{s:i,s:i,s:L,s:L,s:L}}",
+        "kernel", THBlas_kernelName(), "caches", (long long)caches[0],
+        (long long)caches[1], (long long)caches[2], "float32", "mr", f.mr,
+        "nr", f.nr, "mc", (long long)f.mc, "kc", (long long)f.kc, "nc",
+        (long long)f.nc, "float64", "mr", d.mr, "nr", d.nr, "mc",
+        (long long)d.mc, "kc", (long long)d.kc, "nc", (long long)d.nc);
+}
+
 /* ---- tables -------------------------------------------------------------------- */
 
 PyMethodDef THPLinalg_functions[] = {
@@ -947,6 +971,8 @@ PyMethodDef THPLinalg_functions[] = {
                        "out=None) -> Tensor"),
     {"_gemm_kernel", THPLinalg_gemm_kernel, METH_VARARGS,
      "_gemm_kernel([name]) -> str: the GEMM kernel family in use"},
+    {"_gemm_blocking", THPLinalg_gemm_blocking, METH_NOARGS,
+     "_gemm_blocking() -> dict: the GEMM family, cache sizes and blocking"},
     {NULL, NULL, 0, NULL},
 };
 

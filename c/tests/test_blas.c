@@ -8,6 +8,7 @@
 #include "th_test.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* ---- matrices of any dtype, read and written as doubles -------------------- */
@@ -162,37 +163,103 @@ check_case(THDtype dtype, int64_t m, int64_t n, int64_t k, const int *layouts,
     free(want.buf);
 }
 
+/* Around every family's tile (MR 6 or 14, NR 8 to 32) and the blocks. */
 static const int64_t odd_sizes[][3] = {
-    {1, 1, 1},   {7, 5, 3},    {1, 63, 7},   {63, 1, 65}, {65, 63, 7},
-    {13, 17, 257}, {129, 33, 65}, {6, 16, 256}, {12, 32, 1}, {2, 3, 0},
+    {1, 1, 1},     {7, 5, 3},     {1, 63, 7},    {63, 1, 65},
+    {65, 63, 7},   {13, 17, 257}, {129, 33, 65}, {6, 16, 256},
+    {12, 32, 1},   {2, 3, 0},     {14, 32, 129}, {15, 33, 130},
+    {29, 65, 31},  {28, 64, 300},
 };
 #define NUM_ODD_SIZES ((int)(sizeof(odd_sizes) / sizeof(odd_sizes[0])))
 
-/* Every family this CPU runs, every size above, a spread of layouts and
- * coefficients. */
+static const char *const all_families[] = {"generic", "avx2", "avx512"};
+#define NUM_FAMILIES 3
+
+static void
+check_odd_sizes(void)
+{
+    static const double coefficients[][2] = {{1, 0}, {0.5, 2}, {-1, 1}};
+    for (int d = 0; d < 2; d++) {
+        THDtype dtype = d == 0 ? TH_Float32 : TH_Float64;
+        for (int s = 0; s < NUM_ODD_SIZES; s++) {
+            int layouts[3] = {s % NUM_LAYOUTS, (s / 3) % NUM_LAYOUTS,
+                              (s + 1) % NUM_LAYOUTS};
+            const double *ab = coefficients[s % 3];
+            check_case(dtype, odd_sizes[s][0], odd_sizes[s][1],
+                       odd_sizes[s][2], layouts, ab[0], ab[1]);
+        }
+    }
+}
+
+/* Every family this CPU runs (printed: a CPU without AVX-512 cannot test
+ * that family), every size above, a spread of layouts and coefficients;
+ * then again with blocks derived from tiny caches, so the products cross
+ * every MC, KC and NC edge too. */
 static void
 test_gemm_floating_matches_naive(void)
 {
-    static const char *const families[] = {"generic", "avx2", "avx512"};
-    static const double coefficients[][2] = {{1, 0}, {0.5, 2}, {-1, 1}};
+    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
     const char *saved = THBlas_kernelName();
-    for (int f = 0; f < 3; f++) {
-        if (THBlas_setKernel(families[f]) < 0) {
+    printf("  GEMM kernel families run:");
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (THBlas_setKernel(all_families[f]) < 0) {
             THError_clear(); /* not on this CPU */
+            printf(" [%s: not on this CPU]", all_families[f]);
             continue;
         }
-        for (int d = 0; d < 2; d++) {
-            THDtype dtype = d == 0 ? TH_Float32 : TH_Float64;
-            for (int s = 0; s < NUM_ODD_SIZES; s++) {
-                int layouts[3] = {s % NUM_LAYOUTS, (s / 3) % NUM_LAYOUTS,
-                                  (s + 1) % NUM_LAYOUTS};
-                const double *ab = coefficients[s % 3];
-                check_case(dtype, odd_sizes[s][0], odd_sizes[s][1],
-                           odd_sizes[s][2], layouts, ab[0], ab[1]);
+        printf(" %s", all_families[f]);
+        check_odd_sizes();
+        THBlas_setCacheSizes(tiny_caches);
+        check_odd_sizes();
+        THBlas_setCacheSizes(NULL);
+    }
+    printf("\n");
+    CHECK_OK(THBlas_setKernel(saved));
+}
+
+/* The blocking of every family and dtype keeps the loops' invariants and
+ * the analytical model's budgets (Note [GEMM blocking from the cache
+ * sizes]): the B micro-panel in half of L1, the A block in half of L2. */
+static void
+test_gemm_blocking_follows_the_caches(void)
+{
+    static const int64_t caches[][3] = {
+        {32 << 10, 512 << 10, 8 << 20},  /* Zen 1 */
+        {48 << 10, 2 << 20, 32 << 20},   /* Sapphire Rapids-like */
+        {1, 1, 1},                       /* nonsense: clamped */
+    };
+    const char *saved = THBlas_kernelName();
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (THBlas_setKernel(all_families[f]) < 0) {
+            THError_clear();
+            continue;
+        }
+        for (int c = 0; c < 3; c++) {
+            THBlas_setCacheSizes(caches[c]);
+            for (int d = 0; d < 2; d++) {
+                THDtype dtype = d == 0 ? TH_Float32 : TH_Float64;
+                int64_t size = THDtype_itemsize(dtype);
+                THBlasBlocking b;
+                CHECK_OK(THBlas_blocking(dtype, &b));
+                CHECK(b.mr >= 1 && b.nr >= 1 && b.kc % 8 == 0);
+                CHECK(b.mc % b.mr == 0 && b.nc % b.nr == 0);
+                CHECK(b.kc >= 64 && b.mc >= b.mr && b.nc >= b.nr);
+                if (c < 2) {
+                    CHECK(b.kc * b.nr * size <= caches[c][0] / 2);
+                    CHECK(b.mc * b.kc * size <= caches[c][1] / 2);
+                    CHECK(b.kc * b.nc * size <= caches[c][2] / 2);
+                }
             }
         }
+        THBlas_setCacheSizes(NULL);
     }
     CHECK_OK(THBlas_setKernel(saved));
+    THBlasBlocking ignored;
+    CHECK_FAILS(THBlas_blocking(TH_Int32, &ignored), TH_ERR_VALUE,
+                "does not take the packed GEMM");
+    int64_t detected[3];
+    THBlas_cacheSizes(detected);
+    CHECK(detected[0] > 0 && detected[1] > 0 && detected[2] > 0);
 }
 
 static void
@@ -224,6 +291,28 @@ test_gemv_shapes_every_layout(void)
                            shapes[s][2], layouts, 1, 0);
                 check_case(TH_Float64, shapes[s][0], shapes[s][1],
                            shapes[s][2], layouts, 0.5, 2);
+            }
+        }
+    }
+}
+
+/* The paths picked by shape (Note [GEMM small products]): fewer columns
+ * than NR (column by column dot products when A's rows and B's columns
+ * are contiguous), and B read in place (full panels) beside its packed
+ * partial panel. */
+static void
+test_gemm_small_products_every_layout(void)
+{
+    static const int64_t shapes[][3] = {
+        {64, 10, 128}, {30, 3, 50}, {64, 64, 64}, {13, 37, 20}};
+    for (int s = 0; s < 4; s++) {
+        for (int la = 0; la < NUM_LAYOUTS; la++) {
+            for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
+                int layouts[3] = {la, lb, (la + 2 * lb) % NUM_LAYOUTS};
+                check_case(TH_Float32, shapes[s][0], shapes[s][1],
+                           shapes[s][2], layouts, 1, 0);
+                check_case(TH_Float64, shapes[s][0], shapes[s][1],
+                           shapes[s][2], layouts, -0.5, 2);
             }
         }
     }
@@ -396,8 +485,10 @@ test_gemm_tensor_batches(void)
 
 TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_floating_matches_naive),
+    TH_TEST(test_gemm_blocking_follows_the_caches),
     TH_TEST(test_gemm_every_layout),
     TH_TEST(test_gemv_shapes_every_layout),
+    TH_TEST(test_gemm_small_products_every_layout),
     TH_TEST(test_gemm_two_threads),
     TH_TEST(test_gemm_integer_dtypes),
     TH_TEST(test_gemm_integer_wraps),

@@ -33,25 +33,31 @@
  * portable 16-byte vectors, each inside a function carrying its own
  * __attribute__((target)).  The build therefore needs no -march flag, and
  * the family is picked once, on first use, with __builtin_cpu_supports.
- * MR is 6 in every family and NR is two vectors, so 12 accumulators, two B
- * vectors and one broadcast use 15 of the 16 (AVX2) or 32 (AVX-512)
- * vector registers.  The packing and loop code is shared: it takes NR from
- * the family in use.  The matrix-vector kernels (dot, dot4, axpy4) come in
+ * NR is two vectors in every family; MR is each family's own: 6 for AVX2
+ * (12 accumulators, two B vectors and one broadcast use 15 of its 16
+ * vector registers) and for the portable build, 14 for AVX-512 (28 + 2 + 1
+ * of its 32: the tile of BLIS's Skylake-X kernels, 14 x 32 floats or
+ * 14 x 16 doubles, here with the vectors along the rows of C).  The
+ * AVX-512 kernel prefetches C's tile like the others but adds no software
+ * prefetch of the packed panels (BLIS's does): it has not run on AVX-512
+ * hardware here, and the hardware prefetchers follow the panels' linear
+ * streams.  The packing and loop code is shared: it takes MR, NR and the
+ * blocks from the family in use (Note [GEMM blocking from the cache
+ * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) come in
  * the same three builds.
  */
 #include "THBlas.h"
 
 #include "THParallel.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#define GEMM_MR 6
-#define GEMM_KC 256
-#define GEMM_MC 144   /* a multiple of GEMM_MR */
-#define GEMM_NC 3072  /* a multiple of every NR */
 #define GEMM_ALIGN 64 /* a cache line, and one AVX-512 register */
 
 /* Products with fewer multiply-adds than this skip packing. */
@@ -70,36 +76,38 @@ typedef double v8df __attribute__((vector_size(64)));
 
 /* c[MR x NR tile] = beta * c + alpha * (a-panel @ b-panel) over kc steps;
  * only the top-left mr x nr part of the tile is stored (edge tiles).
- * beta == 0 writes without reading c.  The packed panels are aligned, so
- * B is read as vectors directly; C may be anywhere, so its vectors move
- * through memcpy, which compiles to one unaligned vector load or store. */
-#define TH_DEFINE_MICROKERNEL(T, VT, family, target_attr, MADD)            \
+ * beta == 0 writes without reading c.  The B panel's rows are b_rs
+ * elements apart: NR when packed, B's own row stride when a small product
+ * reads B in place (Note [GEMM small products]).  B and C may be anywhere,
+ * so their vectors move through memcpy, which compiles to one unaligned
+ * vector load or store (as fast as an aligned one on aligned data). */
+#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, target_attr, MADD)        \
     target_attr static void ukernel_##T##_##family(                        \
-        int64_t kc, const T *a, const T *b, T alpha, T beta, T *c,         \
-        int64_t c_rs, int64_t c_cs, int mr, int nr)                        \
+        int64_t kc, const T *a, const T *b, int64_t b_rs, T alpha, T beta, \
+        T *c, int64_t c_rs, int64_t c_cs, int mr, int nr)                  \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
-        VT acc[GEMM_MR][2];                                                \
+        VT acc[MR][2];                                                     \
         for (int i = 0; i < mr; i++) { /* C is needed only at the end */  \
             __builtin_prefetch(c + i * c_rs, 1);                           \
             __builtin_prefetch(c + i * c_rs + (nr - 1) * c_cs, 1);         \
         }                                                                  \
-        for (int i = 0; i < GEMM_MR; i++) {                                \
+        for (int i = 0; i < MR; i++) {                                     \
             acc[i][0] = acc[i][1] = (VT){0};                               \
         }                                                                  \
-        /* the packed B panel starts on a multiple of sizeof(VT) */       \
-        const VT *bv = __builtin_assume_aligned(b, sizeof(VT));            \
         _Pragma("GCC unroll 4")                                            \
         for (int64_t p = 0; p < kc; p++) {                                 \
-            VT b0 = bv[2 * p], b1 = bv[2 * p + 1];                         \
-            for (int i = 0; i < GEMM_MR; i++) {                            \
-                VT ai = a[p * GEMM_MR + i] - (VT){0}; /* broadcast */      \
+            VT b0, b1;                                                     \
+            memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
+            memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
+            for (int i = 0; i < MR; i++) {                                 \
+                VT ai = a[p * MR + i] - (VT){0}; /* broadcast */           \
                 acc[i][0] = MADD(ai, b0, acc[i][0]);                       \
                 acc[i][1] = MADD(ai, b1, acc[i][1]);                       \
             }                                                              \
         }                                                                  \
-        if (mr == GEMM_MR && nr == NR && c_cs == 1) {                      \
-            for (int i = 0; i < GEMM_MR; i++) {                            \
+        if (mr == MR && nr == NR && c_cs == 1) {                           \
+            for (int i = 0; i < MR; i++) {                                 \
                 T *row = c + i * c_rs;                                     \
                 for (int v = 0; v < 2; v++) {                              \
                     VT out = alpha * acc[i][v];                            \
@@ -113,7 +121,7 @@ typedef double v8df __attribute__((vector_size(64)));
             }                                                              \
             return;                                                        \
         }                                                                  \
-        T tile[GEMM_MR][NR];                                               \
+        T tile[MR][NR];                                                    \
         memcpy(tile, acc, sizeof(tile));                                   \
         for (int i = 0; i < mr; i++) {                                     \
             for (int j = 0; j < nr; j++) {                                 \
@@ -147,15 +155,24 @@ typedef double v8df __attribute__((vector_size(64)));
 #define MADD_AVX512_DOUBLE(x, y, acc) _mm512_fmadd_pd((x), (y), (acc))
 #endif
 
-TH_DEFINE_MICROKERNEL(float, v4sf, generic, TH_NO_TARGET, MADD_PLAIN)
-TH_DEFINE_MICROKERNEL(double, v2df, generic, TH_NO_TARGET, MADD_PLAIN)
+/* Rows of the tile (MR) per family: Note [GEMM kernel families]. */
+#define GEMM_MR_GENERIC 6
+#define GEMM_MR_AVX2 6
+#define GEMM_MR_AVX512 14
+
+TH_DEFINE_MICROKERNEL(float, v4sf, generic, GEMM_MR_GENERIC, TH_NO_TARGET,
+                      MADD_PLAIN)
+TH_DEFINE_MICROKERNEL(double, v2df, generic, GEMM_MR_GENERIC, TH_NO_TARGET,
+                      MADD_PLAIN)
 #if defined(__x86_64__)
-TH_DEFINE_MICROKERNEL(float, v8sf, avx2, TH_TARGET_AVX2, MADD_AVX2_FLOAT)
-TH_DEFINE_MICROKERNEL(double, v4df, avx2, TH_TARGET_AVX2, MADD_AVX2_DOUBLE)
-TH_DEFINE_MICROKERNEL(float, v16sf, avx512, TH_TARGET_AVX512,
+TH_DEFINE_MICROKERNEL(float, v8sf, avx2, GEMM_MR_AVX2, TH_TARGET_AVX2,
+                      MADD_AVX2_FLOAT)
+TH_DEFINE_MICROKERNEL(double, v4df, avx2, GEMM_MR_AVX2, TH_TARGET_AVX2,
+                      MADD_AVX2_DOUBLE)
+TH_DEFINE_MICROKERNEL(float, v16sf, avx512, GEMM_MR_AVX512, TH_TARGET_AVX512,
                       MADD_AVX512_FLOAT)
-TH_DEFINE_MICROKERNEL(double, v8df, avx512, TH_TARGET_AVX512,
-                      MADD_AVX512_DOUBLE)
+TH_DEFINE_MICROKERNEL(double, v8df, avx512, GEMM_MR_AVX512,
+                      TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
 
 /* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
@@ -255,15 +272,17 @@ TH_DEFINE_VECTOR_KERNELS(double, v8df, avx512, TH_TARGET_AVX512,
                          MADD_AVX512_DOUBLE)
 #endif
 
-typedef void (*UKernel_float)(int64_t, const float *, const float *, float,
-                              float, float *, int64_t, int64_t, int, int);
+typedef void (*UKernel_float)(int64_t, const float *, const float *,
+                              int64_t, float, float, float *, int64_t,
+                              int64_t, int, int);
 typedef void (*UKernel_double)(int64_t, const double *, const double *,
-                               double, double, double *, int64_t, int64_t,
-                               int, int);
+                               int64_t, double, double, double *, int64_t,
+                               int64_t, int, int);
 
 typedef struct {
     const char *name;
     const char *cpu_features[2]; /* for __builtin_cpu_supports; NULL: none */
+    int mr; /* rows of the tile, for both dtypes */
     int nr_float, nr_double;
     UKernel_float ukernel_float;
     UKernel_double ukernel_double;
@@ -286,12 +305,12 @@ typedef struct {
 /* Best first. */
 static const KernelFamily kernel_families[] = {
 #if defined(__x86_64__)
-    {"avx512", {"avx512f", "fma"}, 32, 16, ukernel_float_avx512,
-     ukernel_double_avx512, TH_VECTOR_KERNELS(avx512)},
-    {"avx2", {"avx2", "fma"}, 16, 8, ukernel_float_avx2,
+    {"avx512", {"avx512f", "fma"}, GEMM_MR_AVX512, 32, 16,
+     ukernel_float_avx512, ukernel_double_avx512, TH_VECTOR_KERNELS(avx512)},
+    {"avx2", {"avx2", "fma"}, GEMM_MR_AVX2, 16, 8, ukernel_float_avx2,
      ukernel_double_avx2, TH_VECTOR_KERNELS(avx2)},
 #endif
-    {"generic", {NULL, NULL}, 8, 4, ukernel_float_generic,
+    {"generic", {NULL, NULL}, GEMM_MR_GENERIC, 8, 4, ukernel_float_generic,
      ukernel_double_generic, TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
@@ -365,6 +384,168 @@ THBlas_setKernel(const char *name)
         }
     }
     return THError_set(TH_ERR_VALUE, "unknown GEMM kernel '%s'", name);
+}
+
+/* ---- blocking (Note [GEMM blocking from the cache sizes]) ------------------ */
+
+/* Note [GEMM blocking from the cache sizes]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * MC, KC and NC follow BLIS's analytical model (Low et al., "Analytical
+ * modeling is enough for high-performance BLIS", 2016), applied to the
+ * data cache sizes the OS reports (sysfs for cpu0, else sysconf, else the
+ * fallbacks below), once per process, for each family's tile and dtype:
+ *   - KC: the B micro-panel (KC x NR), which every A micro-panel of the
+ *     block meets in turn, fills half of L1; the other half holds the
+ *     A micro-panel streaming past it (MR x KC) and the C tile's lines.
+ *   - MC: the packed A block (MC x KC), which every B micro-panel of the
+ *     block meets in turn, fills half of L2.
+ *   - NC: the packed B block (KC x NC) fills half of L3 (shared by the
+ *     cores, and by the A blocks passing through it).
+ * Each is rounded down to what the loops need (KC to a multiple of 8, MC
+ * to MR, NC to NR) and kept within bounds, so odd reports stay sane.  On
+ * the Zen 1 this was tuned on (32K L1, 512K L2, 8M L3 per core complex)
+ * the AVX2 float32 blocking is KC 256, MC 252, NC 4096. */
+
+enum { CACHE_L1, CACHE_L2, CACHE_L3, NUM_CACHE_LEVELS };
+
+static const int64_t fallback_cache_bytes[NUM_CACHE_LEVELS] = {
+    32 << 10, 256 << 10, 8 << 20};
+
+/* "32K", "8192K", "1M": sysfs's size format.  0 when unreadable. */
+static int64_t
+read_sysfs_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    long long value = 0;
+    char unit = 0;
+    int got = fscanf(f, "%lld%c", &value, &unit);
+    fclose(f);
+    if (got < 1 || value <= 0) {
+        return 0;
+    }
+    return unit == 'K' ? value << 10 : unit == 'M' ? value << 20 : value;
+}
+
+/* Level and type of /sys/devices/system/cpu/cpu0/cache/index<i>, and its
+ * size when it is a data or unified cache; 0 otherwise. */
+static int64_t
+sysfs_cache_bytes(int index, int *level)
+{
+    char path[96], type[16] = "";
+    snprintf(path, sizeof(path),
+             "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fscanf(f, "%d", level) != 1) {
+        if (f != NULL) {
+            fclose(f);
+        }
+        return 0;
+    }
+    fclose(f);
+    snprintf(path, sizeof(path),
+             "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+    f = fopen(path, "r");
+    if (f == NULL || fscanf(f, "%15s", type) != 1
+        || strcmp(type, "Instruction") == 0) {
+        if (f != NULL) {
+            fclose(f);
+        }
+        return 0;
+    }
+    fclose(f);
+    snprintf(path, sizeof(path),
+             "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    return read_sysfs_size(path);
+}
+
+static int64_t cache_bytes[NUM_CACHE_LEVELS];
+
+/* sysfs first: sysconf reports the whole chip's L3 on some CPUs (64M on
+ * this Zen 1, whose cores share 8M per complex). */
+static void
+detect_cache_sizes(void)
+{
+    for (int index = 0; index < 8; index++) {
+        int level = 0;
+        int64_t bytes = sysfs_cache_bytes(index, &level);
+        if (bytes > 0 && level >= 1 && level <= NUM_CACHE_LEVELS) {
+            cache_bytes[level - 1] = bytes;
+        }
+    }
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+    const int names[NUM_CACHE_LEVELS] = {
+        _SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE};
+    for (int level = 0; level < NUM_CACHE_LEVELS; level++) {
+        long bytes = cache_bytes[level] > 0 ? 0 : sysconf(names[level]);
+        if (bytes > 0) {
+            cache_bytes[level] = bytes;
+        }
+    }
+#endif
+    for (int level = 0; level < NUM_CACHE_LEVELS; level++) {
+        if (cache_bytes[level] <= 0) {
+            cache_bytes[level] = fallback_cache_bytes[level];
+        }
+    }
+}
+
+static pthread_once_t cache_sizes_once = PTHREAD_ONCE_INIT;
+/* THBlas_setCacheSizes's sizes; all 0: the detected ones. */
+static int64_t cache_bytes_override[NUM_CACHE_LEVELS];
+
+void
+THBlas_cacheSizes(int64_t sizes[3])
+{
+    pthread_once(&cache_sizes_once, detect_cache_sizes);
+    bool overridden = cache_bytes_override[CACHE_L1] > 0;
+    memcpy(sizes, overridden ? cache_bytes_override : cache_bytes,
+           sizeof(cache_bytes));
+}
+
+void
+THBlas_setCacheSizes(const int64_t sizes[3])
+{
+    for (int level = 0; level < NUM_CACHE_LEVELS; level++) {
+        cache_bytes_override[level] = sizes == NULL ? 0 : sizes[level];
+    }
+}
+
+static int64_t
+clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static THBlasBlocking
+blocking_for(const KernelFamily *family, int itemsize)
+{
+    int64_t caches[NUM_CACHE_LEVELS];
+    THBlas_cacheSizes(caches);
+    THBlasBlocking b;
+    b.mr = family->mr;
+    b.nr = itemsize == 4 ? family->nr_float : family->nr_double;
+    b.kc = clamp64(caches[CACHE_L1] / 2 / (b.nr * itemsize) / 8 * 8, 64,
+                   1024);
+    b.mc = clamp64(caches[CACHE_L2] / 2 / (b.kc * itemsize) / b.mr * b.mr,
+                   b.mr, 4096 / b.mr * b.mr);
+    b.nc = clamp64(caches[CACHE_L3] / 2 / (b.kc * itemsize) / b.nr * b.nr,
+                   b.nr, 16384);
+    return b;
+}
+
+int
+THBlas_blocking(THDtype dtype, THBlasBlocking *out)
+{
+    if (dtype != TH_Float32 && dtype != TH_Float64) {
+        return THError_set(TH_ERR_VALUE,
+                           "THBlas_blocking: %s does not take the packed GEMM",
+                           THDtype_name(dtype));
+    }
+    *out = blocking_for(current_family(), THDtype_itemsize(dtype));
+    return 0;
 }
 
 /* ---- scalars ---------------------------------------------------------------- */
@@ -473,10 +654,13 @@ static const RowwiseGemm rowwise_gemms[TH_NUM_DTYPES] = {
 
 /* ---- the packed kernel: float32 and float64 (Note [GEMM blocking]) ---------- */
 
-/* The packing buffers of one thread. */
+/* The packing buffers of one thread, and the kernel and blocking they
+ * were sized for. */
 typedef struct {
-    void *a_pack; /* GEMM_MC x GEMM_KC */
-    void *b_pack; /* GEMM_KC x GEMM_NC (rounded up to NR) */
+    const KernelFamily *family;
+    THBlasBlocking blocking;
+    void *a_pack; /* mc x kc (rounded up to MR) */
+    void *b_pack; /* kc x nc (rounded up to NR) */
 } GemmWorkspace;
 
 static int64_t
@@ -494,13 +678,16 @@ min64(int64_t a, int64_t b)
 /* Allocates buffers just large enough for an m x n x k product (so small
  * products take small buffers).  Returns false when out of memory. */
 static bool
-workspace_alloc(GemmWorkspace *ws, int itemsize, int nr, int64_t m,
-                int64_t n, int64_t k)
+workspace_alloc(GemmWorkspace *ws, int itemsize, int64_t m, int64_t n,
+                int64_t k)
 {
-    int64_t kc = min64(k, GEMM_KC);
-    size_t a_bytes = (size_t)(round_up(min64(m, GEMM_MC), GEMM_MR) * kc
+    ws->family = current_family();
+    ws->blocking = blocking_for(ws->family, itemsize);
+    const THBlasBlocking *bl = &ws->blocking;
+    int64_t kc = min64(k, bl->kc);
+    size_t a_bytes = (size_t)(round_up(min64(m, bl->mc), bl->mr) * kc
                               * itemsize);
-    size_t b_bytes = (size_t)(round_up(min64(n, GEMM_NC), nr) * kc
+    size_t b_bytes = (size_t)(round_up(min64(n, bl->nc), bl->nr) * kc
                               * itemsize);
     ws->a_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up(
                                                (int64_t)a_bytes, GEMM_ALIGN));
@@ -550,21 +737,21 @@ workspace_free(GemmWorkspace *ws)
  * pack_b: the kc x nc block at `b` into NR-column micro-panels, each laid
  * out row after row (NR values per row), zero-padded to NR columns. */
 #define TH_DEFINE_PACKING(T)                                               \
-    static void pack_a_##T(int64_t mc, int64_t kc, const T *a, int64_t rs, \
-                           int64_t cs, T *dst)                             \
+    static void pack_a_##T(int64_t mc, int64_t kc, int mr_full, const T *a, \
+                           int64_t rs, int64_t cs, T *dst)                 \
     {                                                                      \
-        for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {                     \
-            int64_t mr = min64(GEMM_MR, mc - ir);                          \
+        for (int64_t ir = 0; ir < mc; ir += mr_full) {                     \
+            int64_t mr = min64(mr_full, mc - ir);                          \
             const T *src = a + ir * rs;                                    \
             for (int64_t p = 0; p < kc; p++) {                             \
                 int64_t i = 0;                                             \
                 for (; i < mr; i++) {                                      \
                     dst[i] = src[i * rs + p * cs];                         \
                 }                                                          \
-                for (; i < GEMM_MR; i++) {                                 \
+                for (; i < mr_full; i++) {                                 \
                     dst[i] = 0;                                            \
                 }                                                          \
-                dst += GEMM_MR;                                            \
+                dst += mr_full;                                            \
             }                                                              \
         }                                                                  \
     }                                                                      \
@@ -592,14 +779,26 @@ workspace_free(GemmWorkspace *ws)
         }                                                                  \
     }
 
+/* The step that cuts `extent` into as few blocks of at most `block` as
+ * possible, all of about one size (a multiple of `multiple` up to the
+ * last): k = 784 runs as 200 + 200 + 200 + 184 rather than 3 x 256 + 16,
+ * whose thin last block would pay the C tiles' loads and stores for
+ * little work. */
+static int64_t
+balanced_step(int64_t extent, int64_t block, int64_t multiple)
+{
+    int64_t blocks = (extent + block - 1) / block;
+    return min64(round_up((extent + blocks - 1) / blocks, multiple), block);
+}
+
 /* The loop nest of Note [GEMM blocking] on one thread, for C = beta * C +
  * alpha * A @ B with k >= 1. */
 #define TH_DEFINE_BLOCKED_GEMM(T)                                          \
     static void gemm_blocked_##T(const GemmArgs *g, const GemmWorkspace *ws)  \
     {                                                                      \
-        const KernelFamily *family = current_family();                     \
-        UKernel_##T ukernel = family->ukernel_##T;                         \
-        int nr_full = family->nr_##T;                                      \
+        UKernel_##T ukernel = ws->family->ukernel_##T;                     \
+        const THBlasBlocking *bl = &ws->blocking;                          \
+        int mr_full = bl->mr, nr_full = bl->nr;                            \
         T alpha = (T)scalar_as_double(g->alpha);                           \
         T beta = (T)scalar_as_double(g->beta);                             \
         const T *a = (const T *)g->a.data;                                 \
@@ -609,24 +808,36 @@ workspace_free(GemmWorkspace *ws)
         int64_t b_rs = g->b.row_stride, b_cs = g->b.col_stride;            \
         int64_t c_rs = g->c.row_stride, c_cs = g->c.col_stride;            \
         T *a_pack = ws->a_pack, *b_pack = ws->b_pack;                      \
-        for (int64_t jc = 0; jc < g->n; jc += GEMM_NC) {                   \
-            int64_t nc = min64(GEMM_NC, g->n - jc);                        \
-            for (int64_t pc = 0; pc < g->k; pc += GEMM_KC) {               \
-                int64_t kc = min64(GEMM_KC, g->k - pc);                    \
+        /* Note [GEMM small products] */                                   \
+        bool b_in_place = b_cs == 1 && g->k * g->n <= bl->mc * bl->kc;     \
+        int64_t kc_step = balanced_step(g->k, bl->kc, 8);                  \
+        int64_t mc_step = balanced_step(g->m, bl->mc, mr_full);            \
+        for (int64_t jc = 0; jc < g->n; jc += bl->nc) {                    \
+            int64_t nc = min64(bl->nc, g->n - jc);                         \
+            for (int64_t pc = 0; pc < g->k; pc += kc_step) {               \
+                int64_t kc = min64(kc_step, g->k - pc);                    \
                 T beta_block = pc == 0 ? beta : (T)1;                      \
-                pack_b_##T(kc, nc, nr_full, b + pc * b_rs + jc * b_cs,     \
-                           b_rs, b_cs, b_pack);                            \
-                for (int64_t ic = 0; ic < g->m; ic += GEMM_MC) {           \
-                    int64_t mc = min64(GEMM_MC, g->m - ic);                \
-                    pack_a_##T(mc, kc, a + ic * a_rs + pc * a_cs, a_rs,    \
-                               a_cs, a_pack);                              \
+                const T *b_block = b + pc * b_rs + jc * b_cs;              \
+                int64_t full = b_in_place ? nc / nr_full * nr_full : 0;    \
+                if (full < nc) { /* what is not read in place */           \
+                    pack_b_##T(kc, nc - full, nr_full, b_block + full * b_cs, \
+                               b_rs, b_cs, b_pack + full * kc);            \
+                }                                                          \
+                for (int64_t ic = 0; ic < g->m; ic += mc_step) {           \
+                    int64_t mc = min64(mc_step, g->m - ic);                \
+                    pack_a_##T(mc, kc, mr_full, a + ic * a_rs + pc * a_cs, \
+                               a_rs, a_cs, a_pack);                        \
                     for (int64_t jr = 0; jr < nc; jr += nr_full) {         \
-                        for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {     \
+                        bool direct = jr < full;                           \
+                        const T *panel = direct ? b_block + jr             \
+                                                : b_pack + jr * kc;        \
+                        int64_t panel_rs = direct ? b_rs : nr_full;        \
+                        for (int64_t ir = 0; ir < mc; ir += mr_full) {     \
                             T *tile = c + (ic + ir) * c_rs                 \
                                       + (jc + jr) * c_cs;                  \
-                            ukernel(kc, a_pack + ir * kc, b_pack + jr * kc, \
+                            ukernel(kc, a_pack + ir * kc, panel, panel_rs, \
                                     alpha, beta_block, tile, c_rs, c_cs,   \
-                                    (int)min64(GEMM_MR, mc - ir),          \
+                                    (int)min64(mr_full, mc - ir),          \
                                     (int)min64(nr_full, nc - jr));         \
                         }                                                  \
                     }                                                      \
@@ -744,6 +955,12 @@ nr_for(THDtype dtype)
     return dtype == TH_Float32 ? family->nr_float : family->nr_double;
 }
 
+static int
+mr_for(void)
+{
+    return current_family()->mr;
+}
+
 static bool
 needs_packing(THDtype dtype, const GemmArgs *g)
 {
@@ -754,8 +971,36 @@ needs_packing(THDtype dtype, const GemmArgs *g)
 static bool
 workspace_alloc_for(GemmWorkspace *ws, THDtype dtype, const GemmArgs *g)
 {
-    return workspace_alloc(ws, THDtype_itemsize(dtype), nr_for(dtype), g->m,
-                           g->n, g->k);
+    return workspace_alloc(ws, THDtype_itemsize(dtype), g->m, g->n, g->k);
+}
+
+/* Note [GEMM small products]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Packing pays for itself when each packed value is read many times; in
+ * a small product it is read few times and copying costs as much as the
+ * multiply-adds.  So the path is picked by shape:
+ *   - fewer columns than NR with A's rows and B's columns contiguous
+ *     (linear's x @ W.t() with a small output layer): one matrix-vector
+ *     product per column of C, dot products along both contiguous
+ *     operands, where a packed tile would be mostly zero padding;
+ *   - B with contiguous rows whose whole k x n fits the A block's budget
+ *     (half of L2): the micro-kernel reads B's full-width panels in place,
+ *     from L2, and only the last, partial panel is packed. */
+static void
+gemv_each_column(THDtype dtype, const GemmArgs *g)
+{
+    int itemsize = THDtype_itemsize(dtype);
+    for (int64_t j = 0; j < g->n; j++) {
+        GemmArgs column = *g;
+        column.n = 1;
+        column.b.data += j * g->b.col_stride * itemsize;
+        column.c.data += j * g->c.col_stride * itemsize;
+        if (dtype == TH_Float32) {
+            gemv_float(&column);
+        } else {
+            gemv_double(&column);
+        }
+    }
 }
 
 /* One product on the calling thread.  `ws` is a workspace sized for it
@@ -774,6 +1019,11 @@ gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
         } else {
             gemv_double(g);
         }
+        return true;
+    }
+    if (is_packed_dtype(dtype) && g->n < nr_for(dtype)
+        && g->a.col_stride == 1 && g->b.row_stride == 1) {
+        gemv_each_column(dtype, g); /* Note [GEMM small products] */
         return true;
     }
     if (!needs_packing(dtype, g)) {
@@ -861,7 +1111,7 @@ THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
         return gemm_one_thread(dtype, &g, NULL) ? 0 : out_of_memory();
     }
     BandJob job = {.dtype = dtype, .whole = g, .split_rows = m >= n};
-    job.unit = job.split_rows ? GEMM_MR : nr_for(dtype);
+    job.unit = job.split_rows ? mr_for() : nr_for(dtype);
     atomic_init(&job.out_of_memory, false);
     int64_t extent = job.split_rows ? m : n;
     int64_t units = (extent + job.unit - 1) / job.unit;

@@ -78,4 +78,23 @@ const char *THBlas_kernelName(void);
  * or -1 with a TH error when unknown or not supported by this CPU. */
 int THBlas_setKernel(const char *name);
 
+/* The packed GEMM's tile and blocking for one dtype under the family in
+ * use (Note [GEMM blocking from the cache sizes] in THBlas.c). */
+typedef struct {
+    int mr, nr;             /* the micro-kernel's tile of C */
+    int64_t mc, kc, nc;     /* the blocks of A (mc x kc) and B (kc x nc) */
+} THBlasBlocking;
+
+/* Fills *out for TH_Float32 or TH_Float64 (the packed dtypes); returns 0,
+ * or -1 with a TH error for another dtype. */
+int THBlas_blocking(THDtype dtype, THBlasBlocking *out);
+
+/* The data cache sizes, in bytes, the blocking was derived from: level 1
+ * to 3 (index 0 to 2), as the OS reports them, or the fallbacks. */
+void THBlas_cacheSizes(int64_t sizes[3]);
+/* Derives the blocking from these sizes instead (tests use tiny caches to
+ * cross every block edge with small products); NULL restores the
+ * detected sizes.  Not thread-safe: set it while no GEMM runs. */
+void THBlas_setCacheSizes(const int64_t sizes[3]);
+
 #endif /* TH_BLAS_H */

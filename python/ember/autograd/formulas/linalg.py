@@ -222,7 +222,7 @@ def matmul_operator(a, b):
 class AddmmBackward0(Node):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts."""
 
-    __slots__ = ("input_shape", "beta", "alpha")
+    __slots__ = ("input_shape", "beta", "alpha", "mat1_columns", "mat2_columns")
 
     def apply(self, grad):
         mat1, mat2 = self.unpack_saved()
@@ -233,12 +233,21 @@ class AddmmBackward0(Node):
             grad_input = sum_to(scaled, self.input_shape)
         alpha = self.alpha
         if mat1_edge is not None:
-            grad_mat1 = self._product(grad, self._transposed(mat2))
+            grad_mat1 = self._product_in_layout(grad, self._transposed(mat2), self.mat1_columns)
             grad_mat1 = grad_mat1 if alpha == 1 else grad_mat1 * alpha
         if mat2_edge is not None:
-            grad_mat2 = self._product(self._transposed(mat1), grad)
+            grad_mat2 = self._product_in_layout(self._transposed(mat1), grad, self.mat2_columns)
             grad_mat2 = grad_mat2 if alpha == 1 else grad_mat2 * alpha
         return grad_input, grad_mat1, grad_mat2
+
+    def _product_in_layout(self, a, b, columns):
+        """a @ b, computed as (b^T @ a^T)^T when the operand it is the
+        gradient of is laid out column after column (linear's weight.t()),
+        so that the gradient comes out in that layout and its leaf takes it
+        without a copy (PyTorch's mm_mat1_backward and mm_mat2_backward)."""
+        if columns:
+            return self._transposed(self._product(self._transposed(b), self._transposed(a)))
+        return self._product(a, b)
 
     @staticmethod
     def _product(a, b):
@@ -261,6 +270,13 @@ class BaddbmmBackward0(AddmmBackward0):
         return batch.transpose(1, 2)
 
 
+def _column_major(matrix):
+    """Whether the last two dims of `matrix` are laid out column after
+    column: the transpose of a contiguous matrix."""
+    stride = matrix.stride()
+    return stride[-2] == 1 and stride[-1] == matrix.shape[-2] != 1
+
+
 def _add_product(node_class, name, input, m1, m2, beta, alpha, out):
     refuse_out(name, out)
     result = getattr(input, name)(m1, m2, beta=beta, alpha=alpha)
@@ -268,6 +284,8 @@ def _add_product(node_class, name, input, m1, m2, beta, alpha, out):
     node.input_shape = input.shape
     node.beta = beta
     node.alpha = alpha
+    node.mat1_columns = _column_major(m1)
+    node.mat2_columns = _column_major(m2)
     _, m1_edge, m2_edge = node._edges
     node.save(m1 if m2_edge is not None else None, m2 if m1_edge is not None else None)
     return record(node, result)
@@ -286,5 +304,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 register_inplace("addmm_", ember.addmm)
 register_inplace("baddbmm_", ember.baddbmm)
 
-# _gemm_kernel is a THPOp of the function table, but takes no tensor.
+# _gemm_kernel and _gemm_blocking are in the function table, but take no
+# tensor.
 nondifferentiable("_gemm_kernel")
+nondifferentiable("_gemm_blocking")
