@@ -6,11 +6,13 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
-        [--forward] [--only SUBSTRING]
+        [--forward] [--only SUBSTRING] [--cpu-time]
 
 --quick runs smaller shapes (a smoke run; the issue's goals are stated
 for the full ones).  --forward times the forward alone (no autograd
-graph), --only the cases whose name contains SUBSTRING.
+graph), --only the cases whose name contains SUBSTRING.  --cpu-time
+measures CPU time instead of wall time (the calling thread's with one
+thread, the process's with more), which a loaded machine inflates far less.
 """
 
 import os
@@ -88,12 +90,18 @@ def cases(quick):
     yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
 
 
-def best_time(fn, rounds):
+def clock(threads):
+    if "--cpu-time" not in sys.argv:
+        return time.perf_counter
+    return time.thread_time if threads == 1 else time.process_time
+
+
+def best_time(fn, rounds, now):
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = now()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, now() - start)
     return best
 
 
@@ -104,8 +112,10 @@ def main():
     ember.set_num_threads(threads)
     if torch is not None:
         torch.set_num_threads(threads)
+    now = clock(threads)
     step = "forward" if FORWARD_ONLY else "forward + backward"
-    print(f"layers, {step}, {threads} thread(s); times in ms (best of rounds)")
+    kind = "wall" if now is time.perf_counter else "CPU"
+    print(f"layers, {step}, {threads} thread(s); {kind} times in ms (best of rounds)")
     print(f"{'case':40s} {'ember':>9s} {'torch':>9s} {'ratio':>7s}  goal")
     for name, make, args in cases(quick):
         if only not in name:
@@ -114,14 +124,14 @@ def main():
         ours = make(ember, *args)
         ours()
         rounds = 3 if quick else 5
-        ember_time = best_time(ours, rounds)
+        ember_time = best_time(ours, rounds, now)
         if torch is None:
             print(f"{name:40s} {ember_time * 1e3:9.2f} {'-':>9s} {'-':>7s}  (torch not installed)")
             continue
         torch.manual_seed(0)
         theirs = make(torch, *args)
         theirs()
-        torch_time = best_time(theirs, rounds)
+        torch_time = best_time(theirs, rounds, now)
         ratio = ember_time / torch_time
         verdict = "met" if ratio <= 1.0 else "missed"
         print(f"{name:40s} {ember_time * 1e3:9.2f} {torch_time * 1e3:9.2f} {ratio:6.2f}x  "
