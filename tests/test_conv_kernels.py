@@ -9,50 +9,102 @@ import ember
 from ember import _C
 
 
-def reference_conv2d(x, w, stride, pad, dilation, groups):
-    """The definition, in NumPy loops over output positions."""
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    x = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+def _windows(x_shape, w_shape, stride, pad, dilation):
+    """Each output position's (y, x, padded-input slices): the definition."""
+    _, _, h, wd = x_shape
+    _, _, kh, kw = w_shape
     oh = (h + 2 * pad[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (wd + 2 * pad[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    for y in range(oh):
+        for xx in range(ow):
+            ys, xs = y * stride[0], xx * stride[1]
+            yield y, xx, (slice(ys, ys + dilation[0] * (kh - 1) + 1, dilation[0]),
+                          slice(xs, xs + dilation[1] * (kw - 1) + 1, dilation[1]))
+
+
+def reference_conv2d(x, w, stride, pad, dilation, groups, grad=None):
+    """The definition in NumPy loops over output positions: the output, or
+    with `grad` (an output-shaped array) the input and weight gradients."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    padding = ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1]))
+    x = np.pad(x, padding)
+    windows = list(_windows((n, c, h, wd), w.shape, stride, pad, dilation))
+    oh, ow = windows[-1][0] + 1, windows[-1][1] + 1
     out = np.zeros((n, o, oh, ow))
+    grad_x, grad_w = np.zeros_like(x), np.zeros_like(w)
     per_group = o // groups
     for oc in range(o):
-        g = oc // per_group
-        for y in range(oh):
-            for xx in range(ow):
-                ys, xs = y * stride[0], xx * stride[1]
-                patch = x[:, g * cg:(g + 1) * cg,
-                          ys:ys + dilation[0] * (kh - 1) + 1:dilation[0],
-                          xs:xs + dilation[1] * (kw - 1) + 1:dilation[1]]
+        channels = slice(oc // per_group * cg, (oc // per_group + 1) * cg)
+        for y, xx, (rows, cols) in windows:
+            patch = x[:, channels, rows, cols]
+            if grad is None:
                 out[:, oc, y, xx] = (patch * w[oc]).sum(axis=(1, 2, 3))
-    return out
+                continue
+            g = grad[:, oc, y, xx].reshape(-1, 1, 1, 1)
+            grad_x[:, channels, rows, cols] += g * w[oc]
+            grad_w[oc] += (g * patch).sum(axis=0)
+    if grad is None:
+        return out
+    return grad_x[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + wd], grad_w
+
+
+# (batch, in_channels, out_channels, image, kernel, stride, padding, dilation, groups):
+# the input gradient as a convolution (stride 1, Note [Input gradient as a
+# convolution]) and by col2im (stride 2, padding beyond the kernel), several
+# samples side by side with a remainder (Note [Samples side by side]: a 20x20
+# output takes three), 1x1 images, a kernel the size of the input, stride
+# larger than the kernel, dilation, groups and depthwise.
+GEOMETRIES = [
+    (2, 4, 4, (6, 5), (3, 2), (1, 1), (0, 0), (1, 1), 1),
+    (2, 4, 4, (6, 5), (3, 2), (2, 1), (1, 0), (1, 2), 2),
+    (4, 2, 3, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (3, 3, 2, (1, 1), (1, 1), (1, 1), (0, 0), (1, 1), 1),
+    (3, 3, 2, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (2, 2, 3, (5, 4), (5, 4), (1, 1), (0, 0), (1, 1), 1),
+    (2, 2, 3, (7, 8), (2, 2), (3, 4), (0, 1), (1, 1), 1),
+    (2, 2, 2, (7, 7), (3, 3), (1, 1), (2, 1), (2, 3), 1),
+    (2, 2, 2, (4, 4), (1, 1), (1, 1), (1, 2), (1, 1), 1),
+    (3, 4, 4, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 4),
+    (2, 6, 4, (5, 6), (3, 3), (1, 2), (2, 1), (1, 1), 2),
+]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("geometry", [((1, 1), (0, 0), (1, 1), 1), ((2, 1), (1, 0), (1, 2), 2)])
+@pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_forward_and_backward_products_match_numpy(dtype, geometry):
-    stride, pad, dilation, groups = geometry
+    batch, cin, cout, image, kernel, stride, pad, dilation, groups = geometry
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 4, 6, 5)).astype(dtype)
-    w = rng.standard_normal((4, 4 // groups, 3, 2)).astype(dtype)
-    b = rng.standard_normal(4).astype(dtype)
+    x = rng.standard_normal((batch, cin, *image)).astype(dtype)
+    w = rng.standard_normal((cout, cin // groups, *kernel)).astype(dtype)
+    b = rng.standard_normal(cout).astype(dtype)
     ints = (*stride, *pad, *dilation, groups)
     out = _C._conv2d(ember.tensor(x), ember.tensor(w), ember.tensor(b), *ints).numpy()
-    expected = reference_conv2d(x.astype(np.float64), w.astype(np.float64), stride, pad,
-                                dilation, groups) + b.reshape(1, -1, 1, 1)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    expected = reference_conv2d(x64, w64, stride, pad, dilation, groups)
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
-    # The backward products are the adjoints of the forward one:
-    # <conv(x, w), g> = <x, backward_input(g, w)> = <w, backward_weight(g, x)>.
+    np.testing.assert_allclose(out, expected + b.reshape(1, -1, 1, 1), rtol=tolerance,
+                               atol=tolerance)
     g = rng.standard_normal(out.shape).astype(dtype)
-    plain = _C._conv2d(ember.tensor(x), ember.tensor(w), None, *ints).numpy()
-    grad_x = _C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), 6, 5, *ints).numpy()
-    grad_w = _C._conv2d_backward_weight(ember.tensor(g), ember.tensor(x), 3, 2, *ints).numpy()
-    inner = (plain.astype(np.float64) * g).sum()
-    np.testing.assert_allclose((x.astype(np.float64) * grad_x).sum(), inner, rtol=tolerance)
-    np.testing.assert_allclose((w.astype(np.float64) * grad_w).sum(), inner, rtol=tolerance)
+    grad_x = _C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), *image, *ints)
+    grad_w = _C._conv2d_backward_weight(ember.tensor(g), ember.tensor(x), *kernel, *ints)
+    expected_x, expected_w = reference_conv2d(x64, w64, stride, pad, dilation, groups,
+                                              grad=g.astype(np.float64))
+    np.testing.assert_allclose(grad_x.numpy(), expected_x, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(grad_w.numpy(), expected_w, rtol=tolerance, atol=tolerance)
+
+
+def test_empty_batch_gradients():
+    """No samples: an empty input gradient and a zero weight gradient, on
+    both input-gradient routes (stride 1 and 2)."""
+    g = ember.ones(0, 3, 4, 4)
+    w = ember.ones(3, 2, 3, 3)
+    for stride, image in ((1, 4), (2, 7)):
+        grad_x = _C._conv2d_backward_input(ember.ones(0, 3, 4, 4), w, image, image, stride,
+                                           stride, 1, 1, 1, 1, 1)
+        assert grad_x.shape == (0, 2, image, image)
+    grad_w = _C._conv2d_backward_weight(g, ember.ones(0, 2, 4, 4), 3, 3, 1, 1, 1, 1, 1, 1, 1)
+    assert grad_w.tolist() == np.zeros((3, 2, 3, 3)).tolist()
 
 
 def test_direct_path_and_empty_batch():

@@ -16,12 +16,43 @@
  *     forward          out[n, g]  = W[g] . col                (+ bias)
  *     input gradient   col        = W[g]^T . grad_out[n, g], then col2im
  *                                   adds each column entry back where it
- *                                   was read from
+ *                                   was read from (or, with stride 1, a
+ *                                   convolution of its own: Note [Input
+ *                                   gradient as a convolution])
  *     weight gradient  gW[g]     += grad_out[n, g] . col^T
  *
- * The GEMMs are the packed, blocked, threaded THBlas_gemm; the column
- * buffer holds one sample and group at a time.  A 1x1 kernel with stride 1
- * and no padding needs no columns: the input already is that matrix.
+ * The GEMMs are the packed, blocked, threaded THBlas_gemm.  im2col copies
+ * each kernel tap's valid span of an image line at once (the bounds are
+ * worked out per tap, not per element); a 1x1 kernel with stride 1 and no
+ * padding needs no columns: the input already is that matrix.
+ *
+ * Note [Samples side by side]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * One sample of a small image gives a GEMM too narrow to run well (a 7x7
+ * output has 49 columns: the weight is packed again for every sample and
+ * the last micro-panel is mostly padding).  So the forward and weight-
+ * gradient products lay the columns of several samples side by side,
+ * col[depth][b * out_plane + position], enough for about a thousand
+ * columns (the buffer capped at a few million elements, one sample always
+ * allowed).  The forward GEMM then writes an out_group x (samples *
+ * out_plane) staging block that is copied into the NCHW output with the
+ * bias added; the weight gradient gathers grad_out's block the same way
+ * and sums over all its columns in one GEMM.
+ *
+ * Note [Input gradient as a convolution]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * With stride 1, input[c][y + i*d_h - p_h][x + j*d_w - p_w] meets
+ * grad_out[o][y][x] through W[o][c][i][j], so the input gradient is itself
+ * a stride-1 convolution of grad_out with the weight flipped in space and
+ * with its two channel dims swapped per group,
+ *
+ *     W'[g, c][o][i][j] = W[g, o][c][kh - 1 - i][kw - 1 - j],
+ *
+ * and padding d*(k - 1) - p, which must not be negative.  That runs as the
+ * forward product (depth out_group * kh * kw, no col2im, samples side by
+ * side) instead of a GEMM summing only out_group terms followed by col2im's
+ * scattered adds.  Other strides and larger paddings take the col2im route,
+ * one sample at a time.
  *
  * A transposed convolution is the input-gradient product run forward
  * (THConv2d_backwardInput), as in PyTorch.
