@@ -32,6 +32,7 @@
     _(reduce)             \
     _(conv)               \
     _(pool_norm)          \
+    _(rnn)                \
     _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];

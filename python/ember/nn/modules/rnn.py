@@ -4,8 +4,11 @@ torch.nn.modules.rnn, with its parameter names, shapes and init).
 Each layer and direction runs as in PyTorch's reference (non-cuDNN) path:
 the input projection W_ih x + b_ih of every time step is one matrix
 product, then a loop over time applies the recurrent product W_hh h + b_hh
-and the gate math.  Everything is made of ember operators, so autograd
-differentiates it; a fused gate kernel in C is future work (issue 12).
+and the gate math.  float32/float64 layers without projections run that
+loop in C with one autograd node per layer and direction (ember/nn/_rnn.py,
+c/th/THRNN.c); projections (proj_size), packed sequences and other dtypes
+run it here, made of ember operators that autograd differentiates step by
+step.
 
 PackedSequence inputs run on the padded batch with a mask: a sequence's
 state stops changing after its last element (so h_n is its last state) and
@@ -19,6 +22,7 @@ import warnings
 
 import ember
 
+from .. import _rnn
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -202,9 +206,14 @@ class RNNBase(Module):
             outputs = []
             for direction in range(directions):
                 index = layer * directions + direction
-                out, h, c = _run_direction(
-                    step, layer_input, h0[index], None if c0 is None else c0[index],
-                    self._direction_weights(index), direction == 1, mask_of)
+                h, c = h0[index], None if c0 is None else c0[index]
+                weights = self._direction_weights(index)
+                if mask_of is None and _rnn.kernel_fits(layer_input, h, c, weights):
+                    out, h, c = _rnn.run_direction(self.mode, layer_input, h, c, weights,
+                                                   direction == 1)
+                else:
+                    out, h, c = _run_direction(step, layer_input, h, c, weights,
+                                               direction == 1, mask_of)
                 outputs.append(out)
                 h_last.append(h)
                 c_last.append(c)
@@ -352,9 +361,13 @@ class RNNCellBase(Module):
     def _step(self, mode, input, hx):
         states = 2 if mode == "LSTM" else 1
         x, hx, unbatched = self._batched(input, hx, states)
-        h, c = _STEPS[mode](_project(x, self.weight_ih, self.bias_ih),
-                            _project(hx[0], self.weight_hh, self.bias_hh), hx[0],
-                            hx[1] if states > 1 else None)
+        weights = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)
+        c = hx[1] if states > 1 else None
+        if _rnn.kernel_fits(x.unsqueeze(0), hx[0], c, weights):   # one step of the loop
+            _, h, c = _rnn.run_direction(mode, x.unsqueeze(0), hx[0], c, weights, False)
+        else:
+            h, c = _STEPS[mode](_project(x, self.weight_ih, self.bias_ih),
+                                _project(hx[0], self.weight_hh, self.bias_hh), hx[0], c)
         if unbatched:
             h = h.squeeze(0)
             c = None if c is None else c.squeeze(0)
