@@ -261,6 +261,16 @@ def _check_hidden(hidden, expected, prefix):
         raise RuntimeError(f"{prefix} {expected}, got {list(hidden.shape)}")
 
 
+def _check_cell_hidden(input, h, label, hidden_size):
+    """PyTorch's checks of a cell's state `label` (0: h, 1: c)."""
+    if h.dim() != 2 or h.shape[0] != input.shape[0]:
+        raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{label} "
+                           f"batch size {h.shape[0] if h.dim() else 0}")
+    if h.shape[1] != hidden_size:
+        raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got {h.shape[1]}, "
+                           f"expected {hidden_size}")
+
+
 def _check_arguments(mode, hidden_size, num_layers, dropout, proj_size):
     if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
             or not 0 <= dropout <= 1):
@@ -351,11 +361,16 @@ class RNNCellBase(Module):
         unbatched = input.dim() == 1
         if unbatched:
             input = input.unsqueeze(0)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
+                               f"expected {self.input_size}")
         if hx is None:
             hx = [ember.zeros((input.shape[0], self.hidden_size), dtype=input.dtype)] * states
         else:
             hx = list(hx) if states > 1 else [hx]
             hx = [h.unsqueeze(0) if unbatched else h for h in hx]
+            for label, h in enumerate(hx):
+                _check_cell_hidden(input, h, label, self.hidden_size)
         return input, hx, unbatched
 
     def _step(self, mode, input, hx):
