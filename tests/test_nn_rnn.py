@@ -217,3 +217,16 @@ def test_errors_match_torch():
                 lambda: torch_rnn.pack_padded_sequence(torch.ones(3, 2, 1), [1, 2]))
     with pytest.warns(UserWarning, match="dropout option adds dropout after all but last"):
         nn.LSTM(3, 4, dropout=0.5)
+
+
+def test_cell_checks_its_states_as_pytorch():
+    cell = nn.LSTMCell(3, 4)
+    x = ember.randn(2, 3)
+    with pytest.raises(RuntimeError, match="inconsistent input_size: got 5 expected 3"):
+        cell(ember.randn(2, 5))
+    with pytest.raises(RuntimeError,
+                       match="Input batch size 2 doesn't match hidden0 batch size 3"):
+        cell(x, (ember.randn(3, 4), ember.randn(3, 4)))
+    with pytest.raises(RuntimeError,
+                       match="hidden1 has inconsistent hidden_size: got 5, expected 4"):
+        cell(x, (ember.randn(2, 4), ember.randn(2, 5)))

@@ -217,12 +217,14 @@ extern PyMethodDef THPRandom_module_methods[];
 extern PyMethodDef THPCreation_methods[];
 extern PyMethodDef THPNumpy_methods[];
 /* The layer kernels, private functions for ember.nn.functional:
- * convolution (Conv.c), pooling (Pool.c), batch norm (Norm.c). */
+ * convolution (Conv.c), pooling (Pool.c), batch norm (Norm.c), the
+ * recurrent layers' time loops (RNN.c). */
 extern PyMethodDef THPConv_methods[];
 extern PyMethodDef THPPool_methods[];
 extern PyMethodDef THPNorm_methods[];
 /* Blockwise scaled dot product attention (Attention.c). */
 extern PyMethodDef THPAttention_methods[];
+extern PyMethodDef THPRNN_methods[];
 /* Helpers of their pinned entry points (Conv.c).  checkArgs: exactly
  * `expected` positional arguments, the first `ntensors` tensors (argument
  * `optional` may be None); 0 or -1 (TypeError). */

@@ -34,6 +34,7 @@
     _(pool_norm)          \
     _(stream)             \
     _(attention)          \
+    _(rnn)                \
     _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];

@@ -82,17 +82,7 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
     _(extra, Int32, int32_t)               \
     _(extra, Int64, int64_t)
 
-/* Note [Vector clones]
- * ~~~~~~~~~~~~~~~~~~~~~
- * The build targets baseline x86-64 (SSE2, 4 floats a vector) so one
- * binary runs everywhere.  gcc's target_clones compiles each loop twice,
- * once more for x86-64-v3 (AVX2 + FMA: 8 floats a vector), and picks the
- * copy for the running CPU when the library loads (an ifunc).  That more
- * than doubles the speed of the vectorised loops (exp: 2.4 -> 0.9 ns an
- * element) for about 300 KB of code.  Both copies compute the same bits:
- * the build turns off FMA contraction (Note [No FMA contraction] in
- * THFormulas.h). */
-/* TH_VECTOR_CLONES itself is in THFormulas.h (THAttention.c uses it too). */
+/* TH_VECTOR_CLONES: Note [Vector clones] in THFormulas.h. */
 
 /* ---- loops: unary_<name>_<Dtype>(data, strides, n, ctx) --------------------
  *

@@ -4,8 +4,11 @@ torch.nn.modules.rnn, with its parameter names, shapes and init).
 Each layer and direction runs as in PyTorch's reference (non-cuDNN) path:
 the input projection W_ih x + b_ih of every time step is one matrix
 product, then a loop over time applies the recurrent product W_hh h + b_hh
-and the gate math.  Everything is made of ember operators, so autograd
-differentiates it; a fused gate kernel in C is future work (issue 12).
+and the gate math.  float32/float64 layers without projections run that
+loop in C with one autograd node per layer and direction (ember/nn/_rnn.py,
+c/th/THRNN.c); projections (proj_size), packed sequences and other dtypes
+run it here, made of ember operators that autograd differentiates step by
+step.
 
 PackedSequence inputs run on the padded batch with a mask: a sequence's
 state stops changing after its last element (so h_n is its last state) and
@@ -19,6 +22,7 @@ import warnings
 
 import ember
 
+from .. import _rnn
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -202,9 +206,14 @@ class RNNBase(Module):
             outputs = []
             for direction in range(directions):
                 index = layer * directions + direction
-                out, h, c = _run_direction(
-                    step, layer_input, h0[index], None if c0 is None else c0[index],
-                    self._direction_weights(index), direction == 1, mask_of)
+                h, c = h0[index], None if c0 is None else c0[index]
+                weights = self._direction_weights(index)
+                if mask_of is None and _rnn.kernel_fits(layer_input, h, c, weights):
+                    out, h, c = _rnn.run_direction(self.mode, layer_input, h, c, weights,
+                                                   direction == 1)
+                else:
+                    out, h, c = _run_direction(step, layer_input, h, c, weights,
+                                               direction == 1, mask_of)
                 outputs.append(out)
                 h_last.append(h)
                 c_last.append(c)
@@ -250,6 +259,16 @@ def _pack_like(padded, packed_input):
 def _check_hidden(hidden, expected, prefix):
     if tuple(hidden.shape) != expected:
         raise RuntimeError(f"{prefix} {expected}, got {list(hidden.shape)}")
+
+
+def _check_cell_hidden(input, h, label, hidden_size):
+    """PyTorch's checks of a cell's state `label` (0: h, 1: c)."""
+    if h.dim() != 2 or h.shape[0] != input.shape[0]:
+        raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{label} "
+                           f"batch size {h.shape[0] if h.dim() else 0}")
+    if h.shape[1] != hidden_size:
+        raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got {h.shape[1]}, "
+                           f"expected {hidden_size}")
 
 
 def _check_arguments(mode, hidden_size, num_layers, dropout, proj_size):
@@ -342,19 +361,28 @@ class RNNCellBase(Module):
         unbatched = input.dim() == 1
         if unbatched:
             input = input.unsqueeze(0)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
+                               f"expected {self.input_size}")
         if hx is None:
             hx = [ember.zeros((input.shape[0], self.hidden_size), dtype=input.dtype)] * states
         else:
             hx = list(hx) if states > 1 else [hx]
             hx = [h.unsqueeze(0) if unbatched else h for h in hx]
+            for label, h in enumerate(hx):
+                _check_cell_hidden(input, h, label, self.hidden_size)
         return input, hx, unbatched
 
     def _step(self, mode, input, hx):
         states = 2 if mode == "LSTM" else 1
         x, hx, unbatched = self._batched(input, hx, states)
-        h, c = _STEPS[mode](_project(x, self.weight_ih, self.bias_ih),
-                            _project(hx[0], self.weight_hh, self.bias_hh), hx[0],
-                            hx[1] if states > 1 else None)
+        weights = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)
+        c = hx[1] if states > 1 else None
+        if _rnn.kernel_fits(x.unsqueeze(0), hx[0], c, weights):   # one step of the loop
+            _, h, c = _rnn.run_direction(mode, x.unsqueeze(0), hx[0], c, weights, False)
+        else:
+            h, c = _STEPS[mode](_project(x, self.weight_ih, self.bias_ih),
+                                _project(hx[0], self.weight_hh, self.bias_hh), hx[0], c)
         if unbatched:
             h = h.squeeze(0)
             c = None if c is None else c.squeeze(0)
