@@ -93,4 +93,15 @@ TH_arrayNbytes(int64_t count, size_t itemsize, size_t *nbytes)
  * `what` when the size does not fit or malloc fails. */
 void *TH_mallocArray(int64_t count, size_t itemsize, const char *what);
 
+/* A loop compiled twice, for the baseline and for x86-64-v3 (AVX2 + FMA),
+ * the copy for the running CPU picked when the library loads (Note [Vector
+ * clones] in THUnary.c). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && __GNUC__ >= 12
+#define TH_VECTOR_CLONES \
+    __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TH_VECTOR_CLONES
+#endif
+
 #endif /* TH_GENERAL_H */

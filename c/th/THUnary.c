@@ -92,13 +92,7 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
  * element) for about 300 KB of code.  Both copies compute the same bits:
  * the build turns off FMA contraction (Note [No FMA contraction] in
  * THFormulas.h). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
-    && __GNUC__ >= 12
-#define TH_VECTOR_CLONES \
-    __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TH_VECTOR_CLONES
-#endif
+/* (TH_VECTOR_CLONES is in THGeneral.h, for the other kernel files too.) */
 
 /* ---- loops: unary_<name>_<Dtype>(data, strides, n, ctx) --------------------
  *
