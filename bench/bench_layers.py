@@ -6,11 +6,13 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
-        [--forward] [--only SUBSTRING]
+        [--forward] [--only SUBSTRING] [--cpu-time]
 
 --quick runs smaller shapes (a smoke run; the issue's goals are stated
 for the full ones).  --forward times the forward alone (no autograd
-graph), --only the cases whose name contains SUBSTRING.
+graph), --only the cases whose name contains SUBSTRING, --cpu-time
+measures the calling thread's CPU time instead of wall time (steadier on a
+loaded machine; meaningful with one thread only).
 """
 
 import os
@@ -110,12 +112,15 @@ def cases(quick):
     yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
 
 
+CLOCK = time.thread_time if "--cpu-time" in sys.argv else time.perf_counter
+
+
 def best_time(fn, rounds):
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = CLOCK()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, CLOCK() - start)
     return best
 
 
