@@ -203,14 +203,11 @@ avg_divisor(const PoolJob *job, AvgExtent rows, AvgExtent cols)
                     AvgExtent cols_of = avg_cols(job, x);                    \
                     Span cols = cols_of.inside;                              \
                     int64_t divisor = avg_divisor(job, rows_of, cols_of);    \
-                    /* a sum per row: independent chains of additions */   \
                     ctype sum = 0;                                           \
                     for (int64_t r = rows.begin; r < rows.end; r++) {        \
-                        ctype row = 0;                                       \
                         for (int64_t c = cols.begin; c < cols.end; c++) {    \
-                            row += in[r * s->in_w + c];                      \
+                            sum += in[r * s->in_w + c];                      \
                         }                                                    \
-                        sum += row;                                          \
                     }                                                        \
                     out[y * s->out_w + x] =                                  \
                         divisor == 0 ? (ctype)0 : sum / (ctype)divisor;      \
