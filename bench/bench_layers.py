@@ -58,6 +58,23 @@ def batchnorm_case(lib, batch, channels, size):
     return _step(lib, lambda: norm(x))
 
 
+def layernorm_case(lib, rows, width):
+    norm = lib.nn.LayerNorm(width)
+    x = lib.randn(rows, width, requires_grad=True)
+    return _step(lib, lambda: norm(x))
+
+
+def groupnorm_case(lib, batch, channels, groups, size):
+    norm = lib.nn.GroupNorm(groups, channels)
+    x = lib.randn(batch, channels, size, size, requires_grad=True)
+    return _step(lib, lambda: norm(x))
+
+
+def adaptive_avgpool_case(lib, batch, channels, size, out):
+    x = lib.randn(batch, channels, size, size, requires_grad=True)
+    return _step(lib, lambda: lib.nn.functional.adaptive_avg_pool2d(x, out))
+
+
 FORWARD_ONLY = "--forward" in sys.argv
 
 
@@ -104,6 +121,11 @@ def cases(quick):
     yield "max_pool2d 64ch 56x56", maxpool_case, (batch, 64, 56)
     yield "avg_pool2d 3x3/2 pad 1 64ch 56x56", avgpool_case, (batch, 64, 56)
     yield "batch_norm2d 64ch 56x56", batchnorm_case, (batch, 64, 56)
+    yield "layer_norm GPT 8*256 rows x 384", layernorm_case, (2 * 256 if quick else 8 * 256,
+                                                              384)
+    yield "group_norm 64ch 32 groups 56x56", groupnorm_case, (batch, 64, 32, 56)
+    yield "adaptive_avg_pool2d 64ch 56x56 -> 7x7", adaptive_avgpool_case, (batch, 64, 56, 7)
+    yield "adaptive_avg_pool2d 512ch 7x7 -> 1x1", adaptive_avgpool_case, (batch, 512, 7, 1)
     yield "LSTM 2x256 seq 35 batch 20", lstm_case, (35, 20, 128 if quick else 256)
     yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
     # the seq-2048 case at batch 1 (batch 8 takes seconds a step here)

@@ -1,6 +1,8 @@
 /*
- * Norm.c -- the batch norm kernels of c/th/THNorm.c as private functions
- * of ember._C, for ember.nn.functional.batch_norm:
+ * Norm.c -- the normalisation kernels of c/th/THNorm.c as private
+ * functions of ember._C: for ember.nn.functional.batch_norm these three,
+ * and for layer_norm and group_norm _layer_norm, _group_norm and their
+ * backwards (documented at the end):
  *
  *   _batch_norm_stats(input)                       -> (mean, biased var)
  *   _batch_norm(input, mean, var, weight, bias, eps) -> output
@@ -80,6 +82,36 @@ unpack_eps(const char *fname, PyObject *arg, double *eps)
     return 0;
 }
 
+/* grad_output's dtype and sizes are the input's. */
+static int
+check_same_as_input(const char *fname, const THTensor *grad_output, const THTensor *input)
+{
+    if (grad_output->dtype != input->dtype || grad_output->ndim != input->ndim
+        || !grad_output->is_contiguous
+        || memcmp(grad_output->sizes, input->sizes, sizeof(int64_t) * input->ndim) != 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: grad_output must be contiguous and match the input", fname);
+        return -1;
+    }
+    return 0;
+}
+
+/* The tuple of `count` results when status is 0; else releases them and
+ * sets the core's error.  NULL entries: None. */
+static PyObject *
+finish_results(int status, int count, THTensor **results)
+{
+    if (status < 0) {
+        for (int i = 0; i < count; i++) {
+            if (results[i] != NULL) {
+                THTensor_release(results[i]);
+            }
+        }
+        return THPUtils_setErrorFromTH();
+    }
+    return THPLayer_wrapTuple(count, results);
+}
+
 static PyObject *
 THPModule_batch_norm_stats(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
@@ -99,15 +131,7 @@ THPModule_batch_norm_stats(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (status == 0) {
         THP_RUN_WITHOUT_GIL_IF(true, status = THBatchNorm_stats(stats[0], stats[1], input));
     }
-    if (status < 0) {
-        for (int i = 0; i < 2; i++) {
-            if (stats[i] != NULL) {
-                THTensor_release(stats[i]);
-            }
-        }
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(2, stats);
+    return finish_results(status, 2, stats);
 }
 
 static PyObject *
@@ -169,9 +193,7 @@ THPModule_batch_norm_backward(PyObject *module, PyObject *const *args, Py_ssize_
         || check_input(fname, "grad_output", grad_output) < 0) {
         return NULL;
     }
-    if (grad_output->dtype != input->dtype || grad_output->ndim != input->ndim
-        || memcmp(grad_output->sizes, input->sizes, sizeof(int64_t) * input->ndim) != 0) {
-        PyErr_Format(PyExc_RuntimeError, "%s: grad_output must match the input", fname);
+    if (check_same_as_input(fname, grad_output, input) < 0) {
         return NULL;
     }
     int64_t channels = input->sizes[1];
@@ -197,16 +219,167 @@ THPModule_batch_norm_backward(PyObject *module, PyObject *const *args, Py_ssize_
                                          grads[0], grads[1], grads[2], grad_output, input,
                                          mean, var, weight, eps, training != 0));
     }
-    if (status < 0) {
-        for (int i = 0; i < 3; i++) {
-            if (grads[i] != NULL) {
-                THTensor_release(grads[i]);
-            }
-        }
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(3, grads);
+    return finish_results(status, 3, grads);
 }
+
+/* ---- layer and group norm (Note [Layer and group norm as row norm]) ----------
+ *
+ *   _layer_norm(input, weight, bias, normalized_ndim, eps)
+ *   _group_norm(input, weight, bias, num_groups, eps)
+ *                                    -> (output, mean, rstd), one per row
+ *   _layer_norm_backward(grad_output, input, mean, rstd, weight,
+ *                        normalized_ndim, input_mask, weight_mask, bias_mask)
+ *   _group_norm_backward(... num_groups ...)
+ *                                    -> (grad_input, grad_weight, grad_bias),
+ *                                       None where the mask is false
+ *
+ * weight and bias are flat (normalized_shape's or C elements) or None. */
+
+/* The product of sizes[from, to); -1 with an error on overflow. */
+static int
+sizes_product(const char *fname, const THTensor *t, int from, int to, int64_t *out)
+{
+    *out = 1;
+    for (int d = from; d < to; d++) {
+        if (TH_mul_overflows(*out, t->sizes[d], out)) {
+            PyErr_Format(PyExc_RuntimeError, "%s: the input is too large", fname);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The rows of a layer norm over the last `arg` dims (grouped: false) or of
+ * a group norm with `arg` groups; the input contiguous float32/float64. */
+static int
+row_shape(const char *fname, const THTensor *input, bool grouped, int64_t arg,
+          THRowNormShape *s)
+{
+    if (!input->is_contiguous || (input->dtype != TH_Float32 && input->dtype != TH_Float64)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: input must be a contiguous float32 or float64 tensor", fname);
+        return -1;
+    }
+    if (!grouped) {
+        if (arg < 1 || arg > input->ndim) {
+            PyErr_Format(PyExc_RuntimeError, "%s: normalized_ndim must be in [1, %d]",
+                         fname, input->ndim);
+            return -1;
+        }
+        int split = input->ndim - (int)arg;
+        s->groups = s->spatial = 1;
+        if (sizes_product(fname, input, 0, split, &s->rows) < 0) {
+            return -1;
+        }
+        return sizes_product(fname, input, split, input->ndim, &s->channels);
+    }
+    if (input->ndim < 2 || arg <= 0 || input->sizes[1] % arg != 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: num_groups must be positive and divide the channels of an input "
+                     "of at least 2 dims", fname);
+        return -1;
+    }
+    s->groups = arg;
+    s->channels = input->sizes[1] / arg;
+    if (TH_mul_overflows(input->sizes[0], arg, &s->rows)) {
+        PyErr_Format(PyExc_RuntimeError, "%s: the input is too large", fname);
+        return -1;
+    }
+    return sizes_product(fname, input, 2, input->ndim, &s->spatial);
+}
+
+static PyObject *
+row_norm(const char *fname, bool grouped, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    int64_t arg;
+    double eps;
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 5, 1, -1) < 0
+        || THPUtils_unpackLong(args[3], fname, grouped ? "num_groups" : "normalized_ndim",
+                               &arg) < 0
+        || unpack_eps(fname, args[4], &eps) < 0) {
+        return NULL;
+    }
+    THTensor *input = THPVariable_Unpack(args[0]);
+    THRowNormShape s;
+    THTensor *weight, *bias;
+    if (row_shape(fname, input, grouped, arg, &s) < 0
+        || unpack_channels(fname, "weight", args[1], s.groups * s.channels, input->dtype,
+                           true, &weight) < 0
+        || unpack_channels(fname, "bias", args[2], s.groups * s.channels, input->dtype,
+                           true, &bias) < 0) {
+        return NULL;
+    }
+    THTensor *results[3] = {
+        THTensor_newEmpty(input->ndim, input->sizes, input->dtype, TH_DEVICE_CPU),
+        new_channels(s.rows, input->dtype), new_channels(s.rows, input->dtype)};
+    int status = results[0] && results[1] && results[2] ? 0 : -1;
+    if (status == 0) {
+        THP_RUN_WITHOUT_GIL_IF(true, status = THRowNorm_forward(results[0], results[1],
+                                                                results[2], input, weight,
+                                                                bias, &s, eps));
+    }
+    return finish_results(status, 3, results);
+}
+
+static PyObject *
+row_norm_backward(const char *fname, bool grouped, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    int64_t arg, mask[3];
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 9, 4, -1) < 0
+        || THPUtils_unpackLong(args[5], fname, grouped ? "num_groups" : "normalized_ndim",
+                               &arg) < 0) {
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (THPUtils_unpackLong(args[6 + i], fname, "output_mask", &mask[i]) < 0) {
+            return NULL;
+        }
+    }
+    THTensor *grad_output = THPVariable_Unpack(args[0]);
+    THTensor *input = THPVariable_Unpack(args[1]);
+    THRowNormShape s;
+    THTensor *mean, *rstd, *weight;
+    if (row_shape(fname, input, grouped, arg, &s) < 0
+        || check_same_as_input(fname, grad_output, input) < 0
+        || unpack_channels(fname, "mean", args[2], s.rows, input->dtype, false, &mean) < 0
+        || unpack_channels(fname, "rstd", args[3], s.rows, input->dtype, false, &rstd) < 0
+        || unpack_channels(fname, "weight", args[4], s.groups * s.channels, input->dtype,
+                           true, &weight) < 0) {
+        return NULL;
+    }
+    THTensor *grads[3] = {NULL, NULL, NULL};
+    int status = 0;
+    for (int i = 0; i < 3 && status == 0; i++) {
+        if (mask[i]) {
+            grads[i] = i == 0 ? THTensor_newEmpty(input->ndim, input->sizes, input->dtype,
+                                                  TH_DEVICE_CPU)
+                              : new_channels(s.groups * s.channels, input->dtype);
+            status = grads[i] == NULL ? -1 : 0;
+        }
+    }
+    if (status == 0) {
+        THP_RUN_WITHOUT_GIL_IF(true, status = THRowNorm_backward(grads[0], grads[1],
+                                                                 grads[2], grad_output,
+                                                                 input, mean, rstd, weight,
+                                                                 &s));
+    }
+    return finish_results(status, 3, grads);
+}
+
+#define ROW_NORM_ENTRY(name, body, grouped)                                       \
+    static PyObject *THPModule##name(PyObject *module, PyObject *const *args,     \
+                                     Py_ssize_t nargs, PyObject *kwnames)         \
+    {                                                                             \
+        (void)module;                                                             \
+        return body(#name, grouped, args, nargs, kwnames);                        \
+    }
+ROW_NORM_ENTRY(_layer_norm, row_norm, false)
+ROW_NORM_ENTRY(_group_norm, row_norm, true)
+ROW_NORM_ENTRY(_layer_norm_backward, row_norm_backward, false)
+ROW_NORM_ENTRY(_group_norm_backward, row_norm_backward, true)
+#undef ROW_NORM_ENTRY
 
 #define NORM_FUNCTION(name, doc)                                           \
     {#name, (PyCFunction)(void (*)(void))THPModule##name,                 \
@@ -219,5 +392,15 @@ PyMethodDef THPNorm_methods[] = {
     NORM_FUNCTION(_batch_norm_backward,
                   "_batch_norm_backward(grad_output, input, mean, var, weight, eps, "
                   "training, input_mask, weight_mask, bias_mask)"),
+    NORM_FUNCTION(_layer_norm, "_layer_norm(input, weight, bias, normalized_ndim, eps) "
+                               "-> (output, mean, rstd)"),
+    NORM_FUNCTION(_group_norm, "_group_norm(input, weight, bias, num_groups, eps) "
+                               "-> (output, mean, rstd)"),
+    NORM_FUNCTION(_layer_norm_backward,
+                  "_layer_norm_backward(grad_output, input, mean, rstd, weight, "
+                  "normalized_ndim, input_mask, weight_mask, bias_mask)"),
+    NORM_FUNCTION(_group_norm_backward,
+                  "_group_norm_backward(grad_output, input, mean, rstd, weight, num_groups, "
+                  "input_mask, weight_mask, bias_mask)"),
     {NULL, NULL, 0, NULL},
 };

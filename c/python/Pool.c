@@ -10,6 +10,10 @@
  *   _avg_pool2d_backward(grad_output, in_h, in_w, kh, kw, sh, sw, ph, pw,
  *               ceil_mode, count_include_pad, divisor_override)
  *                                             -> grad_input
+ *   _adaptive_avg_pool2d(input, out_h, out_w)  -> output
+ *   _adaptive_avg_pool2d_backward(grad_output, in_h, in_w) -> grad_input
+ *   _adaptive_max_pool2d(input, out_h, out_w)  -> (output, indices); its
+ *               backward is _max_pool2d_backward
  *
  * PyTorch's argument forms and error messages live in Python
  * (ember/nn/_pooling.py), which passes contiguous NCHW tensors; the checks
@@ -263,6 +267,120 @@ THPModule_avg_pool2d_backward(PyObject *module, PyObject *const *args, Py_ssize_
     return THPVariable_Wrap(grad_input);
 }
 
+/* ---- adaptive pooling (Note [Adaptive pooling windows]) ------------------------ */
+
+/* The shape of pooling an (N, C, in_h, in_w) plane set to out_h x out_w;
+ * every extent positive (PyTorch's callers refuse empty planes). */
+static int
+adaptive_shape(const char *fname, const int64_t sizes[4], int64_t out_h, int64_t out_w,
+               THPoolShape *s)
+{
+    *s = (THPoolShape){.in_h = sizes[2], .in_w = sizes[3], .out_h = out_h, .out_w = out_w};
+    if (sizes[2] <= 0 || sizes[3] <= 0 || out_h <= 0 || out_w <= 0
+        || TH_mul_overflows(sizes[0], sizes[1], &s->planes)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: the input and output planes must be non-empty", fname);
+        return -1;
+    }
+    return 0;
+}
+
+/* (input, out_h, out_w): the output's extents read, the input checked. */
+static THTensor *
+adaptive_input(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames, THPoolShape *s)
+{
+    int64_t out_h, out_w;
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 3, 1, -1) < 0
+        || THPUtils_unpackLong(args[1], fname, "output_size", &out_h) < 0
+        || THPUtils_unpackLong(args[2], fname, "output_size", &out_w) < 0) {
+        return NULL;
+    }
+    THTensor *input = THPVariable_Unpack(args[0]);
+    if (check_operand(fname, "input", input, false) < 0
+        || adaptive_shape(fname, input->sizes, out_h, out_w, s) < 0) {
+        return NULL;
+    }
+    return input;
+}
+
+static PyObject *
+THPModule_adaptive_avg_pool2d(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    (void)module;
+    THPoolShape s;
+    THTensor *input = adaptive_input("_adaptive_avg_pool2d", args, nargs, kwnames, &s);
+    if (input == NULL) {
+        return NULL;
+    }
+    THTensor *output = THPLayer_new4d(input->sizes[0], input->sizes[1], s.out_h, s.out_w,
+                                      input->dtype);
+    if (output == NULL) {
+        return THPUtils_setErrorFromTH();
+    }
+    THPLayer_RUN_KERNEL(output, THPool2d_adaptiveAvgForward(output, input, &s));
+    return THPVariable_Wrap(output);
+}
+
+static PyObject *
+THPModule_adaptive_max_pool2d(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    (void)module;
+    THPoolShape s;
+    THTensor *input = adaptive_input("_adaptive_max_pool2d", args, nargs, kwnames, &s);
+    if (input == NULL) {
+        return NULL;
+    }
+    int64_t n = input->sizes[0], c = input->sizes[1];
+    THTensor *results[2] = {THPLayer_new4d(n, c, s.out_h, s.out_w, input->dtype),
+                            THPLayer_new4d(n, c, s.out_h, s.out_w, TH_Int64)};
+    int status = results[0] != NULL && results[1] != NULL ? 0 : -1;
+    if (status == 0) {
+        THP_RUN_WITHOUT_GIL_IF(true, status = THPool2d_adaptiveMaxForward(
+                                         results[0], results[1], input, &s));
+    }
+    if (status < 0) {
+        for (int i = 0; i < 2; i++) {
+            if (results[i] != NULL) {
+                THTensor_release(results[i]);
+            }
+        }
+        return THPUtils_setErrorFromTH();
+    }
+    return THPLayer_wrapTuple(2, results);
+}
+
+static PyObject *
+THPModule_adaptive_avg_pool2d_backward(PyObject *module, PyObject *const *args,
+                                       Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)module;
+    const char *fname = "_adaptive_avg_pool2d_backward";
+    int64_t in_h, in_w;
+    if (THPLayer_checkArgs(fname, args, nargs, kwnames, 3, 1, -1) < 0
+        || THPUtils_unpackLong(args[1], fname, "size", &in_h) < 0
+        || THPUtils_unpackLong(args[2], fname, "size", &in_w) < 0) {
+        return NULL;
+    }
+    THTensor *grad_output = THPVariable_Unpack(args[0]);
+    THPoolShape s;
+    if (check_operand(fname, "grad_output", grad_output, false) < 0) {
+        return NULL;
+    }
+    int64_t in[4] = {grad_output->sizes[0], grad_output->sizes[1], in_h, in_w};
+    if (adaptive_shape(fname, in, grad_output->sizes[2], grad_output->sizes[3], &s) < 0) {
+        return NULL;
+    }
+    THTensor *grad_input = THPLayer_new4d(in[0], in[1], in_h, in_w, grad_output->dtype);
+    if (grad_input == NULL) {
+        return THPUtils_setErrorFromTH();
+    }
+    THPLayer_RUN_KERNEL(grad_input, THPool2d_adaptiveAvgBackward(grad_input, grad_output, &s));
+    return THPVariable_Wrap(grad_input);
+}
+
 #define POOL_FUNCTION(name, doc)                                           \
     {#name, (PyCFunction)(void (*)(void))THPModule##name,                 \
      METH_FASTCALL | METH_KEYWORDS, doc}
@@ -277,5 +395,10 @@ PyMethodDef THPPool_methods[] = {
     POOL_FUNCTION(_avg_pool2d_backward,
                   "_avg_pool2d_backward(grad_output, in_h, in_w, kh, kw, sh, sw, ph, pw, "
                   "ceil_mode, count_include_pad, divisor_override)"),
+    POOL_FUNCTION(_adaptive_avg_pool2d, "_adaptive_avg_pool2d(input, out_h, out_w)"),
+    POOL_FUNCTION(_adaptive_avg_pool2d_backward,
+                  "_adaptive_avg_pool2d_backward(grad_output, in_h, in_w)"),
+    POOL_FUNCTION(_adaptive_max_pool2d,
+                  "_adaptive_max_pool2d(input, out_h, out_w) -> (output, indices)"),
     {NULL, NULL, 0, NULL},
 };

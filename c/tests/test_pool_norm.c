@@ -5,7 +5,10 @@
  * passes through the adjoint identity <pool(x), g> = <x, backward(g)> (the
  * max backward with the forward's indices); and THNorm's batch norm
  * (Note [Batch norm in three kernels]) against plain sums, with its
- * backward checked by central differences of <forward(x), g>.
+ * backward checked by central differences of <forward(x), g>; layer and
+ * group norm (Note [Layer and group norm as row norm]) the same way, and
+ * their backward's per-thread partial sums against one thread; adaptive
+ * pooling (Note [Adaptive pooling windows]) against its windows.
  */
 #include "th_test.h"
 
@@ -324,11 +327,204 @@ test_batch_norm_float32_without_affine(void)
     }
 }
 
+/* ---- layer and group norm (Note [Layer and group norm as row norm]) ---------- */
+
+/* rows = 4 (N = 2 samples x G = 2 groups), 2 channels a row of S = 3. */
+static const THRowNormShape ROWS = {.rows = 4, .groups = 2, .channels = 2, .spatial = 3};
+enum { ROW_NUMEL = 24, ROW_PARAMS = 4 };
+
+/* <row_norm(x), g> */
+static double
+row_loss(const THTensor *x, const THTensor *w, const THTensor *b, const THTensor *g,
+         double eps)
+{
+    THTensor *y = new_tensor(x->dtype, 1, ROW_NUMEL, 0, 0, 0);
+    THTensor *mean = new_tensor(x->dtype, 1, ROWS.rows, 0, 0, 0);
+    THTensor *rstd = new_tensor(x->dtype, 1, ROWS.rows, 0, 0, 0);
+    CHECK_OK(THRowNorm_forward(y, mean, rstd, x, w, b, &ROWS, eps));
+    double result = tt_dot(y, g);
+    THTensor_release(y);
+    THTensor_release(mean);
+    THTensor_release(rstd);
+    return result;
+}
+
+static void
+test_row_norm_matches_the_definition(void)
+{
+    double eps = 1e-3;
+    THTensor *x = new_tensor(TH_Float64, 1, ROW_NUMEL, 0, 0, 0);
+    THTensor *g = new_tensor(TH_Float64, 1, ROW_NUMEL, 0, 0, 0);
+    THTensor *y = new_tensor(TH_Float64, 1, ROW_NUMEL, 0, 0, 0);
+    THTensor *gx = new_tensor(TH_Float64, 1, ROW_NUMEL, 0, 0, 0);
+    THTensor *w = new_tensor(TH_Float64, 1, ROW_PARAMS, 0, 0, 0);
+    THTensor *b = new_tensor(TH_Float64, 1, ROW_PARAMS, 0, 0, 0);
+    THTensor *gw = new_tensor(TH_Float64, 1, ROW_PARAMS, 0, 0, 0);
+    THTensor *gb = new_tensor(TH_Float64, 1, ROW_PARAMS, 0, 0, 0);
+    THTensor *mean = new_tensor(TH_Float64, 1, ROWS.rows, 0, 0, 0);
+    THTensor *rstd = new_tensor(TH_Float64, 1, ROWS.rows, 0, 0, 0);
+    fill(x, 31, 1000.0); /* a large mean: the statistics must not cancel */
+    fill(g, 32, 0.0);
+    fill(w, 33, 1.5);
+    fill(b, 34, 0.0);
+    CHECK_OK(THRowNorm_forward(y, mean, rstd, x, w, b, &ROWS, eps));
+    int64_t len = ROWS.channels * ROWS.spatial;
+    for (int64_t r = 0; r < ROWS.rows; r++) {
+        double sum = 0.0, squares = 0.0;
+        for (int64_t i = 0; i < len; i++) {
+            sum += tt_get(x, r * len + i);
+        }
+        double want_mean = sum / (double)len;
+        for (int64_t i = 0; i < len; i++) {
+            double d = tt_get(x, r * len + i) - want_mean;
+            squares += d * d;
+        }
+        double want_rstd = 1.0 / sqrt(squares / (double)len + eps);
+        CHECK_NEAR(tt_get(mean, r), want_mean, 1e-12 * want_mean);
+        CHECK_NEAR(tt_get(rstd, r), want_rstd, 1e-9 * want_rstd);
+        for (int64_t i = 0; i < len; i++) {
+            int64_t c = (r % ROWS.groups) * ROWS.channels + i / ROWS.spatial;
+            double want = (tt_get(x, r * len + i) - want_mean) * want_rstd * tt_get(w, c)
+                          + tt_get(b, c);
+            CHECK_NEAR(tt_get(y, r * len + i), want, 1e-9);
+        }
+    }
+    CHECK_OK(THRowNorm_backward(gx, gw, gb, g, x, mean, rstd, w, &ROWS));
+    double h = 1e-6;
+    THTensor *params[] = {x, w, b}, *grads[] = {gx, gw, gb};
+    for (int p = 0; p < 3; p++) {
+        for (int64_t k = 0; k < params[p]->numel; k++) {
+            double keep = tt_get(params[p], k);
+            tt_set(params[p], k, keep + h);
+            double up = row_loss(x, w, b, g, eps);
+            tt_set(params[p], k, keep - h);
+            double down = row_loss(x, w, b, g, eps);
+            tt_set(params[p], k, keep);
+            CHECK_NEAR(tt_get(grads[p], k), (up - down) / (2 * h), 1e-5);
+        }
+    }
+    THTensor *all[] = {x, g, y, gx, w, b, gw, gb, mean, rstd};
+    for (int i = 0; i < 10; i++) {
+        THTensor_release(all[i]);
+    }
+}
+
+/* A layer norm large enough for the backward to split its rows between
+ * threads gives the one-thread result (the partial sums add up). */
+static void
+test_layer_norm_backward_threads_agree(void)
+{
+    THRowNormShape s = {.rows = 64, .groups = 1, .channels = 2048, .spatial = 1};
+    int64_t numel = s.rows * s.channels;
+    THTensor *x = new_tensor(TH_Float32, 2, s.rows, s.channels, 0, 0);
+    THTensor *g = new_tensor(TH_Float32, 2, s.rows, s.channels, 0, 0);
+    THTensor *y = new_tensor(TH_Float32, 2, s.rows, s.channels, 0, 0);
+    THTensor *mean = new_tensor(TH_Float32, 1, s.rows, 0, 0, 0);
+    THTensor *rstd = new_tensor(TH_Float32, 1, s.rows, 0, 0, 0);
+    THTensor *gx[2], *gw[2];
+    fill(x, 41, 3.0);
+    fill(g, 42, 0.0);
+    CHECK_OK(THRowNorm_forward(y, mean, rstd, x, NULL, NULL, &s, 1e-5));
+    int threads = THParallel_getNumThreads();
+    for (int run = 0; run < 2; run++) {
+        CHECK_OK(THParallel_setNumThreads(run == 0 ? 1 : 3));
+        gx[run] = new_tensor(TH_Float32, 2, s.rows, s.channels, 0, 0);
+        gw[run] = new_tensor(TH_Float32, 1, s.channels, 0, 0, 0);
+        CHECK_OK(THRowNorm_backward(gx[run], gw[run], NULL, g, x, mean, rstd, NULL, &s));
+    }
+    CHECK_OK(THParallel_setNumThreads(threads));
+    for (int64_t k = 0; k < numel; k++) {
+        CHECK_NEAR(tt_get(gx[1], k), tt_get(gx[0], k), 1e-6);
+    }
+    for (int64_t c = 0; c < s.channels; c++) {
+        CHECK_NEAR(tt_get(gw[1], c), tt_get(gw[0], c), 1e-4);
+    }
+    /* no affine: every row of y has mean 0 and variance 1 */
+    double sum = 0.0, squares = 0.0;
+    for (int64_t i = 0; i < s.channels; i++) {
+        sum += tt_get(y, i);
+        squares += tt_get(y, i) * tt_get(y, i);
+    }
+    CHECK_NEAR(sum / (double)s.channels, 0.0, 1e-5);
+    CHECK_NEAR(squares / (double)s.channels, 1.0, 1e-4);
+    THTensor *all[] = {x, g, y, mean, rstd, gx[0], gx[1], gw[0], gw[1]};
+    for (int i = 0; i < 9; i++) {
+        THTensor_release(all[i]);
+    }
+}
+
+/* ---- adaptive pooling (Note [Adaptive pooling windows]) ----------------------- */
+
+static void
+test_adaptive_pool2d_matches_the_definition(void)
+{
+    THPoolShape s = {.planes = 2, .in_h = 7, .in_w = 5, .out_h = 3, .out_w = 4};
+    THTensor *in = new_tensor(TH_Float64, 4, 1, 2, 7, 5);
+    THTensor *out = new_tensor(TH_Float64, 4, 1, 2, 3, 4);
+    THTensor *indices = new_tensor(TH_Int64, 4, 1, 2, 3, 4);
+    THTensor *g = new_tensor(TH_Float64, 4, 1, 2, 3, 4);
+    THTensor *gin = new_tensor(TH_Float64, 4, 1, 2, 7, 5);
+    fill(in, 51, 0.0);
+    fill(g, 52, 0.0);
+    const int64_t *index = (const int64_t *)THTensor_data(indices);
+    CHECK_OK(THPool2d_adaptiveMaxForward(out, indices, in, &s));
+    for (int64_t p = 0, k = 0; p < s.planes; p++) {
+        for (int64_t y = 0; y < s.out_h; y++) {
+            for (int64_t x = 0; x < s.out_w; x++, k++) {
+                int64_t top = y * 7 / 3, bottom = ((y + 1) * 7 + 2) / 3;
+                int64_t left = x * 5 / 4, right = ((x + 1) * 5 + 3) / 4;
+                double best = -INFINITY;
+                int64_t at = -1;
+                for (int64_t r = top; r < bottom; r++) {
+                    for (int64_t c = left; c < right; c++) {
+                        double v = tt_get(in, (p * 7 + r) * 5 + c);
+                        if (at < 0 || v > best) {
+                            best = v;
+                            at = r * 5 + c;
+                        }
+                    }
+                }
+                CHECK_MSG(tt_get(out, k) == best && index[k] == at,
+                          "adaptive max[%lld] = %g at %lld, want %g at %lld", (long long)k,
+                          tt_get(out, k), (long long)index[k], best, (long long)at);
+            }
+        }
+    }
+    CHECK_OK(THPool2d_adaptiveAvgForward(out, in, &s));
+    for (int64_t p = 0, k = 0; p < s.planes; p++) {
+        for (int64_t y = 0; y < s.out_h; y++) {
+            for (int64_t x = 0; x < s.out_w; x++, k++) {
+                int64_t top = y * 7 / 3, bottom = ((y + 1) * 7 + 2) / 3;
+                int64_t left = x * 5 / 4, right = ((x + 1) * 5 + 3) / 4;
+                double sum = 0.0;
+                for (int64_t r = top; r < bottom; r++) {
+                    for (int64_t c = left; c < right; c++) {
+                        sum += tt_get(in, (p * 7 + r) * 5 + c);
+                    }
+                }
+                CHECK_NEAR(tt_get(out, k), sum / (double)((bottom - top) * (right - left)),
+                           1e-12);
+            }
+        }
+    }
+    /* the average backward is the forward's adjoint */
+    CHECK_OK(THPool2d_adaptiveAvgBackward(gin, g, &s));
+    double inner = tt_dot(out, g);
+    CHECK_NEAR(tt_dot(in, gin), inner, 1e-12 * (1 + fabs(inner)));
+    THTensor *all[] = {in, out, indices, g, gin};
+    for (int i = 0; i < 5; i++) {
+        THTensor_release(all[i]);
+    }
+}
+
 TH_TEST_SUITE(pool_norm) = {
     TH_TEST(test_pool2d_matches_the_definition),
     TH_TEST(test_pool_output_size_follows_pytorch),
     TH_TEST(test_pool_refuses_integer_dtypes),
     TH_TEST(test_batch_norm_matches_the_definition),
     TH_TEST(test_batch_norm_float32_without_affine),
+    TH_TEST(test_row_norm_matches_the_definition),
+    TH_TEST(test_layer_norm_backward_threads_agree),
+    TH_TEST(test_adaptive_pool2d_matches_the_definition),
     TH_TEST_END,
 };

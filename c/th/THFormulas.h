@@ -457,24 +457,6 @@ th_erfinv(double y)
 /* x from double back to the formula's dtype (tgmath can't pick these). */
 #define TH_SPECIAL_FN(fn, x) ((__typeof__(x))fn((double)(x)))
 
-/* Note [Vector clones]
- * ~~~~~~~~~~~~~~~~~~~~~
- * The build targets baseline x86-64 (SSE2, 4 floats a vector) so one
- * binary runs everywhere.  gcc's target_clones compiles each loop twice,
- * once more for x86-64-v3 (AVX2 + FMA: 8 floats a vector), and picks the
- * copy for the running CPU when the library loads (an ifunc).  That more
- * than doubles the speed of the vectorised loops (exp: 2.4 -> 0.9 ns an
- * element) for about 300 KB of code.  Both copies compute the same bits:
- * the build turns off FMA contraction (Note [No FMA contraction] above).
- * THUnary.c's loops, THRNN.c's gate kernels and THAttention.c use it. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
-    && __GNUC__ >= 12
-#define TH_VECTOR_CLONES \
-    __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TH_VECTOR_CLONES
-#endif
-
 /* ---- a vectorisable float32 exp --------------------------------------------
  *
  * Note [Vectorisable exp]

@@ -252,7 +252,7 @@ typedef void (*THFusedLoop)(char *out, char *const *in, int64_t n);
     TH_FUSED_FORMS_##arity(TH_FUSED_LOOPS_OF_FORM_##arity, isa, attr, name,  \
                            Float64, double)
 
-/* The two loop families (Note [Vector clones] in THFormulas.h, chosen at run
+/* The two loop families (Note [Vector clones] in THGeneral.h, chosen at run
  * time here as c/th/THBlas.c does). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TH_FUSED_HAVE_AVX2 1

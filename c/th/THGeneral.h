@@ -93,4 +93,23 @@ TH_arrayNbytes(int64_t count, size_t itemsize, size_t *nbytes)
  * `what` when the size does not fit or malloc fails. */
 void *TH_mallocArray(int64_t count, size_t itemsize, const char *what);
 
+/* Note [Vector clones]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * The build targets baseline x86-64 (SSE2, 4 floats a vector) so one
+ * binary runs everywhere.  gcc's target_clones compiles each loop twice,
+ * once more for x86-64-v3 (AVX2 + FMA: 8 floats a vector), and picks the
+ * copy for the running CPU when the library loads (an ifunc).  That more
+ * than doubles the speed of the vectorised loops (exp: 2.4 -> 0.9 ns an
+ * element) for about 300 KB of code.  Both copies compute the same bits:
+ * the build turns off FMA contraction (Note [No FMA contraction] in
+ * THFormulas.h).  THUnary.c's loops, the norm loops, THRNN.c's gate
+ * kernels and THAttention.c use it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && __GNUC__ >= 12
+#define TH_VECTOR_CLONES \
+    __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TH_VECTOR_CLONES
+#endif
+
 #endif /* TH_GENERAL_H */

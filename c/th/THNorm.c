@@ -12,10 +12,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The floating dtypes batch norm runs in: (Name, ctype). */
-#define TH_NORM_DTYPES(_) \
-    _(Float32, float)     \
+#define TH_NORM_DTYPES(_)                                                     \
+    _(Float32, float)                                                         \
     _(Float64, double)
 
 #define LANES 8
@@ -45,8 +46,8 @@ per_channel(const NormJob *job)
 /* ---- the kernels, one typed copy per dtype ----------------------------------- */
 
 #define TH_DEFINE_NORM_KERNELS(Name, ctype)                                   \
-    /* sum(row), sum((row - mean)^2) and sum(dy * (x - mean)) of one row */   \
-    static double row_sum_##Name(const ctype *row, int64_t len)               \
+    /* sum(row) and sum((row - mean)^2) of one row */                          \
+    TH_VECTOR_CLONES static double row_sum_##Name(const ctype *row, int64_t len) \
     {                                                                         \
         double acc[LANES] = {0};                                              \
         int64_t i = 0;                                                        \
@@ -60,7 +61,7 @@ per_channel(const NormJob *job)
         }                                                                     \
         return lanes_total(acc);                                              \
     }                                                                         \
-    static double row_squares_##Name(const ctype *row, int64_t len, double mean) \
+    TH_VECTOR_CLONES static double row_squares_##Name(const ctype *row, int64_t len, double mean) \
     {                                                                         \
         double acc[LANES] = {0};                                              \
         int64_t i = 0;                                                        \
@@ -76,23 +77,29 @@ per_channel(const NormJob *job)
         }                                                                     \
         return lanes_total(acc);                                              \
     }                                                                         \
-    static double row_dot_##Name(const ctype *dy, const ctype *x, int64_t len,  \
-                                 double mean)                                 \
+    /* sum(dy) and sum(dy * (x - mean)) of one row, in one read */            \
+    TH_VECTOR_CLONES static void row_sum_dot_##Name(const ctype *dy,         \
+                                                    const ctype *x,          \
+                                                    int64_t len, double mean, \
+                                                    double out[2])           \
     {                                                                         \
-        double acc[LANES] = {0};                                              \
+        double sums[LANES] = {0}, dots[LANES] = {0};                          \
         int64_t i = 0;                                                        \
         for (; i + LANES <= len; i += LANES) {                                \
             for (int k = 0; k < LANES; k++) {                                 \
-                acc[k] += (double)dy[i + k] * ((double)x[i + k] - mean);      \
+                sums[k] += (double)dy[i + k];                                 \
+                dots[k] += (double)dy[i + k] * ((double)x[i + k] - mean);     \
             }                                                                 \
         }                                                                     \
         for (; i < len; i++) {                                                \
-            acc[0] += (double)dy[i] * ((double)x[i] - mean);                  \
+            sums[0] += (double)dy[i];                                         \
+            dots[0] += (double)dy[i] * ((double)x[i] - mean);                 \
         }                                                                     \
-        return lanes_total(acc);                                              \
+        out[0] = lanes_total(sums);                                           \
+        out[1] = lanes_total(dots);                                           \
     }                                                                         \
                                                                               \
-    /* channels [begin, end): mean and biased variance, two passes */        \
+    /* channels [begin, end): mean and biased variance, two passes */         \
     static void stats_##Name(int64_t begin, int64_t end, void *ctx)           \
     {                                                                         \
         NormJob *job = ctx;                                                   \
@@ -112,7 +119,7 @@ per_channel(const NormJob *job)
         }                                                                     \
     }                                                                         \
                                                                               \
-    /* rows [begin, end) of N x C: y = x * scale + shift */                  \
+    /* rows [begin, end) of N x C: y = x * scale + shift */                   \
     static void forward_##Name(int64_t begin, int64_t end, void *ctx)         \
     {                                                                         \
         NormJob *job = ctx;                                                   \
@@ -127,7 +134,7 @@ per_channel(const NormJob *job)
         }                                                                     \
     }                                                                         \
                                                                               \
-    /* channels [begin, end): sum(dy) and sum(dy * (x - mean)) */            \
+    /* channels [begin, end): sum(dy) and sum(dy * (x - mean)) */             \
     static void grad_sums_##Name(int64_t begin, int64_t end, void *ctx)       \
     {                                                                         \
         NormJob *job = ctx;                                                   \
@@ -136,9 +143,11 @@ per_channel(const NormJob *job)
             double sum_dy = 0.0, dot = 0.0;                                   \
             for (int64_t n = 0; n < job->batch; n++) {                        \
                 int64_t row = row_of(job, n, c);                              \
-                sum_dy += row_sum_##Name(dy + row, job->spatial);             \
-                dot += row_dot_##Name(dy + row, x + row, job->spatial,        \
-                                      job->ch[c].mean);                       \
+                double sums[2];                                               \
+                row_sum_dot_##Name(dy + row, x + row, job->spatial,           \
+                                   job->ch[c].mean, sums);                    \
+                sum_dy += sums[0];                                            \
+                dot += sums[1];                                               \
             }                                                                 \
             job->ch[c].sum_dy = sum_dy;                                       \
             job->ch[c].dot = dot;                                             \
@@ -187,11 +196,11 @@ typedef enum { STATS, FORWARD, GRAD_SUMS, GRAD_INPUT } NormKernel;
 static THParallelFn
 kernel_for(NormKernel kernel, THDtype dtype)
 {
-#define TH_NORM_CASE(Name, ctype)                                           \
-    case TH_##Name:                                                         \
-        return kernel == STATS       ? stats_##Name                         \
-               : kernel == FORWARD   ? forward_##Name                       \
-               : kernel == GRAD_SUMS ? grad_sums_##Name                     \
+#define TH_NORM_CASE(Name, ctype)                                             \
+    case TH_##Name:                                                           \
+        return kernel == STATS       ? stats_##Name                           \
+               : kernel == FORWARD   ? forward_##Name                         \
+               : kernel == GRAD_SUMS ? grad_sums_##Name                       \
                                      : grad_input_##Name;
     switch (dtype) {
         TH_NORM_DTYPES(TH_NORM_CASE)
@@ -220,8 +229,8 @@ read_at(const THTensor *t, int64_t c, double absent)
     if (t == NULL) {
         return absent;
     }
-#define TH_READ_CASE(Name, ctype) \
-    case TH_##Name:               \
+#define TH_READ_CASE(Name, ctype)                                             \
+    case TH_##Name:                                                           \
         return (double)((const ctype *)THTensor_data(t))[c];
     switch (t->dtype) {
         TH_NORM_DTYPES(TH_READ_CASE)
@@ -237,9 +246,9 @@ write_at(THTensor *t, int64_t c, double value)
     if (t == NULL) {
         return;
     }
-#define TH_WRITE_CASE(Name, ctype)                          \
-    case TH_##Name:                                         \
-        ((ctype *)THTensor_data(t))[c] = (ctype)value;      \
+#define TH_WRITE_CASE(Name, ctype)                                            \
+    case TH_##Name:                                                           \
+        ((ctype *)THTensor_data(t))[c] = (ctype)value;                        \
         break;
     switch (t->dtype) {
         TH_NORM_DTYPES(TH_WRITE_CASE)
@@ -351,5 +360,306 @@ THBatchNorm_backward(THTensor *grad_input, THTensor *grad_weight, THTensor *grad
         run(GRAD_INPUT, input->dtype, &job);
     }
     free(job.ch);
+    return 0;
+}
+
+/* ---- layer and group norm (Note [Layer and group norm as row norm]) ---------- */
+
+typedef struct {
+    THRowNormShape s;
+    int64_t len; /* M = channels * spatial */
+    const char *x, *dy, *weight, *bias; /* weight, bias: never NULL here */
+    char *out;                          /* output or grad_input */
+    char *mean, *rstd;                  /* per row */
+    double eps;
+    int64_t chunks;  /* backward: blocks of rows, each with its own partial sums */
+    double *partial; /* chunks x (grad_weight, grad_bias) x groups * channels */
+} RowJob;
+
+/* Row r's first channel among the affine parameters. */
+static int64_t
+first_channel(const RowJob *job, int64_t r)
+{
+    return (r % job->s.groups) * job->s.channels;
+}
+
+/* The rows of backward chunk k: [*begin, *end). */
+static void
+chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
+{
+    *begin = job->s.rows * k / job->chunks;
+    *end = job->s.rows * (k + 1) / job->chunks;
+}
+
+#define TH_DEFINE_ROW_NORM_KERNELS(Name, ctype)                               \
+    /* y = (x - mean) rstd w + b of one row, from its statistics */           \
+    TH_VECTOR_CLONES static void row_affine_##Name(const RowJob *job, const ctype *x, ctype *y, \
+                                  int64_t first, ctype mean, ctype rstd)      \
+    {                                                                         \
+        const ctype *w = (const ctype *)job->weight + first;                  \
+        const ctype *b = (const ctype *)job->bias + first;                    \
+        int64_t spatial = job->s.spatial;                                     \
+        if (spatial == 1) {                                                   \
+            for (int64_t c = 0; c < job->s.channels; c++) {                   \
+                y[c] = (x[c] - mean) * rstd * w[c] + b[c];                    \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t c = 0; c < job->s.channels; c++) {                       \
+            ctype scale = rstd * w[c], shift = b[c] - mean * scale;           \
+            const ctype *xc = x + c * spatial;                                \
+            ctype *yc = y + c * spatial;                                      \
+            for (int64_t i = 0; i < spatial; i++) {                           \
+                yc[i] = xc[i] * scale + shift;                                \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                                \
+    /* rows [begin, end): statistics (two passes), then the affine pass */    \
+    static void row_forward_##Name(int64_t begin, int64_t end, void *ctx)     \
+    {                                                                         \
+        RowJob *job = ctx;                                                    \
+        for (int64_t r = begin; r < end; r++) {                               \
+            const ctype *x = (const ctype *)job->x + r * job->len;            \
+            double mean = row_sum_##Name(x, job->len) / (double)job->len;     \
+            double var = row_squares_##Name(x, job->len, mean) / (double)job->len; \
+            double rstd = 1.0 / sqrt(var + job->eps);                         \
+            ((ctype *)job->mean)[r] = (ctype)mean;                            \
+            ((ctype *)job->rstd)[r] = (ctype)rstd;                            \
+            row_affine_##Name(job, x, (ctype *)job->out + r * job->len,       \
+                              first_channel(job, r), (ctype)mean, (ctype)rstd); \
+        }                                                                     \
+    }                                                                         \
+                                                                                \
+    /* One read of a row: sums[0] = sum(dy w), sums[1] = sum(dy w (x - mean)); \
+     * each channel's sum(dy (x - mean)) rstd and sum(dy) added to gw, gb. */ \
+    TH_VECTOR_CLONES static void row_grad_sums_##Name(const RowJob *job, const ctype *x, \
+                                     const ctype *dy, const ctype *w,         \
+                                     double mean, double rstd,                \
+                                     double *restrict gw,                     \
+                                     double *restrict gb, double sums[2])     \
+    {                                                                         \
+        int64_t spatial = job->s.spatial, channels = job->s.channels;         \
+        if (spatial > 1) {                                                    \
+            sums[0] = sums[1] = 0.0;                                          \
+            for (int64_t c = 0; c < channels; c++) {                          \
+                double both[2];                                               \
+                row_sum_dot_##Name(dy + c * spatial, x + c * spatial, spatial, \
+                                   mean, both);                               \
+                double sum_dy = both[0], dot = both[1];                       \
+                sums[0] += sum_dy * (double)w[c];                             \
+                sums[1] += dot * (double)w[c];                                \
+                gw[c] += dot * rstd;                                          \
+                gb[c] += sum_dy;                                              \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        double acc_g[LANES] = {0}, acc_gx[LANES] = {0};                       \
+        int64_t c = 0;                                                        \
+        for (; c + LANES <= channels; c += LANES) {                           \
+            for (int k = 0; k < LANES; k++) {                                 \
+                double g = (double)dy[c + k] * (double)w[c + k];              \
+                acc_g[k] += g;                                                \
+                acc_gx[k] += g * ((double)x[c + k] - mean);                   \
+            }                                                                 \
+        }                                                                     \
+        for (; c < channels; c++) {                                           \
+            double g = (double)dy[c] * (double)w[c];                          \
+            acc_g[0] += g;                                                    \
+            acc_gx[0] += g * ((double)x[c] - mean);                           \
+        }                                                                     \
+        sums[0] = lanes_total(acc_g);                                         \
+        sums[1] = lanes_total(acc_gx);                                        \
+        /* a second, elementwise loop over the (cached) row vectorises */     \
+        for (c = 0; c < channels; c++) {                                      \
+            gw[c] += (double)dy[c] * ((double)x[c] - mean) * rstd;            \
+            gb[c] += (double)dy[c];                                           \
+        }                                                                     \
+    }                                                                         \
+                                                                                \
+    /* dx = rstd w dy + (x - mean) slope + offset over one row */             \
+    TH_VECTOR_CLONES static void row_grad_input_##Name(const RowJob *job, const ctype *x, \
+                                      const ctype *dy, const ctype *w,        \
+                                      ctype *dx, ctype mean, ctype rstd,      \
+                                      ctype slope, ctype offset)              \
+    {                                                                         \
+        int64_t spatial = job->s.spatial;                                     \
+        if (spatial == 1) {                                                   \
+            for (int64_t c = 0; c < job->s.channels; c++) {                   \
+                dx[c] = rstd * w[c] * dy[c] + (x[c] - mean) * slope + offset; \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t c = 0; c < job->s.channels; c++) {                       \
+            ctype scale = rstd * w[c];                                        \
+            int64_t at = c * spatial;                                         \
+            for (int64_t i = 0; i < spatial; i++) {                           \
+                dx[at + i] = dy[at + i] * scale + (x[at + i] - mean) * slope + offset; \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                                \
+    /* chunks [begin, end): each chunk's rows, into its own partial sums */   \
+    static void row_backward_##Name(int64_t begin, int64_t end, void *ctx)    \
+    {                                                                         \
+        RowJob *job = ctx;                                                    \
+        int64_t width = job->s.groups * job->s.channels;                      \
+        for (int64_t k = begin; k < end; k++) {                               \
+            double *gw = job->partial + 2 * k * width, *gb = gw + width;      \
+            int64_t first_row, end_row;                                       \
+            chunk_rows(job, k, &first_row, &end_row);                         \
+            for (int64_t r = first_row; r < end_row; r++) {                   \
+                const ctype *x = (const ctype *)job->x + r * job->len;        \
+                const ctype *dy = (const ctype *)job->dy + r * job->len;      \
+                int64_t first = first_channel(job, r);                        \
+                const ctype *w = (const ctype *)job->weight + first;          \
+                double mean = (double)((const ctype *)job->mean)[r];          \
+                double rstd = (double)((const ctype *)job->rstd)[r];          \
+                double sums[2];                                               \
+                row_grad_sums_##Name(job, x, dy, w, mean, rstd, gw + first,   \
+                                     gb + first, sums);                       \
+                if (job->out == NULL) {                                       \
+                    continue;                                                 \
+                }                                                             \
+                /* mean(g) and mean(g xhat) over the row */                   \
+                double mean_g = sums[0] / (double)job->len;                   \
+                double mean_gx = sums[1] * rstd / (double)job->len;           \
+                row_grad_input_##Name(job, x, dy, w,                          \
+                                      (ctype *)job->out + r * job->len,       \
+                                      (ctype)mean, (ctype)rstd,               \
+                                      (ctype)(-rstd * rstd * mean_gx),        \
+                                      (ctype)(-rstd * mean_g));               \
+            }                                                                 \
+        }                                                                     \
+    }
+
+TH_NORM_DTYPES(TH_DEFINE_ROW_NORM_KERNELS)
+
+static THParallelFn
+row_kernel_for(bool backward, THDtype dtype)
+{
+#define TH_ROW_NORM_CASE(Name, ctype)                                         \
+    case TH_##Name:                                                           \
+        return backward ? row_backward_##Name : row_forward_##Name;
+    switch (dtype) {
+        TH_NORM_DTYPES(TH_ROW_NORM_CASE)
+    default:
+        return NULL;
+    }
+#undef TH_ROW_NORM_CASE
+}
+
+/* A `width`-element buffer of `value` in `dtype`, for absent
+ * affine parameters (the kernels then need no branch per element). */
+static char *
+constant_row(THDtype dtype, int64_t width, double value)
+{
+    size_t itemsize = dtype == TH_Float32 ? sizeof(float) : sizeof(double);
+    char *row = TH_mallocArray(width > 0 ? width : 1, itemsize, "a norm's affine default");
+    for (int64_t c = 0; row != NULL && c < width; c++) {
+        if (dtype == TH_Float32) {
+            ((float *)row)[c] = (float)value;
+        } else {
+            ((double *)row)[c] = value;
+        }
+    }
+    return row;
+}
+
+/* Fills `job` over `input`, with defaults for a NULL weight (1) or bias (0)
+ * in owned[0], owned[1] (the caller frees them).  0, or -1. */
+static int
+begin_row_job(RowJob *job, const THRowNormShape *shape, const THTensor *input,
+              const THTensor *weight, const THTensor *bias, char **owned)
+{
+    if (row_kernel_for(false, input->dtype) == NULL) {
+        return THError_set(TH_ERR_TYPE, "layer_norm/group_norm: expected a float32 or "
+                                        "float64 tensor");
+    }
+    int64_t width = shape->groups * shape->channels;
+    job->s = *shape;
+    job->len = shape->channels * shape->spatial;
+    job->x = THTensor_data(input);
+    owned[0] = weight ? NULL : constant_row(input->dtype, width, 1.0);
+    owned[1] = bias ? NULL : constant_row(input->dtype, width, 0.0);
+    job->weight = weight ? THTensor_data(weight) : owned[0];
+    job->bias = bias ? THTensor_data(bias) : owned[1];
+    if (job->weight == NULL || job->bias == NULL) {
+        free(owned[0]);
+        free(owned[1]);
+        return -1;
+    }
+    return 0;
+}
+
+int
+THRowNorm_forward(THTensor *output, THTensor *mean, THTensor *rstd, const THTensor *input,
+                  const THTensor *weight, const THTensor *bias,
+                  const THRowNormShape *shape, double eps)
+{
+    RowJob job = {.eps = eps};
+    char *owned[2];
+    if (begin_row_job(&job, shape, input, weight, bias, owned) < 0) {
+        return -1;
+    }
+    job.out = THTensor_data(output);
+    job.mean = THTensor_data(mean);
+    job.rstd = THTensor_data(rstd);
+    THParallel_for(shape->rows, 1 + TH_PARALLEL_GRAIN / (job.len + 1),
+                   row_kernel_for(false, input->dtype), &job);
+    free(owned[0]);
+    free(owned[1]);
+    return 0;
+}
+
+/* One chunk of rows per thread when the work is worth the hand-off. */
+static int64_t
+backward_chunks(const RowJob *job)
+{
+    int64_t threads = THParallel_getNumThreads();
+    if (job->s.rows * job->len < 2 * TH_PARALLEL_GRAIN || THParallel_inParallelRegion()) {
+        return 1;
+    }
+    return threads < job->s.rows ? threads : job->s.rows;
+}
+
+int
+THRowNorm_backward(THTensor *grad_input, THTensor *grad_weight, THTensor *grad_bias,
+                   const THTensor *grad_output, const THTensor *input,
+                   const THTensor *mean, const THTensor *rstd, const THTensor *weight,
+                   const THRowNormShape *shape)
+{
+    RowJob job = {0};
+    char *owned[2];
+    if (begin_row_job(&job, shape, input, weight, NULL, owned) < 0) {
+        return -1;
+    }
+    job.dy = THTensor_data(grad_output);
+    job.out = grad_input ? THTensor_data(grad_input) : NULL;
+    job.mean = THTensor_data(mean);
+    job.rstd = THTensor_data(rstd);
+    job.chunks = backward_chunks(&job);
+    int64_t width = shape->groups * shape->channels;
+    int64_t partials = 2 * job.chunks * width; /* <= 2 * threads * numel */
+    job.partial = TH_mallocArray(partials, sizeof(double), "a norm's partial sums");
+    if (job.partial == NULL) {
+        free(owned[0]);
+        free(owned[1]);
+        return -1;
+    }
+    memset(job.partial, 0, (size_t)partials * sizeof(double));
+    THParallel_for(job.chunks, 1, row_kernel_for(true, input->dtype), &job);
+    for (int64_t c = 0; c < width; c++) {
+        double gw = 0.0, gb = 0.0;
+        for (int64_t k = 0; k < job.chunks; k++) {
+            gw += job.partial[2 * k * width + c];
+            gb += job.partial[(2 * k + 1) * width + c];
+        }
+        write_at(grad_weight, c, gw);
+        write_at(grad_bias, c, gb);
+    }
+    free(job.partial);
+    free(owned[0]);
+    free(owned[1]);
     return 0;
 }

@@ -22,6 +22,7 @@ typedef struct {
     char *in;            /* input or grad_input: planes x in_h x in_w */
     char *out;           /* output or grad_output: planes x out_h x out_w */
     int64_t *indices;    /* max pooling's argmax per output (may be NULL) */
+    bool adaptive;       /* adaptive windows (Note [Adaptive pooling windows]) */
 } PoolJob;
 
 /* One window's rows or columns inside the input: [begin, end) stepping by
@@ -61,6 +62,57 @@ avg_extent(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t in)
     return e;
 }
 
+/* Output o's window of an adaptive pooling along a dim of `in` elements
+ * pooled to `out`: [floor(o in / out), ceil((o + 1) in / out)). */
+static Span
+adaptive_span(int64_t o, int64_t in, int64_t out)
+{
+    Span span = {o * in / out, ((o + 1) * in + out - 1) / out};
+    return span;
+}
+
+/* Output row y's (columns: x's) window of max pooling, steps of dilation. */
+static Span
+max_rows(const PoolJob *job, int64_t y)
+{
+    const THPoolShape *s = job->s;
+    return job->adaptive ? adaptive_span(y, s->in_h, s->out_h)
+                         : max_span(y, s->stride_h, s->pad_h, s->kernel_h, s->dilation_h,
+                                    s->in_h);
+}
+
+static Span
+max_cols(const PoolJob *job, int64_t x)
+{
+    const THPoolShape *s = job->s;
+    return job->adaptive ? adaptive_span(x, s->in_w, s->out_w)
+                         : max_span(x, s->stride_w, s->pad_w, s->kernel_w, s->dilation_w,
+                                    s->in_w);
+}
+
+/* The same for average pooling; an adaptive window has no padding. */
+static AvgExtent
+avg_rows(const PoolJob *job, int64_t y)
+{
+    const THPoolShape *s = job->s;
+    if (job->adaptive) {
+        Span span = adaptive_span(y, s->in_h, s->out_h);
+        return (AvgExtent){span, span.end - span.begin};
+    }
+    return avg_extent(y, s->stride_h, s->pad_h, s->kernel_h, s->in_h);
+}
+
+static AvgExtent
+avg_cols(const PoolJob *job, int64_t x)
+{
+    const THPoolShape *s = job->s;
+    if (job->adaptive) {
+        Span span = adaptive_span(x, s->in_w, s->out_w);
+        return (AvgExtent){span, span.end - span.begin};
+    }
+    return avg_extent(x, s->stride_w, s->pad_w, s->kernel_w, s->in_w);
+}
+
 /* What window (rows, cols)'s sum is divided by (PyTorch's divide_factor);
  * 0 when it holds no input element (its output is 0). */
 static int64_t
@@ -91,11 +143,9 @@ avg_divisor(const PoolJob *job, AvgExtent rows, AvgExtent cols)
             int64_t *indices =                                               \
                 job->indices ? job->indices + p * out_plane : NULL;          \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
-                Span rows = max_span(y, s->stride_h, s->pad_h, s->kernel_h,  \
-                                     s->dilation_h, s->in_h);                \
+                Span rows = max_rows(job, y);                                \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    Span cols = max_span(x, s->stride_w, s->pad_w,           \
-                                         s->kernel_w, s->dilation_w, s->in_w); \
+                    Span cols = max_cols(job, x);                            \
                     ctype best = -(ctype)INFINITY;                           \
                     int64_t best_index = rows.begin * s->in_w + cols.begin;  \
                     for (int64_t r = rows.begin; r < rows.end; r += s->dilation_h) { \
@@ -147,12 +197,10 @@ avg_divisor(const PoolJob *job, AvgExtent rows, AvgExtent cols)
             const ctype *in = (const ctype *)job->in + p * in_plane;         \
             ctype *out = (ctype *)job->out + p * out_plane;                  \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
-                AvgExtent rows_of = avg_extent(y, s->stride_h, s->pad_h,     \
-                                               s->kernel_h, s->in_h);        \
+                AvgExtent rows_of = avg_rows(job, y);                        \
                 Span rows = rows_of.inside;                                  \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    AvgExtent cols_of = avg_extent(x, s->stride_w, s->pad_w, \
-                                                   s->kernel_w, s->in_w);    \
+                    AvgExtent cols_of = avg_cols(job, x);                    \
                     Span cols = cols_of.inside;                              \
                     int64_t divisor = avg_divisor(job, rows_of, cols_of);    \
                     ctype sum = 0;                                           \
@@ -179,12 +227,10 @@ avg_divisor(const PoolJob *job, AvgExtent rows, AvgExtent cols)
             const ctype *grad_out = (const ctype *)job->out + p * out_plane; \
             memset(grad_in, 0, (size_t)in_plane * sizeof(ctype));           \
             for (int64_t y = 0; y < s->out_h; y++) {                         \
-                AvgExtent rows_of = avg_extent(y, s->stride_h, s->pad_h,     \
-                                               s->kernel_h, s->in_h);        \
+                AvgExtent rows_of = avg_rows(job, y);                        \
                 Span rows = rows_of.inside;                                  \
                 for (int64_t x = 0; x < s->out_w; x++) {                     \
-                    AvgExtent cols_of = avg_extent(x, s->stride_w, s->pad_w, \
-                                                   s->kernel_w, s->in_w);    \
+                    AvgExtent cols_of = avg_cols(job, x);                    \
                     Span cols = cols_of.inside;                              \
                     int64_t divisor = avg_divisor(job, rows_of, cols_of);    \
                     if (divisor == 0) {                                      \
@@ -274,5 +320,47 @@ THPool2d_avgBackward(THTensor *grad_input, const THTensor *grad_output,
 {
     PoolJob job = {.s = s, .divisor = divisor, .in = THTensor_data(grad_input),
                    .out = THTensor_data(grad_output)};
+    return run(AVG_BACKWARD, grad_output->dtype, &job);
+}
+
+/* The adaptive forms run the kernels above over adaptive windows, taps one
+ * apart, divided by the window's size. */
+static THPoolShape
+adaptive_shape(const THPoolShape *s)
+{
+    THPoolShape a = *s;
+    a.dilation_h = a.dilation_w = 1;
+    return a;
+}
+
+static const THAvgPoolDivisor adaptive_divisor = {.count_include_pad = true};
+
+int
+THPool2d_adaptiveMaxForward(THTensor *output, THTensor *indices, const THTensor *input,
+                            const THPoolShape *s)
+{
+    THPoolShape a = adaptive_shape(s);
+    PoolJob job = {.s = &a, .in = THTensor_data(input), .out = THTensor_data(output),
+                   .indices = indices ? (int64_t *)THTensor_data(indices) : NULL,
+                   .adaptive = true};
+    return run(MAX_FORWARD, input->dtype, &job);
+}
+
+int
+THPool2d_adaptiveAvgForward(THTensor *output, const THTensor *input, const THPoolShape *s)
+{
+    THPoolShape a = adaptive_shape(s);
+    PoolJob job = {.s = &a, .divisor = adaptive_divisor, .in = THTensor_data(input),
+                   .out = THTensor_data(output), .adaptive = true};
+    return run(AVG_FORWARD, input->dtype, &job);
+}
+
+int
+THPool2d_adaptiveAvgBackward(THTensor *grad_input, const THTensor *grad_output,
+                             const THPoolShape *s)
+{
+    THPoolShape a = adaptive_shape(s);
+    PoolJob job = {.s = &a, .divisor = adaptive_divisor, .in = THTensor_data(grad_input),
+                   .out = THTensor_data(grad_output), .adaptive = true};
     return run(AVG_BACKWARD, grad_output->dtype, &job);
 }

@@ -25,6 +25,20 @@
  * With ceil_mode the last window may hang off the padded input's end, but
  * it must start inside the input or its left padding (THPool_outputSize).
  */
+
+/*
+ * Note [Adaptive pooling windows]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Adaptive pooling fixes the output size instead of the window: along a
+ * dim of `in` elements pooled to `out`, output o reads
+ * [floor(o in / out), ceil((o + 1) in / out)), every tap (PyTorch's
+ * start_index / end_index).  Windows cover the input and overlap by at most
+ * one element when out does not divide in.  Max pooling keeps the first
+ * largest value (the last NaN) and its flat index, as above, so its
+ * backward is THPool2d_maxBackward; average pooling divides by the
+ * window's size.  Only planes, in_h, in_w, out_h, out_w of the shape are
+ * read; out_h, out_w > 0.
+ */
 #ifndef TH_POOL_H
 #define TH_POOL_H
 
@@ -76,5 +90,11 @@ int THPool2d_avgForward(THTensor *output, const THTensor *input,
                         const THPoolShape *shape, THAvgPoolDivisor divisor);
 int THPool2d_avgBackward(THTensor *grad_input, const THTensor *grad_output,
                          const THPoolShape *shape, THAvgPoolDivisor divisor);
+int THPool2d_adaptiveMaxForward(THTensor *output, THTensor *indices,
+                                const THTensor *input, const THPoolShape *shape);
+int THPool2d_adaptiveAvgForward(THTensor *output, const THTensor *input,
+                                const THPoolShape *shape);
+int THPool2d_adaptiveAvgBackward(THTensor *grad_input, const THTensor *grad_output,
+                                 const THPoolShape *shape);
 
 #endif /* TH_POOL_H */

@@ -82,7 +82,7 @@ loop_params(const THUnaryArgs *args, THDtype dtype)
     _(extra, Int32, int32_t)               \
     _(extra, Int64, int64_t)
 
-/* TH_VECTOR_CLONES: Note [Vector clones] in THFormulas.h. */
+/* TH_VECTOR_CLONES: Note [Vector clones] in THGeneral.h. */
 
 /* ---- loops: unary_<name>_<Dtype>(data, strides, n, ctx) --------------------
  *

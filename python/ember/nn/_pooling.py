@@ -10,8 +10,9 @@ backward's is the average forward), so double backward works.
 Other dtypes (integers) take the composites: pad, then `unfold` along the
 two spatial dims gives (N, C, out_h, out_w, kh, kw) without copying, and a
 reduction over the window's elements finishes the job.  Adaptive pooling
-and linear interpolation are linear maps along each spatial dim, so they
-are products with small (out x in) matrices built once per call.
+(C kernels for floating dtypes: Note [Adaptive pooling windows]) falls back
+to products with small (out x in) averaging matrices, as linear
+interpolation does: linear maps along each spatial dim.
 """
 
 import math
@@ -266,6 +267,53 @@ class _AvgPool2dBackward(Function):
         return _AvgPool2d.apply(grad_grad.contiguous(), window, ceil_mode, divisor), None, None
 
 
+class _AdaptiveMaxPool2d(Function):
+    """(the largest element of each adaptive window, its index); the
+    backward is max pooling's."""
+
+    @staticmethod
+    def forward(ctx, x, out_size):
+        values, indices = _C._adaptive_max_pool2d(x, *out_size)
+        ctx.save_for_backward(indices)
+        ctx.set_materialize_grads(False)
+        ctx.input_size = tuple(x.shape[2:])
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices):
+        if grad is None:
+            return None, None
+        indices, = ctx.saved_tensors
+        return _MaxPool2dBackward.apply(grad, indices, ctx.input_size), None
+
+
+class _AdaptiveAvgPool2d(Function):
+    """The mean of each adaptive window."""
+
+    @staticmethod
+    def forward(ctx, x, out_size):
+        ctx.input_size = tuple(x.shape[2:])
+        return _C._adaptive_avg_pool2d(x, *out_size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _AdaptiveAvgPool2dBackward.apply(grad, ctx.input_size), None
+
+
+class _AdaptiveAvgPool2dBackward(Function):
+    """Each output gradient shared out over its window; its own adjoint is
+    the adaptive average forward."""
+
+    @staticmethod
+    def forward(ctx, grad, input_size):
+        ctx.out_size = tuple(grad.shape[2:])
+        return _C._adaptive_avg_pool2d_backward(grad.contiguous(), *input_size)
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        return _AdaptiveAvgPool2d.apply(grad_grad.contiguous(), ctx.out_size), None
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean of each window: divided by divisor_override, else by the
@@ -343,29 +391,70 @@ def _averaging_matrix(size, out, dtype):
     return ember.tensor(rows, dtype=dtype).reshape(out, size)
 
 
-def _adaptive_sizes(input, output_size):
-    sizes = _pair(output_size)
-    return [input.shape[-2 + i] if s is None else s for i, s in enumerate(sizes)]
+def _adaptive_sizes(name, input, output_size):
+    """(out_h, out_w) with PyTorch's checks (of the input as given, batched
+    or not); None keeps the input's extent."""
+    sizes = (output_size,) * 2 if isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != 2:
+        raise RuntimeError(f"{name}: output_size must be 2")
+    sizes = [input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes)]
+    if any(s < 0 for s in sizes):
+        if name == "adaptive_max_pool2d":   # PyTorch's max pool meets it allocating
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(sizes)}: {[*input.shape[:2], *sizes]}")
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater "
+                           f"than or equal to 0 but received {{{sizes[0]}, {sizes[1]}}}")
+    for dim in range(1, input.dim()):
+        if input.shape[dim] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {dim} being empty")
+    return sizes
+
+
+def _adaptive_kernel_fits(x, sizes):
+    return x.dtype in _KERNEL_DTYPES + _ROUNDED_DTYPES and x.numel() > 0 and min(sizes) > 0
 
 
 def adaptive_avg_pool2d(input, output_size):
+    """The mean of each adaptive window (Note [Adaptive pooling windows])."""
     x, unbatched = _spatial_input("adaptive_avg_pool2d", input, 2)
-    out_h, out_w = _adaptive_sizes(x, output_size)
-    rows = _averaging_matrix(x.shape[2], out_h, x.dtype)
-    cols = _averaging_matrix(x.shape[3], out_w, x.dtype)
-    result = ember.matmul(ember.matmul(rows, x), cols.t())
+    sizes = _adaptive_sizes("adaptive_avg_pool2d", input, output_size)
+    if _adaptive_kernel_fits(x, sizes):
+        result = _in_compute_dtype(_AdaptiveAvgPool2d.apply, x, tuple(sizes))
+    else:
+        rows = _averaging_matrix(x.shape[2], sizes[0], x.dtype)
+        cols = _averaging_matrix(x.shape[3], sizes[1], x.dtype)
+        result = ember.matmul(ember.matmul(rows, x), cols.t())
     return result.squeeze(0) if unbatched else result
 
 
 def adaptive_avg_pool1d(input, output_size):
     x, unbatched = _spatial_input("adaptive_avg_pool1d", input, 1)
-    result = ember.matmul(x, _averaging_matrix(x.shape[2], _one(output_size), x.dtype).t())
+    result = adaptive_avg_pool2d(x.unsqueeze(2), (1, _one(output_size))).squeeze(2)
     return result.squeeze(0) if unbatched else result
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The largest element of each adaptive window and its flat index in
+    the input's (H, W) plane (Note [Adaptive pooling windows])."""
     x, unbatched = _spatial_input("adaptive_max_pool2d", input, 2)
-    out_h, out_w = _adaptive_sizes(x, output_size)
+    sizes = _adaptive_sizes("adaptive_max_pool2d", input, output_size)
+    if not _adaptive_kernel_fits(x, sizes):
+        values, indices = _adaptive_max_composite(x, *sizes)
+    elif x.requires_grad and ember.is_grad_enabled():
+        values, indices = _in_compute_dtype(_AdaptiveMaxPool2d.apply, x, tuple(sizes))
+    else:
+        values, indices = _in_compute_dtype(_C._adaptive_max_pool2d, x, *sizes)
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def _adaptive_max_composite(x, out_h, out_w):
+    if out_h == 0 or out_w == 0:
+        shape = (*x.shape[:2], out_h, out_w)
+        return ember.empty(shape, dtype=x.dtype), ember.empty(shape, dtype=ember.int64)
     width = x.shape[3]
     values, indices = [], []
     for top, bottom in _adaptive_bounds(x.shape[2], out_h):
@@ -378,10 +467,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
             row_indices.append((top + local // span) * width + left + local % span)
         values.append(ember.stack(row_values, -1))
         indices.append(ember.stack(row_indices, -1))
-    values, indices = ember.stack(values, -2), ember.stack(indices, -2)
-    if unbatched:
-        values, indices = values.squeeze(0), indices.squeeze(0)
-    return (values, indices) if return_indices else values
+    return ember.stack(values, -2), ember.stack(indices, -2)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

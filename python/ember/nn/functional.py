@@ -100,7 +100,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalises over the last len(normalized_shape) dims (biased variance)."""
+    """Normalises over the last len(normalized_shape) dims (biased variance);
+    float32/float64 run the C kernels (ember/nn/_row_norm.py)."""
     normalized_shape = list(normalized_shape)
     k = len(normalized_shape)
     if k == 0 or list(input.shape[input.dim() - k:]) != normalized_shape or input.dim() < k:
@@ -114,15 +115,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                 f"Expected {name} to be of same shape as normalized_shape, but got "
                 f"{name} of shape {list(param.shape)} and normalized_shape = "
                 f"{normalized_shape}")
-    dims = tuple(range(input.dim() - k, input.dim()))
-    centered = input - input.mean(dim=dims, keepdim=True)
-    variance = (centered * centered).mean(dim=dims, keepdim=True)
-    output = centered * ember.rsqrt(variance + eps)
-    if weight is not None:
-        output = output * weight
-    if bias is not None:
-        output = output + bias
-    return output
+    if _batch_norm_kernel.kernel_fits(input, weight, bias):
+        return _row_norm.layer_norm(input, k, weight, bias, eps)
+    return _row_norm.layer_norm_composite(input, k, weight, bias, eps)
 
 
 def _normalize_padding_idx(padding_idx, num_embeddings):
@@ -901,10 +896,10 @@ __all__ += ["bilinear"]
 
 # ---- normalisation over batches, groups and instances ------------------------------
 #
-# Written from ember operators, so autograd differentiates them, except
-# batch_norm's float32/float64 path, which runs the C kernels of
-# c/th/THNorm.c (ember/nn/_batch_norm.py).  Fused kernels for layer and
-# group norm are future work (issue 12).
+# float32/float64 run the C kernels of c/th/THNorm.c: batch and instance
+# norm through ember/nn/_batch_norm.py, group (and layer) norm through
+# ember/nn/_row_norm.py.  Other dtypes take the composites, written from
+# ember operators.
 
 def _channel_moments(input, dims):
     """(mean, biased variance) over `dims`, kept for broadcasting."""
@@ -970,17 +965,20 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     channels = input.shape[1]
     shape = [1, channels] + [1] * (input.dim() - 2)
     dims = list(range(2, input.dim()))
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    count = input.numel() // max(input.shape[0] * channels, 1)
+    if use_input_stats and count == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                         f"size {input.shape}")
+    if _batch_norm_kernel.kernel_fits(input, weight, bias):
+        return _batch_norm_kernel.instance_norm(input, running_mean, running_var, weight,
+                                                bias, use_input_stats, momentum, eps)
     if not use_input_stats:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("Expected running_mean and running_var to be defined when "
-                               "use_input_stats is false")
         output = (input - running_mean.reshape(shape)) * ember.rsqrt(
             running_var.reshape(shape) + eps)
         return _affine(output, weight, bias, shape)
-    count = input.numel() // max(input.shape[0] * channels, 1)
-    if count == 1:
-        raise ValueError(f"Expected more than 1 spatial element when training, got input "
-                         f"size {input.shape}")
     mean, variance = _channel_moments(input, dims)
     if running_mean is not None:
         _update_running(running_mean, mean.detach().mean(0).reshape(channels), momentum)
@@ -997,15 +995,20 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
-    batch, channels = input.shape[0], input.shape[1]
+    channels = input.shape[1]
     if channels % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    grouped = input.reshape(batch, num_groups, -1)
-    mean, variance = _channel_moments(grouped, [2])
-    output = ((grouped - mean) * ember.rsqrt(variance + eps)).reshape(input.shape)
-    return _affine(output, weight, bias, [1, channels] + [1] * (input.dim() - 2))
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and (param.dim() != 1 or param.numel() != channels):
+            raise RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {list(param.shape)} and input of shape "
+                f"{list(input.shape)}")
+    if _batch_norm_kernel.kernel_fits(input, weight, bias):
+        return _row_norm.group_norm(input, num_groups, weight, bias, eps)
+    return _row_norm.group_norm_composite(input, num_groups, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -1108,6 +1111,7 @@ __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
 
 from . import _attention as _attention_kernel  # noqa: E402
 from . import _batch_norm as _batch_norm_kernel  # noqa: E402
+from . import _row_norm  # noqa: E402
 from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402
                        adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
                        fold, interpolate, max_pool1d, max_pool2d, pixel_shuffle,
