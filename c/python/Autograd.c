@@ -31,7 +31,7 @@
 
 #include <string.h>
 
-_Thread_local int THPAutograd_gradEnabled = 1;
+THP_TLS_INITIAL_EXEC _Thread_local int THPAutograd_gradEnabled = 1;
 
 /* op name -> handler (callable) or None; filled by ember.autograd. */
 static PyObject *autograd_handlers = NULL;
@@ -75,8 +75,8 @@ typedef struct {
     unsigned long generation; /* bumped by every set: a running hook sees it */
 } HookSlot;
 
-static _Thread_local HookSlot tracer_slot = {NULL, 0};
-static _Thread_local HookSlot autocast_slot = {NULL, 0};
+static THP_TLS_INITIAL_EXEC _Thread_local HookSlot tracer_slot = {NULL, 0};
+static THP_TLS_INITIAL_EXEC _Thread_local HookSlot autocast_slot = {NULL, 0};
 /* op name -> policy; NULL until ember.amp sets it. */
 static PyObject *autocast_policies = NULL;
 
@@ -186,6 +186,9 @@ THPAutograd_anyRequiresGrad(PyObject *const *args, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *arg = args[i];
+        if (Py_IS_TYPE(arg, &PyLong_Type)) {
+            continue; /* the sizes and dims of views: the common case */
+        }
         if (tensor_requires_grad(arg)) {
             return 1;
         }

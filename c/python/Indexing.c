@@ -239,20 +239,19 @@ parse_index(THTensor *tensor, PyObject *index, ParsedIndex *parsed)
 
 /* ---- the basic part: a view ------------------------------------------------- */
 
-/* Applies one int, slice or None, the `position`-th item of the index, at
- * dim *dim of *current, replacing *current with the new view (the old
- * reference is released).  Returns 0 or -1. */
-static int
-apply_basic_item(THTensor **current, int *dim, Py_ssize_t position,
-                 const IndexItem *item)
+/* The view that one int, slice or None (the `position`-th item of the
+ * index) makes at dim `dim` of t: a new reference, or NULL with an
+ * exception set.  *dim moves past the dims the view keeps. */
+static THTensor *
+new_item_view(THTensor *t, int *dim, Py_ssize_t position,
+              const IndexItem *item)
 {
-    THTensor *t = *current;
-    THTensor *next = NULL;
+    THTensor *next;
     if (item->kind == ITEM_INT) {
         int64_t index;
         if (THPUtils_unpackLong(item->obj, "__getitem__", "index", &index)
             < 0) {
-            return -1;
+            return NULL;
         }
         int64_t size = t->sizes[*dim]; /* *dim < ndim: items were counted */
         if (index < -size || index >= size) {
@@ -262,19 +261,19 @@ apply_basic_item(THTensor **current, int *dim, Py_ssize_t position,
                          "index %lld is out of bounds for dimension %zd "
                          "with size %lld",
                          (long long)index, position, (long long)size);
-            return -1;
+            return NULL;
         }
         next = THTensor_newSelect(t, *dim, index);
     }
     else if (item->kind == ITEM_SLICE) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(item->obj, &start, &stop, &step) < 0) {
-            return -1;
+            return NULL;
         }
         if (step <= 0) {
             PyErr_SetString(PyExc_ValueError,
                             "step must be greater than zero");
-            return -1;
+            return NULL;
         }
         PySlice_AdjustIndices((Py_ssize_t)t->sizes[*dim], &start, &stop,
                               step);
@@ -287,9 +286,20 @@ apply_basic_item(THTensor **current, int *dim, Py_ssize_t position,
     }
     if (next == NULL) {
         THPUtils_setErrorFromTH();
+    }
+    return next;
+}
+
+/* Replaces *current (released) with new_item_view of it.  0 or -1. */
+static int
+apply_basic_item(THTensor **current, int *dim, Py_ssize_t position,
+                 const IndexItem *item)
+{
+    THTensor *next = new_item_view(*current, dim, position, item);
+    if (next == NULL) {
         return -1;
     }
-    THTensor_release(t);
+    THTensor_release(*current);
     *current = next;
     return 0;
 }
@@ -366,6 +376,17 @@ getitem_pinned(PyObject *self, PyObject *index)
     PyObject *operands[2] = {self, index}, *routed;
     if (THPAutograd_maybeDispatch("__getitem__", operands, 2, &routed)) {
         return routed;
+    }
+    THTensor *tensor = THPVariable_Unpack(self);
+    /* The commonest indexes, t[i] and t[a:b], on a tensor with a dim to
+     * index: the one view they make, without the general machinery. */
+    if (tensor->ndim > 0
+        && (PyLong_CheckExact(index) || PySlice_Check(index))) {
+        IndexItem item = {PyLong_CheckExact(index) ? ITEM_INT : ITEM_SLICE,
+                          index, NULL};
+        int dim = 0;
+        THTensor *view = new_item_view(tensor, &dim, 0, &item);
+        return view == NULL ? NULL : THPVariable_Wrap(view);
     }
     ParsedIndex parsed;
     THTensor *advanced[THP_MAX_INDEX_ITEMS];

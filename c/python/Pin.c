@@ -38,12 +38,13 @@ grow(void **array, void *inline_storage, Py_ssize_t *capacity,
 }
 
 /* Appends `tensor` (retained here) to the frame's kept references. */
-static int
+static inline int
 keep(THPPinFrame *frame, THTensor *tensor)
 {
-    if (grow((void **)&frame->kept, frame->inline_kept, &frame->kept_capacity,
-             frame->kept_count, sizeof(THTensor *))
-        < 0) {
+    if (frame->kept_count == frame->kept_capacity
+        && grow((void **)&frame->kept, frame->inline_kept,
+                &frame->kept_capacity, frame->kept_count, sizeof(THTensor *))
+               < 0) {
         return -1;
     }
     THTensor_retain(tensor); /* released by THPPin_exit */
@@ -52,14 +53,15 @@ keep(THPPinFrame *frame, THTensor *tensor)
 }
 
 /* Pins one tensor object: remembers it and keeps its THTensor. */
-static int
+static inline int
 pin_tensor(THPPinFrame *frame, PyObject *obj)
 {
     THTensor *tensor = ((THPVariable *)obj)->cdata;
-    if (grow((void **)&frame->objects, frame->inline_objects,
-             &frame->objects_capacity, frame->pinned_count,
-             sizeof(PyObject *))
-            < 0
+    if ((frame->pinned_count == frame->objects_capacity
+         && grow((void **)&frame->objects, frame->inline_objects,
+                 &frame->objects_capacity, frame->pinned_count,
+                 sizeof(PyObject *))
+                < 0)
         || keep(frame, tensor) < 0) {
         return -1;
     }
@@ -126,11 +128,27 @@ THPPin_enter(THPPinFrame *frame)
     THPPin_top = frame;
 }
 
+/* The arguments that can hold no tensor and are the most common ones (the
+ * sizes and dims of views, the scalars of arithmetic): skipped at once. */
+static inline bool
+holds_no_tensor(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None;
+}
+
 int
 THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (objects[i] != NULL && pin_object(frame, objects[i], false) < 0) {
+        PyObject *obj = objects[i];
+        if (obj == NULL || holds_no_tensor(obj)) {
+            continue;
+        }
+        int rc = Py_IS_TYPE(obj, THPVariableClass) ? pin_tensor(frame, obj)
+                                                   : pin_object(frame, obj,
+                                                                false);
+        if (rc < 0) {
             return -1;
         }
     }
@@ -138,7 +156,7 @@ THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 }
 
 /* Whether some argument is a list (it gets a private copy). */
-static int
+static inline int
 has_list(PyObject *const *args, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -154,7 +172,7 @@ THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
             PyObject *const **pinned_args)
 {
     *pinned_args = args;
-    if (has_list(args, n)) {
+    if (__builtin_expect(has_list(args, n), 0)) {
         /* A copy of the argument array in which every list is replaced by
          * a private copy: a new list of the same items, which no Python
          * code can reach, so none can clear it (new references, dropped by

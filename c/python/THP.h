@@ -363,7 +363,10 @@ PyObject *THPReturnTypes_packTensors(THPResultType kind, THTensor *values,
 
 /* ---- the autograd boundary (Autograd.c) --------------------------------------
  * See Note [The autograd boundary] there. */
-extern _Thread_local int THPAutograd_gradEnabled;
+/* initial-exec, as THPPin_top: read on every call, and the default model
+ * for a shared object's thread-locals costs a __tls_get_addr call. */
+#define THP_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+extern THP_TLS_INITIAL_EXEC _Thread_local int THPAutograd_gradEnabled;
 /* Whether one of args[0..n) is a tensor requiring grad, or a list/tuple
  * holding one. */
 int THPAutograd_anyRequiresGrad(PyObject *const *args, Py_ssize_t n);

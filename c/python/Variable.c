@@ -143,6 +143,65 @@ THPVariable_dealloc(PyObject *self)
     Py_TRASHCAN_END
 }
 
+/* Note [ember.Tensor's own dealloc]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * ember.Tensor is a Python subclass, so CPython gives it subtype_dealloc:
+ * a generic walk (finalizer call with resurrection checks, slots of every
+ * Python base, the instance dict) that cost a fifth of a view's time.
+ * Like PyTorch's THPVariable_subclass_dealloc, we install our own when
+ * ember.Tensor adds nothing to _TensorBase but the instance dict (no
+ * __slots__, no __del__).  It skips the finalizer: THPVariable_finalize
+ * only hands a Python allocator's block back before the GC clears a cycle
+ * (Note [Tensors from a Python allocator and the GC]), and releasing the
+ * THTensor here does the same.  Subclasses of ember.Tensor (nn.Parameter)
+ * keep subtype_dealloc, which ends by calling this as their base's dealloc
+ * and, the base being a heap type, leaves the type's reference to it. */
+static void
+THPVariable_subclass_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, THPVariable_subclass_dealloc)
+    if (((THPVariable *)self)->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject_ClearManagedDict(self);
+#else
+    /* 3.11/3.12: the dict pointer (a dict is made first from the inline
+     * attribute values, if any: that path may fail, and clears errors). */
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject **dict = _PyObject_GetDictPtr(self);
+    if (dict != NULL) {
+        Py_CLEAR(*dict);
+    }
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+#endif
+    THPVariable_clear(self);
+    THTensor_release(((THPVariable *)self)->cdata);
+    type->tp_free(self);
+    /* Also for an instance of a further subclass: since ember.Tensor is a
+     * heap type, that subclass's subtype_dealloc leaves this to us. */
+    Py_DECREF(type);
+    Py_TRASHCAN_END
+}
+
+/* Whether `type` (a Python subclass of _TensorBase) adds nothing but the
+ * instance dict, so THPVariable_subclass_dealloc can free its instances. */
+static bool
+adds_only_a_dict(PyTypeObject *type)
+{
+    return (type->tp_flags & Py_TPFLAGS_HEAPTYPE)
+           && type->tp_base == &THPVariableType
+           && type->tp_basicsize == THPVariableType.tp_basicsize
+           && type->tp_itemsize == 0
+           && type->tp_weaklistoffset == THPVariableType.tp_weaklistoffset
+           && type->tp_finalize == THPVariableType.tp_finalize
+           && type->tp_del == NULL
+           && (type->tp_flags & Py_TPFLAGS_MANAGED_DICT);
+}
+
 /* The THTensor for ember.Tensor(...): Tensor(data) copies data, and
  * Tensor(*sizes) is uninitialised, both in the default float dtype (the
  * legacy torch.Tensor constructor).  New reference or NULL. */
@@ -1065,6 +1124,9 @@ THPVariable_set_python_types(PyObject *module, PyObject *const *args,
                         "_set_python_types(tensor_class, cpu_device): "
                         "tensor_class must subclass _TensorBase");
         return NULL;
+    }
+    if (adds_only_a_dict((PyTypeObject *)args[0])) {
+        ((PyTypeObject *)args[0])->tp_dealloc = THPVariable_subclass_dealloc;
     }
     /* Module-lifetime strong references to the registered objects. */
     Py_INCREF(args[0]);

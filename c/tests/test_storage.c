@@ -4,6 +4,10 @@
  */
 #include "th_test.h"
 
+#include "THHeaderCache.h"
+
+#include <pthread.h>
+
 typedef struct {
     int calls;
     void *data;
@@ -168,11 +172,79 @@ test_storage_negative_and_huge(void)
     CHECK_ERROR(TH_ERR_MEMORY, "");
 }
 
+/* Note [Header free lists]: a header handed out again starts clean (an
+ * external read-only storage's header becomes an allocated one). */
+static void
+test_storage_reused_header_is_clean(void)
+{
+    char bytes[8];
+    DeleterLog log = {0};
+    THStorage *external = THStorage_newExternal(bytes, 8, TH_DEVICE_CPU,
+                                                true, logging_deleter, &log);
+    CHECK_NOT_NULL(external);
+    if (external == NULL) {
+        return;
+    }
+    void *first = external;
+    THStorage_release(external);
+    CHECK_EQ_INT(log.calls, 1);
+    THStorage *fresh = THStorage_new(8, TH_DEVICE_CPU);
+    CHECK_NOT_NULL(fresh);
+    if (fresh == NULL) {
+        return;
+    }
+    if (THHeader_cacheEnabled()) {
+        CHECK(fresh == first); /* the cached header came back */
+    }
+    CHECK(!fresh->read_only);
+    CHECK(fresh->deleter == NULL && fresh->deleter_context == NULL);
+    CHECK(fresh->allocator == THAllocator_cpu());
+    CHECK_EQ_INT(fresh->refcount, 1);
+    THStorage_release(fresh);
+}
+
+/* Tensors made and released on other threads, one freed on another thread
+ * than its own: each thread's cached headers are freed when it exits
+ * (valgrind's C half fails on any block left). */
+static void *
+churn_tensors(void *handoff)
+{
+    int64_t size = 5;
+    for (int i = 0; i < 3 * TH_HEADER_CACHE_DEPTH; i++) {
+        THTensor *t = THTensor_newEmpty(1, &size, TH_Float32, TH_DEVICE_CPU);
+        THTensor *v = t != NULL ? THTensor_newTranspose(t, 0, 0) : NULL;
+        THTensor_release(t);
+        THTensor_release(v);
+    }
+    THTensor_release(handoff); /* made on the main thread */
+    return NULL;
+}
+
+static void
+test_storage_headers_across_threads(void)
+{
+    int64_t size = 3;
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        THTensor *handoff = THTensor_newEmpty(1, &size, TH_Int64,
+                                              TH_DEVICE_CPU);
+        CHECK_NOT_NULL(handoff);
+        CHECK_EQ_INT(pthread_create(&threads[i], NULL, churn_tensors,
+                                    handoff),
+                     0);
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(pthread_join(threads[i], NULL), 0);
+    }
+}
+
 TH_TEST_SUITE(storage) = {
     TH_TEST(test_storage_refcount),
     TH_TEST(test_storage_tensors_hold_references),
     TH_TEST(test_storage_external_deleter_once),
     TH_TEST(test_storage_external_failure_calls_nothing),
     TH_TEST(test_storage_negative_and_huge),
+    TH_TEST(test_storage_reused_header_is_clean),
+    TH_TEST(test_storage_headers_across_threads),
     TH_TEST_END,
 };

@@ -5,18 +5,19 @@
 #include "THStorage.h"
 
 #include "THGeneral.h"
+#include "THHeaderCache.h"
 
 #include <stdlib.h>
 
 static THStorage *
 storage_alloc_header(void)
 {
-    THStorage *storage = calloc(1, sizeof(*storage));
+    /* Note [Header free lists]: a reused header keeps its old fields */
+    THStorage *storage = THHeader_alloc(TH_HEADER_STORAGE);
     if (storage == NULL) {
-        THError_set(TH_ERR_MEMORY, "out of memory allocating a storage");
         return NULL;
     }
-    storage->refcount = 1;
+    *storage = (THStorage){.refcount = 1};
     return storage;
 }
 
@@ -43,7 +44,7 @@ THStorage_newWithAllocator(int64_t nbytes, THAllocator *allocator)
     storage->data = THAllocator_alloc(allocator, (size_t)nbytes);
     if (storage->data == NULL && nbytes > 0) {
         THAllocator_release(allocator);
-        free(storage);
+        THHeader_free(TH_HEADER_STORAGE, storage);
         return NULL;
     }
     storage->allocator = allocator;
@@ -113,5 +114,5 @@ THStorage_release(THStorage *storage)
     else if (storage->deleter != NULL) {
         storage->deleter(storage->deleter_context, storage->data);
     }
-    free(storage);
+    THHeader_free(TH_HEADER_STORAGE, storage);
 }

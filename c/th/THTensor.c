@@ -4,6 +4,8 @@
  */
 #include "THTensor.h"
 
+#include "THHeaderCache.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -103,9 +105,8 @@ THScalar_checkFits(THScalar value, THDtype dtype)
 static THVersionCounter *
 version_counter_new(void)
 {
-    THVersionCounter *counter = malloc(sizeof(*counter));
+    THVersionCounter *counter = THHeader_alloc(TH_HEADER_VERSION_COUNTER);
     if (counter == NULL) {
-        THError_set(TH_ERR_MEMORY, "out of memory");
         return NULL;
     }
     counter->refcount = 1;
@@ -118,7 +119,7 @@ version_counter_release(THVersionCounter *counter)
 {
     if (counter != NULL
         && __atomic_sub_fetch(&counter->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-        free(counter);
+        THHeader_free(TH_HEADER_VERSION_COUNTER, counter);
     }
 }
 
@@ -418,9 +419,9 @@ THTensor_inferSize(int ndim, int64_t *sizes, int64_t numel)
 static THTensor *
 tensor_alloc_header(void)
 {
-    THTensor *tensor = malloc(sizeof(*tensor));
+    /* Note [Header free lists]: usually last freed tensor's header */
+    THTensor *tensor = THHeader_alloc(TH_HEADER_TENSOR);
     if (tensor == NULL) {
-        THError_set(TH_ERR_MEMORY, "out of memory allocating a tensor");
         return NULL;
     }
     tensor->refcount = 1;
@@ -438,7 +439,7 @@ tensor_on_storage(THStorage *storage, int64_t offset, int ndim,
     THTensor *tensor = tensor_alloc_header();
     THVersionCounter *counter = version_counter_new();
     if (tensor == NULL || counter == NULL) {
-        free(tensor);
+        THHeader_free(TH_HEADER_TENSOR, tensor);
         version_counter_release(counter);
         return NULL;
     }
@@ -597,7 +598,7 @@ THTensor_release(THTensor *tensor)
     }
     THStorage_release(tensor->storage);
     version_counter_release(tensor->version_counter);
-    free(tensor);
+    THHeader_free(TH_HEADER_TENSOR, tensor);
 }
 
 /* ---- views ----------------------------------------------------------------- */
@@ -622,17 +623,14 @@ share_base(THTensor *base)
 }
 
 /* A new tensor header on base's storage and version counter with the given
- * geometry.  The caller guarantees the geometry is in bounds (derived from
- * base's own); as_strided checks it before calling. */
+ * geometry, of `numel` elements (the caller knows: a view or a reshape of
+ * base has base's).  The caller guarantees the geometry is in bounds
+ * (derived from base's own); as_strided checks it before calling. */
 static THTensor *
-make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
-          const int64_t *strides)
+make_view_of_numel(THTensor *base, int64_t offset, int ndim,
+                   const int64_t *sizes, const int64_t *strides,
+                   int64_t numel)
 {
-    int64_t numel;
-    /* Also catches an element count beyond int64 (expand can ask for one). */
-    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
-        return NULL;
-    }
     THTensor *view = share_base(base);
     if (view == NULL) {
         return NULL;
@@ -647,6 +645,18 @@ make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
     view->is_contiguous = compute_is_contiguous(ndim, view->sizes,
                                                 view->strides);
     return view;
+}
+
+static THTensor *
+make_view(THTensor *base, int64_t offset, int ndim, const int64_t *sizes,
+          const int64_t *strides)
+{
+    int64_t numel;
+    /* Also catches an element count beyond int64 (expand can ask for one). */
+    if (THTensor_checkedNumel(ndim, sizes, &numel) < 0) {
+        return NULL;
+    }
+    return make_view_of_numel(base, offset, ndim, sizes, strides, numel);
 }
 
 /* A view with base's own geometry, copied as it is (nothing to check):
@@ -755,7 +765,9 @@ THTensor_newView(THTensor *tensor, int ndim, const int64_t *sizes)
                     "contiguous subspaces). Use .reshape(...) instead.");
         return NULL;
     }
-    return make_view(tensor, tensor->storage_offset, ndim, shape, strides);
+    /* resolve_shape checked that the shape has the tensor's numel */
+    return make_view_of_numel(tensor, tensor->storage_offset, ndim, shape,
+                              strides, tensor->numel);
 }
 
 THTensor *
@@ -767,8 +779,8 @@ THTensor_newReshape(THTensor *tensor, int ndim, const int64_t *sizes)
     }
     if (compute_view_strides(tensor->ndim, tensor->sizes, tensor->strides,
                              tensor->numel, ndim, shape, strides)) {
-        return make_view(tensor, tensor->storage_offset, ndim, shape,
-                         strides);
+        return make_view_of_numel(tensor, tensor->storage_offset, ndim,
+                                  shape, strides, tensor->numel);
     }
     /* No view exists: copy once into a contiguous tensor and view that. */
     THTensor *copy = THTensor_newContiguous(tensor);

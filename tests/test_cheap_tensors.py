@@ -1,0 +1,193 @@
+"""The fast paths behind cheap tensor objects (issue 15): ember.Tensor's own
+dealloc (Note [ember.Tensor's own dealloc] in c/python/Variable.c), the
+per-thread header free lists (Note [Header free lists] in
+c/th/THHeaderCache.h) and the one-item fast path of t[i] / t[a:b]
+(c/python/Indexing.c).  NumPy is the value oracle; torch, where installed,
+the message oracle.  No timing here: bench/bench_core.py measures."""
+
+import gc
+import sys
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import ember
+
+try:
+    import torch
+except ImportError:  # torch is the message oracle where installed
+    torch = None
+
+
+class Marker:
+    """An object whose death a weak reference can watch."""
+
+
+# ---- ember.Tensor's dealloc -------------------------------------------------
+
+
+def test_instance_dict_is_freed_with_the_tensor():
+    t = ember.zeros(2)
+    value = Marker()
+    t.note = value
+    watch = weakref.ref(value)
+    del value
+    assert watch() is not None
+    del t
+    assert watch() is None
+
+
+def test_weakref_callback_runs_when_the_tensor_dies():
+    seen = []
+    t = ember.ones(3)
+    ref = weakref.ref(t, lambda r: seen.append(r))
+    del t
+    assert seen == [ref] and ref() is None
+
+
+def test_dealloc_keeps_a_pending_exception():
+    t = ember.zeros(1)
+    t.note = Marker()
+    with pytest.raises(KeyError, match="kept"):
+        try:
+            raise KeyError("kept")
+        finally:
+            del t  # its dict is cleared while the KeyError is in flight
+
+
+def test_heap_type_references_balance():
+    # (counted outside the asserts: pytest's rewriting of an assert holds
+    # the objects it names while it runs)
+    many = [ember.zeros(1)[0:1] for _ in range(10)]
+    held = sys.getrefcount(ember.Tensor)
+    del many[5:]
+    half = sys.getrefcount(ember.Tensor)
+    del many
+    after = sys.getrefcount(ember.Tensor)
+    assert (held - half, held - after) == (5, 10)  # one per instance
+
+
+def test_subclasses_keep_their_del_and_type_references():
+    deleted = []
+
+    class Logged(ember.Tensor):
+        def __del__(self):
+            deleted.append(self.tolist())
+
+    before = sys.getrefcount(Logged)
+    t = ember._C._make_subclass(Logged, ember.zeros(2), False)
+    t.note = Marker()
+    del t
+    after = sys.getrefcount(Logged)
+    assert deleted == [[0.0, 0.0]] and after == before
+    p = ember.nn.Parameter(ember.ones(2))
+    held = sys.getrefcount(ember.nn.Parameter)
+    del p
+    after = sys.getrefcount(ember.nn.Parameter)
+    assert held - after == 1
+
+
+def test_tensor_in_a_cycle_through_its_dict_is_collected():
+    t = ember.zeros(2)
+    t.me = t
+    watch = weakref.ref(t)
+    del t
+    gc.collect()
+    assert watch() is None
+
+
+# ---- header free lists -------------------------------------------------------
+
+
+def test_reused_headers_carry_nothing_over():
+    a = np.arange(6, dtype=np.float32)
+    lent = ember.from_numpy(a)
+    lent_version = lent.add_(1)._version
+    assert lent_version == 1
+    del lent  # its tensor, storage and counter headers are free now
+    fresh = ember.empty(4)
+    assert fresh._version == 0 and fresh.storage_offset() == 0
+    assert fresh.stride() == (1,) and fresh.shape == (4,)
+    fresh.fill_(2.0)  # the storage is writable, unlike a read-only lend
+    np.testing.assert_array_equal(a, np.arange(1, 7, dtype=np.float32))
+
+
+def test_memory_stats_count_each_fresh_tensor():
+    before = ember.memory.stats()
+    kept = [ember.empty(4) for _ in range(40)]
+    views = [k[1:3] for k in kept]
+    mid = ember.memory.stats()
+    assert mid["live_blocks"] - before["live_blocks"] == 40
+    del kept, views
+    after = ember.memory.stats()
+    assert after["live_blocks"] == before["live_blocks"]
+    assert after["allocated_bytes"] == before["allocated_bytes"]
+
+
+def test_tensors_made_and_freed_on_threads():
+    base = ember.arange(12.0).view(3, 4)
+    results = []
+
+    def work():
+        local = []
+        for i in range(50):
+            t = ember.empty(3).fill_(i)
+            local.append((t[1:].sum().item(), base.transpose(0, 1)[i % 4]))
+        results.append(local)
+
+    before = ember.memory.stats()["live_blocks"]
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(results) == 3
+    for local in results:
+        for i, (total, column) in enumerate(local):
+            assert total == 2.0 * i
+            np.testing.assert_array_equal(column.numpy(),
+                                          base.numpy()[:, i % 4])
+    # the views made on the threads outlive them here, then go
+    del results
+    assert ember.memory.stats()["live_blocks"] == before
+
+
+# ---- t[i] and t[a:b] ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [0, 2, -1, -4, slice(1, 3), slice(None),
+                                   slice(-2, None), slice(None, None, 2),
+                                   slice(5, 1), slice(1, 100, 3),
+                                   slice(-100, 2)])
+def test_one_item_index_matches_numpy(index):
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = ember.from_numpy(a)
+    view = t[index]
+    np.testing.assert_array_equal(view.numpy(), a[index])
+    assert view.stride() == tuple(s // 4 for s in a[index].strides)
+    view.add_(0)
+    assert t._version == 1  # a view shares its base's counter
+
+
+def test_one_item_index_errors():
+    t = ember.zeros(4, 6)
+    with pytest.raises(IndexError) as out_of_range:
+        t[4]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        t[::-1]
+    with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+        ember.tensor(1.0)[0]
+    if torch is not None:
+        with pytest.raises(IndexError) as expected:
+            torch.zeros(4, 6)[4]
+        assert str(out_of_range.value) == str(expected.value)
+
+
+def test_one_item_index_of_a_strided_view():
+    a = np.arange(24, dtype=np.float64).reshape(4, 6)
+    t = ember.from_numpy(a).transpose(0, 1)
+    np.testing.assert_array_equal(t[2].numpy(), a.T[2])
+    np.testing.assert_array_equal(t[1:5:2].numpy(), a.T[1:5:2])
+    assert t[1:5:2].storage_offset() == 1
