@@ -227,3 +227,11 @@ def test_kernel_matches_cpu_bit_for_bit(emulated, op, dtype):
         untouched = np.ones(out_base.shape, bool)
         untouched[:, 4:26] = False
         assert (out_base[untouched] == 7.0).all()
+
+        # a broadcast input (stride 0, as ember's expand) in three dimensions
+        view = np.broadcast_to(x[:20].reshape(4, 1, 5), (4, 3, 5))
+        expected_view = cpu_op(ember.tensor(np.ascontiguousarray(view)), **kwargs).numpy()
+        out = np.full(view.shape, 7.0, dtype=dtype)
+        strides = _kernels.pack_strides(view.shape, _strides(view), _strides(out))
+        _launch(library, op, dtype, "strided", view, out, params, 1, 8, strides)
+        _assert_same_bits(out, expected_view, f"{op} broadcast {kwargs}")
