@@ -70,7 +70,10 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_distributed*.py     ember.distributed over mpi4py, DDP and the
 #                            sampler: Python over existing operators (the
 #                            MPI jobs run in child processes anyway)
+#   test_cuda_kernels.py     ember.cuda's kernel sources: NVRTC and g++
+#                            compile them (ctypes), no ember C is new
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
+                    --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \
                     --ignore=tests/test_distributed_sampler.py \
@@ -177,12 +180,13 @@ FUZZ_EXAMPLES ?= 1000
 FUZZ_TIMEOUT ?= 3600
 EMBER_FUZZ_SEED ?=
 
-.PHONY: help install build demo docs test ctest pytest fuzz test-pythons bench leakcheck \
+.PHONY: help install install-cuda build demo docs test ctest pytest fuzz test-pythons bench leakcheck \
         leak-asan leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean \
         exercise
 
 help:
 	@echo "make install        .venv + editable install with test extras (stamp-based)"
+	@echo "make install-cuda   make install + ember[cuda] (CuPy for CUDA 13, NVRTC)"
 	@echo "make build          incremental in-place rebuild of ember._C"
 	@echo "make demo           run the tour (python -m ember.tour)"
 	@echo "make docs           the walkthrough's pictures: DOT + SVG in docs/walkthrough/pictures/ (installs graphviz)"
@@ -213,6 +217,10 @@ $(INSTALLED): pyproject.toml setup.py | $(VPY)
 	touch $@
 
 install: $(INSTALLED)
+
+# ember[cuda]: CuPy for CUDA 13 and NVIDIA's NVRTC wheel (ember.cuda).
+install-cuda: $(INSTALLED)
+	$(VPIP) install --no-build-isolation -e '.[test,distributed,cuda]'
 
 build: $(INSTALLED)
 	$(VPY) setup.py -q build_ext --inplace

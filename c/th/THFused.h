@@ -70,7 +70,7 @@
 
 /* _(name, arity): every op a program may use, with ember's eager name.
  * Binary and ternary ops come from THPointwise's formulas, the unary math
- * from THUnary's float formulas (c/th/THFormulas.h). */
+ * from THUnary's float formulas (c/th/THFloatFormulas.h). */
 #define TH_FORALL_FUSED_POINTWISE_OPS(_)                                   \
     _(add, ADD, 2) _(sub, SUB, 2) _(mul, MUL, 2) _(div, DIV, 2)            \
     _(floor_divide, DIV_FLOOR, 2) _(remainder, REMAINDER, 2)               \

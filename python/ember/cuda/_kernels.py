@@ -1,0 +1,262 @@
+"""The CUDA sources of ember's elementwise unary kernels, from the CPU's formulas.
+
+Every floating-point unary operator's math is one expression in `x` in
+c/th/THFloatFormulas.h's TH_FORALL_FLOAT_FORMULAS table (Note [One formula,
+two compilers]).  This module reads those expressions out of the header's
+text and wraps each in a kernel, so the GPU computes what the CPU computes:
+
+    kernel_source("exp", "float32", "contiguous")  ->  CUDA C++ source
+    compiled_kernel("exp", "float32", "contiguous", "sm_90")  ->  cubin
+
+A kernel is specialised on (operator, dtype, rank class):
+
+  contiguous   input and output dense and in the same order: one linear
+               index per element;
+  strided      any sizes and strides up to MAX_DIMS dimensions, passed in
+               an EmberStrides struct (see `pack_strides`); each element's
+               input and output offsets are computed from its linear index.
+
+Kernels are `extern "C"`, grid-stride loops over int64 indices, and take
+the call's THUnaryParams (round's decimals, nan_to_num's replacements) by
+value.  Compiled cubins are cached per (operator, dtype, rank class, arch).
+"""
+
+import ctypes
+import functools
+import os
+import re
+from collections import namedtuple
+
+__all__ = ["DTYPES", "RANK_CLASSES", "MAX_DIMS", "float_formulas", "kernel_name",
+           "kernel_source", "headers", "compiled_kernel", "THUnaryParams",
+           "EmberStrides", "pack_strides"]
+
+HEADER_NAME = "THFloatFormulas.h"
+PRELUDE_NAME = "ember_elementwise.h"
+
+# ember dtype name -> the C type the formulas compute in.
+DTYPES = {"float32": "float", "float64": "double"}
+RANK_CLASSES = ("contiguous", "strided")
+# Every ember tensor has at most this many dimensions (TH_MAX_DIMS in
+# c/th/THTensor.h), so one strided kernel serves them all.
+MAX_DIMS = 32
+
+
+def _header_path():
+    """THFloatFormulas.h: shipped in this package (a link to c/th's in the
+    source tree, a copy in a wheel)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), HEADER_NAME)
+
+
+@functools.cache
+def header_text():
+    with open(_header_path()) as f:
+        return f.read()
+
+
+def _logical_lines(text):
+    """The header's text without comments, one line per preprocessor line
+    (backslash continuations joined)."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return text.replace("\\\n", " ").splitlines()
+
+
+def _xmacro_entries(body):
+    """The `_(a, b, ...)` entries of an X-macro's body, each as a list of its
+    top-level arguments (commas inside parentheses don't split)."""
+    entries, i = [], 0
+    while (start := body.find("_(", i)) != -1:
+        depth, args, arg_start = 0, [], start + 2
+        for j in range(start + 1, len(body)):
+            c = body[j]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    args.append(body[arg_start:j])
+                    break
+            elif c == "," and depth == 1:
+                args.append(body[arg_start:j])
+                arg_start = j + 1
+        else:
+            raise ValueError(f"{HEADER_NAME}: unbalanced parentheses in {body[start:]!r}")
+        entries.append([" ".join(a.split()) for a in args])
+        i = j + 1
+    return entries
+
+
+def _xmacro(text, macro):
+    prefix = f"#define {macro}(_)"
+    for line in _logical_lines(text):
+        if line.strip().startswith(prefix):
+            return _xmacro_entries(line.strip()[len(prefix):])
+    raise ValueError(f"{HEADER_NAME} has no {macro}")
+
+
+@functools.cache
+def float_formulas():
+    """{operator: formula} from TH_FORALL_FLOAT_FORMULAS, in its order."""
+    return {name: formula for name, formula in _xmacro(header_text(), "TH_FORALL_FLOAT_FORMULAS")}
+
+
+# ---- the sources ----------------------------------------------------------------
+
+# Shared by every elementwise kernel: the formulas, the grid-stride loop's
+# bounds and the strided offsets.  Its include guard lets many kernel
+# sources be compiled as one program.
+_PRELUDE = f"""\
+#ifndef EMBER_ELEMENTWISE_H
+#define EMBER_ELEMENTWISE_H
+#include "{HEADER_NAME}"
+
+#define EMBER_MAX_DIMS {MAX_DIMS}
+
+/* Sizes and element strides, innermost dimension first (pack_strides). */
+typedef struct {{
+    int64_t sizes[EMBER_MAX_DIMS];
+    int64_t in_strides[EMBER_MAX_DIMS];
+    int64_t out_strides[EMBER_MAX_DIMS];
+    int32_t ndim;
+}} EmberStrides;
+
+typedef struct {{
+    int64_t in, out;
+}} EmberOffsets;
+
+/* The element offsets of linear index i (row-major over `sizes`).  The
+ * loop is unrolled to constant indices so the struct stays in the kernel's
+ * parameter space instead of being copied to local memory. */
+static __device__ __forceinline__ EmberOffsets
+ember_offsets(int64_t i, const EmberStrides &s)
+{{
+    EmberOffsets o = {{0, 0}};
+#pragma unroll 1
+    for (int d = 0; d < EMBER_MAX_DIMS; d++) {{
+        if (d == s.ndim) {{
+            break;
+        }}
+        int64_t coordinate = i % s.sizes[d];
+        i /= s.sizes[d];
+        o.in += coordinate * s.in_strides[d];
+        o.out += coordinate * s.out_strides[d];
+    }}
+    return o;
+}}
+
+/* A grid-stride loop: each thread takes every (grid size)-th element, so
+ * any grid covers any n.  Indices are int64: a tensor may pass 2^31. */
+#define EMBER_FOR_EACH_INDEX(i, n)                                          \\
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \\
+         i += (int64_t)blockDim.x * gridDim.x)
+#endif
+"""
+
+_CONTIGUOUS = """\
+extern "C" __global__ void
+{name}(const {ctype} *in, {ctype} *out, int64_t n, THUnaryParams params)
+{{
+    EMBER_FOR_EACH_INDEX(i, n) {{
+        out[i] = {ns}::formula(in[i], &params);
+    }}
+}}
+"""
+
+_STRIDED = """\
+extern "C" __global__ void
+{name}(const {ctype} *in, {ctype} *out, int64_t n, EmberStrides strides,
+{indent}THUnaryParams params)
+{{
+    EMBER_FOR_EACH_INDEX(i, n) {{
+        EmberOffsets o = ember_offsets(i, strides);
+        out[o.out] = {ns}::formula(in[o.in], &params);
+    }}
+}}
+"""
+
+
+def kernel_name(op, dtype, rank_class):
+    return f"ember_unary_{op}_{dtype}_{rank_class}"
+
+
+def _check_key(op, dtype, rank_class):
+    if op not in float_formulas():
+        raise ValueError(f"no floating-point unary formula named {op!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"unary kernels are generated for {sorted(DTYPES)}, not {dtype!r}")
+    if rank_class not in RANK_CLASSES:
+        raise ValueError(f"rank class must be one of {RANK_CLASSES}, not {rank_class!r}")
+
+
+def kernel_source(op, dtype, rank_class):
+    """The CUDA C++ source of one unary kernel (it includes PRELUDE_NAME)."""
+    _check_key(op, dtype, rank_class)
+    name, ctype = kernel_name(op, dtype, rank_class), DTYPES[dtype]
+    ns = f"{name}_formula"
+    # The formula reads `x` (a scalar_t) and `p` (the THUnaryParams), as in
+    # THUnary.c's loops (Note [Unary formulas]).
+    formula = (f"namespace {ns} {{\n"
+               f"typedef {ctype} scalar_t;\n"
+               f"TH_FORMULA_FN scalar_t\n"
+               f"formula(scalar_t x, const THUnaryParams *p)\n"
+               f"{{\n"
+               f"    (void)p;\n"
+               f"    return (scalar_t)({float_formulas()[op]});\n"
+               f"}}\n"
+               f"}}\n")
+    template = _CONTIGUOUS if rank_class == "contiguous" else _STRIDED
+    kernel = template.format(name=name, ctype=ctype, ns=ns, indent=" " * (len(name) + 1))
+    return f'#include "{PRELUDE_NAME}"\n\n{formula}\n{kernel}'
+
+
+def headers():
+    """{include name: text} for every header the kernel sources include."""
+    return {HEADER_NAME: header_text(), PRELUDE_NAME: _PRELUDE}
+
+
+# ---- compiling -------------------------------------------------------------------
+
+CompiledKernel = namedtuple("CompiledKernel", "name cubin registers spill_bytes")
+
+
+@functools.cache
+def compiled_kernel(op, dtype, rank_class, arch):
+    """The kernel compiled to a cubin for `arch` (cached per key)."""
+    from . import _nvrtc
+    name = kernel_name(op, dtype, rank_class)
+    cubin, registers, spills, _ = _nvrtc.compile(
+        kernel_source(op, dtype, rank_class), arch, headers(), name=f"{name}.cu")
+    return CompiledKernel(name, cubin, registers[name], spills[name])
+
+
+# ---- the host side: the kernels' struct arguments -------------------------------
+
+class THUnaryParams(ctypes.Structure):
+    """c/th/THFloatFormulas.h's THUnaryParams, field for field."""
+    _fields_ = [("ten_pow", ctypes.c_double), ("divide", ctypes.c_bool),
+                ("nan", ctypes.c_double), ("posinf", ctypes.c_double),
+                ("neginf", ctypes.c_double)]
+
+
+class EmberStrides(ctypes.Structure):
+    """The strided kernels' EmberStrides (the prelude above)."""
+    _fields_ = [("sizes", ctypes.c_int64 * MAX_DIMS),
+                ("in_strides", ctypes.c_int64 * MAX_DIMS),
+                ("out_strides", ctypes.c_int64 * MAX_DIMS),
+                ("ndim", ctypes.c_int32)]
+
+
+def pack_strides(shape, in_strides, out_strides):
+    """EmberStrides for a strided kernel: sizes and element strides
+    (outermost first, as Tensor.stride()) stored innermost first."""
+    ndim = len(shape)
+    if not len(in_strides) == len(out_strides) == ndim:
+        raise ValueError("shape, in_strides and out_strides must have the same length")
+    if ndim > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} dimensions, got {ndim}")
+    s = EmberStrides(ndim=ndim)
+    for d, (size, a, b) in enumerate(zip(reversed(shape), reversed(in_strides),
+                                         reversed(out_strides))):
+        s.sizes[d], s.in_strides[d], s.out_strides[d] = size, a, b
+    return s
