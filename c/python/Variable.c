@@ -170,13 +170,12 @@ THPVariable_subclass_dealloc(PyObject *self)
 #else
     /* 3.11/3.12: the dict pointer (a dict is made first from the inline
      * attribute values, if any: that path may fail, and clears errors). */
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *pending = PyErr_GetRaisedException(); /* THP.h's shim */
     PyObject **dict = _PyObject_GetDictPtr(self);
     if (dict != NULL) {
         Py_CLEAR(*dict);
     }
-    PyErr_Restore(exc_type, exc_value, exc_tb);
+    PyErr_SetRaisedException(pending);
 #endif
     THPVariable_clear(self);
     THTensor_release(((THPVariable *)self)->cdata);

@@ -22,7 +22,7 @@ import sys
 
 from .ir import ScriptError
 from .function import ScriptFunction, ScriptModule, freeze, script
-from .trace import TracerWarning, trace
+from .trace import TracerWarning, is_tracing, trace
 
 
 def explain(fn, *example_inputs, file=None):
@@ -64,5 +64,5 @@ def load(f):
     return load_program(f)
 
 
-__all__ = ["script", "freeze", "trace", "explain", "save", "load", "ScriptFunction",
+__all__ = ["script", "freeze", "trace", "is_tracing", "explain", "save", "load", "ScriptFunction",
            "ScriptModule", "ScriptError", "TracerWarning"]

@@ -19,6 +19,7 @@ tracer does.  Script the function (`ember.jit.script`) to keep the control
 flow.
 """
 
+import contextlib
 import inspect
 import warnings
 
@@ -155,6 +156,31 @@ def _parameter_names(fn, n):
     return (names + [f"input{i}" for i in range(len(names), n)])[:n]
 
 
+_tracing_depth = 0
+
+
+@contextlib.contextmanager
+def recording(record):
+    """The tracer hook set to `record` for the length of a trace
+    (ember.jit.trace, ember.onnx.export); is_tracing() is True meanwhile."""
+    global _tracing_depth
+    _C._set_tracer(record)
+    _tracing_depth += 1
+    try:
+        yield
+    finally:
+        _tracing_depth -= 1
+        _C._set_tracer(None)
+
+
+def is_tracing():
+    """Whether a trace is recording, as torch.jit.is_tracing.  Layers whose
+    C kernels run inside one autograd Function the tracer cannot see
+    (scaled_dot_product_attention, the recurrent layers) take their
+    composite path while it is."""
+    return _tracing_depth > 0
+
+
 def trace(fn, example_inputs):
     """Runs fn(*example_inputs) once and returns a ScriptFunction of the ops
     it ran (Note [Tracing]).  example_inputs: a tensor or a tuple of them."""
@@ -173,11 +199,8 @@ def trace(fn, example_inputs):
     names = _parameter_names(getattr(fn, "forward", fn), len(example_inputs))
     for x, param_name in zip(example_inputs, names):
         tracer.bind(x, graph.add_input(param_name, T.Tensor))
-    _C._set_tracer(tracer.record)
-    try:
+    with recording(tracer.record):
         result = fn(*example_inputs)
-    finally:
-        _C._set_tracer(None)
     outputs = list(result) if isinstance(result, tuple) else [result]
     graph.block.set_returns([tracer.value_of(o) for o in outputs])
     parameters = Parameters(name, names, [T.Tensor] * len(names), {})

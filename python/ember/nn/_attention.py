@@ -16,6 +16,12 @@ import ember
 from ember import _C
 from ember.autograd.function import Function
 
+
+def _tracing():
+    from ember.jit.trace import is_tracing  # on use: ember.jit loads after ember.nn
+    return is_tracing()
+
+
 KERNEL_DTYPES = (ember.float32, ember.float64)
 
 
@@ -57,8 +63,8 @@ def kernel_fits(query, key, value, attn_mask, dropout_p, enable_gqa):
     (batch) dims; key/value heads equal to the query's, or dividing them
     under enable_gqa; something to attend to; and a mask that is bool or of
     the query's dtype (or float32, converted) without a gradient to give
-    it."""
-    if dropout_p > 0.0 or query.dtype not in KERNEL_DTYPES:
+    it; and no trace recording (the tracer cannot see inside the kernel)."""
+    if dropout_p > 0.0 or query.dtype not in KERNEL_DTYPES or _tracing():
         return False
     if key.dtype != query.dtype or value.dtype != query.dtype:
         return False

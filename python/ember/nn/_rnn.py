@@ -20,14 +20,23 @@ import ember
 from ember import _C
 from ember.autograd.function import Function
 
+
+def _tracing():
+    from ember.jit.trace import is_tracing  # on use: ember.jit loads after ember.nn
+    return is_tracing()
+
+
 KERNEL_DTYPES = (ember.float32, ember.float64)
 
 
 def kernel_fits(x, h0, c0, weights):
     """Whether the C loop runs this layer: a float32/float64 input with at
     least one step and one sequence, states and weights of its dtype, and
-    no projection (weight_hr)."""
+    no projection (weight_hr); and no trace recording (the tracer cannot
+    see inside the loop)."""
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    if _tracing():
+        return False
     tensors = (h0, c0, w_ih, w_hh, b_ih, b_hh)
     return (w_hr is None and x.dtype in KERNEL_DTYPES and x.shape[0] > 0 and x.shape[1] > 0
             and all(t is None or t.dtype == x.dtype for t in tensors))

@@ -85,7 +85,7 @@ from .._C import cat
 from ..autograd import enable_grad
 from ..jit import types as T
 from ..jit.ir import Graph
-from ..jit.trace import Tracer, _parameter_names
+from ..jit.trace import Tracer, _parameter_names, recording
 from . import symbolic
 
 DEFAULT_OPSET = 17
@@ -227,11 +227,8 @@ def _trace(model, args):
     # autograd Function's) then carries a grad_fn, which is how the
     # exporter tells it from a real constant (Exporter.constant_tensor).
     with symbolic.recording_composites(tracer), enable_grad():
-        _C._set_tracer(tracer.record)
-        try:
+        with recording(tracer.record):
             result = model(*args)
-        finally:
-            _C._set_tracer(None)
     results = list(result) if isinstance(result, (tuple, list)) else [result]
     for i, r in enumerate(results):
         if not isinstance(r, Tensor):
