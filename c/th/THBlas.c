@@ -735,7 +735,10 @@ workspace_free(GemmWorkspace *ws)
 /* pack_a: the mc x kc block at `a` into MR-row micro-panels, each laid out
  * column after column (MR values per column), zero-padded to MR rows.
  * pack_b: the kc x nc block at `b` into NR-column micro-panels, each laid
- * out row after row (NR values per row), zero-padded to NR columns. */
+ * out row after row (NR values per row), zero-padded to NR columns.  A
+ * column-major B (A @ K.t(), attention's scores) is read a column at a
+ * time: contiguous reads, with the scattered writes inside one panel
+ * that stays in L1. */
 #define TH_DEFINE_PACKING(T)                                               \
     static void pack_a_##T(int64_t mc, int64_t kc, int mr_full, const T *a, \
                            int64_t rs, int64_t cs, T *dst)                 \
@@ -761,6 +764,16 @@ workspace_free(GemmWorkspace *ws)
         for (int64_t jr = 0; jr < nc; jr += nr_full) {                     \
             int64_t nr = min64(nr_full, nc - jr);                          \
             const T *src = b + jr * cs;                                    \
+            if (rs == 1 && nr == nr_full) { /* column-major: read columns */ \
+                for (int64_t j = 0; j < nr_full; j++) {                    \
+                    const T *column = src + j * cs;                        \
+                    for (int64_t p = 0; p < kc; p++) {                     \
+                        dst[p * nr_full + j] = column[p];                  \
+                    }                                                      \
+                }                                                          \
+                dst += kc * nr_full;                                       \
+                continue;                                                  \
+            }                                                              \
             for (int64_t p = 0; p < kc; p++) {                             \
                 const T *row = src + p * rs;                               \
                 if (cs == 1 && nr == nr_full) {                            \
