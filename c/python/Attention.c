@@ -37,16 +37,6 @@ optional_tensor(PyObject *arg)
     return arg == Py_None ? NULL : THPVariable_Unpack(arg);
 }
 
-static void
-release_all(int count, THTensor **tensors)
-{
-    for (int i = 0; i < count; i++) {
-        if (tensors[i] != NULL) {
-            THTensor_release(tensors[i]);
-        }
-    }
-}
-
 static PyObject *
 THPModule_attention(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames)
@@ -78,11 +68,7 @@ THPModule_attention(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                          results[0], results[1], query, key, value, mask,
                                          scale, causal != 0));
     }
-    if (status < 0) {
-        release_all(2, results);
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(2, results);
+    return THPLayer_finish(status, 2, results);
 }
 
 static PyObject *
@@ -124,11 +110,7 @@ THPModule_attention_backward(PyObject *module, PyObject *const *args, Py_ssize_t
                                          operands[4], operands[5], mask, scale,
                                          causal != 0));
     }
-    if (status < 0) {
-        release_all(3, grads);
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(3, grads);
+    return THPLayer_finish(status, 3, grads);
 }
 
 #define ATTENTION_FUNCTION(name, doc)                                      \

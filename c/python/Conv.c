@@ -169,6 +169,20 @@ THPLayer_wrapTuple(int count, THTensor **tensors)
     return tuple;
 }
 
+PyObject *
+THPLayer_finish(int status, int count, THTensor **results)
+{
+    if (status < 0) {
+        for (int i = 0; i < count; i++) {
+            if (results[i] != NULL) {
+                THTensor_release(results[i]);
+            }
+        }
+        return THPUtils_setErrorFromTH();
+    }
+    return THPLayer_wrapTuple(count, results);
+}
+
 static PyObject *
 THPModule_conv2d(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)

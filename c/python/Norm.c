@@ -96,22 +96,6 @@ check_same_as_input(const char *fname, const THTensor *grad_output, const THTens
     return 0;
 }
 
-/* The tuple of `count` results when status is 0; else releases them and
- * sets the core's error.  NULL entries: None. */
-static PyObject *
-finish_results(int status, int count, THTensor **results)
-{
-    if (status < 0) {
-        for (int i = 0; i < count; i++) {
-            if (results[i] != NULL) {
-                THTensor_release(results[i]);
-            }
-        }
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(count, results);
-}
-
 static PyObject *
 THPModule_batch_norm_stats(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
@@ -131,7 +115,7 @@ THPModule_batch_norm_stats(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (status == 0) {
         THP_RUN_WITHOUT_GIL_IF(true, status = THBatchNorm_stats(stats[0], stats[1], input));
     }
-    return finish_results(status, 2, stats);
+    return THPLayer_finish(status, 2, stats);
 }
 
 static PyObject *
@@ -219,7 +203,7 @@ THPModule_batch_norm_backward(PyObject *module, PyObject *const *args, Py_ssize_
                                          grads[0], grads[1], grads[2], grad_output, input,
                                          mean, var, weight, eps, training != 0));
     }
-    return finish_results(status, 3, grads);
+    return THPLayer_finish(status, 3, grads);
 }
 
 /* ---- layer and group norm (Note [Layer and group norm as row norm]) ----------
@@ -319,7 +303,7 @@ row_norm(const char *fname, bool grouped, PyObject *const *args, Py_ssize_t narg
                                                                 results[2], input, weight,
                                                                 bias, &s, eps));
     }
-    return finish_results(status, 3, results);
+    return THPLayer_finish(status, 3, results);
 }
 
 static PyObject *
@@ -365,7 +349,7 @@ row_norm_backward(const char *fname, bool grouped, PyObject *const *args, Py_ssi
                                                                  input, mean, rstd, weight,
                                                                  &s));
     }
-    return finish_results(status, 3, grads);
+    return THPLayer_finish(status, 3, grads);
 }
 
 #define ROW_NORM_ENTRY(name, body, grouped)                                       \

@@ -341,15 +341,7 @@ THPModule_adaptive_max_pool2d(PyObject *module, PyObject *const *args, Py_ssize_
         THP_RUN_WITHOUT_GIL_IF(true, status = THPool2d_adaptiveMaxForward(
                                          results[0], results[1], input, &s));
     }
-    if (status < 0) {
-        for (int i = 0; i < 2; i++) {
-            if (results[i] != NULL) {
-                THTensor_release(results[i]);
-            }
-        }
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(2, results);
+    return THPLayer_finish(status, 2, results);
 }
 
 static PyObject *

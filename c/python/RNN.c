@@ -129,16 +129,6 @@ new_steps(const Shapes *s, int64_t width)
     return THTensor_newEmpty(3, sizes, s->dtype, TH_DEVICE_CPU);
 }
 
-static void
-release_all(int count, THTensor **tensors)
-{
-    for (int i = 0; i < count; i++) {
-        if (tensors[i] != NULL) {
-            THTensor_release(tensors[i]);
-        }
-    }
-}
-
 static PyObject *
 THPModule_rnn_forward(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames)
@@ -170,11 +160,7 @@ THPModule_rnn_forward(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                                             results[0], results[1], w_hh,
                                                             b_hh, h0, c0));
     }
-    if (status < 0) {
-        release_all(2, results);
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(2, results);
+    return THPLayer_finish(status, 2, results);
 }
 
 /* A new (B, H) tensor holding a copy of `from`. */
@@ -231,11 +217,7 @@ THPModule_rnn_backward(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                                          results[2], results[3], grad_output, gates,
                                          output, saved, w_hh, h0, c0));
     }
-    if (status < 0) {
-        release_all(4, results);
-        return THPUtils_setErrorFromTH();
-    }
-    return THPLayer_wrapTuple(4, results);
+    return THPLayer_finish(status, 4, results);
 }
 
 #define RNN_FUNCTION(name, doc)                                            \

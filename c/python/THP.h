@@ -236,6 +236,10 @@ THTensor *THPLayer_new4d(int64_t a, int64_t b, int64_t c, int64_t d, THDtype dty
 /* A tuple of `count` new ember.Tensors (None for NULL).  Steals every
  * tensor, on failure too; NULL with the error set. */
 PyObject *THPLayer_wrapTuple(int count, THTensor **tensors);
+/* After a kernel returned `status`: the tuple of the `count` results when
+ * it is 0 (as wrapTuple), else releases them (NULL entries skipped) and
+ * returns NULL with the core's error. */
+PyObject *THPLayer_finish(int status, int count, THTensor **results);
 /* Runs the kernel `call` (0 or -1) without the GIL; on failure releases
  * `result` and returns NULL from the enclosing function with the error. */
 #define THPLayer_RUN_KERNEL(result, call)                                  \
