@@ -271,8 +271,10 @@ fuzz: build
 	[ $$rc = 0 ] || echo "fuzz: FAILED, replay with make fuzz EMBER_FUZZ_SEED=$$seed"; \
 	exit $$rc
 
+# OTHER_PYTHONS_JOBS=2: two versions at once (.ci/run does, on two cores).
+OTHER_PYTHONS_JOBS ?= 1
 test-pythons:
-	tools/other_pythons.sh $(VPY)
+	JOBS=$(OTHER_PYTHONS_JOBS) tools/other_pythons.sh $(VPY)
 
 # The bench extras (numexpr, a peer in bench_ops.py) are installed only
 # here, so `make test` never needs them.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE,

@@ -13,7 +13,7 @@
 # PYTEST_ARGS passes through to pytest; PYTEST_PATHS chooses what it runs
 # (`make test-pythons PYTEST_PATHS=docs`: the walkthrough only).  Prints
 # the time each version took (install + build + test) and fails if any
-# version failed, after trying them all.
+# version failed, after trying them all.  JOBS=2 runs two versions at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +39,35 @@ find_python() {
     fi
 }
 
-failed=() summary=()
+# One version: install + build + C tests + pytest, without the torch oracle.
+# Its own ctest binary (CTEST_BIN), so versions running side by side never
+# write one file at once.
+test_version() {
+    local version=$1 python=$2
+    EMBER_NO_TORCH=1 make --no-print-directory test PYTHON="$python" VENV=".venv-$version" \
+        CTEST_BIN="build/ctest-$version/test_th" \
+        PYTEST_ARGS="${PYTEST_ARGS:-}" ${PYTEST_PATHS:+PYTEST_PATHS="$PYTEST_PATHS"}
+}
+
+# JOBS=N runs up to N versions at once (each is one single-threaded pytest, so
+# on two cores JOBS=2 halves the wall time); their output goes to
+# build/other-pythons/3.X.log and is printed when each finishes.
+JOBS=${JOBS:-1}
+log_dir=build/other-pythons
+mkdir -p "$log_dir"
+
+failed=() summary=() running=()
+declare -A started
+
+# Wait for the oldest running version; record and print its result.
+reap_one() {
+    local version=${running[0]} result
+    running=("${running[@]:1}")
+    if wait "${started[$version]%%:*}"; then result=passed; else result=FAILED; failed+=("$version"); fi
+    echo "== CPython $version output:"; cat "$log_dir/$version.log"
+    summary+=("$version: $result in $((SECONDS - ${started[$version]#*:}))s (install + build + test)")
+}
+
 for version in $SUPPORTED; do
     [ "$version" = "$main_version" ] && continue
     python=$(find_python "$version")
@@ -49,16 +77,13 @@ for version in $SUPPORTED; do
         continue
     fi
     echo "== CPython $version: $python, venv .venv-$version"
+    [ ${#running[@]} -ge "$JOBS" ] && reap_one
     start=$SECONDS
-    if EMBER_NO_TORCH=1 make --no-print-directory test PYTHON="$python" VENV=".venv-$version" \
-            PYTEST_ARGS="${PYTEST_ARGS:-}" ${PYTEST_PATHS:+PYTEST_PATHS="$PYTEST_PATHS"}; then
-        result=passed
-    else
-        result=FAILED
-        failed+=("$version")
-    fi
-    summary+=("$version: $result in $((SECONDS - start))s (install + build + test)")
+    test_version "$version" "$python" > "$log_dir/$version.log" 2>&1 &
+    started[$version]="$!:$start"
+    running+=("$version")
 done
+while [ ${#running[@]} -gt 0 ]; do reap_one; done
 
 echo "== other CPythons:"
 for line in "${summary[@]}"; do echo "  $line"; done
