@@ -434,6 +434,30 @@ def test_linear_forward(torch, shape, bias):
         assert_close(e(ember.from_numpy(x)), t(torch.from_numpy(x)))
 
 
+@pytest.mark.parametrize("make_input", [
+    lambda x: x,                          # contiguous: folded into one addmm
+    lambda x: x.transpose(0, 1),          # strided: matmul, then the bias
+    lambda x: x[0, 0],                    # 1-D
+], ids=["contiguous", "transposed", "vector"])
+def test_linear_nd_gradients_and_graph_as_torch(torch, make_input):
+    """F.linear of an N-D input: PyTorch's grad_fn (ViewBackward0 when the
+    leading dims fold into one addmm, AddBackward0 otherwise), values,
+    every gradient, and the weight gradient in the weight's layout."""
+    e, t = nn.Linear(3, 4), torch.nn.Linear(3, 4)
+    load_from_torch(e, t)
+    x = np.random.default_rng(2).standard_normal((2, 5, 3)).astype(np.float32)
+    xe, xt = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out_e, out_t = e(make_input(xe)), t(make_input(xt))
+    assert type(out_e.grad_fn).__name__ == type(out_t.grad_fn).__name__
+    assert_close(out_e, out_t)
+    g = np.random.default_rng(3).standard_normal(tuple(out_t.shape)).astype(np.float32)
+    out_e.backward(ember.tensor(g))
+    out_t.backward(torch.tensor(g))
+    for ours, theirs in ((xe, xt), (e.weight, t.weight), (e.bias, t.bias)):
+        assert_close(ours.grad, theirs.grad, rtol=1e-5, atol=1e-5)
+    assert e.weight.grad.stride() == t.weight.grad.stride()
+
+
 def test_linear_shape_error_matches_torch(torch):
     same_error(lambda: F.linear(ember.ones(3, 2), ember.ones(3, 3)),
                lambda: torch.nn.functional.linear(torch.ones(3, 2), torch.ones(3, 3)))

@@ -101,6 +101,30 @@ def test_layer_norm_gradcheck_and_gradgradcheck(shape, k):
     assert gradcheck(lambda x: F.layer_norm(x, shape[-k:]), (x,))
 
 
+@pytest.mark.parametrize("rows, width", [(1, 13), (8, 13), (37, 13), (203, 333)])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_affine_gradients_match_the_definition(rows, width, threads, dtype):
+    """grad_weight and grad_bias sum one term per row (Note [Row blocks of
+    the affine gradients]): row counts below, at and past the block of 8;
+    203 x 333 is large enough for two threads to take a chunk of rows each
+    (blocks cut short at the chunk's end); against NumPy in float64."""
+    shape = (rows, width)
+    x, dy = random_input(shape, dtype, 3, offset=4.0), random_input(shape, dtype, 4)
+    weight = ember.tensor(random_input(width, dtype, 5), requires_grad=True)
+    bias = ember.tensor(random_input(width, dtype, 6), requires_grad=True)
+    previous = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        F.layer_norm(ember.tensor(x), (width,), weight, bias, 1e-5).backward(ember.tensor(dy))
+    finally:
+        ember.set_num_threads(previous)
+    xhat = normalized_reference(x, (1,), 1e-5)
+    np.testing.assert_allclose(weight.grad.numpy(), (dy * xhat).sum(0), **loose(dtype))
+    np.testing.assert_allclose(bias.grad.numpy(), dy.astype(np.float64).sum(0),
+                               **loose(dtype))
+
+
 @pytest.mark.parametrize("shape, groups", [((2, 4, 3), 2), ((3, 6, 2, 2), 3), ((2, 3), 1)])
 def test_group_norm_gradcheck_and_gradgradcheck(shape, groups):
     x = ember.tensor(random_input(shape), requires_grad=True)

@@ -374,7 +374,23 @@ typedef struct {
     double eps;
     int64_t chunks;  /* backward: blocks of rows, each with its own partial sums */
     double *partial; /* chunks x (grad_weight, grad_bias) x groups * channels */
+    double *block;   /* as partial, each slot holding a ctype: a row block's sums */
 } RowJob;
+
+/*
+ * Note [Row blocks of the affine gradients]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * With spatial 1 (layer norm), every row adds one term to each channel's
+ * grad_weight and grad_bias.  Adding each term straight into the double
+ * partial sums costs a double load, add and store per element and row,
+ * more than the rest of the row's backward; instead the terms of ROW_BLOCK
+ * rows are summed in the row's dtype (as PyTorch's kernel sums all of
+ * them) and each block's sum is then added into the double partial sums.
+ * A block sums few terms, so float32 rounds little; the long sum over
+ * all rows stays in double.  Group norm with several groups touches other
+ * channels in consecutive rows, so its blocks are single rows.
+ */
+#define ROW_BLOCK 8
 
 /* Row r's first channel among the affine parameters. */
 static int64_t
@@ -432,7 +448,8 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
     }                                                                         \
                                                                                 \
     /* One read of a row: sums[0] = sum(dy w), sums[1] = sum(dy w (x - mean)); \
-     * each channel's sum(dy (x - mean)) rstd and sum(dy) added to gw, gb. */ \
+     * with spatial > 1, each channel's sum(dy (x - mean)) rstd and sum(dy) \
+     * added to gw, gb (spatial 1 adds them in row_block_sums). */           \
     TH_VECTOR_CLONES static void row_grad_sums_##Name(const RowJob *job, const ctype *x, \
                                      const ctype *dy, const ctype *w,         \
                                      double mean, double rstd,                \
@@ -454,26 +471,49 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
             }                                                                 \
             return;                                                           \
         }                                                                     \
-        double acc_g[LANES] = {0}, acc_gx[LANES] = {0};                       \
+        /* the products in the row's dtype (x - mean is exact or rounds \
+         * relative to itself), their sums in double */                     \
+        double acc_g[LANES] = {0}, acc_gx[LANES] = {0}, tail_g = 0.0, tail_gx = 0.0; \
+        ctype mean_c = (ctype)mean;                                           \
         int64_t c = 0;                                                        \
         for (; c + LANES <= channels; c += LANES) {                           \
             for (int k = 0; k < LANES; k++) {                                 \
-                double g = (double)dy[c + k] * (double)w[c + k];              \
-                acc_g[k] += g;                                                \
-                acc_gx[k] += g * ((double)x[c + k] - mean);                   \
+                ctype g = dy[c + k] * w[c + k];                               \
+                acc_g[k] += (double)g;                                        \
+                acc_gx[k] += (double)(g * (x[c + k] - mean_c));               \
             }                                                                 \
         }                                                                     \
         for (; c < channels; c++) {                                           \
-            double g = (double)dy[c] * (double)w[c];                          \
-            acc_g[0] += g;                                                    \
-            acc_gx[0] += g * ((double)x[c] - mean);                           \
+            ctype g = dy[c] * w[c];                                           \
+            tail_g += (double)g;                                              \
+            tail_gx += (double)(g * (x[c] - mean_c));                         \
         }                                                                     \
-        sums[0] = lanes_total(acc_g);                                         \
-        sums[1] = lanes_total(acc_gx);                                        \
-        /* a second, elementwise loop over the (cached) row vectorises */     \
-        for (c = 0; c < channels; c++) {                                      \
-            gw[c] += (double)dy[c] * ((double)x[c] - mean) * rstd;            \
-            gb[c] += (double)dy[c];                                           \
+        sums[0] = lanes_total(acc_g) + tail_g;                                \
+        sums[1] = lanes_total(acc_gx) + tail_gx;                              \
+    }                                                                         \
+                                                                              \
+    /* spatial 1: the row's dy (x - mean) rstd and dy added into the block's \
+     * sums, in the row's dtype (Note [Row blocks of the affine gradients]) */ \
+    TH_VECTOR_CLONES static void row_block_sums_##Name(const ctype *x, const ctype *dy, \
+                                      int64_t channels, ctype mean,           \
+                                      ctype rstd, ctype *restrict bw,         \
+                                      ctype *restrict bb)                     \
+    {                                                                         \
+        for (int64_t c = 0; c < channels; c++) {                              \
+            bw[c] += dy[c] * (x[c] - mean) * rstd;                            \
+            bb[c] += dy[c];                                                   \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* a block's sums into the chunk's double partial sums; the block reset */ \
+    TH_VECTOR_CLONES static void flush_block_##Name(ctype *restrict bw, ctype *restrict bb, \
+                                   double *restrict gw, double *restrict gb,  \
+                                   int64_t channels)                          \
+    {                                                                         \
+        for (int64_t c = 0; c < channels; c++) {                              \
+            gw[c] += (double)bw[c];                                           \
+            gb[c] += (double)bb[c];                                           \
+            bw[c] = bb[c] = 0;                                                \
         }                                                                     \
     }                                                                         \
                                                                                 \
@@ -504,8 +544,10 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
     {                                                                         \
         RowJob *job = ctx;                                                    \
         int64_t width = job->s.groups * job->s.channels;                      \
+        int64_t block_rows = job->s.groups == 1 ? ROW_BLOCK : 1;              \
         for (int64_t k = begin; k < end; k++) {                               \
             double *gw = job->partial + 2 * k * width, *gb = gw + width;      \
+            ctype *bw = (ctype *)(job->block + 2 * k * width), *bb = bw + width; \
             int64_t first_row, end_row;                                       \
             chunk_rows(job, k, &first_row, &end_row);                         \
             for (int64_t r = first_row; r < end_row; r++) {                   \
@@ -518,6 +560,14 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
                 double sums[2];                                               \
                 row_grad_sums_##Name(job, x, dy, w, mean, rstd, gw + first,   \
                                      gb + first, sums);                       \
+                if (job->s.spatial == 1) {                                    \
+                    row_block_sums_##Name(x, dy, job->s.channels, (ctype)mean, \
+                                          (ctype)rstd, bw + first, bb + first); \
+                    if ((r - first_row + 1) % block_rows == 0 || r + 1 == end_row) { \
+                        flush_block_##Name(bw + first, bb + first, gw + first, \
+                                           gb + first, job->s.channels);      \
+                    }                                                         \
+                }                                                             \
                 if (job->out == NULL) {                                       \
                     continue;                                                 \
                 }                                                             \
@@ -642,12 +692,16 @@ THRowNorm_backward(THTensor *grad_input, THTensor *grad_weight, THTensor *grad_b
     int64_t width = shape->groups * shape->channels;
     int64_t partials = 2 * job.chunks * width; /* <= 2 * threads * numel */
     job.partial = TH_mallocArray(partials, sizeof(double), "a norm's partial sums");
-    if (job.partial == NULL) {
+    job.block = job.partial ? TH_mallocArray(partials, sizeof(double), "a norm's row-block sums")
+                            : NULL;
+    if (job.block == NULL) {
+        free(job.partial);
         free(owned[0]);
         free(owned[1]);
         return -1;
     }
     memset(job.partial, 0, (size_t)partials * sizeof(double));
+    memset(job.block, 0, (size_t)partials * sizeof(double));
     THParallel_for(job.chunks, 1, row_kernel_for(true, input->dtype), &job);
     for (int64_t c = 0; c < width; c++) {
         double gw = 0.0, gb = 0.0;
@@ -659,6 +713,7 @@ THRowNorm_backward(THTensor *grad_input, THTensor *grad_weight, THTensor *grad_b
         write_at(grad_bias, c, gb);
     }
     free(job.partial);
+    free(job.block);
     free(owned[0]);
     free(owned[1]);
     return 0;

@@ -67,7 +67,9 @@ int THBatchNorm_backward(THTensor *grad_input, THTensor *grad_weight,
  *                dx = r (g - mean(g) - xhat mean(g xhat))
  *              grad_weight_c = sum over rows of r sum(dy (x - m)),
  *              grad_bias_c   = sum over rows of sum(dy), each thread
- *              adding into its own partial row, summed at the end.
+ *              adding into its own partial row, summed at the end (layer
+ *              norm's rows a block at a time: Note [Row blocks of the
+ *              affine gradients] in THNorm.c).
  */
 typedef struct {
     int64_t rows, groups, channels, spatial;

@@ -75,9 +75,18 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 @_autocast_policy("linear")
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias; one fused addmm for a 2-D input."""
-    if input.dim() == 2 and bias is not None:
+    """input @ weight.T + bias; one fused addmm for a 2-D input, and for a
+    contiguous N-D one with its leading dims folded into the rows
+    (PyTorch's _flatten_nd_linear): the bias is added inside the product
+    rather than by a pass of its own, and the backward is addmm's, whose
+    weight gradient comes out in the weight's layout."""
+    if bias is not None and input.dim() == 2:
         return ember.addmm(bias, input, weight.t())
+    if (bias is not None and input.dim() > 0 and weight.dim() == 2 and bias.dim() == 1
+            and input.is_contiguous()):
+        leading = input.shape[:-1]
+        rows = input.reshape(math.prod(leading), input.shape[-1])
+        return ember.addmm(bias, rows, weight.t()).view(*leading, weight.shape[0])
     output = ember.matmul(input, weight.t())
     if bias is not None:
         output = output + bias
