@@ -126,7 +126,6 @@ def compiled():
     """{arch: ({kernel: registers}, {kernel: spill bytes})}: one program per
     (arch, family, compute dtype, rank class), in parallel (NVRTC releases
     the GIL), through the disk cache."""
-    os.environ.setdefault("EMBER_KERNEL_CACHE", CACHE)
     batches = {}
     for key in pointwise_keys():
         batches.setdefault(("pointwise", key[2], key[3]), []).append(
@@ -138,7 +137,7 @@ def compiled():
         (family, dtype, rank_class), arch = item
         headers = _reduce.headers() if family == "reduce" else _pointwise.headers()
         c = _launch.compile_cached("\n".join(batches[family, dtype, rank_class]), arch, headers,
-                                   name=f"{family}_{dtype}_{rank_class}.cu")
+                                   name=f"{family}_{dtype}_{rank_class}.cu", directory=CACHE)
         assert c.cubin[:4] == b"\x7fELF"
         return arch, c
 

@@ -110,11 +110,13 @@ def _cache_key(source, arch, headers):
     return h.hexdigest()
 
 
-def compile_cached(source, arch, headers, name="kernel.cu"):
+def compile_cached(source, arch, headers, name="kernel.cu", directory=None):
     """_nvrtc.compile's cubin, {kernel: registers} and {kernel: spill
-    bytes}, read from the disk cache when this exact compile ran before."""
+    bytes}, read from the disk cache (`directory`, else cache_dir()) when
+    this exact compile ran before."""
     from . import _nvrtc
-    stem = os.path.join(cache_dir(), _cache_key(source, arch, headers))
+    directory = directory or cache_dir()
+    stem = os.path.join(directory, _cache_key(source, arch, headers))
     try:
         with open(stem + ".json") as f:
             report = json.load(f)
@@ -124,7 +126,7 @@ def compile_cached(source, arch, headers, name="kernel.cu"):
         pass
     cubin, registers, spills, _ = _nvrtc.compile(source, arch, headers, name=name)
     try:
-        os.makedirs(cache_dir(), exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
         # written under temporary names and renamed: readers never see half
         for suffix, data, mode in ((".cubin", cubin, "wb"),
                                    (".json", json.dumps({"registers": registers,
