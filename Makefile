@@ -72,8 +72,11 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            MPI jobs run in child processes anyway)
 #   test_cuda_kernels.py     ember.cuda's kernel sources: NVRTC and g++
 #                            compile them (ctypes), no ember C is new
+#   test_cuda_binary_reduce_kernels.py  the same for the binary, ternary and
+#                            reduction kernels (ctypes, no new ember C)
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
+                    --ignore=tests/test_cuda_binary_reduce_kernels.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \
                     --ignore=tests/test_distributed_sampler.py \

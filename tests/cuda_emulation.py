@@ -12,8 +12,17 @@ libstdc++'s overloads) as the CPU build does, so the results must match the
 CPU operators bit for bit (Note [One formula, two compilers] in
 c/th/THFloatFormulas.h).
 
-Built with -O2 -ffp-contract=off, the CPU build's floating-point rule.
+Reductions use shared memory and __syncthreads(): their launcher
+(`ember_emulate_launch_cooperative`) runs a block's threads at once, one
+std::thread each, with __syncthreads() a std::barrier and __shared__
+variables static (one copy, the block's, since blocks run one at a time).
+That is a real block: the tree's steps interleave across threads as on a
+GPU, within the barriers.
+
+Built with -ffp-contract=off, the CPU build's floating-point rule.
 """
+
+import hashlib
 
 import ctypes
 import os
@@ -28,14 +37,28 @@ EMULATION_HEADER = r"""
 #include <stdint.h>
 #include <string.h>
 
+#include <barrier>
+#include <memory>
+#include <thread>
+#include <vector>
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __shared__ static
 
 struct ember_dim3 {
     unsigned x, y, z;
 };
-static ember_dim3 blockIdx, threadIdx, blockDim, gridDim;
+static ember_dim3 blockIdx, blockDim, gridDim;
+static thread_local ember_dim3 threadIdx;
+static std::unique_ptr<std::barrier<>> ember_block_barrier;
+
+static inline void
+__syncthreads()
+{
+    ember_block_barrier->arrive_and_wait();
+}
 
 /* Every (block, thread) of a one-dimensional grid, one after another. */
 template <typename Kernel, typename... Args>
@@ -51,6 +74,31 @@ ember_emulate_launch(Kernel kernel, unsigned grid, unsigned block, Args... args)
             kernel(args...);
         }
     }
+}
+
+/* Every block in turn, its threads at once (kernels with __syncthreads). */
+template <typename Kernel, typename... Args>
+static void
+ember_emulate_launch_cooperative(Kernel kernel, unsigned grid, unsigned block,
+                                 Args... args)
+{
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    ember_block_barrier = std::make_unique<std::barrier<>>(block);
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx = {b, 0, 0};
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < block; t++) {
+            threads.emplace_back([=] {
+                threadIdx = {t, 0, 0};
+                kernel(args...);
+            });
+        }
+        for (std::thread &thread : threads) {
+            thread.join();
+        }
+    }
+    ember_block_barrier.reset();
 }
 #endif
 """
@@ -83,6 +131,44 @@ def emulation_source(dtype):
     return "\n".join(parts)
 
 
+def params_launcher(name, parameters, cooperative=False):
+    """`emulate_<name>(grid, block, void **params)`: the kernel's arguments
+    as cuLaunchKernel takes them (ember.cuda._launch.kernel_params), read
+    back by the types of `parameters` [(C type, name)]."""
+    unpack = ", ".join(f"*({t} *)params[{k}]" for k, (t, _) in enumerate(parameters))
+    launch = "ember_emulate_launch_cooperative" if cooperative else "ember_emulate_launch"
+    return (f'extern "C" void\nemulate_{name}(unsigned grid, unsigned block, void **params)\n'
+            f"{{\n    {launch}({name}, grid, block, {unpack});\n}}\n")
+
+
+def build_sources(stem, sources, headers, directory):
+    """Compile the C++ `sources` (one translation unit, with the emulation
+    header and `headers`) into `directory`/`stem`-<hash>.so and load it;
+    an identical earlier build is reused."""
+    headers = dict(headers, **{"cuda_emulation.h": EMULATION_HEADER})
+    text = '#include "cuda_emulation.h"\n' + "\n".join(sources)
+    digest = hashlib.sha256(repr((text, sorted(headers.items()))).encode()).hexdigest()[:16]
+    library = os.path.join(directory, f"{stem}-{digest}.so")
+    if not os.path.exists(library):
+        include = os.path.join(directory, f"include-{digest}")
+        os.makedirs(include, exist_ok=True)
+        for include_name, header in headers.items():
+            with open(os.path.join(include, include_name), "w") as f:
+                f.write(header)
+        source = os.path.join(directory, f"{stem}-{digest}.cc")
+        with open(source, "w") as f:
+            f.write(text)
+        tmp = f"{library}.{os.getpid()}"
+        done = subprocess.run([compiler(), "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC",
+                               "-shared", "-pthread", "-Wall", "-Wno-unknown-pragmas",
+                               "-Wno-unused-function", "-Werror", "-I", include, source,
+                               "-o", tmp], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"g++ could not compile {stem}:\n{done.stderr[-6000:]}")
+        os.replace(tmp, library)
+    return ctypes.CDLL(library)
+
+
 def compiler():
     return shutil.which(os.environ.get("CXX", "g++"))
 
@@ -97,8 +183,8 @@ def build(dtype, directory):
     with open(source, "w") as f:
         f.write(emulation_source(dtype))
     library = os.path.join(directory, f"unary_{dtype}.so")
-    done = subprocess.run([compiler(), "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC",
-                           "-shared", "-Wall", "-Wno-unknown-pragmas", "-Werror",
+    done = subprocess.run([compiler(), "-std=c++20", "-O2", "-pthread", "-ffp-contract=off",
+                           "-fPIC", "-shared", "-Wall", "-Wno-unknown-pragmas", "-Werror",
                            "-I", directory, source, "-o", library],
                           capture_output=True, text=True)
     if done.returncode != 0:

@@ -21,7 +21,10 @@
  * ones written in plain arithmetic (exp, log, tanh and sigmoid for
  * float32, the rounding ops, relu, nan_to_num) agree exactly, since both
  * compilers are told not to contract a * b + c into an FMA (Note [No FMA
- * contraction] in THFormulas.h; NVRTC's --fmad=false).
+ * contraction] in THFormulas.h; NVRTC's --fmad=false).  The binary and
+ * ternary operators' formulas (THPointwiseFormulas.h) and the reductions'
+ * accumulation types and steps (THReduceFormulas.h) are shared the same
+ * way, by ember/cuda/_pointwise.py and ember/cuda/_reduce.py.
  */
 #ifndef TH_FLOAT_FORMULAS_H
 #define TH_FLOAT_FORMULAS_H

@@ -14,65 +14,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- dtype categories, scalar helpers and the formulas: THFormulas.h ----- */
+/* ---- dtype categories, scalar helpers, the formulas and which dtypes each
+ * operator has loops for (TH_POINTWISE_*_OPS): THPointwiseFormulas.h,
+ * through THFormulas.h ---------------------------------------------------- */
 
 #define TH_IF_0(...)
 #define TH_IF_1(...) __VA_ARGS__
 /* Expands to the rest of the arguments when flag is 1, to nothing when 0. */
 #define TH_WHEN(flag, ...) TH_CAT(TH_IF_, flag)(__VA_ARGS__)
-
-/* Which categories (bool, integer, floating) each operator has loops for,
- * and its output (SAME as the inputs, or BOOLEAN).  The rest are refused
- * with PyTorch's "not implemented for" message; integer inputs of true
- * division, atan2, copysign and xlogy are promoted to a floating dtype
- * before that. */
-#define BINARY_OPS(_)                     \
-    _(ADD, 1, 1, 1, SAME)                 \
-    _(ADD_ALPHA, 1, 1, 1, SAME)           \
-    _(SUB, 0, 1, 1, SAME)                 \
-    _(SUB_ALPHA, 0, 1, 1, SAME)           \
-    _(MUL, 1, 1, 1, SAME)                 \
-    _(DIV, 0, 0, 1, SAME)                 \
-    _(DIV_TRUNC, 0, 1, 1, SAME)           \
-    _(DIV_FLOOR, 0, 1, 1, SAME)           \
-    _(REMAINDER, 0, 1, 1, SAME)           \
-    _(FMOD, 0, 1, 1, SAME)                \
-    _(POW, 0, 1, 1, SAME)                 \
-    _(MAXIMUM, 1, 1, 1, SAME)             \
-    _(MINIMUM, 1, 1, 1, SAME)             \
-    _(ATAN2, 0, 0, 1, SAME)               \
-    _(HYPOT, 0, 0, 1, SAME)               \
-    _(COPYSIGN, 0, 0, 1, SAME)            \
-    _(LOGADDEXP, 0, 0, 1, SAME)           \
-    _(LOGADDEXP2, 0, 0, 1, SAME)          \
-    _(XLOGY, 0, 0, 1, SAME)               \
-    _(EQ, 1, 1, 1, BOOLEAN)                  \
-    _(NE, 1, 1, 1, BOOLEAN)                  \
-    _(LT, 1, 1, 1, BOOLEAN)                  \
-    _(LE, 1, 1, 1, BOOLEAN)                  \
-    _(GT, 1, 1, 1, BOOLEAN)                  \
-    _(GE, 1, 1, 1, BOOLEAN)                  \
-    _(LOGICAL_AND, 1, 1, 1, BOOLEAN)         \
-    _(LOGICAL_OR, 1, 1, 1, BOOLEAN)          \
-    _(LOGICAL_XOR, 1, 1, 1, BOOLEAN)         \
-    _(BITWISE_AND, 1, 1, 0, SAME)         \
-    _(BITWISE_OR, 1, 1, 0, SAME)          \
-    _(BITWISE_XOR, 1, 1, 0, SAME)         \
-    _(LSHIFT, 0, 1, 0, SAME)              \
-    _(RSHIFT, 0, 1, 0, SAME)
-#define UNARY_OPS(_)                      \
-    _(NEG, 0, 1, 1, SAME)                 \
-    _(ABS, 0, 1, 1, SAME)                 \
-    _(SIGN, 1, 1, 1, SAME)                \
-    _(BITWISE_NOT, 1, 1, 0, SAME)         \
-    _(LOGICAL_NOT, 1, 1, 1, BOOLEAN)
-/* The first input's type: BOOLEAN (where's condition) or SAME. */
-#define TERNARY_OPS(_)                    \
-    _(WHERE, 1, 1, 1, BOOLEAN)               \
-    _(CLAMP, 0, 1, 1, SAME)                  \
-    _(LERP, 0, 0, 1, SAME)                   \
-    _(ADDCMUL, 0, 1, 1, SAME)                \
-    _(ADDCDIV, 0, 0, 1, SAME)
 
 #define TH_TYPE_SAME(ctype) ctype
 #define TH_TYPE_BOOLEAN(ctype) bool
@@ -189,9 +138,9 @@
     TH_FORALL_ARITH_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_UNARY_LOOP, OP, B, I, F, TYPE))
 #define TH_GEN_TERNARY(OP, B, I, F, TYPE) \
     TH_FORALL_ARITH_DTYPES_INNER(TH_GEN_FOR_DTYPE, (TH_TERNARY_LOOP, OP, B, I, F, TYPE))
-BINARY_OPS(TH_GEN_BINARY)
-UNARY_OPS(TH_GEN_UNARY)
-TERNARY_OPS(TH_GEN_TERNARY)
+TH_POINTWISE_BINARY_OPS(TH_GEN_BINARY)
+TH_POINTWISE_UNARY_OPS(TH_GEN_UNARY)
+TH_POINTWISE_TERNARY_OPS(TH_GEN_TERNARY)
 
 /* loops[op][compute dtype]; NULL where the operator has no loop. */
 #define TH_LOOP_ENTRY(OP, B, I, F, Name)                                     \
@@ -201,7 +150,9 @@ TERNARY_OPS(TH_GEN_TERNARY)
 #define TH_LOOP_ROW(OP, B, I, F, TYPE) \
     TH_FORALL_ARITH_DTYPES_INNER(TH_ENTRY_FOR_DTYPE, (OP, B, I, F))
 static const THLoop loops[TH_NUM_POINTWISE_OPS][TH_NUM_DTYPES] = {
-    BINARY_OPS(TH_LOOP_ROW) UNARY_OPS(TH_LOOP_ROW) TERNARY_OPS(TH_LOOP_ROW)
+    TH_POINTWISE_BINARY_OPS(TH_LOOP_ROW)
+    TH_POINTWISE_UNARY_OPS(TH_LOOP_ROW)
+    TH_POINTWISE_TERNARY_OPS(TH_LOOP_ROW)
 };
 
 /* Whether the operator's output is bool whatever the inputs. */
@@ -210,7 +161,8 @@ static const THLoop loops[TH_NUM_POINTWISE_OPS][TH_NUM_DTYPES] = {
 #define TH_BOOL_OUTPUT_ENTRY(OP, B, I, F, TYPE) \
     [TH_OP_##OP] = TH_CAT(TH_BOOL_OUTPUT_, TYPE),
 static const bool bool_output[TH_NUM_POINTWISE_OPS] = {
-    BINARY_OPS(TH_BOOL_OUTPUT_ENTRY) UNARY_OPS(TH_BOOL_OUTPUT_ENTRY)
+    TH_POINTWISE_BINARY_OPS(TH_BOOL_OUTPUT_ENTRY)
+    TH_POINTWISE_UNARY_OPS(TH_BOOL_OUTPUT_ENTRY)
 };
 
 /* Sets *found when an element is 0 (the integer-division check). */

@@ -61,42 +61,16 @@
 #include "THReduce.h"
 
 #include "THParallel.h"
+#include "THReduceFormulas.h"
 
 #include <math.h>
 #include <string.h>
 
 /* ---- dtype traits ------------------------------------------------------- */
 
-/* The type sums, products and scans accumulate in: floating dtypes in
- * themselves (as PyTorch), the others in uint64_t, whose arithmetic wraps
- * like PyTorch's int64 does (signed overflow would be undefined in C). */
-#define TH_ACC_Bool uint64_t
-#define TH_ACC_UInt8 uint64_t
-#define TH_ACC_Int8 uint64_t
-#define TH_ACC_Int16 uint64_t
-#define TH_ACC_Int32 uint64_t
-#define TH_ACC_Int64 uint64_t
-#define TH_ACC_Float32 float
-#define TH_ACC_Float64 double
-/* ... and the type their results are stored as. */
-#define TH_RES_Bool int64_t
-#define TH_RES_UInt8 int64_t
-#define TH_RES_Int8 int64_t
-#define TH_RES_Int16 int64_t
-#define TH_RES_Int32 int64_t
-#define TH_RES_Int64 int64_t
-#define TH_RES_Float32 float
-#define TH_RES_Float64 double
-
 #define TH_FORALL_FLOAT_DTYPES(_) \
     _(Float32, float, "float32")  \
     _(Float64, double, "float64")
-
-/* True only for a NaN; false (and folded away) for integer types. */
-#define TH_ISNAN(v) ((v) != (v))
-/* NaN-propagating max/min step, as PyTorch's max and min. */
-#define TH_MAX_STEP(acc, v) (((v) > (acc)) | TH_ISNAN(v) ? (v) : (acc))
-#define TH_MIN_STEP(acc, v) (((v) < (acc)) | TH_ISNAN(v) ? (v) : (acc))
 
 /* The vectorised kernels (pairwise leaves, max/min scans, exp) are built
  * three times on x86-64, for AVX-512, AVX2 and the baseline, with the same
@@ -691,13 +665,6 @@ static const ReduceKernel max_kernels[TH_NUM_DTYPES] = {
 static const ReduceKernel min_kernels[TH_NUM_DTYPES] = {
     TH_FORALL_ARITH_DTYPES(TH_MIN_KERNEL_ENTRY)
 };
-
-/* Arg-reductions: a strictly better value replaces the best, so ties keep
- * the first index; the first NaN wins and stays. */
-#define TH_ARG_BETTER_MAX(v, best) \
-    ((v) > (best) || (TH_ISNAN(v) && !TH_ISNAN(best)))
-#define TH_ARG_BETTER_MIN(v, best) \
-    ((v) < (best) || (TH_ISNAN(v) && !TH_ISNAN(best)))
 
 #define TH_DEFINE_ARG_KERNEL(Name, ctype, py, which, BETTER)                 \
     typedef struct {                                                         \

@@ -42,15 +42,15 @@ RANK_CLASSES = ("contiguous", "strided")
 MAX_DIMS = 32
 
 
-def _header_path():
-    """THFloatFormulas.h: shipped in this package (a link to c/th's in the
+def _header_path(name):
+    """A formulas header shipped in this package (a link to c/th's in the
     source tree, a copy in a wheel)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), HEADER_NAME)
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
 
 
 @functools.cache
-def header_text():
-    with open(_header_path()) as f:
+def header_text(name=HEADER_NAME):
+    with open(_header_path(name)) as f:
         return f.read()
 
 
@@ -81,24 +81,26 @@ def _xmacro_entries(body):
                 args.append(body[arg_start:j])
                 arg_start = j + 1
         else:
-            raise ValueError(f"{HEADER_NAME}: unbalanced parentheses in {body[start:]!r}")
+            raise ValueError(f"unbalanced parentheses in {body[start:]!r}")
         entries.append([" ".join(a.split()) for a in args])
         i = j + 1
     return entries
 
 
-def _xmacro(text, macro):
+def xmacro(text, macro):
+    """The entries of X-macro `macro` (`#define macro(_) _(...) ...`) in a
+    header's text, each as the list of its arguments."""
     prefix = f"#define {macro}(_)"
     for line in _logical_lines(text):
         if line.strip().startswith(prefix):
             return _xmacro_entries(line.strip()[len(prefix):])
-    raise ValueError(f"{HEADER_NAME} has no {macro}")
+    raise ValueError(f"no X-macro {macro} in the header")
 
 
 @functools.cache
 def float_formulas():
     """{operator: formula} from TH_FORALL_FLOAT_FORMULAS, in its order."""
-    return {name: formula for name, formula in _xmacro(header_text(), "TH_FORALL_FLOAT_FORMULAS")}
+    return {name: formula for name, formula in xmacro(header_text(), "TH_FORALL_FLOAT_FORMULAS")}
 
 
 # ---- the sources ----------------------------------------------------------------

@@ -1,0 +1,1 @@
+../../../c/th/THReduceFormulas.h
