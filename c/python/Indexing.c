@@ -507,7 +507,8 @@ setitem_pinned(PyObject *self, PyObject *index, PyObject *value)
 static PyObject *
 THPVariable_getitem(PyObject *self, PyObject *index)
 {
-    return THPPin_callBinary(getitem_pinned, self, index);
+    return THPPin_callBinary("__getitem__", getitem_pinned, self, index,
+                             true);
 }
 
 static int
@@ -521,9 +522,15 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
     PyObject *objects[3] = {self, index, value};
     THPPinFrame frame;
     THPPin_enter(&frame);
+    frame.allows_mixed_devices = true; /* t[cpu_index] = cpu_value */
     int status = THPPin_objects(&frame, objects, 3);
     if (status == 0) {
         status = setitem_pinned(self, index, value);
+    }
+    else if (status == 1) {
+        PyObject *result = THPDevice_launchSlot("__setitem__", objects, 3);
+        status = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
     }
     THPPin_exit(&frame);
     return status;

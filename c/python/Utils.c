@@ -300,44 +300,6 @@ THPUtils_scalarToPython(const char *data, THDtype dtype)
 }
 #undef THP_SCALAR_TO_PYTHON
 
-int
-THPDevice_Parse(PyObject *obj, THDeviceType *out)
-{
-    if (obj == NULL || obj == Py_None) {
-        *out = TH_DEVICE_CPU;
-        return 0;
-    }
-    PyObject *type_name = NULL;
-    if (PyUnicode_Check(obj)) {
-        Py_INCREF(obj); /* type_name: released below */
-        type_name = obj;
-    }
-    else {
-        type_name = PyObject_GetAttrString(obj, "type");
-        if (type_name == NULL || !PyUnicode_Check(type_name)) {
-            Py_XDECREF(type_name);
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError,
-                         "expected a device (e.g. 'cpu'), got %s",
-                         Py_TYPE(obj)->tp_name);
-            return -1;
-        }
-    }
-    int status = 0;
-    if (PyUnicode_CompareWithASCIIString(type_name, "cpu") == 0) {
-        *out = TH_DEVICE_CPU;
-    }
-    else {
-        PyErr_Format(PyExc_RuntimeError,
-                     "device %R is not available: this ember build runs "
-                     "tensors on the CPU only",
-                     obj);
-        status = -1;
-    }
-    Py_DECREF(type_name);
-    return status;
-}
-
 static PyObject *
 check_op_input(const char *fname, PyObject *input)
 {
