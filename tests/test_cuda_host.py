@@ -186,7 +186,7 @@ def test_python_cuda_allocator_statistics_and_lifetime(cuda_memory):
 def test_no_cpu_kernel_runs_on_cuda_memory(cuda_memory):
     """Every operator category raises (no launcher), none reads the memory."""
     t, cpu = ember.empty(2, 3, device="cuda"), ember.ones(2, 3)
-    index = ember.tensor([0])
+    index, scalar = ember.tensor([0]), ember.empty([], device="cuda")
     uses = {
         "unary": [lambda: ember.exp(t), lambda: -t, lambda: t.abs(), lambda: t.float()],
         "binary": [lambda: t + t, lambda: t * 2, lambda: 2 - t, lambda: ember.add(t, t),
@@ -199,6 +199,9 @@ def test_no_cpu_kernel_runs_on_cuda_memory(cuda_memory):
                      lambda: t.index_select(0, index), lambda: t.masked_fill(t > 0, 1)],
         "host reads": [lambda: t[0, 0].item(), lambda: float(t.view(6)[:1]), t.tolist,
                        lambda: bool(t.view(6)[:1]), lambda: repr(t), lambda: str(t)],
+        "nested": [lambda: ember.tensor([[scalar]]),  # deeper than pinning looks
+                   lambda: ember.Generator().set_state(
+                       ember.empty(16, dtype=ember.uint8, device="cuda"))],
         "factories": [lambda: ember.zeros(2, device="cuda"), lambda: ember.zeros_like(t),
                       lambda: ember.tensor([1.0], device="cuda"),
                       lambda: ember.arange(3, device="cuda")],
@@ -210,6 +213,7 @@ def test_no_cpu_kernel_runs_on_cuda_memory(cuda_memory):
             message = str(raised.value)
             del raised  # its traceback holds this frame, and so `t`
             assert ("CUDA backend" in message or "Expected all tensors" in message
+                    or "must be a CPU tensor here" in message
                     or message == ember.cuda._probe()[1]), (category, message)
     for use in (t.numpy, lambda: ember.ones(1).numpy() + t.numpy()):
         with pytest.raises(TypeError, match=re.escape(

@@ -112,6 +112,10 @@ new_tensor_from_sequence(PyObject *obj)
 static int
 classify_tensor(IndexItem *item, THTensor *tensor)
 {
+    if (THPUtils_checkOnHost(tensor, "an index tensor") < 0) {
+        THTensor_release(tensor);
+        return -1;
+    }
     if (tensor->ndim == 0 && tensor->dtype == TH_Bool) {
         bool value = *(const bool *)THTensor_data(tensor);
         THTensor_release(tensor);

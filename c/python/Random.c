@@ -134,6 +134,9 @@ generator_set_state(PyObject *self, PyObject *state_obj)
     /* Held while copying: a Python allocator may run Python code that
      * rebinds state_obj.data (Note [Pinned arguments]). */
     THTensor *given = THPVariable_CURRENT(state_obj);
+    if (THPUtils_checkOnHost(given, "the RNG state") < 0) {
+        return NULL;
+    }
     THTensor_retain(given);
     THTensor *bytes = THTensor_newContiguous(given);
     THTensor_release(given);

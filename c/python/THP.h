@@ -217,6 +217,11 @@ int THPUtils_parseSizeSequence(const char *fname, PyObject *seq,
 /* Parses a Python bool/int/float (or 0-d/1-element ember tensor, or NumPy
  * scalar) into a THScalar.  Returns 0 or -1 (TypeError). */
 int THPUtils_parseScalar(PyObject *obj, THScalar *out);
+/* 0 when `t` lives on the CPU, else -1 with a RuntimeError naming it
+ * (`what`): for the few places that read a tensor argument's values
+ * outside the dispatch (Note [One dispatch point] in Device.c), e.g. a
+ * tensor nested deeper than pinning looks. */
+int THPUtils_checkOnHost(const THTensor *t, const char *what);
 /* Converts one element at `data` to a Python bool/int/float. */
 PyObject *THPUtils_scalarToPython(const char *data, THDtype dtype);
 /* PyMem_Malloc for `count` items of `itemsize` bytes, with the size

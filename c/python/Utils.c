@@ -241,6 +241,9 @@ THPUtils_parseScalar(PyObject *obj, THScalar *out)
                          (long long)t->numel);
             return -1;
         }
+        if (THPUtils_checkOnHost(t, "a Scalar argument") < 0) {
+            return -1;
+        }
         PyObject *item = THPUtils_scalarToPython(THTensor_data(t), t->dtype);
         if (item == NULL) {
             return -1;
@@ -299,6 +302,20 @@ THPUtils_scalarToPython(const char *data, THDtype dtype)
     return NULL;
 }
 #undef THP_SCALAR_TO_PYTHON
+
+int
+THPUtils_checkOnHost(const THTensor *t, const char *what)
+{
+    if (t->storage->device == TH_DEVICE_CPU) {
+        return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s must be a CPU tensor here, but it is on cuda:0: its "
+                 "memory cannot be read on the host (copy it with .cpu() "
+                 "first)",
+                 what);
+    return -1;
+}
 
 static PyObject *
 check_op_input(const char *fname, PyObject *input)
