@@ -296,6 +296,23 @@ def test_launcher_errors_propagate_and_leak_nothing(cuda_memory):
         ember._C._register_device_backend("cpu", fail)
 
 
+def test_ember_cuda_launcher_names_what_has_no_kernel(cuda_memory):
+    from ember.cuda import _launcher
+    t = ember.empty(2, 3, device="cuda")
+    assert _launcher._target_of(t, ("cpu", ember.float64), {}) == ("cpu", ember.float64)
+    assert _launcher._target_of(ember.ones(1), (t,), {}) == ("cuda", ember.float32)
+    assert _launcher._target_of(t, (), {"device": 0, "dtype": ember.int8}) == \
+        ("cuda", ember.int8)
+    previous = use_launcher(_launcher.launch)
+    try:
+        with pytest.raises(NotImplementedError, match="'exp' has no CUDA kernel yet"):
+            ember.exp(t)
+        with pytest.raises(NotImplementedError, match="non-contiguous CUDA tensor"):
+            t.t().cpu()
+    finally:
+        use_launcher(previous)
+
+
 @pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
 def test_cupy_allocator_on_a_gpu():
     t = ember.empty(1000, device="cuda")
@@ -305,3 +322,20 @@ def test_cupy_allocator_on_a_gpu():
     assert ember.cuda.memory_allocated() >= 4000
     del t
     assert allocator.blocks == {}
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
+def test_copies_between_host_and_gpu():
+    import numpy as np
+    host = ember.arange(12.0).view(3, 4)
+    device = host.t().to("cuda")  # made contiguous on the host first
+    assert device.is_cuda and device.shape == (4, 3)
+    np.testing.assert_array_equal(device.cpu().numpy(), host.t().numpy())
+    assert device.to("cpu", ember.float64).dtype == ember.float64
+    target = ember.empty(4, 3, device="cuda")
+    target.copy_(ember.ones(3))  # broadcast on the host side
+    assert target.cpu().tolist() == [[1.0] * 3] * 4
+    back = ember.zeros(4, 3)
+    back.copy_(device)
+    assert ember.equal(back, host.t())
+    assert "device='cuda:0'" in repr(device)

@@ -283,8 +283,9 @@ cuda_launcher(PyObject *name)
     if (launchers[TH_DEVICE_CUDA] == NULL) {
         PyErr_Format(PyExc_RuntimeError,
                      "%U: no CUDA backend is registered to run operators "
-                     "on CUDA tensors (ember.cuda registers one when CuPy "
-                     "and a GPU are available: see ember.cuda.is_available())",
+                     "on CUDA tensors (ember has CUDA memory but no CUDA "
+                     "kernels yet; ember._C._register_device_backend('cuda', "
+                     "launcher) installs a launcher)",
                      name);
         return NULL;
     }
