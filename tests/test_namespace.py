@@ -80,7 +80,7 @@ def test_cuda_namespace_without_a_device():
     ember.cuda.empty_cache()
     for needs_device in (ember.cuda.current_device, ember.cuda.synchronize,
                          ember.cuda.get_device_name, ember.cuda.initial_seed):
-        with pytest.raises(RuntimeError, match="no CUDA device"):
+        with pytest.raises(RuntimeError, match="CuPy|NVIDIA driver|No CUDA GPUs"):
             needs_device()
     assert ember.accelerator.is_available() is False
     assert ember.accelerator.current_accelerator() is None
@@ -99,7 +99,7 @@ def test_tensor_cuda_and_pinned_memory():
     with pytest.raises(RuntimeError, match="Cannot access accelerator device when none "
                                            "is available."):
         t.pin_memory()
-    with pytest.raises(RuntimeError, match="not available"):
+    with pytest.raises(RuntimeError, match="CuPy|NVIDIA driver|No CUDA GPUs"):
         t.cuda()
 
 
@@ -138,7 +138,7 @@ def test_default_device_and_global_flags():
     assert ember.get_default_device() == ember.device("cpu")
     ember.set_default_device("cpu")
     ember.set_default_device(None)
-    with pytest.raises(RuntimeError, match="not available"):
+    with pytest.raises(RuntimeError, match="CuPy|NVIDIA driver|No CUDA GPUs"):
         ember.set_default_device("cuda")
     assert ember.get_default_device() == ember.device("cpu")
     assert ember.get_float32_matmul_precision() == "highest"

@@ -485,16 +485,24 @@ THPModule_set_allocator(PyObject *module, PyObject *const *args,
         }
         return NULL;
     }
-    THAllocator *allocator = allocator_from_python(args[0], device);
-    if (allocator == NULL) {
-        return NULL;
+    THAllocator *previous;
+    if (args[0] == Py_None && device != TH_DEVICE_CPU) {
+        /* None empties a device's slot (the CPU always keeps one): what
+         * use_allocator restores when the device had none. */
+        previous = THAllocator_uninstall(device);
+    }
+    else {
+        THAllocator *allocator = allocator_from_python(args[0], device);
+        if (allocator == NULL) {
+            return NULL;
+        }
+        previous = THAllocator_exchange(allocator);
+        THAllocator_release(allocator); /* the registry holds its own now */
     }
     /* The result is built from the registry's old reference, which we own
      * after the swap: building it may run Python (the GC), which may call
      * set_allocator itself, so the object returned is the allocator this
      * call replaced. */
-    THAllocator *previous = THAllocator_exchange(allocator);
-    THAllocator_release(allocator); /* the registry holds its own now */
     PyObject *previous_obj = allocator_to_python(previous);
     if (previous_obj == NULL && previous != NULL) {
         /* Put it back: a failed call changes nothing. */

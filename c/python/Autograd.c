@@ -307,6 +307,7 @@ typedef struct {
     PyObject *method_key; /* owned "Tensor.<name>" for methods, else NULL */
     PyObject *module;  /* borrowed, the functions' `self`; NULL for methods */
     PyTypeObject *objclass; /* borrowed, the methods' type; NULL for functions */
+    THPDeviceRule device_rule; /* Note [One dispatch point] in Device.c */
 } THPOp;
 
 static PyObject *
@@ -403,11 +404,20 @@ call_pinned(THPOp *op, PyObject *self, PyObject *const *args,
     Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     THPPinFrame frame;
     THPPin_enter(&frame);
+    frame.allows_mixed_devices = op->device_rule != THP_DEVICE_SAME;
     PyObject *const *pinned;
     PyObject *result = NULL;
-    if (THPPin_args(&frame, args, n, &pinned) == 0) {
+    int placement = THPPin_args(&frame, args, n, &pinned);
+    if (placement == 0
+        || (placement == 1 && op->device_rule == THP_DEVICE_ANY)) {
         result = call_impl(op, skip ? pinned[0] : self, pinned + skip,
                            nargs - skip, kwnames);
+    }
+    else if (placement == 1) {
+        /* Methods pass self as the first argument (skip == 1). */
+        result = THPDevice_launch(skip ? op->method_key : op->name,
+                                  skip ? pinned[0] : NULL, pinned + skip,
+                                  nargs - skip, kwnames);
     }
     THPPin_exit(&frame);
     return result;
@@ -679,6 +689,7 @@ new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass,
     op->module = module;
     op->objclass = objclass;
     op->method_key = NULL;
+    op->device_rule = THPDevice_ruleOf(def->ml_name);
     if (is_operator) {
         op->vectorcall = module == NULL ? op_method_vectorcall
                                         : op_function_vectorcall;
@@ -693,7 +704,7 @@ new_op(PyMethodDef *def, PyObject *module, PyTypeObject *objclass,
         Py_DECREF(op);
         return NULL;
     }
-    if (module == NULL && is_operator) {
+    if (module == NULL) {
         op->method_key = PyUnicode_FromFormat("Tensor.%s", def->ml_name);
         if (op->method_key == NULL) {
             Py_DECREF(op);

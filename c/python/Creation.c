@@ -393,6 +393,8 @@ tensor_from_snapshot(PyObject *data, int dtype, int requires_grad)
 typedef struct {
     int dtype; /* -1: not given */
     int requires_grad;
+    THDeviceType device; /* the CPU when not given */
+    bool device_given;
 } FactoryOptions;
 
 /* Reads dtype=, device=, requires_grad= (and ignores layout=,
@@ -401,17 +403,17 @@ static int
 parse_options(PyObject *dtype_obj, PyObject *device_obj,
               PyObject *requires_grad_obj, FactoryOptions *options)
 {
-    THDeviceType device;
     THDtype dtype;
     options->dtype = -1;
     options->requires_grad = 0;
+    options->device_given = device_obj != NULL && device_obj != Py_None;
     if (dtype_obj != NULL && dtype_obj != Py_None) {
         if (THPDtype_Parse(dtype_obj, &dtype) < 0) {
             return -1;
         }
         options->dtype = (int)dtype;
     }
-    if (THPDevice_Parse(device_obj, &device) < 0) {
+    if (THPDevice_Parse(device_obj, &options->device) < 0) {
         return -1;
     }
     if (requires_grad_obj != NULL) {
@@ -421,6 +423,25 @@ parse_options(PyObject *dtype_obj, PyObject *device_obj,
         }
     }
     return 0;
+}
+
+/* Note [Factories on a device]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A factory asked for a device tensor (device='cuda') takes its memory from
+ * the device's allocator.  empty() and empty_like() need nothing else; every
+ * other factory fills its result with a kernel, so the device's launcher
+ * runs the whole call, as made (Note [One dispatch point] in Device.c). */
+static PyObject *
+launch_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    PyObject *name = PyUnicode_InternFromString(fname);
+    if (name == NULL) {
+        return NULL;
+    }
+    PyObject *result = THPDevice_launch(name, NULL, args, nargs, kwnames);
+    Py_DECREF(name);
+    return result;
 }
 
 static PyObject *
@@ -442,6 +463,9 @@ THPModule_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                         "tensor() missing required argument 'data'");
         return NULL;
     }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("tensor", args, nargs, kwnames);
+    }
     return THPVariable_FromData(objs[0], options.dtype,
                                 options.requires_grad);
 }
@@ -462,10 +486,11 @@ fill_new(THTensor *tensor, FillKind kind, THScalar value, THGenerator *gen,
 
 static PyObject *
 make_filled(int ndim, const int64_t *sizes, THDtype dtype, FillKind kind,
-            THScalar value, THGenerator *gen, int requires_grad)
+            THScalar value, THGenerator *gen, int requires_grad,
+            THDeviceType device)
 {
-    return fill_new(THTensor_newEmpty(ndim, sizes, dtype, TH_DEVICE_CPU),
-                    kind, value, gen, requires_grad);
+    return fill_new(THTensor_newEmpty(ndim, sizes, dtype, device), kind,
+                    value, gen, requires_grad);
 }
 
 /* Fills a fresh tensor (stolen; NULL means its creation failed) and wraps
@@ -546,10 +571,18 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         || THPGenerator_parse(fname, objs[7], &gen) < 0) {
         return NULL;
     }
+    if (options.device != TH_DEVICE_CPU) {
+        if (kind != FILL_NOTHING) {
+            return launch_factory(fname, args, nargs, kwnames);
+        }
+        if (THPDevice_ensureAllocator(options.device) < 0) {
+            return NULL;
+        }
+    }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : THPDtype_defaultFloat();
     return make_filled(ndim, sizes, dtype, kind, value, gen,
-                       options.requires_grad);
+                       options.requires_grad, options.device);
 }
 
 #define THP_DEFINE_SIZED_FACTORY(name, kind, value)                        \
@@ -603,10 +636,13 @@ THPModule_full(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         || parse_options(objs[2], objs[3], objs[4], &options) < 0) {
         return NULL;
     }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("full", args, nargs, kwnames);
+    }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : dtype_of_scalar(value);
     return make_filled(ndim, sizes, dtype, FILL_VALUE, value, NULL,
-                       options.requires_grad);
+                       options.requires_grad, TH_DEVICE_CPU);
 }
 
 /* empty_like, zeros_like, ones_like, rand_like, randn_like, full_like */
@@ -660,12 +696,22 @@ like_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     THTensor *like = THPVariable_Unpack(objs[0]);
+    THDeviceType device = options.device_given ? options.device
+                                               : like->storage->device;
+    if (device != TH_DEVICE_CPU) {
+        if (kind != FILL_NOTHING) {
+            return launch_factory(fname, args, nargs, kwnames);
+        }
+        if (THPDevice_ensureAllocator(device) < 0) {
+            return NULL;
+        }
+    }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : like->dtype;
     /* The *_like factories keep the layout of `like` (Note [Preserving
-     * the layout] in THTensor.h). */
-    return fill_new(THTensor_newEmptyLike(like, dtype), kind, value, gen,
-                    options.requires_grad);
+     * the layout] in THTensor.h), on the device asked for. */
+    return fill_new(THTensor_newEmptyLikeOn(like, dtype, device), kind, value,
+                    gen, options.requires_grad);
 }
 
 #define THP_DEFINE_LIKE_FACTORY(name, kind, value, takes_value)            \
@@ -764,6 +810,9 @@ THPModule_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         || parse_options(objs[3], objs[4], objs[5], &options) < 0) {
         return NULL;
     }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("arange", args, nargs, kwnames);
+    }
     /* arange(end) puts the one positional into `end`. */
     PyObject *start_obj = objs[0], *end_obj = objs[1];
     if (end_obj == NULL) {
@@ -830,6 +879,9 @@ THPModule_linspace(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         || parse_options(objs[3], objs[4], objs[5], &options) < 0) {
         return NULL;
     }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("linspace", args, nargs, kwnames);
+    }
     if (objs[0] == NULL || objs[1] == NULL || objs[2] == NULL) {
         PyErr_SetString(PyExc_TypeError,
                         "linspace() missing required arguments: start, end "
@@ -879,6 +931,9 @@ THPModule_eye(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             < 0
         || parse_options(objs[2], objs[3], objs[4], &options) < 0) {
         return NULL;
+    }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("eye", args, nargs, kwnames);
     }
     if (objs[0] == NULL) {
         PyErr_SetString(PyExc_TypeError, "eye() missing required argument "
@@ -970,6 +1025,9 @@ THPModule_randint(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         || THPGenerator_parse("randint", objs[6], &gen) < 0) {
         return NULL;
     }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("randint", args, nargs, kwnames);
+    }
     if (objs[8] != NULL) {
         PyErr_SetString(PyExc_TypeError, "randint(): out= is not supported "
                                          "yet");
@@ -1022,6 +1080,9 @@ THPModule_randint_like(PyObject *module, PyObject *const *args,
         || THPGenerator_parse("randint_like", objs[6], &gen) < 0) {
         return NULL;
     }
+    if (options.device_given && options.device != TH_DEVICE_CPU) {
+        return launch_factory("randint_like", args, nargs, kwnames);
+    }
     if (objs[0] == NULL || !THPVariable_Check(objs[0])) {
         PyErr_SetString(PyExc_TypeError,
                         "randint_like(): argument 'input' must be Tensor");
@@ -1057,6 +1118,9 @@ THPModule_randperm(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         || parse_options(objs[2], objs[3], objs[4], &options) < 0
         || THPGenerator_parse("randperm", objs[1], &gen) < 0) {
         return NULL;
+    }
+    if (options.device != TH_DEVICE_CPU) {
+        return launch_factory("randperm", args, nargs, kwnames);
     }
     if (objs[7] != NULL) {
         PyErr_SetString(PyExc_TypeError, "randperm(): out= is not supported "

@@ -333,9 +333,17 @@ fused_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     THPPin_enter(&frame);
     PyObject *result = NULL;
     THPointwiseArg inputs[TH_FUSED_MAX_INPUTS];
-    int status = THPPin_objects(&frame, args, nargs) < 0
-                     ? -1
-                     : parse_inputs(args, program->ninputs, inputs);
+    int placement = THPPin_objects(&frame, args, nargs);
+    if (placement == 1) {
+        /* A fused group on device tensors: the device's launcher gets the
+         * kernel object itself (its program is its recipe). */
+        PyObject *result = THPDevice_launch(kernel->name, (PyObject *)kernel,
+                                            args, nargs, NULL);
+        THPPin_exit(&frame);
+        return result;
+    }
+    int status = placement < 0 ? -1
+                               : parse_inputs(args, program->ninputs, inputs);
     if (status > 0) {
         retain_inputs(inputs, program->ninputs);
         result = run_kernel(program, inputs);

@@ -112,6 +112,10 @@ new_tensor_from_sequence(PyObject *obj)
 static int
 classify_tensor(IndexItem *item, THTensor *tensor)
 {
+    if (THPUtils_checkOnHost(tensor, "an index tensor") < 0) {
+        THTensor_release(tensor);
+        return -1;
+    }
     if (tensor->ndim == 0 && tensor->dtype == TH_Bool) {
         bool value = *(const bool *)THTensor_data(tensor);
         THTensor_release(tensor);
@@ -507,7 +511,8 @@ setitem_pinned(PyObject *self, PyObject *index, PyObject *value)
 static PyObject *
 THPVariable_getitem(PyObject *self, PyObject *index)
 {
-    return THPPin_callBinary(getitem_pinned, self, index);
+    return THPPin_callBinary("__getitem__", getitem_pinned, self, index,
+                             true);
 }
 
 static int
@@ -521,9 +526,15 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
     PyObject *objects[3] = {self, index, value};
     THPPinFrame frame;
     THPPin_enter(&frame);
+    frame.allows_mixed_devices = true; /* t[cpu_index] = cpu_value */
     int status = THPPin_objects(&frame, objects, 3);
     if (status == 0) {
         status = setitem_pinned(self, index, value);
+    }
+    else if (status == 1) {
+        PyObject *result = THPDevice_launchSlot("__setitem__", objects, 3);
+        status = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
     }
     THPPin_exit(&frame);
     return status;

@@ -566,7 +566,8 @@ THPVariable_matmul_slot(PyObject *a, PyObject *b)
     if (!THPVariable_Check(a) || !THPVariable_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    return THPPin_callBinary(matmul_slot_pinned, a, b);
+    return THPPin_callBinary("__matmul__", matmul_slot_pinned, a, b,
+                             false);
 }
 
 /* ---- mm, bmm, mv, dot, vdot, outer -------------------------------------------- */

@@ -136,6 +136,7 @@ ember_module_exec(PyObject *module)
         || THPAutograd_addPinnedFunctions(module, THPAttention_methods) < 0
         || THPAutograd_addPinnedFunctions(module, THPRNN_methods) < 0
         || PyModule_AddFunctions(module, THPAllocator_methods) < 0
+        || PyModule_AddFunctions(module, THPDevice_methods) < 0
         || add_operator_functions(module) < 0
         || PyModule_AddIntConstant(module, "_max_dims", TH_MAX_DIMS) < 0) {
         return -1;

@@ -232,6 +232,24 @@ THPVariable_numpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (force < 0) {
         return NULL;
     }
+    if (THPVariable_Unpack(self)->storage->device != TH_DEVICE_CPU) {
+        /* numpy() runs on any device (Note [One dispatch point]): only
+         * force=True copies device memory to the host, as PyTorch's. */
+        if (force) {
+            PyObject *name = PyUnicode_InternFromString("Tensor.numpy");
+            PyObject *result = name == NULL ? NULL
+                                            : THPDevice_launch(name, self,
+                                                               args, nargs,
+                                                               kwnames);
+            Py_XDECREF(name);
+            return result;
+        }
+        PyErr_SetString(PyExc_TypeError,
+                        "can't convert cuda:0 device type tensor to numpy. "
+                        "Use Tensor.cpu() to copy the tensor to host memory "
+                        "first.");
+        return NULL;
+    }
     if (force) {
         /* force=True: detach and copy, whatever the tensor is. */
         THTensor *copy = THTensor_newClone(THPVariable_Unpack(self));
@@ -472,9 +490,9 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 static PyObject *
 THPVariable_dlpack_device(PyObject *self, PyObject *unused)
 {
-    (void)self;
     (void)unused;
-    return Py_BuildValue("(ii)", kDLCPU, 0);
+    bool on_cuda = THPVariable_Unpack(self)->storage->device == TH_DEVICE_CUDA;
+    return Py_BuildValue("(ii)", on_cuda ? kDLCUDA : kDLCPU, 0);
 }
 
 PyMethodDef THPVariable_numpy_methods[] = {

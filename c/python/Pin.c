@@ -68,6 +68,13 @@ pin_tensor(THPPinFrame *frame, PyObject *obj)
     /* The same index as the kept reference: kept[i] is objects[i]'s
      * THTensor for i < pinned_count (pins come before THPPin_keepAlive). */
     frame->objects[frame->pinned_count++] = obj;
+    THDeviceType device = tensor->storage->device;
+    if (device == TH_DEVICE_CPU && tensor->ndim == 0) {
+        frame->has_cpu_scalar = true;
+    }
+    else {
+        frame->devices |= 1u << device;
+    }
     return 0;
 }
 
@@ -124,6 +131,9 @@ THPPin_enter(THPPinFrame *frame)
     frame->kept_capacity = THP_PIN_INLINE;
     frame->args = NULL;
     frame->nargs = 0;
+    frame->devices = 0;
+    frame->has_cpu_scalar = false;
+    frame->allows_mixed_devices = false;
     frame->outer = THPPin_top;
     THPPin_top = frame;
 }
@@ -137,8 +147,8 @@ holds_no_tensor(PyObject *obj)
     return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None;
 }
 
-int
-THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
+static int
+pin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = objects[i];
@@ -153,6 +163,15 @@ THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
         }
     }
     return 0;
+}
+
+int
+THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
+{
+    if (pin_objects(frame, objects, n) < 0) {
+        return -1;
+    }
+    return THPDevice_placement(frame);
 }
 
 /* Whether some argument is a list (it gets a private copy). */
@@ -202,7 +221,7 @@ THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
                 return -1;
             }
         }
-        return 0;
+        return THPDevice_placement(frame);
     }
     return THPPin_objects(frame, args, n);
 }
@@ -256,13 +275,19 @@ THPPin_exit(THPPinFrame *frame)
 }
 
 PyObject *
-THPPin_callBinary(binaryfunc fn, PyObject *a, PyObject *b)
+THPPin_callBinary(const char *name, binaryfunc fn, PyObject *a, PyObject *b,
+                  bool allows_mixed_devices)
 {
     PyObject *objects[2] = {a, b};
     THPPinFrame frame;
     THPPin_enter(&frame);
-    PyObject *result =
-        THPPin_objects(&frame, objects, 2) < 0 ? NULL : fn(a, b);
+    frame.allows_mixed_devices = allows_mixed_devices;
+    PyObject *result = NULL;
+    switch (THPPin_objects(&frame, objects, 2)) {
+    case 0: result = fn(a, b); break;
+    case 1: result = THPDevice_launchSlot(name, objects, 2); break;
+    default: break;
+    }
     THPPin_exit(&frame);
     return result;
 }

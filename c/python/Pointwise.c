@@ -176,9 +176,12 @@ binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
     PyObject *operands[2] = {a, b};
     THPPinFrame frame;
     THPPin_enter(&frame);
-    PyObject *result = THPPin_objects(&frame, operands, 2) < 0
-                           ? NULL
-                           : binary_operator_pinned(name, op, a, b, inplace);
+    PyObject *result = NULL;
+    switch (THPPin_objects(&frame, operands, 2)) {
+    case 0: result = binary_operator_pinned(name, op, a, b, inplace); break;
+    case 1: result = THPDevice_launchSlot(name, operands, 2); break;
+    default: break;
+    }
     THPPin_exit(&frame);
     return result;
 }
@@ -234,9 +237,13 @@ unary_operator(const char *name, THPointwiseOp op, PyObject *self)
     THPPinFrame frame;
     THPPin_enter(&frame);
     PyObject *result = NULL;
-    if (THPPin_objects(&frame, &self, 1) == 0) {
+    int placement = THPPin_objects(&frame, &self, 1);
+    if (placement == 0) {
         THPointwiseArg arg = THPointwiseArg_tensor(THPVariable_Unpack(self));
         result = run_pointwise(op, &arg, NULL, false, alpha_one, NULL);
+    }
+    else if (placement == 1) {
+        result = THPDevice_launchSlot(name, &self, 1);
     }
     THPPin_exit(&frame);
     return result;

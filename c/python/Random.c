@@ -35,6 +35,13 @@ generator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         || THPDevice_Parse(device_obj, &device) < 0) {
         return NULL;
     }
+    if (device != TH_DEVICE_CPU) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ember.Generator: only CPU generators exist yet "
+                        "(CUDA random numbers will be seeded by "
+                        "ember.cuda.manual_seed)");
+        return NULL;
+    }
     THPGenerator *self = (THPGenerator *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
@@ -127,6 +134,9 @@ generator_set_state(PyObject *self, PyObject *state_obj)
     /* Held while copying: a Python allocator may run Python code that
      * rebinds state_obj.data (Note [Pinned arguments]). */
     THTensor *given = THPVariable_CURRENT(state_obj);
+    if (THPUtils_checkOnHost(given, "the RNG state") < 0) {
+        return NULL;
+    }
     THTensor_retain(given);
     THTensor *bytes = THTensor_newContiguous(given);
     THTensor_release(given);

@@ -75,10 +75,8 @@ THPStorage_tolist(PyObject *self, PyObject *unused)
 static PyObject *
 THPStorage_device(PyObject *self, void *closure)
 {
-    (void)self;
     (void)closure;
-    Py_INCREF(THPDevice_cpu); /* returned: a new reference */
-    return THPDevice_cpu;
+    return THPDevice_Get(((THPStorage *)self)->cdata->device);
 }
 
 static PyObject *

@@ -147,11 +147,46 @@ extern PyTypeObject THPSizeType;
 PyObject *THPSize_New(int ndim, const int64_t *sizes);
 int THPSize_InitModule(PyObject *module);
 
-/* Borrowed reference to the ember.device('cpu') singleton registered by
- * the Python package. */
+/* ---- devices (Device.c) ------------------------------------------------------ */
+
+/* The ember.device('cpu') and ember.device('cuda', 0) singletons registered
+ * by the Python package (module-lifetime references). */
 extern PyObject *THPDevice_cpu;
-/* Accepts None, "cpu", or an ember.device of type cpu. */
+extern PyObject *THPDevice_cuda;
+/* The ember.device for a device type, as a new reference. */
+PyObject *THPDevice_Get(THDeviceType device);
+/* Accepts None (the CPU), "cpu", "cuda", "cuda:0", an int (a CUDA index)
+ * or an ember.device.  The core has one CUDA device, so an index other than
+ * 0 raises PyTorch's "invalid device ordinal".  Parsing initializes
+ * nothing. */
 int THPDevice_Parse(PyObject *obj, THDeviceType *out);
+/* Before allocating on `device`: 0 when an allocator is installed for it
+ * (after running its initializer when none was), else -1 with the error
+ * that says what is missing (CuPy, the driver, a GPU). */
+int THPDevice_ensureAllocator(THDeviceType device);
+
+/* How an entry point treats tensors on other devices (Note [One dispatch
+ * point] in Device.c). */
+typedef enum {
+    THP_DEVICE_SAME,  /* one device (CPU scalars aside); off the CPU, the
+                         device's launcher runs the call */
+    THP_DEVICE_MIXED, /* tensors may sit on several devices (copy_) */
+    THP_DEVICE_ANY,   /* its C implementation runs on any device: it reads
+                         metadata only, or handles the device itself */
+} THPDeviceRule;
+THPDeviceRule THPDevice_ruleOf(const char *name);
+/* Runs name(self, *args, **kwargs) through the CUDA launcher: the call
+ * launcher(name, args_tuple, kwargs_dict), self first in args_tuple when
+ * not NULL; kwnames as in vectorcall.  Without a launcher, the device's
+ * initializer runs first; then the error says why there is none. */
+PyObject *THPDevice_launch(PyObject *name, PyObject *self,
+                           PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames);
+/* The same for a Python number-protocol slot: launcher('__add__', (a, b),
+ * {}) for a + b, operands in the order the slot got them. */
+PyObject *THPDevice_launchSlot(const char *dunder, PyObject *const *operands,
+                               Py_ssize_t n);
+extern PyMethodDef THPDevice_methods[];
 
 /* ---- errors and argument parsing (Utils.c) --------------------------------- */
 
@@ -182,6 +217,11 @@ int THPUtils_parseSizeSequence(const char *fname, PyObject *seq,
 /* Parses a Python bool/int/float (or 0-d/1-element ember tensor, or NumPy
  * scalar) into a THScalar.  Returns 0 or -1 (TypeError). */
 int THPUtils_parseScalar(PyObject *obj, THScalar *out);
+/* 0 when `t` lives on the CPU, else -1 with a RuntimeError naming it
+ * (`what`): for the few places that read a tensor argument's values
+ * outside the dispatch (Note [One dispatch point] in Device.c), e.g. a
+ * tensor nested deeper than pinning looks. */
+int THPUtils_checkOnHost(const THTensor *t, const char *what);
 /* Converts one element at `data` to a Python bool/int/float. */
 PyObject *THPUtils_scalarToPython(const char *data, THDtype dtype);
 /* PyMem_Malloc for `count` items of `itemsize` bytes, with the size
@@ -470,6 +510,13 @@ typedef struct THPPinFrame {
     Py_ssize_t kept_count, kept_capacity;
     PyObject **args;            /* owned copy of the arguments, or NULL */
     Py_ssize_t nargs;
+    /* Note [One dispatch point] in Device.c: one bit per THDeviceType of
+     * the pinned tensors that are not CPU scalars (0-dim), one for the
+     * CPU scalars apart; and whether the entry point accepts tensors on
+     * several devices (copy_, to, indexing: set before pinning). */
+    unsigned devices;
+    bool has_cpu_scalar;
+    bool allows_mixed_devices;
     PyObject *inline_objects[THP_PIN_INLINE];
     THTensor *inline_kept[THP_PIN_INLINE];
     PyObject *inline_args[THP_PIN_INLINE];
@@ -483,19 +530,30 @@ void THPPin_enter(THPPinFrame *frame);
 /* Pins the tensors among args[0..n) (tensors, and tensors inside tuples
  * and lists); *pinned_args is the array to use from now on: `args`
  * itself, or a copy owned by the frame in which every list is a private
- * copy of it.  0 or -1. */
+ * copy of it.  Then says where the call runs (Note [One dispatch point]
+ * in Device.c): 0 on the CPU (the caller runs its C implementation), 1 on
+ * another device (the caller must hand the call to THPDevice_launch and
+ * never run a CPU kernel), or -1 with an exception (PyTorch's error for
+ * tensors on several devices, or no memory). */
 int THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
                 PyObject *const **pinned_args);
 /* The same without copying lists (so their items are not pinned); NULL
- * entries are skipped. */
+ * entries are skipped.  0, 1 or -1 as THPPin_args. */
 int THPPin_objects(THPPinFrame *frame, PyObject *const *objects,
                    Py_ssize_t n);
 /* Hands the outermost open frame a reference to `tensor` (retained here);
  * a no-op outside any frame.  0 or -1 (MemoryError). */
 int THPPin_keepAlive(THTensor *tensor);
 void THPPin_exit(THPPinFrame *frame);
-/* fn(a, b) inside a frame that pins a and b (and tensors in tuples). */
-PyObject *THPPin_callBinary(binaryfunc fn, PyObject *a, PyObject *b);
+/* fn(a, b) inside a frame that pins a and b (and tensors in tuples); on
+ * device tensors, the device's launcher runs `name` (a's method) instead.
+ * allows_mixed_devices: as the frame's field (a CPU index into a CUDA
+ * tensor is fine, a CPU operand of a CUDA matmul is not). */
+PyObject *THPPin_callBinary(const char *name, binaryfunc fn, PyObject *a,
+                            PyObject *b, bool allows_mixed_devices);
+/* Where the call whose tensors `frame` pinned runs: 0, 1 or -1 as
+ * THPPin_args (Note [One dispatch point] in Device.c). */
+int THPDevice_placement(THPPinFrame *frame);
 /* _C._pin_depth() */
 PyObject *THPPin_depth(PyObject *module, PyObject *unused);
 

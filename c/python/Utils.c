@@ -241,6 +241,9 @@ THPUtils_parseScalar(PyObject *obj, THScalar *out)
                          (long long)t->numel);
             return -1;
         }
+        if (THPUtils_checkOnHost(t, "a Scalar argument") < 0) {
+            return -1;
+        }
         PyObject *item = THPUtils_scalarToPython(THTensor_data(t), t->dtype);
         if (item == NULL) {
             return -1;
@@ -301,41 +304,17 @@ THPUtils_scalarToPython(const char *data, THDtype dtype)
 #undef THP_SCALAR_TO_PYTHON
 
 int
-THPDevice_Parse(PyObject *obj, THDeviceType *out)
+THPUtils_checkOnHost(const THTensor *t, const char *what)
 {
-    if (obj == NULL || obj == Py_None) {
-        *out = TH_DEVICE_CPU;
+    if (t->storage->device == TH_DEVICE_CPU) {
         return 0;
     }
-    PyObject *type_name = NULL;
-    if (PyUnicode_Check(obj)) {
-        Py_INCREF(obj); /* type_name: released below */
-        type_name = obj;
-    }
-    else {
-        type_name = PyObject_GetAttrString(obj, "type");
-        if (type_name == NULL || !PyUnicode_Check(type_name)) {
-            Py_XDECREF(type_name);
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError,
-                         "expected a device (e.g. 'cpu'), got %s",
-                         Py_TYPE(obj)->tp_name);
-            return -1;
-        }
-    }
-    int status = 0;
-    if (PyUnicode_CompareWithASCIIString(type_name, "cpu") == 0) {
-        *out = TH_DEVICE_CPU;
-    }
-    else {
-        PyErr_Format(PyExc_RuntimeError,
-                     "device %R is not available: this ember build runs "
-                     "tensors on the CPU only",
-                     obj);
-        status = -1;
-    }
-    Py_DECREF(type_name);
-    return status;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s must be a CPU tensor here, but it is on cuda:0: its "
+                 "memory cannot be read on the host (copy it with .cpu() "
+                 "first)",
+                 what);
+    return -1;
 }
 
 static PyObject *

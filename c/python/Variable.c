@@ -288,13 +288,8 @@ THPVariable_get_dtype(PyObject *self, void *closure)
 static PyObject *
 THPVariable_get_device(PyObject *self, void *closure)
 {
-    (void)self;
     (void)closure;
-    if (THPDevice_cpu == NULL) {
-        return PyUnicode_FromString("cpu");
-    }
-    Py_INCREF(THPDevice_cpu); /* returned: a new reference */
-    return THPDevice_cpu;
+    return THPDevice_Get(SELF_TENSOR->storage->device);
 }
 
 static PyObject *
@@ -868,6 +863,19 @@ static PyMethodDef THPVariable_methods[] = {
 
 /* ---- Python number protocol, len and iteration ----------------------------- */
 
+/* The number protocol reads an element outside any pin frame, so it sends
+ * device tensors to their launcher itself (Note [One dispatch point] in
+ * Device.c): 1 with *result set (NULL on error), or 0 on the CPU. */
+static int
+launch_if_on_device(const char *dunder, PyObject *self, PyObject **result)
+{
+    if (SELF_TENSOR->storage->device == TH_DEVICE_CPU) {
+        return 0;
+    }
+    *result = THPDevice_launchSlot(dunder, &self, 1);
+    return 1;
+}
+
 /* The single element of a one-element tensor as a Python scalar. */
 static PyObject *
 single_element(PyObject *self)
@@ -889,6 +897,9 @@ THPVariable_float(PyObject *self)
     if (THPTracer_maybeTrace("__float__", &self, 1, &traced)) {
         return traced;
     }
+    if (launch_if_on_device("__float__", self, &traced)) {
+        return traced;
+    }
     PyObject *item = single_element(self);
     if (item == NULL) {
         return NULL;
@@ -903,6 +914,9 @@ THPVariable_int(PyObject *self)
 {
     PyObject *traced;
     if (THPTracer_maybeTrace("__int__", &self, 1, &traced)) {
+        return traced;
+    }
+    if (launch_if_on_device("__int__", self, &traced)) {
         return traced;
     }
     PyObject *item = single_element(self);
@@ -921,6 +935,9 @@ THPVariable_index(PyObject *self)
     if (THPTracer_maybeTrace("__index__", &self, 1, &traced)) {
         return traced;
     }
+    if (launch_if_on_device("__index__", self, &traced)) {
+        return traced;
+    }
     THTensor *t = SELF_TENSOR;
     if (t->numel != 1 || !THDtype_isIntegral(t->dtype, true)) {
         PyErr_SetString(PyExc_TypeError,
@@ -935,7 +952,8 @@ static int
 THPVariable_bool(PyObject *self)
 {
     PyObject *traced;
-    if (THPTracer_maybeTrace("__bool__", &self, 1, &traced)) {
+    if (THPTracer_maybeTrace("__bool__", &self, 1, &traced)
+        || launch_if_on_device("__bool__", self, &traced)) {
         int truth = traced == NULL ? -1 : PyObject_IsTrue(traced);
         Py_XDECREF(traced);
         return truth;
@@ -1117,11 +1135,12 @@ THPVariable_set_python_types(PyObject *module, PyObject *const *args,
                              Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2 || !PyType_Check(args[0])
+    if (nargs != 3 || !PyType_Check(args[0])
         || !PyType_IsSubtype((PyTypeObject *)args[0], &THPVariableType)) {
         PyErr_SetString(PyExc_TypeError,
-                        "_set_python_types(tensor_class, cpu_device): "
-                        "tensor_class must subclass _TensorBase");
+                        "_set_python_types(tensor_class, cpu_device, "
+                        "cuda_device): tensor_class must subclass "
+                        "_TensorBase");
         return NULL;
     }
     if (adds_only_a_dict((PyTypeObject *)args[0])) {
@@ -1132,13 +1151,16 @@ THPVariable_set_python_types(PyObject *module, PyObject *const *args,
     Py_XSETREF(THPVariableClass, (PyTypeObject *)args[0]);
     Py_INCREF(args[1]);
     Py_XSETREF(THPDevice_cpu, args[1]);
+    Py_INCREF(args[2]);
+    Py_XSETREF(THPDevice_cuda, args[2]);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef THPVariable_module_methods[] = {
     {"_set_python_types",
      (PyCFunction)(void (*)(void))THPVariable_set_python_types,
-     METH_FASTCALL, "Registers ember.Tensor and ember.device('cpu')."},
+     METH_FASTCALL, "Registers ember.Tensor, ember.device('cpu') and "
+     "ember.device('cuda', 0)."},
     {NULL, NULL, 0, NULL},
 };
 

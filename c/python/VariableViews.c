@@ -456,7 +456,7 @@ THPVariable_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                         "non_blocking"};
     PyObject *objs[6];
     THDtype dtype = SELF_TENSOR->dtype;
-    THDeviceType device;
+    THDeviceType device = SELF_TENSOR->storage->device;
     if (THPUtils_parseArgs("to", args, nargs, kwnames, names, 6, 2, objs)
         < 0) {
         return NULL;
@@ -468,6 +468,7 @@ THPVariable_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         }
         if (THPVariable_Check(arg)) {
             dtype = THPVariable_Unpack(arg)->dtype;
+            device = THPVariable_Unpack(arg)->storage->device;
         }
         else if (Py_IS_TYPE(arg, &THPDtypeType)) {
             dtype = ((THPDtype *)arg)->dtype;
@@ -487,7 +488,22 @@ THPVariable_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (copy < 0) {
         return NULL;
     }
-    return convert_to(self, dtype, copy);
+    THDeviceType source = SELF_TENSOR->storage->device;
+    if (source == TH_DEVICE_CPU && device == TH_DEVICE_CPU) {
+        return convert_to(self, dtype, copy);
+    }
+    if (source == device && SELF_TENSOR->dtype == dtype && !copy) {
+        return Py_NewRef(self); /* nothing to move, as PyTorch */
+    }
+    /* A copy touching device memory: the device's launcher plans it (Note
+     * [One dispatch point] in Device.c); to() itself runs on any device. */
+    PyObject *name = PyUnicode_InternFromString("Tensor.to");
+    PyObject *result = name == NULL
+                           ? NULL
+                           : THPDevice_launch(name, self, args, nargs,
+                                              kwnames);
+    Py_XDECREF(name);
+    return result;
 }
 
 /* float(), double(), ...: one tiny wrapper per target dtype. */

@@ -420,6 +420,33 @@ test_allocator_device_tags(void)
     CHECK_EQ_INT(c.frees, 1);
 }
 
+/* A device's slot can be emptied again (the CPU's cannot); a storage made
+ * while an allocator was installed still frees through it. */
+static void
+test_allocator_uninstall(void)
+{
+    Counter c = {0};
+    THAllocator *fake_cuda = counting_allocator(&c, TH_DEVICE_CUDA);
+    THAllocator *before = THAllocator_exchange(fake_cuda);
+    THStorage *s = THStorage_new(32, TH_DEVICE_CUDA);
+    CHECK(s != NULL && s->allocator == fake_cuda);
+    CHECK(THAllocator_uninstall(TH_DEVICE_CUDA) == fake_cuda);
+    THAllocator_release(fake_cuda); /* the registry's reference */
+    CHECK(THAllocator_get(TH_DEVICE_CUDA) == NULL);
+    CHECK(THAllocator_uninstall(TH_DEVICE_CUDA) == NULL);
+    CHECK(THAllocator_uninstall(TH_DEVICE_CPU) == NULL);
+    CHECK(THAllocator_get(TH_DEVICE_CPU) == THAllocator_cpu());
+    CHECK_EQ_INT(c.releases, 0); /* the storage still holds it */
+    THStorage_release(s);
+    THAllocator_release(fake_cuda); /* ours, from counting_allocator */
+    CHECK_EQ_INT(c.frees, 1);
+    CHECK_EQ_INT(c.releases, 1);
+    if (before != NULL) {
+        THAllocator_release(THAllocator_exchange(before));
+        THAllocator_release(before);
+    }
+}
+
 static void
 test_allocator_failures_leak_nothing(void)
 {
@@ -726,6 +753,7 @@ TH_TEST_SUITE(allocator) = {
     TH_TEST(test_allocator_registry_reference),
     TH_TEST(test_allocator_uninstalled_during_its_own_malloc),
     TH_TEST(test_allocator_device_tags),
+    TH_TEST(test_allocator_uninstall),
     TH_TEST(test_allocator_failures_leak_nothing),
     TH_TEST(test_allocator_size_classes),
     TH_TEST(test_allocator_cache_reuses_and_counts_exactly),

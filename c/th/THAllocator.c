@@ -622,6 +622,19 @@ THAllocator_exchange(THAllocator *allocator)
     return previous;
 }
 
+THAllocator *
+THAllocator_uninstall(THDeviceType device)
+{
+    if ((int)device <= TH_DEVICE_CPU || device >= TH_NUM_DEVICE_TYPES) {
+        return NULL; /* the CPU always keeps one */
+    }
+    lock_allocators();
+    THAllocator *previous = registry[device];
+    __atomic_store_n(&registry[device], NULL, __ATOMIC_RELEASE);
+    unlock_allocators();
+    return previous;
+}
+
 static THAllocatorStats
 stats_snapshot(const THAllocatorStats *stats)
 {

@@ -128,6 +128,11 @@ THAllocator *THAllocator_get(THDeviceType device);
  * registry reference passes to the caller (it may be NULL for a device that
  * had none).  The registry takes a new reference to `allocator`. */
 THAllocator *THAllocator_exchange(THAllocator *allocator);
+/* Empties the registry slot of a device other than the CPU (whose slot is
+ * never empty) and returns what it held, whose registry reference passes
+ * to the caller (NULL when it was empty, or for the CPU).  Storages made
+ * before keep their allocator (Note [Allocator lifetime]). */
+THAllocator *THAllocator_uninstall(THDeviceType device);
 
 /* Statistics of all memory on a device, whichever allocator it came from. */
 THAllocatorStats THAllocator_deviceStats(THDeviceType device);

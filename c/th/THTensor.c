@@ -548,10 +548,16 @@ THTensor_isNonOverlappingAndDense(const THTensor *tensor)
 THTensor *
 THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
 {
+    return THTensor_newEmptyLikeOn(tensor, dtype, tensor->storage->device);
+}
+
+THTensor *
+THTensor_newEmptyLikeOn(const THTensor *tensor, THDtype dtype,
+                        THDeviceType device)
+{
     int64_t strides[TH_MAX_DIMS], nbytes;
     if (tensor->numel == 0) {
-        return THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype,
-                                 tensor->storage->device);
+        return THTensor_newEmpty(tensor->ndim, tensor->sizes, dtype, device);
     }
     /* A view's numel fits an int64 but its bytes may not (expand(2**62));
      * checked before the strides below multiply the sizes together. */
@@ -571,7 +577,7 @@ THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype)
             running *= tensor->sizes[perm[i]];
         }
     }
-    THStorage *storage = THStorage_new(nbytes, tensor->storage->device);
+    THStorage *storage = THStorage_new(nbytes, device);
     if (storage == NULL) {
         return NULL;
     }

@@ -191,6 +191,9 @@ bool THTensor_isNonOverlappingAndDense(const THTensor *tensor);
 /* A fresh uninitialised tensor shaped like `tensor`, in dtype, laid out as
  * in Note [Preserving the layout]. */
 THTensor *THTensor_newEmptyLike(const THTensor *tensor, THDtype dtype);
+/* The same on `device` (only the layout comes from `tensor`). */
+THTensor *THTensor_newEmptyLikeOn(const THTensor *tensor, THDtype dtype,
+                                  THDeviceType device);
 /* A new row-major tensor with the same values (and the tensor itself,
  * retained, when it already is contiguous). */
 THTensor *THTensor_newContiguous(THTensor *tensor);

@@ -86,7 +86,7 @@ long = int64
 int = int32
 short = int16
 
-_C._set_python_types(Tensor, device("cpu"))
+_C._set_python_types(Tensor, device("cpu"), device("cuda", 0))
 
 from . import autograd  # noqa: E402  (registers the derivative formulas)
 from . import random  # noqa: E402,F401  (ember.random, as torch.random)

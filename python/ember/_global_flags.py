@@ -22,6 +22,10 @@ def set_default_device(device):
     global _default_device
     device = _device("cpu" if device is None else device)
     _C.empty(0, device=str(device))   # the factories' own check of the device
+    if device.type != "cpu":
+        raise RuntimeError(f"set_default_device({str(device)!r}): ember's factories "
+                           "create CPU tensors by default; another default device is "
+                           "not supported yet")
     _default_device = device
 
 

@@ -35,7 +35,11 @@ class Tensor(_C._TensorBase):
     __array_priority__ = 1000
 
     def __repr__(self, *, tensor_contents=None):
+        # Printing reads the values, so a CUDA tensor is copied to the host
+        # first (through its device's launcher, which raises without one).
         shown = self.detach()
+        if self.is_cuda:
+            shown = shown.cpu()
         edges = summary_edges(shown.shape)
         if edges is not None:
             shown = _summary_rows(shown, edges, 0)
@@ -52,6 +56,7 @@ class Tensor(_C._TensorBase):
             default_float=str(_C.get_default_dtype()).removeprefix("ember."),
             summarize=edges is not None,
             shape=tuple(self.shape),
+            device=str(self.device) if self.is_cuda else None,
         )
 
     __str__ = __repr__
@@ -128,7 +133,7 @@ class Tensor(_C._TensorBase):
         return _C.full(size, fill_value, dtype=dtype or self.dtype)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
         return self.to("cuda" if device is None else device)

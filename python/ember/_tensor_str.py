@@ -388,6 +388,7 @@ def tensor_repr(
     prefix: str = "tensor(",
     summarize: bool | None = None,
     shape: tuple[int, ...] | None = None,
+    device: str | None = None,
 ) -> str:
     """Render a tensor the way ``repr(torch_tensor)`` does.
 
@@ -409,6 +410,8 @@ def tensor_repr(
             rows a summary shows (see :func:`summary_rows`) passes ``True``.
         shape: the tensor's real shape when ``values`` holds only its
             summary rows (it is printed in the ``size=`` suffix).
+        device: a device other than the CPU, e.g. ``"cuda:0"``: shown first
+            among the suffixes (``device='cuda:0'``), as torch does.
     """
     arr = np.asarray(values)
     name = _dtype_key(dtype_name) or _dtype_key(arr.dtype)
@@ -435,7 +438,7 @@ def tensor_repr(
     dtype_suffix = "dtype=ember." + name
 
     indent = len(prefix)
-    suffixes: list[str] = []
+    suffixes: list[str] = [] if device is None else [f"device='{device}'"]
     if arr.size == 0:
         # shape is shown unless it is plain (0,); the dtype cannot be inferred
         # from "[]", so anything but the default float dtype is spelled out.

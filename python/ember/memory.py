@@ -101,7 +101,12 @@ def get_allocator(device="cpu"):
 
 
 def set_allocator(allocator, device="cpu"):
-    """Installs `allocator` for `device` and returns the previous one."""
+    """Installs `allocator` for `device` and returns the previous one.
+
+    For 'cuda' the previous one is None until CUDA is first used (that
+    installs ember.cuda.CupyAllocator), and None uninstalls: the next CUDA
+    use installs CuPy's again.  The CPU always has an allocator.
+    """
     return _C._set_allocator(allocator, device)
 
 

@@ -1,0 +1,341 @@
+"""CUDA tensors on the host side, without a GPU.
+
+The memory of these CUDA tensors comes from a CUDA allocator written in
+Python (ember.memory.set_allocator(..., 'cuda')) whose blocks are mapped
+with PROT_NONE: any host read or write of them crashes the process, so
+these tests fail loudly if the core ever runs a CPU kernel on a CUDA
+storage (Note [One dispatch point] in c/python/Device.c).  Calls on them go
+to the launcher registered for 'cuda'; a recording launcher checks what the
+dispatch hands over.  Everything here passes with and without CuPy (the
+no-CuPy branch is tested by making `import cupy` fail).
+"""
+
+import ctypes
+import re
+import sys
+
+import pytest
+
+import ember
+
+PROT_NONE = 0
+MAP_PRIVATE = 0x02
+MAP_ANONYMOUS = 0x20
+PAGE = 4096
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+MIXED = ("Expected all tensors to be on the same device, but found at least two "
+         "devices, {} and {}!")
+
+
+class NoAccessAllocator:
+    """Counts its blocks, each mapped PROT_NONE: device memory the host must not touch."""
+
+    def __init__(self):
+        self.sizes = {}  # address -> mapped bytes
+        self.num_allocs = 0
+        self.fail_next = False
+
+    def malloc(self, nbytes):
+        if self.fail_next:
+            self.fail_next = False
+            raise MemoryError("out of (pretend) device memory")
+        size = (nbytes + PAGE - 1) // PAGE * PAGE
+        address = _libc.mmap(None, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if address in (None, ctypes.c_void_p(-1).value):
+            raise MemoryError("mmap failed")
+        self.sizes[address] = size
+        self.num_allocs += 1
+        return address
+
+    def free(self, address):
+        assert _libc.munmap(address, self.sizes.pop(address)) == 0
+
+
+class RecordingLauncher:
+    """A 'cuda' launcher that records each call and returns what `answer` gives."""
+
+    def __init__(self, answer=None):
+        self.calls = []
+        self.answer = answer
+
+    def __call__(self, name, args, kwargs):
+        self.calls.append((name, args, kwargs))
+        return self.answer(name, args, kwargs) if self.answer else "launched"
+
+
+@pytest.fixture
+def cuda_memory():
+    """Installs a NoAccessAllocator for 'cuda' and no launcher; checks nothing leaks."""
+    allocator = NoAccessAllocator()
+    before = ember.memory.stats("cuda")
+    previous = ember.memory.set_allocator(allocator, "cuda")
+    previous_launcher = ember._C._register_device_backend("cuda", None)
+    try:
+        yield allocator
+    finally:
+        ember._C._register_device_backend("cuda", previous_launcher)
+        ember.memory.set_allocator(previous, "cuda")
+    after = ember.memory.stats("cuda")
+    assert allocator.sizes == {}
+    assert after["allocated_bytes"] == before["allocated_bytes"]
+    assert after["live_blocks"] == before["live_blocks"]
+
+
+def use_launcher(launcher):
+    return ember._C._register_device_backend("cuda", launcher)
+
+
+@pytest.fixture
+def no_cupy(monkeypatch):
+    """`import cupy` fails, and ember.cuda probes again."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setattr(ember.cuda, "_probed", None)
+    monkeypatch.setattr(ember.cuda, "_initialized", False)
+
+
+def test_availability_never_raises():
+    available, count = ember.cuda.is_available(), ember.cuda.device_count()
+    assert isinstance(available, bool) and isinstance(count, int)
+    assert available == (count > 0)
+    assert ember.accelerator.is_available() == available
+
+
+@pytest.mark.usefixtures("no_cupy")
+def test_without_cupy_every_cuda_use_names_cupy():
+    assert ember.cuda.is_available() is False
+    assert ember.cuda.device_count() == 0
+    assert ember.cuda.get_arch_list() == []
+    message = re.escape("pip install ember[cuda]")
+    uses = [lambda: ember.empty(3, device="cuda"), lambda: ember.ones(2).to("cuda"),
+            lambda: ember.ones(2).cuda(), ember.cuda.current_device,
+            ember.cuda.synchronize, ember.cuda.get_device_name,
+            lambda: ember.zeros_like(ember.ones(2), device="cuda"), ember.cuda.init]
+    for use in uses:
+        with pytest.raises(RuntimeError, match=f"CuPy, which is not installed.*{message}"):
+            use()
+    assert ember.cuda.memory_allocated() == ember.memory.stats("cuda")["allocated_bytes"]
+
+
+def test_without_a_gpu_the_error_says_what_is_missing():
+    if ember.cuda.is_available():
+        pytest.skip("a GPU is there")
+    reason = ember.cuda._probe()[1]
+    assert reason
+    for use in (lambda: ember.empty(2, device="cuda"), lambda: ember.ones(2).cuda(),
+                ember.cuda.current_device, lambda: ember.cuda.set_device(0)):
+        with pytest.raises(RuntimeError, match=re.escape(reason)):
+            use()
+
+
+def test_cuda_runtime_errors_become_pytorchs_messages():
+    runtime = pytest.importorskip("cupy_backends.cuda.api.runtime")
+    no_driver = ember.cuda._runtime_failure(runtime.CUDARuntimeError(35))
+    assert no_driver.startswith("Found no NVIDIA driver on your system.")
+    assert ember.cuda._runtime_failure(runtime.CUDARuntimeError(100)) == \
+        "No CUDA GPUs are available"
+
+
+def test_device_parsing_and_index_errors():
+    assert ember.device("cuda:1").index == 1  # a device object may name any index
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        ember.empty(1, device="cuda:1")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        ember.empty(1, device=ember.device("cuda", 2))
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+        ember.empty(1, device="tpu")
+    with pytest.raises(RuntimeError, match="only CPU generators"):
+        ember.Generator(device="cuda")
+    with pytest.raises(TypeError, match="callable malloc"):
+        ember.memory.set_allocator(None, "cpu")  # the CPU always keeps one
+
+
+def test_python_cuda_allocator_statistics_and_lifetime(cuda_memory):
+    before = ember.memory.stats("cuda")
+    t = ember.empty(2, 3, device="cuda")
+    assert t.device == ember.device("cuda", 0) and str(t.device) == "cuda:0"
+    assert t.is_cuda and t.dtype == ember.float32 and t.shape == (2, 3)
+    assert t.data_ptr() in cuda_memory.sizes
+    like = ember.empty_like(t, dtype=ember.float64)
+    moved = ember.empty_like(ember.ones(4), device="cuda")
+    assert like.is_cuda and moved.is_cuda and not ember.empty_like(t, device="cpu").is_cuda
+    stats = ember.memory.stats("cuda")
+    assert stats["allocated_bytes"] - before["allocated_bytes"] == 24 + 48 + 16
+    assert stats["live_blocks"] - before["live_blocks"] == 3
+    assert ember.cuda.memory_allocated() == stats["allocated_bytes"]
+    assert ember.memory.get_allocator("cuda") is cuda_memory
+    # metadata and views need no kernel: they run on any device
+    view = t.t().unsqueeze(0).expand(2, 3, 2)
+    assert view.is_cuda and view.data_ptr() == t.data_ptr()
+    assert t.view(6).stride() == (1,) and t.transpose(0, 1).size() == (3, 2)
+    assert t.detach().is_cuda and t.numel() == 6 and t.__dlpack_device__() == (2, 0)
+    del t, like, moved, view
+    assert ember.memory.stats("cuda")["live_blocks"] == before["live_blocks"]
+    # a failing malloc is the operation's exception, and counts nothing
+    cuda_memory.fail_next = True
+    with pytest.raises(MemoryError, match="pretend"):
+        ember.empty(5, device="cuda")
+    assert ember.memory.stats("cuda")["allocated_bytes"] == before["allocated_bytes"]
+
+
+def test_no_cpu_kernel_runs_on_cuda_memory(cuda_memory):
+    """Every operator category raises (no launcher), none reads the memory."""
+    t, cpu = ember.empty(2, 3, device="cuda"), ember.ones(2, 3)
+    index, scalar = ember.tensor([0]), ember.empty([], device="cuda")
+    uses = {
+        "unary": [lambda: ember.exp(t), lambda: -t, lambda: t.abs(), lambda: t.float()],
+        "binary": [lambda: t + t, lambda: t * 2, lambda: 2 - t, lambda: ember.add(t, t),
+                   lambda: t @ t.t(), lambda: ember.where(t > 0, t, t)],
+        "reduction": [lambda: t.sum(), lambda: t.max(dim=1), lambda: ember.softmax(t, 1)],
+        "copy": [lambda: t.copy_(cpu), lambda: cpu.copy_(t), lambda: t.clone(),
+                 lambda: t.contiguous().add_(1), lambda: t.cpu(), lambda: t.to(ember.float64),
+                 lambda: ember.cat([t, t])],
+        "indexing": [lambda: t[0], lambda: t[index], lambda: t.__setitem__(0, 1.0),
+                     lambda: t.index_select(0, index), lambda: t.masked_fill(t > 0, 1)],
+        "host reads": [lambda: t[0, 0].item(), lambda: float(t.view(6)[:1]), t.tolist,
+                       lambda: bool(t.view(6)[:1]), lambda: repr(t), lambda: str(t)],
+        "nested": [lambda: ember.tensor([[scalar]]),  # deeper than pinning looks
+                   lambda: ember.Generator().set_state(
+                       ember.empty(16, dtype=ember.uint8, device="cuda"))],
+        "factories": [lambda: ember.zeros(2, device="cuda"), lambda: ember.zeros_like(t),
+                      lambda: ember.tensor([1.0], device="cuda"),
+                      lambda: ember.arange(3, device="cuda")],
+    }
+    for category, calls in uses.items():
+        for use in calls:
+            with pytest.raises(RuntimeError) as raised:
+                use()
+            message = str(raised.value)
+            del raised  # its traceback holds this frame, and so `t`
+            assert ("CUDA backend" in message or "Expected all tensors" in message
+                    or "must be a CPU tensor here" in message
+                    or message == ember.cuda._probe()[1]), (category, message)
+    for use in (t.numpy, lambda: ember.ones(1).numpy() + t.numpy()):
+        with pytest.raises(TypeError, match=re.escape(
+                "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to "
+                "copy the tensor to host memory first.")):
+            use()
+
+
+def test_mixed_devices_raise_pytorchs_error(cuda_memory):
+    t, cpu = ember.empty(2, 3, device="cuda"), ember.ones(2, 3)
+    for use, first, second in [(lambda: t + cpu, "cuda:0", "cpu"),
+                               (lambda: cpu * t, "cpu", "cuda:0"),
+                               (lambda: ember.add(cpu, t), "cpu", "cuda:0"),
+                               (lambda: ember.cat([t, cpu]), "cuda:0", "cpu"),
+                               (lambda: cpu @ t.t(), "cpu", "cuda:0")]:
+        with pytest.raises(RuntimeError, match=re.escape(MIXED.format(first, second))):
+            use()
+
+
+def test_calls_on_cuda_tensors_go_to_the_launcher(cuda_memory):
+    launcher = RecordingLauncher()
+    previous = use_launcher(launcher)
+    try:
+        t, cpu = ember.empty(2, 3, device="cuda"), ember.ones(2, 3)
+        scalar = ember.tensor(2.0)  # a 0-dim CPU tensor goes with any device
+        assert ember.sum(t, dim=1) == "launched"
+        assert t.add(scalar, alpha=2) == "launched"
+        assert (1 + t) == "launched"
+        assert t[0] == "launched"
+        t[0] = 5.0
+        assert ember.zeros(2, device="cuda") == "launched"
+        assert cpu.to("cuda") == "launched" and cpu.cuda() == "launched"
+        assert cpu.copy_(t) == "launched"
+        assert ember.ones_like(cpu, device="cuda") == "launched"
+        assert [(name, len(args), kwargs) for name, args, kwargs in launcher.calls] == [
+            ("sum", 1, {"dim": 1}), ("Tensor.add", 2, {"alpha": 2}), ("__add__", 2, {}),
+            ("__getitem__", 2, {}), ("__setitem__", 3, {}), ("zeros", 1, {"device": "cuda"}),
+            ("Tensor.to", 2, {}), ("Tensor.to", 2, {}), ("Tensor.copy_", 2, {}),
+            ("ones_like", 1, {"device": "cuda"})]
+        calls = launcher.calls
+        assert calls[0][1][0] is t and calls[1][1] == (t, scalar)
+        assert calls[2][1][0] == 1 and calls[2][1][1] is t  # 1 + t: operands in order
+        assert calls[4][1][1:] == (0, 5.0) and calls[6][1] == (cpu, "cuda")
+        assert t.to("cuda") is t  # nothing to move: no launch
+        assert len(launcher.calls) == 10
+    finally:
+        use_launcher(previous)
+
+
+def test_printing_copies_to_the_host_through_the_launcher(cuda_memory):
+    def to_host(name, args, kwargs):
+        assert name == "Tensor.to" and args[1:] == ("cpu",)
+        return ember.arange(6.0).view(2, 3)  # stands for the copied values
+
+    previous = use_launcher(RecordingLauncher(to_host))
+    try:
+        t = ember.empty(2, 3, device="cuda")
+        assert repr(t) == ("tensor([[0., 1., 2.],\n        [3., 4., 5.]], "
+                           "device='cuda:0')")
+    finally:
+        use_launcher(previous)
+
+
+def test_launcher_errors_propagate_and_leak_nothing(cuda_memory):
+    def fail(name, args, kwargs):
+        raise ValueError(f"kernel for {name} failed")
+
+    previous = use_launcher(fail)
+    try:
+        t = ember.empty(4, device="cuda")
+        with pytest.raises(ValueError, match="kernel for exp failed"):
+            ember.exp(t)
+        with pytest.raises(ValueError, match="kernel for __mul__ failed"):
+            t * t
+    finally:
+        use_launcher(previous)
+    with pytest.raises(TypeError, match="expected a callable"):
+        ember._C._register_device_backend("cuda", 3)
+    with pytest.raises(ValueError, match="only other devices"):
+        ember._C._register_device_backend("cpu", fail)
+
+
+def test_ember_cuda_launcher_names_what_has_no_kernel(cuda_memory):
+    from ember.cuda import _launcher
+    t = ember.empty(2, 3, device="cuda")
+    assert _launcher._target_of(t, ("cpu", ember.float64), {}) == ("cpu", ember.float64)
+    assert _launcher._target_of(ember.ones(1), (t,), {}) == ("cuda", ember.float32)
+    assert _launcher._target_of(t, (), {"device": 0, "dtype": ember.int8}) == \
+        ("cuda", ember.int8)
+    previous = use_launcher(_launcher.launch)
+    try:
+        with pytest.raises(NotImplementedError, match="'exp' has no CUDA kernel yet"):
+            ember.exp(t)
+        with pytest.raises(NotImplementedError, match="non-contiguous CUDA tensor"):
+            t.t().cpu()
+    finally:
+        use_launcher(previous)
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
+def test_cupy_allocator_on_a_gpu():
+    t = ember.empty(1000, device="cuda")
+    allocator = ember.memory.get_allocator("cuda")
+    assert isinstance(allocator, ember.cuda.CupyAllocator)
+    assert t.data_ptr() in allocator.blocks
+    assert ember.cuda.memory_allocated() >= 4000
+    del t
+    assert allocator.blocks == {}
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
+def test_copies_between_host_and_gpu():
+    import numpy as np
+    host = ember.arange(12.0).view(3, 4)
+    device = host.t().to("cuda")  # made contiguous on the host first
+    assert device.is_cuda and device.shape == (4, 3)
+    np.testing.assert_array_equal(device.cpu().numpy(), host.t().numpy())
+    assert device.to("cpu", ember.float64).dtype == ember.float64
+    target = ember.empty(4, 3, device="cuda")
+    target.copy_(ember.ones(3))  # broadcast on the host side
+    assert target.cpu().tolist() == [[1.0] * 3] * 4
+    back = ember.zeros(4, 3)
+    back.copy_(device)
+    assert ember.equal(back, host.t())
+    assert "device='cuda:0'" in repr(device)
