@@ -52,13 +52,15 @@ def reference_conv2d(x, w, stride, pad, dilation, groups, grad=None):
 # (batch, in_channels, out_channels, image, kernel, stride, padding, dilation, groups):
 # the input gradient as a convolution (stride 1, Note [Input gradient as a
 # convolution]) and by col2im (stride 2, padding beyond the kernel), several
-# samples side by side with a remainder (Note [Samples side by side]: a 20x20
-# output takes three), 1x1 images, a kernel the size of the input, stride
-# larger than the kernel, dilation, groups and depthwise.
+# samples side by side with a remainder (Note [Samples side by side]: a 40x40
+# output takes three), more rows of (c, i, j) than one KC block of the GEMM
+# (32 * 3 * 3), 1x1 images, a kernel the size of the input, stride larger
+# than the kernel, dilation, groups and depthwise.
 GEOMETRIES = [
     (2, 4, 4, (6, 5), (3, 2), (1, 1), (0, 0), (1, 1), 1),
     (2, 4, 4, (6, 5), (3, 2), (2, 1), (1, 0), (1, 2), 2),
-    (4, 2, 3, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (4, 2, 3, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (2, 32, 3, (5, 4), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (3, 3, 2, (1, 1), (1, 1), (1, 1), (0, 0), (1, 1), 1),
     (3, 3, 2, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (2, 2, 3, (5, 4), (5, 4), (1, 1), (0, 0), (1, 1), 1),
@@ -92,6 +94,29 @@ def test_forward_and_backward_products_match_numpy(dtype, geometry):
                                               grad=g.astype(np.float64))
     np.testing.assert_allclose(grad_x.numpy(), expected_x, rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(grad_w.numpy(), expected_w, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_gemm_kernel_and_thread_count(dtype):
+    """The implicit GEMM (Note [Convolution as an implicit GEMM]) packs
+    micro-panels of each family's own width: every family this CPU runs,
+    on one thread and two, with 7 output channels (a partial MR tile) and
+    3 samples side by side plus a remainder."""
+    geometry = (4, 3, 7, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in ("generic", "avx2", "avx512"):
+            try:
+                _C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                test_forward_and_backward_products_match_numpy(dtype, geometry)
+    finally:
+        _C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
 
 
 def test_empty_batch_gradients():
