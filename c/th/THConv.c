@@ -252,24 +252,76 @@ sample_runs(const GatherJob *job, int64_t j0, int64_t cols, SampleRun *runs)
         }                                                                   \
     }
 
+/* Square blocks of the weight gradient's transposing gather: one 16-byte
+ * vector per row, transposed in registers (GCC's vector extensions, so the
+ * baseline build gets SSE shuffles and others their own). */
+typedef float TransposeVec_Float32 __attribute__((vector_size(16)));
+typedef double TransposeVec_Float64 __attribute__((vector_size(16)));
+typedef int32_t TransposeMask_Float32 __attribute__((vector_size(16)));
+typedef int64_t TransposeMask_Float64 __attribute__((vector_size(16)));
+
+static inline void
+transpose_Float32(TransposeVec_Float32 r[4])
+{
+    typedef TransposeMask_Float32 M;
+    TransposeVec_Float32 t0 = __builtin_shuffle(r[0], r[1], (M){0, 4, 1, 5});
+    TransposeVec_Float32 t1 = __builtin_shuffle(r[0], r[1], (M){2, 6, 3, 7});
+    TransposeVec_Float32 t2 = __builtin_shuffle(r[2], r[3], (M){0, 4, 1, 5});
+    TransposeVec_Float32 t3 = __builtin_shuffle(r[2], r[3], (M){2, 6, 3, 7});
+    r[0] = __builtin_shuffle(t0, t2, (M){0, 1, 4, 5});
+    r[1] = __builtin_shuffle(t0, t2, (M){2, 3, 6, 7});
+    r[2] = __builtin_shuffle(t1, t3, (M){0, 1, 4, 5});
+    r[3] = __builtin_shuffle(t1, t3, (M){2, 3, 6, 7});
+}
+
+static inline void
+transpose_Float64(TransposeVec_Float64 r[2])
+{
+    typedef TransposeMask_Float64 M;
+    TransposeVec_Float64 t0 = __builtin_shuffle(r[0], r[1], (M){0, 2});
+    r[1] = __builtin_shuffle(r[0], r[1], (M){1, 3});
+    r[0] = t0;
+}
+
 /* gather_b of the weight gradient, whose B is the columns transposed:
  * rows [p0, p0 + kc) are output positions, columns [j0, j0 + nr) rows
- * (c, i, j) of the forward's B.  Each (c, i, j) is read along a line run
- * and written down the panel, nr apart (the panel stays in L1). */
+ * (c, i, j) of the forward's B.  With stride_w 1 each line run moves in
+ * LANES x LANES blocks (LANES rows (c, i, j) read along the run, written
+ * down the panel: transpose_<dtype>); the block edges, and other strides,
+ * one value at a time. */
 #define TH_DEFINE_GATHER_BT(Name, ctype)                                    \
     static void gather_bt_##Name(void *ctx, int64_t p0, int64_t kc, int64_t j0, \
                                  int nr, char *panel)                       \
     {                                                                       \
+        typedef TransposeVec_##Name Vec;                                    \
+        enum { LANES = sizeof(Vec) / sizeof(ctype) };                       \
         const GatherJob *job = ctx;                                         \
         int64_t cols = job->depth - j0 < nr ? job->depth - j0 : nr;         \
         int64_t stride = job->s->stride_w;                                  \
+        const ctype *taps[GATHER_MAX_NR];                                   \
+        for (int64_t j = 0; j < cols; j++) {                                \
+            taps[j] = (const ctype *)job->padded + job->tap_offsets[j0 + j]; \
+        }                                                                   \
         for (int64_t q = p0; q < p0 + kc;) {                                \
             LineRun run = line_run_at(job, q, p0 + kc);                     \
             ctype *dst = (ctype *)panel + (q - p0) * nr;                    \
+            int64_t len_v = stride == 1 ? run.len / LANES * LANES : 0;      \
+            int64_t cols_v = cols / LANES * LANES;                          \
+            for (int64_t x = 0; x < len_v; x += LANES) {                    \
+                for (int64_t j = 0; j < cols_v; j += LANES) {               \
+                    Vec r[LANES];                                           \
+                    for (int t = 0; t < LANES; t++) {                       \
+                        memcpy(&r[t], taps[j + t] + run.src + x, sizeof(Vec)); \
+                    }                                                       \
+                    transpose_##Name(r);                                    \
+                    for (int t = 0; t < LANES; t++) {                       \
+                        memcpy(dst + (x + t) * nr + j, &r[t], sizeof(Vec)); \
+                    }                                                       \
+                }                                                           \
+            }                                                               \
             for (int64_t j = 0; j < cols; j++) {                            \
-                const ctype *src = (const ctype *)job->padded + run.src     \
-                                   + job->tap_offsets[j0 + j];              \
-                for (int64_t x = 0; x < run.len; x++) {                     \
+                const ctype *src = taps[j] + run.src;                       \
+                for (int64_t x = j < cols_v ? len_v : 0; x < run.len; x++) { \
                     dst[x * nr + j] = src[x * stride];                      \
                 }                                                           \
             }                                                               \
