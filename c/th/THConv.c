@@ -200,8 +200,10 @@ sample_runs(const GatherJob *job, int64_t j0, int64_t cols, SampleRun *runs)
  * what lands past the run is overwritten by the row's next run or by the
  * next row, or falls in the panel's spare row (THBlas_gemmGathered), and
  * the padded buffer has nr spare values at its end for the reads past
- * the last run. */
+ * the last run.  Both gathers come in vector clones (Note [Vector clones]
+ * in THGeneral.h): AVX moves a panel row in half the instructions. */
 #define TH_DEFINE_GATHER_B(Name, ctype)                                     \
+    TH_VECTOR_CLONES                                                        \
     static void gather_b_##Name(void *ctx, int64_t p0, int64_t kc, int64_t j0, \
                                 int nr, char *panel)                        \
     {                                                                       \
@@ -290,6 +292,7 @@ transpose_Float64(TransposeVec_Float64 r[2])
  * down the panel: transpose_<dtype>); the block edges, and other strides,
  * one value at a time. */
 #define TH_DEFINE_GATHER_BT(Name, ctype)                                    \
+    TH_VECTOR_CLONES                                                        \
     static void gather_bt_##Name(void *ctx, int64_t p0, int64_t kc, int64_t j0, \
                                  int nr, char *panel)                       \
     {                                                                       \
