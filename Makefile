@@ -294,8 +294,10 @@ bench: build $(BENCH_INSTALLED)
 	$(BENCH_ENV) $(VPY) bench/bench_random.py
 	$(BENCH_ENV) $(VPY) bench/bench_jit.py
 	$(BENCH_ENV) $(VPY) bench/bench_einsum.py
+	$(BENCH_ENV) $(VPY) bench/bench_half.py
 	$(BENCH_ENV) $(VPY) bench/bench_data.py
 	$(BENCH_ENV) $(VPY) bench/bench_layers.py
+	$(BENCH_ENV) $(VPY) bench/bench_gpt.py
 	$(BENCH_ENV) $(VPY) bench/bench_distributed.py
 
 # --- leak gates ---------------------------------------------------------------

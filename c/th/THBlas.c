@@ -732,13 +732,88 @@ workspace_free(GemmWorkspace *ws)
         }                                                                  \
     }
 
+/* Note [Packing by 4x4 transposes]
+ *
+ * Both packed layouts run against the grain of a common operand: A's
+ * micro-panels hold MR rows column after column, so a row-major A (rows
+ * contiguous) must be transposed into them, and so must a B whose rows are
+ * adjacent in memory (row stride 1: the K.t() of attention's scores) into
+ * B's row-after-row panels.  One element at a time, that is a load and a
+ * strided store per value: ~20% of the instructions of a 128x64 @ 64x128
+ * product.  For float32 on x86-64 the packers below read four values from
+ * each of four lines as four vectors, transpose the 4x4 block in registers
+ * (_MM_TRANSPOSE4_PS, baseline SSE) and store four lines of the panel.  A
+ * group of only two lines (MR = 6 or 14 rows) is transposed with its lines
+ * loaded twice and stores two values per line.  The columns or rows left
+ * over, other CPUs and float64 go one element at a time, a line at a time
+ * (contiguous reads; the scattered writes stay in one panel, in L1).
+ *
+ * transpose_lines_T(count, width, src, stride, dst, p0): for lines
+ * l < width (line l starts at src + l * stride) and p0 <= p < count,
+ * dst[p * width + l] = src[l * stride + p]. */
+#define TH_DEFINE_TRANSPOSE_LINES(T)                                       \
+    static inline void transpose_lines_##T(int64_t count, int width,       \
+                                           const T *src, int64_t stride,   \
+                                           T *dst, int64_t p0)             \
+    {                                                                      \
+        for (int64_t l = 0; l < width; l++) {                              \
+            const T *line = src + l * stride;                              \
+            for (int64_t p = p0; p < count; p++) {                         \
+                dst[p * width + l] = line[p];                              \
+            }                                                              \
+        }                                                                  \
+    }
+TH_DEFINE_TRANSPOSE_LINES(float)
+TH_DEFINE_TRANSPOSE_LINES(double)
+
+static inline void
+pack_lines_double(int64_t count, int width, const double *src, int64_t stride,
+                  double *dst)
+{
+    transpose_lines_double(count, width, src, stride, dst, 0);
+}
+
+static inline void
+pack_lines_float(int64_t count, int width, const float *src, int64_t stride,
+                 float *dst)
+{
+    int64_t p = 0;
+#if defined(__x86_64__)
+    if (width % 4 == 0 || width % 4 == 2) {
+        for (; p + 4 <= count; p += 4) {
+            float *out = dst + p * width;
+            for (int l = 0; l < width; l += 4) {
+                const float *block = src + l * stride + p;
+                bool two = width - l == 2; /* lines l, l + 1, l, l + 1 */
+                __m128 c0 = _mm_loadu_ps(block);
+                __m128 c1 = _mm_loadu_ps(block + stride);
+                __m128 c2 = two ? c0 : _mm_loadu_ps(block + 2 * stride);
+                __m128 c3 = two ? c1 : _mm_loadu_ps(block + 3 * stride);
+                _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+                if (two) {
+                    _mm_storel_pi((__m64 *)(out + l), c0);
+                    _mm_storel_pi((__m64 *)(out + width + l), c1);
+                    _mm_storel_pi((__m64 *)(out + 2 * width + l), c2);
+                    _mm_storel_pi((__m64 *)(out + 3 * width + l), c3);
+                } else {
+                    _mm_storeu_ps(out + l, c0);
+                    _mm_storeu_ps(out + width + l, c1);
+                    _mm_storeu_ps(out + 2 * width + l, c2);
+                    _mm_storeu_ps(out + 3 * width + l, c3);
+                }
+            }
+        }
+    }
+#endif
+    transpose_lines_float(count, width, src, stride, dst, p);
+}
+
 /* pack_a: the mc x kc block at `a` into MR-row micro-panels, each laid out
  * column after column (MR values per column), zero-padded to MR rows.
  * pack_b: the kc x nc block at `b` into NR-column micro-panels, each laid
- * out row after row (NR values per row), zero-padded to NR columns.  A
- * column-major B (A @ K.t(), attention's scores) is read a column at a
- * time: contiguous reads, with the scattered writes inside one panel
- * that stays in L1. */
+ * out row after row (NR values per row), zero-padded to NR columns; a
+ * row-major A and a column-major B are transposed into their panels by
+ * pack_lines_T (Note [Packing by 4x4 transposes]). */
 #define TH_DEFINE_PACKING(T)                                               \
     static void pack_a_##T(int64_t mc, int64_t kc, int mr_full, const T *a, \
                            int64_t rs, int64_t cs, T *dst)                 \
@@ -746,6 +821,11 @@ workspace_free(GemmWorkspace *ws)
         for (int64_t ir = 0; ir < mc; ir += mr_full) {                     \
             int64_t mr = min64(mr_full, mc - ir);                          \
             const T *src = a + ir * rs;                                    \
+            if (cs == 1 && mr == mr_full) { /* row-major */                \
+                pack_lines_##T(kc, mr_full, src, rs, dst);                 \
+                dst += kc * mr_full;                                       \
+                continue;                                                  \
+            }                                                              \
             for (int64_t p = 0; p < kc; p++) {                             \
                 int64_t i = 0;                                             \
                 for (; i < mr; i++) {                                      \
@@ -764,13 +844,8 @@ workspace_free(GemmWorkspace *ws)
         for (int64_t jr = 0; jr < nc; jr += nr_full) {                     \
             int64_t nr = min64(nr_full, nc - jr);                          \
             const T *src = b + jr * cs;                                    \
-            if (rs == 1 && nr == nr_full) { /* column-major: read columns */ \
-                for (int64_t j = 0; j < nr_full; j++) {                    \
-                    const T *column = src + j * cs;                        \
-                    for (int64_t p = 0; p < kc; p++) {                     \
-                        dst[p * nr_full + j] = column[p];                  \
-                    }                                                      \
-                }                                                          \
+            if (rs == 1 && nr == nr_full) { /* column-major */             \
+                pack_lines_##T(kc, nr_full, src, cs, dst);                 \
                 dst += kc * nr_full;                                       \
                 continue;                                                  \
             }                                                              \
