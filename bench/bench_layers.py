@@ -116,7 +116,9 @@ def attention_memory(args):
 def cases(quick):
     batch = 4 if quick else 32
     yield "conv2d 3x3 64ch 56x56", conv_case, (batch, 64, 28 if quick else 56, 3)
+    yield "conv2d 3x3 128ch 28x28", conv_case, (batch, 128, 28, 3)
     yield "conv2d 3x3 256ch 14x14", conv_case, (batch, 256, 14, 3)
+    yield "conv2d 3x3 512ch 7x7", conv_case, (batch, 512, 7, 3)
     yield "conv2d 5x5 32ch 28x28 (MNIST-style)", conv_case, (batch, 32, 28, 5)
     yield "max_pool2d 64ch 56x56", maxpool_case, (batch, 64, 56)
     yield "avg_pool2d 3x3/2 pad 1 64ch 56x56", avgpool_case, (batch, 64, 56)

@@ -52,13 +52,15 @@ def reference_conv2d(x, w, stride, pad, dilation, groups, grad=None):
 # (batch, in_channels, out_channels, image, kernel, stride, padding, dilation, groups):
 # the input gradient as a convolution (stride 1, Note [Input gradient as a
 # convolution]) and by col2im (stride 2, padding beyond the kernel), several
-# samples side by side with a remainder (Note [Samples side by side]: a 20x20
-# output takes three), 1x1 images, a kernel the size of the input, stride
-# larger than the kernel, dilation, groups and depthwise.
+# samples side by side with a remainder (Note [Samples side by side]: a 40x40
+# output takes three), more rows of (c, i, j) than one KC block of the GEMM
+# (32 * 3 * 3), 1x1 images, a kernel the size of the input, stride larger
+# than the kernel, dilation, groups and depthwise.
 GEOMETRIES = [
     (2, 4, 4, (6, 5), (3, 2), (1, 1), (0, 0), (1, 1), 1),
     (2, 4, 4, (6, 5), (3, 2), (2, 1), (1, 0), (1, 2), 2),
-    (4, 2, 3, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (4, 2, 3, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (2, 32, 3, (5, 4), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (3, 3, 2, (1, 1), (1, 1), (1, 1), (0, 0), (1, 1), 1),
     (3, 3, 2, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (2, 2, 3, (5, 4), (5, 4), (1, 1), (0, 0), (1, 1), 1),
@@ -70,28 +72,76 @@ GEOMETRIES = [
 ]
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("geometry", GEOMETRIES)
-def test_forward_and_backward_products_match_numpy(dtype, geometry):
+def _operands(dtype, geometry):
     batch, cin, cout, image, kernel, stride, pad, dilation, groups = geometry
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, cin, *image)).astype(dtype)
     w = rng.standard_normal((cout, cin // groups, *kernel)).astype(dtype)
     b = rng.standard_normal(cout).astype(dtype)
+    return x, w, b, rng
+
+
+def _ember_products(x, w, b, g, geometry):
+    """ember's output, input gradient and weight gradient."""
+    _, _, _, image, kernel, stride, pad, dilation, groups = geometry
     ints = (*stride, *pad, *dilation, groups)
     out = _C._conv2d(ember.tensor(x), ember.tensor(w), ember.tensor(b), *ints).numpy()
-    x64, w64 = x.astype(np.float64), w.astype(np.float64)
-    expected = reference_conv2d(x64, w64, stride, pad, dilation, groups)
-    tolerance = 1e-4 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(out, expected + b.reshape(1, -1, 1, 1), rtol=tolerance,
-                               atol=tolerance)
-    g = rng.standard_normal(out.shape).astype(dtype)
     grad_x = _C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), *image, *ints)
     grad_w = _C._conv2d_backward_weight(ember.tensor(g), ember.tensor(x), *kernel, *ints)
-    expected_x, expected_w = reference_conv2d(x64, w64, stride, pad, dilation, groups,
-                                              grad=g.astype(np.float64))
-    np.testing.assert_allclose(grad_x.numpy(), expected_x, rtol=tolerance, atol=tolerance)
-    np.testing.assert_allclose(grad_w.numpy(), expected_w, rtol=tolerance, atol=tolerance)
+    return out, grad_x.numpy(), grad_w.numpy()
+
+
+def _expected_products(x, w, b, g, geometry):
+    _, _, _, _, _, stride, pad, dilation, groups = geometry
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out = reference_conv2d(x64, w64, stride, pad, dilation, groups)
+    grads = reference_conv2d(x64, w64, stride, pad, dilation, groups,
+                             grad=g.astype(np.float64))
+    return (out + b.reshape(1, -1, 1, 1), *grads)
+
+
+def _assert_products_close(got, expected, dtype):
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    for have, want in zip(got, expected):
+        np.testing.assert_allclose(have, want, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_forward_and_backward_products_match_numpy(dtype, geometry):
+    x, w, b, rng = _operands(dtype, geometry)
+    out = _C._conv2d(ember.tensor(x), ember.tensor(w), ember.tensor(b),
+                     *geometry[5], *geometry[6], *geometry[7], geometry[8]).numpy()
+    g = rng.standard_normal(out.shape).astype(dtype)
+    _assert_products_close(_ember_products(x, w, b, g, geometry),
+                           _expected_products(x, w, b, g, geometry), dtype)
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_gemm_kernel_and_thread_count(dtype):
+    """The implicit GEMM (Note [Convolution as an implicit GEMM]) packs
+    micro-panels of each family's own width: every family this CPU runs,
+    on one thread and two, with 7 output channels (a partial MR tile) and
+    297 columns (a partial last panel)."""
+    geometry = (3, 3, 7, (9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    x, w, b, rng = _operands(dtype, geometry)
+    g = rng.standard_normal((3, 7, 9, 11)).astype(dtype)
+    expected = _expected_products(x, w, b, g, geometry)
+    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in ("generic", "avx2", "avx512"):
+            try:
+                _C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                _assert_products_close(_ember_products(x, w, b, g, geometry), expected,
+                                       dtype)
+    finally:
+        _C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
 
 
 def test_empty_batch_gradients():

@@ -2,8 +2,9 @@
  * test_blas.c -- THBlas_gemm against a naive triple loop: odd sizes around
  * the block edges, every layout (row-major, column-major, padded with
  * steps) of A, B and C, alpha/beta, beta == 0 over NaN, k == 0, every
- * kernel family this CPU supports, one and two threads, every dtype; and
- * THBlas_gemmTensor's batch handling (broadcast and folded batch dims).
+ * kernel family this CPU supports, one and two threads, every dtype;
+ * THBlas_gemmTensor's batch handling (broadcast and folded batch dims); and
+ * THBlas_gemmGathered with B and C through callbacks.
  */
 #include "th_test.h"
 
@@ -95,6 +96,22 @@ as_blas(const Mat *m)
     return b;
 }
 
+/* A and B filled with value()'s small exact numbers. */
+static void
+fill_operands(THDtype dtype, Mat *a, Mat *b)
+{
+    for (int64_t i = 0; i < a->rows; i++) {
+        for (int64_t p = 0; p < a->cols; p++) {
+            store(dtype, a->buf, at(a, i, p), value(dtype, i, p, 1));
+        }
+    }
+    for (int64_t p = 0; p < b->rows; p++) {
+        for (int64_t j = 0; j < b->cols; j++) {
+            store(dtype, b->buf, at(b, p, j), value(dtype, p, j, 2));
+        }
+    }
+}
+
 /* Runs one gemm and compares it with the triple loop, computed in double
  * (exact for these values) and converted to the dtype like the kernel's
  * result (wrap-around for integers, nonzero for bool). */
@@ -106,16 +123,7 @@ check_case(THDtype dtype, int64_t m, int64_t n, int64_t k, const int *layouts,
     Mat b = mat_new(k, n, layouts[1]);
     Mat c = mat_new(m, n, layouts[2]);
     Mat want = mat_new(m, n, LAYOUT_ROWS);
-    for (int64_t i = 0; i < m; i++) {
-        for (int64_t p = 0; p < k; p++) {
-            store(dtype, a.buf, at(&a, i, p), value(dtype, i, p, 1));
-        }
-    }
-    for (int64_t p = 0; p < k; p++) {
-        for (int64_t j = 0; j < n; j++) {
-            store(dtype, b.buf, at(&b, p, j), value(dtype, p, j, 2));
-        }
-    }
+    fill_operands(dtype, &a, &b);
     for (int64_t i = 0; i < m; i++) {
         for (int64_t j = 0; j < n; j++) {
             /* beta == 0 must ignore whatever C holds, NaN included */
@@ -483,6 +491,112 @@ test_gemm_tensor_batches(void)
     }
 }
 
+/* ---- THBlas_gemmGathered: B through gather_b, C through scatter_c --------- */
+
+typedef struct {
+    THDtype dtype;
+    int64_t m, n;
+    const Mat *b;
+    Mat *c;
+} GatheredCase;
+
+/* Packs B's micro-panel from the stored matrix, with NaN in the columns
+ * past n and in the spare row (which the contract lets gather_b fill):
+ * none of it may reach C. */
+static void
+gather_stored(void *ctx, int64_t p0, int64_t kc, int64_t j0, int nr, char *dst)
+{
+    const GatheredCase *g = ctx;
+    for (int64_t p = 0; p <= kc; p++) {
+        for (int64_t j = 0; j < nr; j++) {
+            bool real = p < kc && j0 + j < g->n;
+            store(g->dtype, dst, p * nr + j,
+                  real ? load(g->dtype, g->b->buf, at(g->b, p0 + p, j0 + j)) : NAN);
+        }
+    }
+}
+
+static void
+scatter_stored(void *ctx, int64_t j0, int64_t cols, const char *panel, int nr)
+{
+    GatheredCase *g = ctx;
+    for (int64_t i = 0; i < g->m; i++) {
+        for (int64_t j = 0; j < cols; j++) {
+            store(g->dtype, g->c->buf, at(g->c, i, j0 + j),
+                  load(g->dtype, panel, i * nr + j));
+        }
+    }
+}
+
+static void
+check_gathered(THDtype dtype, int64_t m, int64_t n, int64_t k, int a_layout)
+{
+    Mat a = mat_new(m, k, a_layout);
+    Mat b = mat_new(k, n, LAYOUT_ROWS);
+    Mat c = mat_new(m, n, LAYOUT_ROWS);
+    fill_operands(dtype, &a, &b);
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            store(dtype, c.buf, at(&c, i, j), NAN); /* C is only written */
+        }
+    }
+    GatheredCase g = {dtype, m, n, &b, &c};
+    CHECK_OK(THBlas_gemmGathered(dtype, m, n, k, as_blas(&a), gather_stored,
+                                 scatter_stored, &g));
+    int reported = 0;
+    for (int64_t i = 0; i < m && reported < 3; i++) {
+        for (int64_t j = 0; j < n && reported < 3; j++) {
+            double want = 0;
+            for (int64_t p = 0; p < k; p++) {
+                want += load(dtype, a.buf, at(&a, i, p)) * load(dtype, b.buf, at(&b, p, j));
+            }
+            double got = load(dtype, c.buf, at(&c, i, j));
+            if (!(fabs(got - want) <= 1e-9 * (1 + fabs(want)))) {
+                CHECK_MSG(false, "gathered %s %s m=%lld n=%lld k=%lld: C[%lld,%lld] = %g, want %g",
+                          THDtype_name(dtype), THBlas_kernelName(), (long long)m,
+                          (long long)n, (long long)k, (long long)i, (long long)j, got, want);
+                reported++;
+            }
+        }
+    }
+    free(a.buf);
+    free(b.buf);
+    free(c.buf);
+}
+
+/* Every family this CPU runs, the odd sizes (k == 0 among them) with the
+ * detected and with tiny caches (several KC blocks), A in every layout, two
+ * threads; and a dtype the packed GEMM does not take. */
+static void
+test_gemm_gathered_matches_naive(void)
+{
+    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
+    const char *saved = THBlas_kernelName();
+    int saved_threads = THParallel_getNumThreads();
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (THBlas_setKernel(all_families[f]) < 0) {
+            THError_clear(); /* not on this CPU */
+            continue;
+        }
+        for (int caches = 0; caches < 2; caches++) {
+            THBlas_setCacheSizes(caches == 0 ? NULL : tiny_caches);
+            for (int s = 0; s < NUM_ODD_SIZES; s++) {
+                check_gathered(s % 2 ? TH_Float32 : TH_Float64, odd_sizes[s][0],
+                               odd_sizes[s][1], odd_sizes[s][2], s % NUM_LAYOUTS);
+            }
+        }
+        THBlas_setCacheSizes(NULL);
+        CHECK_OK(THParallel_setNumThreads(2));
+        check_gathered(TH_Float32, 70, 300, 90, LAYOUT_ROWS);
+        CHECK_OK(THParallel_setNumThreads(saved_threads));
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+    THBlasMatrix none = {NULL, 0, 1};
+    CHECK_FAILS(THBlas_gemmGathered(TH_Int32, 2, 2, 2, none, gather_stored,
+                                    scatter_stored, NULL),
+                TH_ERR_VALUE, "does not take the packed GEMM");
+}
+
 TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_floating_matches_naive),
     TH_TEST(test_gemm_blocking_follows_the_caches),
@@ -496,5 +610,6 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_zero_alpha_skips_the_product),
     TH_TEST(test_gemm_kernel_selection),
     TH_TEST(test_gemm_tensor_batches),
+    TH_TEST(test_gemm_gathered_matches_naive),
     TH_TEST_END,
 };

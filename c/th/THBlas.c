@@ -1282,6 +1282,156 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
     return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
 }
 
+/* ---- a gathered B (Note [GEMM with a gathered B]) ---------------------------- */
+
+/* Note [GEMM with a gathered B]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * An implicit GEMM: B exists only as a rule for finding its values (a
+ * convolution's columns are windows of the input image), so instead of
+ * pack_b copying a stored kc x nc block, a caller-given gather_b packs
+ * each kc x NR micro-panel straight from the source, and C leaves through
+ * a caller-given scatter_c an NR-column panel at a time (a convolution's
+ * output columns are scattered over samples, and the bias is added on
+ * the way).  The loop nest keeps the whole product's A packed once
+ * (round_up(m, MR) x k, every KC block one after another) and walks B's
+ * micro-panels outermost:
+ *
+ *   for jr in steps of NR                        (split over threads)
+ *     for pc in steps of KC
+ *       gather_b: B[pc:pc+KC, jr:jr+NR] into an L1-resident panel
+ *       for ir in steps of MR:
+ *         micro-kernel: Cpanel[ir:ir+MR] (+)= A-panel @ B-panel
+ *     scatter_c(Cpanel)
+ *
+ * Each B value is gathered once and meets all of A from the cache, and
+ * the m x NR column panel of C stays in L1 across the KC blocks; the
+ * order suits the convolution's products, whose A (the weight) is small
+ * and whose n (positions times samples) is large.  With A larger than L2
+ * the A panels stream from L3, a few bytes per multiply-add cycle, which
+ * the prefetchers keep up with. */
+
+typedef struct {
+    const KernelFamily *family;
+    THBlasBlocking blocking;
+    int itemsize;
+    int64_t m, n, k;
+    int64_t m_padded; /* round_up(m, MR): the rows of packed A and of Cpanel */
+    int64_t kc_step;
+    const void *a_packed; /* KC block after KC block, as pack_a lays them */
+    THBlasGatherB gather_b;
+    THBlasScatterC scatter_c;
+    void *ctx;
+    atomic_bool out_of_memory;
+} GatheredJob;
+
+#define TH_DEFINE_GATHERED(T)                                              \
+    static void pack_all_a_##T(GatheredJob *job, THBlasMatrix a, T *dst)   \
+    {                                                                      \
+        for (int64_t pc = 0; pc < job->k; pc += job->kc_step) {            \
+            int64_t kc = min64(job->kc_step, job->k - pc);                 \
+            pack_a_##T(job->m, kc, job->blocking.mr,                       \
+                       (const T *)a.data + pc * a.col_stride, a.row_stride, \
+                       a.col_stride, dst + job->m_padded * pc);            \
+        }                                                                  \
+    }                                                                      \
+    static void gathered_panels_##T(const GatheredJob *job, int64_t first, \
+                                    int64_t last, T *b_panel, T *c_panel)  \
+    {                                                                      \
+        UKernel_##T ukernel = job->family->ukernel_##T;                    \
+        int mr = job->blocking.mr, nr = job->blocking.nr;                  \
+        const T *a_packed = job->a_packed;                                 \
+        for (int64_t jr = first; jr < last; jr++) {                        \
+            int64_t j0 = jr * nr;                                          \
+            if (job->k == 0) {                                             \
+                memset(c_panel, 0, (size_t)(job->m_padded * nr) * sizeof(T)); \
+            }                                                              \
+            for (int64_t pc = 0; pc < job->k; pc += job->kc_step) {        \
+                int64_t kc = min64(job->kc_step, job->k - pc);             \
+                job->gather_b(job->ctx, pc, kc, j0, nr, (char *)b_panel);  \
+                const T *a_block = a_packed + job->m_padded * pc;          \
+                for (int64_t ir = 0; ir < job->m; ir += mr) {              \
+                    ukernel(kc, a_block + ir * kc, b_panel, nr, (T)1,      \
+                            pc == 0 ? (T)0 : (T)1, c_panel + ir * nr, nr, 1, \
+                            mr, nr);                                       \
+                }                                                          \
+            }                                                              \
+            job->scatter_c(job->ctx, j0, min64(nr, job->n - j0),           \
+                           (const char *)c_panel, nr);                     \
+        }                                                                  \
+    }
+
+TH_DEFINE_GATHERED(float)
+TH_DEFINE_GATHERED(double)
+
+/* Panels [begin, end) on one thread, with its own B and C panels. */
+static void
+run_gathered(int64_t begin, int64_t end, void *ctx)
+{
+    GatheredJob *job = ctx;
+    int itemsize = job->itemsize;
+    int64_t nr = job->blocking.nr;
+    /* (kc + 1) rows: gather_b may write one row past the panel */
+    size_t b_bytes = (size_t)round_up((job->kc_step + 1) * nr * itemsize, GEMM_ALIGN);
+    size_t c_bytes = (size_t)round_up(job->m_padded * nr * itemsize, GEMM_ALIGN);
+    void *b_panel = aligned_alloc(GEMM_ALIGN, b_bytes);
+    void *c_panel = aligned_alloc(GEMM_ALIGN, c_bytes);
+    if (b_panel == NULL || c_panel == NULL) {
+        atomic_store(&job->out_of_memory, true);
+    } else {
+        memset(b_panel, 0, b_bytes); /* the columns past n start defined */
+        if (itemsize == 4) {
+            gathered_panels_float(job, begin, end, b_panel, c_panel);
+        } else {
+            gathered_panels_double(job, begin, end, b_panel, c_panel);
+        }
+    }
+    free(b_panel);
+    free(c_panel);
+}
+
+int
+THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
+                    THBlasMatrix a, THBlasGatherB gather_b,
+                    THBlasScatterC scatter_c, void *ctx)
+{
+    if (!is_packed_dtype(dtype)) {
+        return THError_set(TH_ERR_VALUE,
+                           "THBlas_gemmGathered: %s does not take the packed GEMM",
+                           THDtype_name(dtype));
+    }
+    if (m == 0 || n == 0) {
+        return 0;
+    }
+    int itemsize = THDtype_itemsize(dtype);
+    GatheredJob job = {.family = current_family(), .itemsize = itemsize,
+                       .m = m, .n = n, .k = k,
+                       .gather_b = gather_b, .scatter_c = scatter_c, .ctx = ctx};
+    job.blocking = blocking_for(job.family, itemsize);
+    job.m_padded = round_up(m, job.blocking.mr);
+    job.kc_step = k > 0 ? balanced_step(k, job.blocking.kc, 8) : 1;
+    atomic_init(&job.out_of_memory, false);
+    int64_t packed_count;
+    if (TH_mul_overflows(job.m_padded, k > 0 ? k : 1, &packed_count)) {
+        return out_of_memory();
+    }
+    void *a_packed = TH_mallocArray(packed_count, (size_t)itemsize,
+                                    "the GEMM's packed A");
+    if (a_packed == NULL) {
+        return -1;
+    }
+    if (dtype == TH_Float32) {
+        pack_all_a_float(&job, a, a_packed);
+    } else {
+        pack_all_a_double(&job, a, a_packed);
+    }
+    job.a_packed = a_packed;
+    int64_t panels = (n + job.blocking.nr - 1) / job.blocking.nr;
+    int64_t panel_work = work_of(m, job.blocking.nr, k);
+    THParallel_for(panels, GEMM_PARALLEL_WORK / 2 / panel_work + 1, run_gathered, &job);
+    free(a_packed);
+    return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
+}
+
 /* ---- tensors ---------------------------------------------------------------- */
 
 /* The batch dims of a product, after folding (THBlas_gemmTensor). */

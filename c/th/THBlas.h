@@ -72,6 +72,27 @@ int THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                       THScalar alpha);
 
 
+/* Fills one packed micro-panel of B: dst[p * nr + j] = B[p0 + p][j0 + j]
+ * for p < kc and j < nr.  Columns at or past n may hold any value (their
+ * columns of C are not handed on), and the packer may write up to nr
+ * elements past the panel's kc * nr (dst has room for (kc + 1) * nr). */
+typedef void (*THBlasGatherB)(void *ctx, int64_t p0, int64_t kc, int64_t j0,
+                              int nr, char *dst);
+/* Receives columns [j0, j0 + cols) of C: row i of them starts at
+ * panel + i * nr elements, for i < m. */
+typedef void (*THBlasScatterC)(void *ctx, int64_t j0, int64_t cols,
+                               const char *panel, int nr);
+
+/* C = A @ B for float32 or float64 where B is never stored: gather_b
+ * packs each of its micro-panels straight from wherever its values live,
+ * and C reaches the caller a column panel at a time through scatter_c
+ * (Note [GEMM with a gathered B] in THBlas.c; the implicit GEMM of
+ * THConv.c).  The panels are split over threads, so both callbacks run
+ * concurrently on disjoint columns.  Returns 0, or -1 with a TH error. */
+int THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
+                        THBlasMatrix a, THBlasGatherB gather_b,
+                        THBlasScatterC scatter_c, void *ctx);
+
 /* The micro-kernel family in use: "avx512", "avx2" or "generic". */
 const char *THBlas_kernelName(void);
 /* Selects a family by name (tests use it to cover each one).  Returns 0,

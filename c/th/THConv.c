@@ -16,20 +16,18 @@
     _(Float32, float)     \
     _(Float64, double)
 
-/* Note [Samples side by side] in THConv.h: the columns of one product
- * cover enough samples for this many columns, as long as the buffer stays
- * under COLUMN_LIMIT elements (one sample is always allowed). */
-#define TARGET_COLUMNS 1024
+/* Note [Samples side by side] in THConv.h: one implicit-GEMM product
+ * covers enough samples for this many columns, as long as their padded
+ * images stay under COLUMN_LIMIT elements (one sample is always allowed). */
+#define GATHER_COLUMNS 4096
 #define COLUMN_LIMIT ((int64_t)1 << 22)
 
-/* The columns of one product: `images` samples of one group side by side. */
+/* The columns of one sample and one group, for col2im. */
 typedef struct {
     const THConvShape *s;
-    int64_t out_plane;    /* out_h * out_w: the columns of one sample */
-    int64_t images;       /* samples side by side */
-    int64_t image_stride; /* elements from one sample's image to the next */
-    char *image;          /* the first sample's channels x in_h x in_w */
-    char *col;            /* (channels * kh * kw) x (images * out_plane) */
+    int64_t out_plane; /* out_h * out_w: the columns */
+    char *image;       /* the sample's group block: channels x in_h x in_w */
+    char *col;         /* (channels * kh * kw) x out_plane */
 } ColumnJob;
 
 /* Where one kernel tap (i, j) reads: output (y, x) reads input
@@ -62,52 +60,7 @@ tap_span(const THConvShape *s, int64_t tap)
     return t;
 }
 
-/* ---- im2col and col2im, one typed copy per dtype ------------------------------ */
-
-/* Rows [begin, end) of the column matrix from the images (zero off them).
- * The image lines are copied span by span, so the bounds are tested once
- * per tap instead of once per element. */
-#define TH_DEFINE_IM2COL(Name, ctype)                                       \
-    static void im2col_plane_##Name(const THConvShape *s, const TapSpan *t, \
-                                    const ctype *plane, ctype *dst)         \
-    {                                                                       \
-        int64_t w = s->out_w;                                               \
-        memset(dst, 0, (size_t)(t->y_lo * w) * sizeof(ctype));             \
-        for (int64_t y = t->y_lo; y < t->y_hi; y++) {                       \
-            const ctype *src = plane + (y * s->stride_h + t->y_off) * s->in_w; \
-            ctype *line = dst + y * w;                                      \
-            memset(line, 0, (size_t)t->x_lo * sizeof(ctype));               \
-            if (s->stride_w == 1) {                                         \
-                memcpy(line + t->x_lo, src + t->x_lo + t->x_off,            \
-                       (size_t)(t->x_hi - t->x_lo) * sizeof(ctype));        \
-            } else {                                                        \
-                for (int64_t x = t->x_lo; x < t->x_hi; x++) {               \
-                    line[x] = src[x * s->stride_w + t->x_off];              \
-                }                                                           \
-            }                                                               \
-            memset(line + t->x_hi, 0, (size_t)(w - t->x_hi) * sizeof(ctype)); \
-        }                                                                   \
-        memset(dst + t->y_hi * w, 0,                                        \
-               (size_t)((s->out_h - t->y_hi) * w) * sizeof(ctype));         \
-    }                                                                       \
-    static void im2col_##Name(int64_t begin, int64_t end, void *ctx)       \
-    {                                                                       \
-        const ColumnJob *job = ctx;                                         \
-        const THConvShape *s = job->s;                                      \
-        int64_t taps = s->kernel_h * s->kernel_w;                           \
-        int64_t in_plane = s->in_h * s->in_w;                               \
-        for (int64_t row = begin; row < end; row++) {                       \
-            TapSpan t = tap_span(s, row % taps);                            \
-            for (int64_t b = 0; b < job->images; b++) {                     \
-                const ctype *plane = (const ctype *)job->image              \
-                                     + b * job->image_stride                \
-                                     + row / taps * in_plane;               \
-                ctype *dst = (ctype *)job->col                              \
-                             + (row * job->images + b) * job->out_plane;    \
-                im2col_plane_##Name(s, &t, plane, dst);                     \
-            }                                                               \
-        }                                                                   \
-    }
+/* ---- col2im, one typed copy per dtype ------------------------------------------- */
 
 /* Channels [begin, end) of the image += their column entries.  A thread
  * owns whole channels, so no two threads add to the same element. */
@@ -146,21 +99,278 @@ tap_span(const THConvShape *s, int64_t tap)
         }                                                                   \
     }
 
-TH_CONV_DTYPES(TH_DEFINE_IM2COL)
+/* ---- the implicit GEMM's B and C (Note [Convolution as an implicit GEMM]) -------- */
+
+/* The widest B micro-panel of any GEMM family (AVX-512 float32). */
+#define GATHER_MAX_NR 32
+
+/* The forward product of a few samples and one group as a
+ * THBlas_gemmGathered: B's column q is output position q of those samples
+ * side by side, and its row (c, i, j) is their zero-padded images read
+ * from tap_offsets[(c, i, j)] on. */
+typedef struct {
+    const THConvShape *s;
+    int64_t out_plane;          /* out_h * out_w */
+    int64_t out_group;          /* the rows of C */
+    int64_t padded_h, padded_w; /* in_h + 2 pad_h, in_w + 2 pad_w */
+    int64_t padded_image;       /* in_group * padded_h * padded_w */
+    const int64_t *tap_offsets; /* in_group * kh * kw entries */
+    char *padded;               /* the samples' padded images, one after another */
+    int64_t columns;            /* samples * out_plane */
+    int64_t depth;              /* in_group * kh * kw */
+    char *out;                  /* where C goes: the first sample's group block
+                                   of the output, or the group's weight gradient */
+    const char *bias;           /* the group's first bias value, or NULL */
+    bool accumulate;            /* the weight gradient: add C to it */
+} GatherJob;
+
+/* Columns [col, col + len) of B (output positions of the samples side
+ * by side) lie on one output line of one sample and read the padded image
+ * from offset src on (plus the tap's offset), stride_w elements apart. */
+typedef struct {
+    int64_t col, len, src;
+} LineRun;
+
+/* The line run from column q on, ending by `end` at the latest. */
+static LineRun
+line_run_at(const GatherJob *job, int64_t q, int64_t end)
+{
+    const THConvShape *s = job->s;
+    int64_t b = q / job->out_plane, r = q % job->out_plane;
+    int64_t y = r / s->out_w, x = r % s->out_w;
+    LineRun run = {q, s->out_w - x < end - q ? s->out_w - x : end - q,
+                   b * job->padded_image + y * s->stride_h * job->padded_w
+                       + x * s->stride_w};
+    return run;
+}
+
+/* The line runs of panel columns [j0, j0 + nr) below job->columns, their
+ * col counted from j0. */
+static int
+line_runs(const GatherJob *job, int64_t j0, int nr, LineRun *runs)
+{
+    int64_t end = j0 + nr < job->columns ? j0 + nr : job->columns;
+    int count = 0;
+    for (int64_t q = j0; q < end; q += runs[count++].len) {
+        runs[count] = line_run_at(job, q, end);
+        runs[count].col -= j0;
+    }
+    return count;
+}
+
+/* Panel columns [col, col + len) are sample b's output positions r on. */
+typedef struct {
+    int64_t col, len, b, r;
+} SampleRun;
+
+/* The sample runs of columns [j0, j0 + cols). */
+static int
+sample_runs(const GatherJob *job, int64_t j0, int64_t cols, SampleRun *runs)
+{
+    int count = 0;
+    for (int64_t q = j0; q < j0 + cols; count++) {
+        int64_t b = q / job->out_plane, r = q % job->out_plane;
+        int64_t len = job->out_plane - r < j0 + cols - q ? job->out_plane - r : j0 + cols - q;
+        runs[count] = (SampleRun){q - j0, len, b, r};
+        q += len;
+    }
+    return count;
+}
+
+/* One panel row of nr values: a memcpy of a size known at compile time is
+ * a few vector moves instead of a call. */
+#define TH_DEFINE_COPY_NR(Name, ctype)                                      \
+    static inline void copy_nr_##Name(ctype *dst, const ctype *src, int nr) \
+    {                                                                       \
+        switch (nr) {                                                       \
+        case 8:                                                             \
+            memcpy(dst, src, 8 * sizeof(ctype));                            \
+            break;                                                          \
+        case 16:                                                            \
+            memcpy(dst, src, 16 * sizeof(ctype));                           \
+            break;                                                          \
+        default:                                                            \
+            memcpy(dst, src, (size_t)nr * sizeof(ctype));                   \
+            break;                                                          \
+        }                                                                   \
+    }
+
+/* gather_b: rows [p0, p0 + kc) of B's columns [j0, j0 + nr).  With
+ * stride_w 1 each line run is copied as a whole panel row of nr values;
+ * what lands past the run is overwritten by the row's next run or by the
+ * next row, or falls in the panel's spare row (THBlas_gemmGathered), and
+ * the padded buffer has nr spare values at its end for the reads past
+ * the last run.  Both gathers come in vector clones (Note [Vector clones]
+ * in THGeneral.h): AVX moves a panel row in half the instructions. */
+#define TH_DEFINE_GATHER_B(Name, ctype)                                     \
+    TH_VECTOR_CLONES                                                        \
+    static void gather_b_##Name(void *ctx, int64_t p0, int64_t kc, int64_t j0, \
+                                int nr, char *panel)                        \
+    {                                                                       \
+        const GatherJob *job = ctx;                                         \
+        LineRun runs[GATHER_MAX_NR];                                        \
+        int count = line_runs(job, j0, nr, runs);                           \
+        int64_t stride = job->s->stride_w;                                  \
+        ctype *dst = (ctype *)panel;                                        \
+        for (int64_t p = p0; p < p0 + kc; p++, dst += nr) {                 \
+            const ctype *tap = (const ctype *)job->padded + job->tap_offsets[p]; \
+            for (int r = 0; r < count; r++) {                               \
+                const ctype *src = tap + runs[r].src;                       \
+                if (stride == 1) {                                          \
+                    copy_nr_##Name(dst + runs[r].col, src, nr);             \
+                    continue;                                               \
+                }                                                           \
+                for (int64_t x = 0; x < runs[r].len; x++) {                 \
+                    dst[runs[r].col + x] = src[x * stride];                 \
+                }                                                           \
+            }                                                               \
+        }                                                                   \
+    }
+
+/* scatter_c: C's columns [j0, j0 + cols) into the NCHW output, the bias
+ * added on the way. */
+#define TH_DEFINE_SCATTER_C(Name, ctype)                                    \
+    static void scatter_c_##Name(void *ctx, int64_t j0, int64_t cols,      \
+                                 const char *panel, int nr)                 \
+    {                                                                       \
+        const GatherJob *job = ctx;                                         \
+        SampleRun runs[GATHER_MAX_NR];                                      \
+        int count = sample_runs(job, j0, cols, runs);                       \
+        for (int64_t o = 0; o < job->out_group; o++) {                      \
+            const ctype *row = (const ctype *)panel + o * nr;               \
+            ctype bias = job->bias == NULL ? 0 : ((const ctype *)job->bias)[o]; \
+            for (int r = 0; r < count; r++) {                               \
+                ctype *dst = (ctype *)job->out + runs[r].r                  \
+                             + (runs[r].b * job->s->out_channels + o) * job->out_plane; \
+                const ctype *src = row + runs[r].col;                       \
+                if (job->bias == NULL) {                                    \
+                    memcpy(dst, src, (size_t)runs[r].len * sizeof(ctype));  \
+                    continue;                                               \
+                }                                                           \
+                for (int64_t x = 0; x < runs[r].len; x++) {                 \
+                    dst[x] = src[x] + bias;                                 \
+                }                                                           \
+            }                                                               \
+        }                                                                   \
+    }
+
+/* Square blocks of the weight gradient's transposing gather: one 16-byte
+ * vector per row, transposed in registers (GCC's vector extensions, so the
+ * baseline build gets SSE shuffles and others their own). */
+typedef float TransposeVec_Float32 __attribute__((vector_size(16)));
+typedef double TransposeVec_Float64 __attribute__((vector_size(16)));
+typedef int32_t TransposeMask_Float32 __attribute__((vector_size(16)));
+typedef int64_t TransposeMask_Float64 __attribute__((vector_size(16)));
+
+static inline void
+transpose_Float32(TransposeVec_Float32 r[4])
+{
+    typedef TransposeMask_Float32 M;
+    TransposeVec_Float32 t0 = __builtin_shuffle(r[0], r[1], (M){0, 4, 1, 5});
+    TransposeVec_Float32 t1 = __builtin_shuffle(r[0], r[1], (M){2, 6, 3, 7});
+    TransposeVec_Float32 t2 = __builtin_shuffle(r[2], r[3], (M){0, 4, 1, 5});
+    TransposeVec_Float32 t3 = __builtin_shuffle(r[2], r[3], (M){2, 6, 3, 7});
+    r[0] = __builtin_shuffle(t0, t2, (M){0, 1, 4, 5});
+    r[1] = __builtin_shuffle(t0, t2, (M){2, 3, 6, 7});
+    r[2] = __builtin_shuffle(t1, t3, (M){0, 1, 4, 5});
+    r[3] = __builtin_shuffle(t1, t3, (M){2, 3, 6, 7});
+}
+
+static inline void
+transpose_Float64(TransposeVec_Float64 r[2])
+{
+    typedef TransposeMask_Float64 M;
+    TransposeVec_Float64 t0 = __builtin_shuffle(r[0], r[1], (M){0, 2});
+    r[1] = __builtin_shuffle(r[0], r[1], (M){1, 3});
+    r[0] = t0;
+}
+
+/* gather_b of the weight gradient, whose B is the columns transposed:
+ * rows [p0, p0 + kc) are output positions, columns [j0, j0 + nr) rows
+ * (c, i, j) of the forward's B.  With stride_w 1 each line run moves in
+ * LANES x LANES blocks (LANES rows (c, i, j) read along the run, written
+ * down the panel: transpose_<dtype>); the block edges, and other strides,
+ * one value at a time. */
+#define TH_DEFINE_GATHER_BT(Name, ctype)                                    \
+    TH_VECTOR_CLONES                                                        \
+    static void gather_bt_##Name(void *ctx, int64_t p0, int64_t kc, int64_t j0, \
+                                 int nr, char *panel)                       \
+    {                                                                       \
+        typedef TransposeVec_##Name Vec;                                    \
+        enum { LANES = sizeof(Vec) / sizeof(ctype) };                       \
+        const GatherJob *job = ctx;                                         \
+        int64_t cols = job->depth - j0 < nr ? job->depth - j0 : nr;         \
+        int64_t stride = job->s->stride_w;                                  \
+        const ctype *taps[GATHER_MAX_NR];                                   \
+        for (int64_t j = 0; j < cols; j++) {                                \
+            taps[j] = (const ctype *)job->padded + job->tap_offsets[j0 + j]; \
+        }                                                                   \
+        for (int64_t q = p0; q < p0 + kc;) {                                \
+            LineRun run = line_run_at(job, q, p0 + kc);                     \
+            ctype *dst = (ctype *)panel + (q - p0) * nr;                    \
+            int64_t len_v = stride == 1 ? run.len / LANES * LANES : 0;      \
+            int64_t cols_v = cols / LANES * LANES;                          \
+            for (int64_t x = 0; x < len_v; x += LANES) {                    \
+                for (int64_t j = 0; j < cols_v; j += LANES) {               \
+                    Vec r[LANES];                                           \
+                    for (int t = 0; t < LANES; t++) {                       \
+                        memcpy(&r[t], taps[j + t] + run.src + x, sizeof(Vec)); \
+                    }                                                       \
+                    transpose_##Name(r);                                    \
+                    for (int t = 0; t < LANES; t++) {                       \
+                        memcpy(dst + (x + t) * nr + j, &r[t], sizeof(Vec)); \
+                    }                                                       \
+                }                                                           \
+            }                                                               \
+            for (int64_t j = 0; j < cols; j++) {                            \
+                const ctype *src = taps[j] + run.src;                       \
+                for (int64_t x = j < cols_v ? len_v : 0; x < run.len; x++) { \
+                    dst[x * nr + j] = src[x * stride];                      \
+                }                                                           \
+            }                                                               \
+            q += run.len;                                                   \
+        }                                                                   \
+    }
+
+/* scatter_c of the weight gradient: C's columns [j0, j0 + cols) into (or,
+ * past the first samples, onto) the group's out_group x depth block. */
+#define TH_DEFINE_ACCUMULATE_C(Name, ctype)                                 \
+    static void accumulate_c_##Name(void *ctx, int64_t j0, int64_t cols,   \
+                                    const char *panel, int nr)              \
+    {                                                                       \
+        const GatherJob *job = ctx;                                         \
+        for (int64_t o = 0; o < job->out_group; o++) {                      \
+            ctype *dst = (ctype *)job->out + o * job->depth + j0;           \
+            const ctype *src = (const ctype *)panel + o * nr;               \
+            for (int64_t x = 0; x < cols; x++) {                            \
+                dst[x] = job->accumulate ? dst[x] + src[x] : src[x];        \
+            }                                                               \
+        }                                                                   \
+    }
+
 TH_CONV_DTYPES(TH_DEFINE_COL2IM)
 TH_CONV_DTYPES(TH_DEFINE_ADD_ROW)
+TH_CONV_DTYPES(TH_DEFINE_COPY_NR)
+TH_CONV_DTYPES(TH_DEFINE_GATHER_B)
+TH_CONV_DTYPES(TH_DEFINE_SCATTER_C)
+TH_CONV_DTYPES(TH_DEFINE_GATHER_BT)
+TH_CONV_DTYPES(TH_DEFINE_ACCUMULATE_C)
 
 /* The typed kernels of one dtype. */
 typedef struct {
-    THParallelFn im2col, col2im;
+    THParallelFn col2im;
     void (*add_row)(char *dst, const char *src, int64_t n, const char *value);
+    THBlasGatherB gather_b, gather_bt;
+    THBlasScatterC scatter_c, accumulate_c;
 } ConvKernels;
 
 static const ConvKernels *
 kernels_for(THDtype dtype)
 {
 #define TH_KERNELS_ENTRY(Name, ctype) \
-    static const ConvKernels kernels_##Name = {im2col_##Name, col2im_##Name, add_row_##Name};
+    static const ConvKernels kernels_##Name = {col2im_##Name, add_row_##Name, \
+                                               gather_b_##Name, gather_bt_##Name, \
+                                               scatter_c_##Name, accumulate_c_##Name};
     TH_CONV_DTYPES(TH_KERNELS_ENTRY)
 #undef TH_KERNELS_ENTRY
 #define TH_KERNELS_CASE(Name, ctype) \
@@ -185,24 +395,8 @@ typedef struct {
     int64_t depth;       /* in_group * kh * kw: the GEMM's inner dim */
     int64_t out_plane;   /* out_h * out_w */
     int64_t in_plane;    /* in_h * in_w */
-    bool direct;         /* 1x1, stride 1, no padding: no column buffer */
-    int64_t images;      /* samples per product (Note [Samples side by side]) */
+    bool direct;         /* 1x1, stride 1, no padding: the input is B */
 } ConvPlan;
-
-/* Enough samples for TARGET_COLUMNS columns, within COLUMN_LIMIT; one when
- * the input itself is the column matrix. */
-static int64_t
-images_per_product(const ConvPlan *p, const THConvShape *s)
-{
-    if (p->direct || p->out_plane == 0) {
-        return 1;
-    }
-    int64_t wanted = (TARGET_COLUMNS + p->out_plane - 1) / p->out_plane;
-    int64_t fit = COLUMN_LIMIT / ((p->depth > 0 ? p->depth : 1) * p->out_plane);
-    int64_t images = wanted < fit ? wanted : fit;
-    images = images < s->batch ? images : s->batch;
-    return images > 1 ? images : 1;
-}
 
 static ConvPlan
 plan_of(const THConvShape *s, THDtype dtype)
@@ -218,7 +412,6 @@ plan_of(const THConvShape *s, THDtype dtype)
     p.in_plane = s->in_h * s->in_w;
     p.direct = s->kernel_h == 1 && s->kernel_w == 1 && s->stride_h == 1
                && s->stride_w == 1 && s->pad_h == 0 && s->pad_w == 0;
-    p.images = images_per_product(&p, s);
     return p;
 }
 
@@ -228,15 +421,6 @@ row_major(char *data, int64_t cols)
     THBlasMatrix m = {data, cols, 1};
     return m;
 }
-
-/* The scratch of one call: the column buffer (NULL on a direct plan: the
- * input is the columns) and, when a product covers several samples, the
- * staging buffer of their out_group x (images * out_plane) output-side
- * block. */
-typedef struct {
-    char *col;
-    char *staging;
-} ConvScratch;
 
 static char *
 alloc_matrix(const ConvPlan *p, int64_t rows, int64_t cols, const char *what)
@@ -249,56 +433,14 @@ alloc_matrix(const ConvPlan *p, int64_t rows, int64_t cols, const char *what)
     return TH_mallocArray(count, p->itemsize, what);
 }
 
-static void
-free_scratch(ConvScratch *scratch)
-{
-    free(scratch->col);
-    free(scratch->staging);
-}
-
-/* The plan and scratch of one call: 0, or -1 with an error (a dtype the
- * kernels do not run in, or no memory for the buffers). */
 static int
-prepare(THDtype dtype, const THConvShape *s, ConvPlan *p, ConvScratch *scratch)
+check_dtype(THDtype dtype)
 {
     if (kernels_for(dtype) == NULL) {
         return THError_set(TH_ERR_TYPE,
                            "convolution: expected a float32 or float64 tensor");
     }
-    *p = plan_of(s, dtype);
-    scratch->col = scratch->staging = NULL;
-    int64_t cols = p->images * p->out_plane;
-    if (!p->direct) {
-        scratch->col = alloc_matrix(p, p->depth, cols, "the convolution's column buffer");
-        if (scratch->col == NULL) {
-            return -1;
-        }
-    }
-    if (p->images > 1) {
-        scratch->staging = alloc_matrix(p, p->out_group, cols,
-                                        "the convolution's staging buffer");
-        if (scratch->staging == NULL) {
-            free_scratch(scratch);
-            return -1;
-        }
-    }
     return 0;
-}
-
-/* The columns of samples [n, n + images) and group g, whose input-side
- * block starts at `image`. */
-static char *
-columns_of(const ConvPlan *p, const THConvShape *s, char *image, int64_t images,
-           const ConvScratch *scratch)
-{
-    if (p->direct) {
-        return image; /* the input plane already is the (depth x out_plane) matrix */
-    }
-    ColumnJob job = {s, p->out_plane, images, s->in_channels * p->in_plane, image,
-                     scratch->col};
-    THParallel_for(p->depth, 1 + TH_PARALLEL_GRAIN / (images * p->out_plane + 1),
-                   p->kernels->im2col, &job);
-    return scratch->col;
 }
 
 /* ---- the three products -------------------------------------------------------- */
@@ -335,26 +477,6 @@ staging_row(const ConvPlan *p, char *staging, int64_t images, int64_t b, int64_t
     return staging + (o * images + b) * p->out_plane * p->itemsize;
 }
 
-/* out[b, o] = staging (+ bias[first_channel + o]) for `images` samples. */
-static void
-scatter_output(const ConvPlan *p, const THConvShape *s, char *out, char *staging,
-               int64_t images, const char *bias, int64_t first_channel)
-{
-    size_t bytes = (size_t)p->out_plane * p->itemsize;
-    for (int64_t b = 0; b < images; b++) {
-        for (int64_t o = 0; o < p->out_group; o++) {
-            char *dst = out_row(p, s, out, b, o);
-            char *src = staging_row(p, staging, images, b, o);
-            if (bias == NULL) {
-                memcpy(dst, src, bytes);
-            } else {
-                p->kernels->add_row(dst, src, p->out_plane,
-                                    bias + (first_channel + o) * p->itemsize);
-            }
-        }
-    }
-}
-
 /* staging = out[b, o] for `images` samples (the weight gradient's left
  * operand with the samples side by side). */
 static void
@@ -369,37 +491,178 @@ gather_output(const ConvPlan *p, const THConvShape *s, char *out, char *staging,
     }
 }
 
+/* 1x1, stride 1, no padding: each sample's input block already is B. */
+static int
+forward_direct(const ConvPlan *p, const THConvShape *s, char *input, char *weight,
+               const char *bias, char *output)
+{
+    THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);
+    int rc = 0;
+    for (int64_t n = 0; n < s->batch && rc == 0; n++) {
+        for (int64_t g = 0; g < s->groups && rc == 0; g++) {
+            GroupBlock b = group_block(p, s, n, g, input, output, weight);
+            rc = THBlas_gemm(p->dtype, p->out_group, p->out_plane, p->depth, one,
+                             row_major(b.weight, p->depth),
+                             row_major(b.image, p->out_plane), zero,
+                             row_major(b.out, p->out_plane));
+            for (int64_t o = 0; rc == 0 && bias != NULL && o < p->out_group; o++) {
+                char *row = out_row(p, s, b.out, 0, o);
+                p->kernels->add_row(row, row, p->out_plane,
+                                    bias + (g * p->out_group + o) * p->itemsize);
+            }
+        }
+    }
+    return rc;
+}
+
+/* Copies samples' group blocks into the interiors of their zero-padded
+ * images: planes [begin, end) of images x in_group. */
+typedef struct {
+    const ConvPlan *p;
+    const THConvShape *s;
+    const GatherJob *gather;
+    const char *image; /* the first sample's group block of the input */
+} PadJob;
+
+static void
+pad_planes(int64_t begin, int64_t end, void *ctx)
+{
+    const PadJob *job = ctx;
+    const THConvShape *s = job->s;
+    const GatherJob *gather = job->gather;
+    size_t line = (size_t)s->in_w * job->p->itemsize;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / job->p->in_group, c = t % job->p->in_group;
+        const char *src = job->image
+                          + (b * s->in_channels + c) * job->p->in_plane * job->p->itemsize;
+        char *dst = gather->padded
+                    + ((t * gather->padded_h + s->pad_h) * gather->padded_w + s->pad_w)
+                          * job->p->itemsize;
+        for (int64_t y = 0; y < s->in_h; y++) {
+            memcpy(dst + y * gather->padded_w * job->p->itemsize, src + y * line, line);
+        }
+    }
+}
+
+/* Samples whose padded images one product covers: enough for about
+ * GATHER_COLUMNS columns, within COLUMN_LIMIT elements. */
+static int64_t
+gathered_images(const ConvPlan *p, const THConvShape *s, int64_t padded_image)
+{
+    int64_t wanted = (GATHER_COLUMNS + p->out_plane - 1) / p->out_plane;
+    int64_t fit = COLUMN_LIMIT / (padded_image > 0 ? padded_image : 1);
+    int64_t images = wanted < fit ? wanted : fit;
+    images = images < s->batch ? images : s->batch;
+    return images > 1 ? images : 1;
+}
+
+/* The padded images' buffer (zeroed: the pads are never written again)
+ * and the tap offsets; -1 with an error when out of memory. */
+static int
+gather_buffers(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t images)
+{
+    int64_t count;
+    job->padded = NULL;
+    job->tap_offsets = NULL;
+    if (TH_mul_overflows(images, job->padded_image, &count)
+        || count > INT64_MAX - GATHER_MAX_NR) {
+        return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
+    }
+    count += GATHER_MAX_NR; /* read past the last run: gather_b */
+    job->padded = TH_mallocArray(count, p->itemsize, "the convolution's padded input");
+    int64_t *offsets = TH_mallocArray(p->depth, sizeof(int64_t), "the convolution's taps");
+    if (job->padded == NULL || offsets == NULL) {
+        free(job->padded);
+        free(offsets);
+        return -1;
+    }
+    memset(job->padded, 0, (size_t)count * p->itemsize);
+    int64_t taps = s->kernel_h * s->kernel_w;
+    for (int64_t row = 0; row < p->depth; row++) {
+        int64_t c = row / taps, i = row % taps / s->kernel_w, j = row % s->kernel_w;
+        offsets[row] = (c * job->padded_h + i * s->dilation_h) * job->padded_w
+                       + j * s->dilation_w;
+    }
+    job->tap_offsets = offsets;
+    return 0;
+}
+
+/* The padded buffer's shape, the samples it holds (*chunk) and the
+ * buffers of Note [Convolution as an implicit GEMM]; -1 with an error. */
+static int
+gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t *chunk)
+{
+    *job = (GatherJob){.s = s, .out_plane = p->out_plane, .out_group = p->out_group,
+                       .depth = p->depth};
+    job->padded_h = s->in_h + 2 * s->pad_h;
+    job->padded_w = s->in_w + 2 * s->pad_w;
+    if (TH_mul_overflows(p->in_group, job->padded_h * job->padded_w, &job->padded_image)) {
+        return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
+    }
+    *chunk = gathered_images(p, s, job->padded_image);
+    return gather_buffers(p, s, job, *chunk);
+}
+
+static void
+gather_free(GatherJob *job)
+{
+    free(job->padded);
+    free((void *)job->tap_offsets);
+}
+
+/* Copies `images` samples' group blocks (from `image` on) into the padded
+ * buffer and sets the product's columns. */
+static void
+gather_images(const ConvPlan *p, const THConvShape *s, GatherJob *job, const char *image,
+              int64_t images)
+{
+    PadJob pad = {p, s, job, image};
+    THParallel_for(images * p->in_group, 1 + TH_PARALLEL_GRAIN / (p->in_plane + 1),
+                   pad_planes, &pad);
+    job->columns = images * p->out_plane;
+}
+
+/* out[samples, g] = W[g] . B (+ bias) as implicit GEMMs, a chunk of
+ * samples at a time. */
+static int
+forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *weight,
+                 const char *bias, char *output)
+{
+    GatherJob job;
+    int64_t chunk;
+    if (gather_setup(p, s, &job, &chunk) < 0) {
+        return -1;
+    }
+    int rc = 0;
+    for (int64_t n = 0; n < s->batch && rc == 0; n += chunk) {
+        int64_t images = s->batch - n < chunk ? s->batch - n : chunk;
+        for (int64_t g = 0; g < s->groups && rc == 0; g++) {
+            GroupBlock b = group_block(p, s, n, g, input, output, weight);
+            gather_images(p, s, &job, b.image, images);
+            job.out = b.out;
+            job.bias = bias == NULL ? NULL : bias + g * p->out_group * p->itemsize;
+            rc = THBlas_gemmGathered(p->dtype, p->out_group, job.columns, p->depth,
+                                     row_major(b.weight, p->depth), p->kernels->gather_b,
+                                     p->kernels->scatter_c, &job);
+        }
+    }
+    gather_free(&job);
+    return rc;
+}
+
 /* The forward product on raw operands (bias may be NULL). */
 static int
 forward_products(const THConvShape *s, THDtype dtype, char *input, char *weight,
                  const char *bias, char *output)
 {
-    ConvPlan p;
-    ConvScratch scratch;
-    if (prepare(dtype, s, &p, &scratch) < 0) {
+    if (check_dtype(dtype) < 0) {
         return -1;
     }
-    THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);
-    int rc = 0;
-    for (int64_t n = 0; n < s->batch && rc == 0; n += p.images) {
-        int64_t images = s->batch - n < p.images ? s->batch - n : p.images;
-        for (int64_t g = 0; g < s->groups && rc == 0; g++) {
-            GroupBlock b = group_block(&p, s, n, g, input, output, weight);
-            char *col = columns_of(&p, s, b.image, images, &scratch);
-            bool staged = images > 1;
-            char *dst = staged ? scratch.staging : b.out;
-            rc = THBlas_gemm(p.dtype, p.out_group, images * p.out_plane, p.depth, one,
-                             row_major(b.weight, p.depth),
-                             row_major(col, images * p.out_plane), zero,
-                             row_major(dst, images * p.out_plane));
-            if (rc == 0 && (staged || bias != NULL)) {
-                /* in place when not staged: src == dst row by row */
-                scatter_output(&p, s, b.out, dst, images, bias, g * p.out_group);
-            }
-        }
+    ConvPlan p = plan_of(s, dtype);
+    if (p.direct) {
+        return forward_direct(&p, s, input, weight, bias, output);
     }
-    free_scratch(&scratch);
-    return rc;
+    return forward_gathered(&p, s, input, weight, bias, output);
 }
 
 int
@@ -500,35 +763,31 @@ static int
 backward_input_by_columns(THTensor *grad_input, const THTensor *grad_output,
                           const THTensor *weight, const THConvShape *s)
 {
-    THConvShape one_at_a_time = *s;
-    one_at_a_time.batch = 1; /* the plan's columns hold one sample */
-    ConvPlan p;
-    ConvScratch scratch;
-    if (prepare(grad_output->dtype, &one_at_a_time, &p, &scratch) < 0) {
+    ConvPlan p = plan_of(s, grad_output->dtype);
+    char *col = alloc_matrix(&p, p.depth, p.out_plane, "the convolution's column buffer");
+    if (col == NULL) {
         return -1;
     }
     THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);
-    if (!p.direct) { /* col2im adds into it */
-        memset(THTensor_data(grad_input), 0, (size_t)grad_input->numel * p.itemsize);
-    }
+    /* col2im adds into it */
+    memset(THTensor_data(grad_input), 0, (size_t)grad_input->numel * p.itemsize);
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n++) {
         for (int64_t g = 0; g < s->groups && rc == 0; g++) {
             GroupBlock b = group_block(&p, s, n, g, THTensor_data(grad_input),
                                        THTensor_data(grad_output), THTensor_data(weight));
-            char *col = p.direct ? b.image : scratch.col;
             /* col (depth x out_plane) = W[g]^T . grad_out[n, g] */
             rc = THBlas_gemm(p.dtype, p.depth, p.out_plane, p.out_group, one,
                              THBlasMatrix_transposed(row_major(b.weight, p.depth)),
                              row_major(b.out, p.out_plane), zero,
                              row_major(col, p.out_plane));
-            if (rc == 0 && !p.direct) {
-                ColumnJob job = {s, p.out_plane, 1, 0, b.image, col};
+            if (rc == 0) {
+                ColumnJob job = {s, p.out_plane, b.image, col};
                 THParallel_for(p.in_group, 1, p.kernels->col2im, &job);
             }
         }
     }
-    free_scratch(&scratch);
+    free(col);
     return rc;
 }
 
@@ -536,9 +795,8 @@ int
 THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
                        const THTensor *weight, const THConvShape *s)
 {
-    if (kernels_for(grad_output->dtype) == NULL) {
-        return THError_set(TH_ERR_TYPE,
-                           "convolution: expected a float32 or float64 tensor");
+    if (check_dtype(grad_output->dtype) < 0) {
+        return -1;
     }
     if (input_grad_is_a_convolution(s)) {
         return backward_input_as_convolution(grad_input, grad_output, weight, s);
@@ -546,40 +804,57 @@ THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
     return backward_input_by_columns(grad_input, grad_output, weight, s);
 }
 
+/* gW[g] = sum over the samples of grad_out[n, g] . B^T, as implicit GEMMs
+ * whose B is the forward's B transposed (gather_bt), a chunk of samples
+ * side by side at a time (Note [Samples side by side]); the first chunk
+ * sets gW, the others add to it. */
 int
 THConv2d_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
                         const THTensor *input, const THConvShape *s)
 {
-    ConvPlan p;
-    ConvScratch scratch;
-    if (prepare(input->dtype, s, &p, &scratch) < 0) {
+    if (check_dtype(input->dtype) < 0) {
         return -1;
     }
-    THScalar one = THScalar_fromDouble(1.0), zero = THScalar_fromDouble(0.0);
+    ConvPlan p = plan_of(s, input->dtype);
     if (s->batch == 0) {
         memset(THTensor_data(grad_weight), 0, (size_t)grad_weight->numel * p.itemsize);
+        return 0;
+    }
+    GatherJob job;
+    int64_t chunk;
+    if (gather_setup(&p, s, &job, &chunk) < 0) {
+        return -1;
+    }
+    char *staging = NULL;
+    if (chunk > 1) {
+        staging = alloc_matrix(&p, p.out_group, chunk * p.out_plane,
+                               "the convolution's staging buffer");
+        if (staging == NULL) {
+            gather_free(&job);
+            return -1;
+        }
     }
     int rc = 0;
-    for (int64_t n = 0; n < s->batch && rc == 0; n += p.images) {
-        int64_t images = s->batch - n < p.images ? s->batch - n : p.images;
-        int64_t cols = images * p.out_plane;
+    for (int64_t n = 0; n < s->batch && rc == 0; n += chunk) {
+        int64_t images = s->batch - n < chunk ? s->batch - n : chunk;
         for (int64_t g = 0; g < s->groups && rc == 0; g++) {
             GroupBlock b = group_block(&p, s, n, g, THTensor_data(input),
                                        THTensor_data(grad_output),
                                        THTensor_data(grad_weight));
-            char *col = columns_of(&p, s, b.image, images, &scratch);
+            gather_images(&p, s, &job, b.image, images);
             char *out = b.out;
             if (images > 1) {
-                gather_output(&p, s, b.out, scratch.staging, images);
-                out = scratch.staging;
+                gather_output(&p, s, b.out, staging, images);
+                out = staging;
             }
-            /* gW[g] (+)= grad_out[samples, g] . col^T; the first block sets it */
-            rc = THBlas_gemm(p.dtype, p.out_group, p.depth, cols, one,
-                             row_major(out, cols),
-                             THBlasMatrix_transposed(row_major(col, cols)),
-                             n == 0 ? zero : one, row_major(b.weight, p.depth));
+            job.out = b.weight;
+            job.accumulate = n > 0;
+            rc = THBlas_gemmGathered(p.dtype, p.out_group, p.depth, job.columns,
+                                     row_major(out, job.columns), p.kernels->gather_bt,
+                                     p.kernels->accumulate_c, &job);
         }
     }
-    free_scratch(&scratch);
+    free(staging);
+    gather_free(&job);
     return rc;
 }

@@ -21,23 +21,41 @@
  *                                   gradient as a convolution])
  *     weight gradient  gW[g]     += grad_out[n, g] . col^T
  *
- * The GEMMs are the packed, blocked, threaded THBlas_gemm.  im2col copies
- * each kernel tap's valid span of an image line at once (the bounds are
- * worked out per tap, not per element); a 1x1 kernel with stride 1 and no
- * padding needs no columns: the input already is that matrix.
+ * col is kh * kw times the size of the image, so the forward and weight-
+ * gradient products never store it: Note [Convolution as an implicit
+ * GEMM].  A 1x1 kernel with stride 1 and no padding needs no columns at
+ * all: the input already is that matrix, and its forward is a plain GEMM.
+ *
+ * Note [Convolution as an implicit GEMM]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The packed GEMM copies every KC x NR micro-panel of B into a small
+ * buffer before the micro-kernel reads it (Note [GEMM blocking] in
+ * THBlas.c); storing col first would only add a trip through memory of a
+ * matrix kh * kw times the image's size.  So the products run as
+ * THBlas_gemmGathered, whose gather_b packs each micro-panel straight from
+ * the input.  The samples' group blocks are first copied into a zero-padded
+ * buffer ((in_h + 2 pad_h) x (in_w + 2 pad_w) per channel, zeroed once), so
+ * no read needs a bounds test: row (c, i, j) of col is the padded images
+ * read from one offset on (tap_offsets), and a micro-panel's NR columns
+ * are a few runs along output lines (line_runs), each a contiguous stretch
+ * of a padded line when stride_w is 1 -- one fixed-size copy of NR values
+ * per row and run.  The product's C arrives a column panel at a time and
+ * is scattered into the NCHW output with the bias added (scatter_c).  The
+ * weight gradient's B is col transposed (positions down, (c, i, j)
+ * across): gather_bt reads each (c, i, j) along a line run and writes it
+ * down the panel, and its column panels of C are added into gW.
  *
  * Note [Samples side by side]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~
  * One sample of a small image gives a GEMM too narrow to run well (a 7x7
- * output has 49 columns: the weight is packed again for every sample and
- * the last micro-panel is mostly padding).  So the forward and weight-
- * gradient products lay the columns of several samples side by side,
- * col[depth][b * out_plane + position], enough for about a thousand
- * columns (the buffer capped at a few million elements, one sample always
- * allowed).  The forward GEMM then writes an out_group x (samples *
- * out_plane) staging block that is copied into the NCHW output with the
- * bias added; the weight gradient gathers grad_out's block the same way
- * and sums over all its columns in one GEMM.
+ * output has 49 columns: the last micro-panel is mostly padding and the
+ * weight is packed again for every sample).  So a product covers the
+ * columns of several samples side by side, B's column b * out_plane +
+ * position, enough for a few thousand columns (their padded images capped
+ * at a few million elements, one sample always allowed).  The forward's
+ * scatter_c finds each column's sample; the weight gradient copies
+ * grad_out's rows of those samples side by side into a staging block (its
+ * A) and sums over all their columns in one GEMM.
  *
  * Note [Input gradient as a convolution]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -49,10 +67,10 @@
  *     W'[g, c][o][i][j] = W[g, o][c][kh - 1 - i][kw - 1 - j],
  *
  * and padding d*(k - 1) - p, which must not be negative.  That runs as the
- * forward product (depth out_group * kh * kw, no col2im, samples side by
- * side) instead of a GEMM summing only out_group terms followed by col2im's
- * scattered adds.  Other strides and larger paddings take the col2im route,
- * one sample at a time.
+ * forward product (depth out_group * kh * kw, an implicit GEMM, no col2im,
+ * samples side by side) instead of a GEMM summing only out_group terms
+ * followed by col2im's scattered adds.  Other strides and larger paddings
+ * take the col2im route, one sample at a time.
  *
  * A transposed convolution is the input-gradient product run forward
  * (THConv2d_backwardInput), as in PyTorch.
