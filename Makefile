@@ -183,7 +183,7 @@ FUZZ_EXAMPLES ?= 1000
 FUZZ_TIMEOUT ?= 3600
 EMBER_FUZZ_SEED ?=
 
-.PHONY: help install install-cuda build demo docs test ctest pytest fuzz test-pythons bench leakcheck \
+.PHONY: help install install-cuda build demo docs test gpu-check ctest pytest fuzz test-pythons bench leakcheck \
         leak-asan leak-refs leak-valgrind dbg-venv dbg-numpy-wheel clean distclean \
         exercise
 
@@ -196,6 +196,7 @@ help:
 	@echo "make test           C unit tests, then pytest tests/ docs/ (deterministic)"
 	@echo "make fuzz           the fuzz tests with a random seed, longer (EMBER_FUZZ_SEED=N replays)"
 	@echo "make test-pythons   make test on every other CPython 3.11-3.13 found (own venvs; PYTEST_PATHS=docs: the walkthrough only)"
+	@echo "make gpu-check      every GPU test (CuPy + a GPU; ember[cuda] installed), one summary"
 	@echo "make bench          the side-by-side benchmarks in bench/ (installs the bench extras)"
 	@echo "make leakcheck      leak-asan + leak-refs + leak-valgrind (fails on any ember leak)"
 	@echo "make leak-asan      ASan/LSan build in build/asan, pytest \$$(LEAK_ASAN_TESTS)"
@@ -278,6 +279,12 @@ fuzz: build
 OTHER_PYTHONS_JOBS ?= 1
 test-pythons:
 	JOBS=$(OTHER_PYTHONS_JOBS) tools/other_pythons.sh $(VPY)
+
+# Every GPU test in one run (tools/gpu_check.py): the device found, the
+# tests passed/failed/skipped and the GPU benchmarks' ratios in one summary.
+gpu-check: build
+	$(VPIP) install --no-build-isolation -e '.[test,distributed,cuda]'
+	$(VPY) tools/gpu_check.py
 
 # The bench extras (numexpr, a peer in bench_ops.py) are installed only
 # here, so `make test` never needs them.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE,

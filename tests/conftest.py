@@ -82,3 +82,16 @@ def default_allocator_restored():
     if not (isinstance(current, memory.CAllocator) and current.name == "cpu"):
         memory.set_allocator(start)
         pytest.fail(f"test left {current!r} installed")
+
+
+# `make gpu-check` on a machine with a GPU sets EMBER_REQUIRE_GPU=1: there a
+# test skipped for want of a GPU means the GPU path is broken (CuPy cannot
+# see the device), so the skip is reported as a failure.
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("EMBER_REQUIRE_GPU") == "1" and report.skipped \
+            and "GPU" in str(report.longrepr):
+        report.outcome = "failed"
+        report.longrepr = f"skipped on a machine with a GPU: {report.longrepr}"

@@ -1,0 +1,55 @@
+"""`make gpu-check`: every GPU test in one run, with one summary.
+
+    python tools/gpu_check.py
+
+Runs the CUDA test files (the kernel sources' NVRTC and CPU-emulation checks,
+and the host side with its tests that need a GPU) and prints one summary:
+the device found (or why none), the tests passed/failed/skipped, and each
+GPU benchmark's ratio.  On a machine with a GPU a skipped GPU test counts as
+a failure (EMBER_REQUIRE_GPU=1), so a broken CuPy install cannot pass by
+skipping everything.  Exit status: 0 when nothing failed.
+"""
+
+import os
+import subprocess
+import sys
+
+import ember
+
+CUDA_TESTS = ["tests/test_cuda_host.py", "tests/test_cuda_kernels.py",
+              "tests/test_cuda_binary_reduce_kernels.py"]
+# GPU benchmarks join this list as the operators learn to launch kernels.
+GPU_BENCHMARKS = []
+
+
+def device_line():
+    if ember.cuda.is_available():
+        return f"device: {ember.cuda.get_device_name()} ({ember.cuda.device_count()} visible)"
+    try:
+        ember.empty(1, device="cuda")
+    except RuntimeError as error:
+        return f"device: none ({str(error).splitlines()[0]})"
+    return "device: none"
+
+
+def main():
+    env = dict(os.environ, PYTHONPATH="python")
+    if ember.cuda.is_available():
+        env["EMBER_REQUIRE_GPU"] = "1"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          *CUDA_TESTS], env=env, capture_output=True, text=True)
+    sys.stdout.write(run.stdout[-4000:])
+    lines = run.stdout.strip().splitlines()
+    tests = lines[-1].strip("= ") if lines else "no pytest output"
+    print("== gpu-check summary")
+    print("  " + device_line())
+    print(f"  tests: {tests}")
+    for name in GPU_BENCHMARKS:
+        print(f"  benchmark {name}")
+    if not GPU_BENCHMARKS:
+        print("  benchmarks: none yet (the operators do not launch kernels on the GPU yet)")
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
