@@ -128,17 +128,20 @@ THPPin_enter(THPPinFrame *frame)
     THPPin_top = frame;
 }
 
-/* The arguments that can hold no tensor and are the most common ones (the
- * sizes and dims of views, the scalars of arithmetic): skipped at once. */
+/* The arguments that are never pinned and are the most common ones (the
+ * sizes and dims of views, the scalars of arithmetic, the key of t[a:b]:
+ * pin_object leaves a slice's bounds alone, as it does any object that
+ * is not a tensor, tuple or list): skipped at once. */
 static inline bool
 holds_no_tensor(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
-    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None;
+    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None
+           || type == &PySlice_Type;
 }
 
-int
-THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
+static int
+pin_each(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = objects[i];
@@ -167,11 +170,56 @@ has_list(PyObject *const *args, Py_ssize_t n)
     return 0;
 }
 
+/* Whether args[0] is an ember.Tensor and nothing after it is pinned:
+ * t.view(2, 3), t.transpose(0, 1), t[1:3], t.add(1.0). */
+static inline bool
+only_first_is_tensor(PyObject *const *args, Py_ssize_t n)
+{
+    if (n == 0 || !Py_IS_TYPE(args[0], THPVariableClass)) {
+        return false;
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (args[i] == NULL || !holds_no_tensor(args[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The commonest frame: one tensor, first, in a frame with nothing pinned
+ * yet (so its inline arrays have room).  What pin_tensor does, without
+ * the growth checks. */
+static inline void
+pin_first(THPPinFrame *frame, PyObject *obj)
+{
+    THTensor *tensor = ((THPVariable *)obj)->cdata;
+    THTensor_retain(tensor); /* released by THPPin_exit */
+    frame->kept[0] = tensor;
+    frame->objects[0] = obj;
+    frame->kept_count = frame->pinned_count = 1;
+}
+
+int
+THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
+{
+    if (frame->pinned_count == 0 && frame->kept_count == 0
+        && only_first_is_tensor(objects, n)) {
+        pin_first(frame, objects[0]);
+        return 0;
+    }
+    return pin_each(frame, objects, n);
+}
+
 int
 THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
             PyObject *const **pinned_args)
 {
     *pinned_args = args;
+    if (frame->pinned_count == 0 && frame->kept_count == 0
+        && only_first_is_tensor(args, n)) {
+        pin_first(frame, args[0]);
+        return 0;
+    }
     if (__builtin_expect(has_list(args, n), 0)) {
         /* A copy of the argument array in which every list is replaced by
          * a private copy: a new list of the same items, which no Python
@@ -204,7 +252,7 @@ THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
         }
         return 0;
     }
-    return THPPin_objects(frame, args, n);
+    return pin_each(frame, args, n);
 }
 
 /* The outermost frame of this thread: what it keeps alive lives until the
