@@ -1,9 +1,10 @@
 """The fast paths behind cheap tensor objects (issue 15): ember.Tensor's own
 dealloc (Note [ember.Tensor's own dealloc] in c/python/Variable.c), the
 per-thread header free lists (Note [Header free lists] in
-c/th/THHeaderCache.h) and the one-item fast path of t[i] / t[a:b]
-(c/python/Indexing.c).  NumPy is the value oracle; torch, where installed,
-the message oracle.  No timing here: bench/bench_core.py measures."""
+c/th/THHeaderCache.h), the one-item fast path of t[i] / t[a:b]
+(c/python/Indexing.c), small ints read without a call (THPUtils_smallInt in
+c/python/THP.h) and the self-only pin frame (c/python/Pin.c).  NumPy is the
+value oracle; torch, where installed, the message oracle.  No timing here: bench/bench_core.py measures."""
 
 import gc
 import sys
