@@ -10,6 +10,7 @@ the least noisy estimate of the cost itself).  Never used in a test.
 
 import argparse
 import sys
+import time
 import timeit
 
 import numpy as np
@@ -22,8 +23,8 @@ except ImportError:  # the oracle is optional
     torch = None
 
 
-def best_time_us(stmt, number, repeat):
-    timer = timeit.Timer(stmt)
+def best_time_us(stmt, number, repeat, clock=time.perf_counter):
+    timer = timeit.Timer(stmt, timer=clock)
     return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
 
 
@@ -66,20 +67,25 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time with this thread's CPU clock instead of "
+                             "the wall clock (steadier on a loaded machine)")
     args = parser.parse_args(argv)
+    clock = time.thread_time if args.cpu_time else time.perf_counter
     print(f"ember {ember.__version__}, numpy {np.__version__}, torch "
           f"{torch.__version__ if torch else 'not installed'}")
-    print("times in microseconds per call (best of "
-          f"{args.repeat} x {args.number})")
+    print(f"{'thread CPU' if args.cpu_time else 'wall'} times in "
+          f"microseconds per call (best of {args.repeat} x {args.number})")
     header = (f"{'operation':<20} {'ember':>8} {'numpy':>8} {'torch':>8}"
               f" {'e/numpy':>8} {'e/torch':>8}")
     print(header)
     print("-" * len(header))
     misses = []
     for name, e_call, n_call, t_call in cases():
-        e = best_time_us(e_call, args.number, args.repeat)
-        n = best_time_us(n_call, args.number, args.repeat)
-        t = best_time_us(t_call, args.number, args.repeat) if t_call else None
+        e = best_time_us(e_call, args.number, args.repeat, clock)
+        n = best_time_us(n_call, args.number, args.repeat, clock)
+        t = (best_time_us(t_call, args.number, args.repeat, clock)
+             if t_call else None)
         t_text = f"{t:8.3f}" if t is not None else "       -"
         print(f"{name:<20} {e:8.3f} {n:8.3f} {t_text} {fmt_ratio(e, n):>8}"
               f" {fmt_ratio(e, t):>8}")

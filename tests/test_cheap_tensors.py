@@ -1,9 +1,10 @@
 """The fast paths behind cheap tensor objects (issue 15): ember.Tensor's own
 dealloc (Note [ember.Tensor's own dealloc] in c/python/Variable.c), the
 per-thread header free lists (Note [Header free lists] in
-c/th/THHeaderCache.h) and the one-item fast path of t[i] / t[a:b]
-(c/python/Indexing.c).  NumPy is the value oracle; torch, where installed,
-the message oracle.  No timing here: bench/bench_core.py measures."""
+c/th/THHeaderCache.h), the one-item fast path of t[i] / t[a:b]
+(c/python/Indexing.c), small ints read without a call (THPUtils_smallInt in
+c/python/THP.h) and the self-only pin frame (c/python/Pin.c).  NumPy is the
+value oracle; torch, where installed, the message oracle.  No timing here: bench/bench_core.py measures."""
 
 import gc
 import sys
@@ -191,3 +192,71 @@ def test_one_item_index_of_a_strided_view():
     np.testing.assert_array_equal(t[2].numpy(), a.T[2])
     np.testing.assert_array_equal(t[1:5:2].numpy(), a.T[1:5:2])
     assert t[1:5:2].storage_offset() == 1
+
+
+# ---- bounds and sizes read straight from small ints ----------------------------
+# Exact ints of one CPython digit (|v| < 2**30) are read without a call
+# (THPUtils_smallInt); everything else takes the general path.  Both paths
+# must agree.
+
+BIG = 2**40
+
+
+@pytest.mark.parametrize("start", [None, 0, 1, -1, -3, 4, 7, -7, 2**30 - 1,
+                                   2**30, -(2**30), BIG, -BIG, True,
+                                   np.int64(2)])
+@pytest.mark.parametrize("stop", [None, 0, 3, -1, 9, -9, 2**30, -BIG, BIG,
+                                  False, np.int64(-2)])
+def test_slice_bounds_match_numpy(start, stop):
+    a = np.arange(24, dtype=np.float32).reshape(6, 4)
+    t = ember.from_numpy(a)
+    view = t[start:stop]
+    expected = a[start:stop]
+    np.testing.assert_array_equal(view.numpy(), expected)
+    assert view.shape == expected.shape
+    if expected.size:
+        offset = (expected.__array_interface__["data"][0]
+                  - a.__array_interface__["data"][0]) // 4
+        assert view.storage_offset() == offset
+
+
+@pytest.mark.parametrize("index", [2**30 - 1, 2**30, -(2**30), -(2**30) - 1,
+                                   BIG])
+def test_int_index_out_of_range_names_the_value(index):
+    with pytest.raises(IndexError) as caught:
+        ember.zeros(4, 6)[index]
+    assert str(index) in str(caught.value)
+    if torch is not None:
+        with pytest.raises(IndexError) as expected:
+            torch.zeros(4, 6)[index]
+        assert str(caught.value) == str(expected.value)
+
+
+def test_sizes_and_dims_from_small_and_large_ints():
+    t = ember.arange(24.0)
+    assert t.view(4, -1).shape == (4, 6)
+    assert t.reshape(-1, 2).shape == (12, 2)
+    assert t.view(4, 6).transpose(-1, 0).shape == (6, 4)
+    assert t.view(4, 6).transpose(np.int64(1), 0).shape == (6, 4)
+    for shape in [(2**30, 1), (BIG, 0), (-(2**30), 1)]:
+        with pytest.raises(RuntimeError):
+            t.view(*shape)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        t.view(4, 6).transpose(2**30, 0)
+    if torch is not None:
+        with pytest.raises(RuntimeError) as expected:
+            torch.arange(24.0).view(2**30, 1)
+        with pytest.raises(RuntimeError) as caught:
+            t.view(2**30, 1)
+        assert str(caught.value) == str(expected.value)
+
+
+def test_a_view_of_a_rebound_tensor_sees_its_new_data():
+    # The pin of self (the fast path of Note [Pinned arguments]) must take
+    # the tensor's THTensor at the call, not a stale one.
+    t = ember.zeros(4, 6)
+    v = t.view(24)
+    t.data = ember.ones(2, 3)
+    assert t.view(6).tolist() == [1.0] * 6
+    assert t[1:2].tolist() == [[1.0, 1.0, 1.0]]
+    assert v.tolist() == [0.0] * 24

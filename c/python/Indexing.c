@@ -243,6 +243,37 @@ parse_index(THTensor *tensor, PyObject *index, ParsedIndex *parsed)
 
 /* ---- the basic part: a view ------------------------------------------------- */
 
+/* A slice bound as PySlice_AdjustIndices leaves it for a step of 1:
+ * counted from the end when negative, then clamped to [0, size]. */
+static int64_t
+clamp_slice_bound(int64_t bound, int64_t size)
+{
+    if (bound < 0) {
+        bound += size;
+        return bound < 0 ? 0 : bound;
+    }
+    return bound > size ? size : bound;
+}
+
+/* t[a:b] with a and b small exact ints or None and no step (the common
+ * slice): its bounds read straight from the slice, where PySlice_Unpack
+ * would go through __index__ for each.  false: take the general path. */
+static bool
+unpack_simple_slice(PyObject *obj, int64_t size, int64_t *start,
+                    int64_t *stop)
+{
+    PySliceObject *slice = (PySliceObject *)obj;
+    int64_t a = 0, b = size;
+    if (slice->step != Py_None
+        || (slice->start != Py_None && !THPUtils_smallInt(slice->start, &a))
+        || (slice->stop != Py_None && !THPUtils_smallInt(slice->stop, &b))) {
+        return false;
+    }
+    *start = clamp_slice_bound(a, size);
+    *stop = clamp_slice_bound(b, size);
+    return true;
+}
+
 /* The view that one int, slice or None (the `position`-th item of the
  * index) makes at dim `dim` of t: a new reference, or NULL with an
  * exception set.  *dim moves past the dims the view keeps. */
@@ -270,17 +301,21 @@ new_item_view(THTensor *t, int *dim, Py_ssize_t position,
         next = THTensor_newSelect(t, *dim, index);
     }
     else if (item->kind == ITEM_SLICE) {
-        Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(item->obj, &start, &stop, &step) < 0) {
-            return NULL;
+        int64_t start, stop, step = 1;
+        if (!unpack_simple_slice(item->obj, t->sizes[*dim], &start, &stop)) {
+            Py_ssize_t first, last, by;
+            if (PySlice_Unpack(item->obj, &first, &last, &by) < 0) {
+                return NULL;
+            }
+            if (by <= 0) {
+                PyErr_SetString(PyExc_ValueError,
+                                "step must be greater than zero");
+                return NULL;
+            }
+            PySlice_AdjustIndices((Py_ssize_t)t->sizes[*dim], &first, &last,
+                                  by);
+            start = first, stop = last, step = by;
         }
-        if (step <= 0) {
-            PyErr_SetString(PyExc_ValueError,
-                            "step must be greater than zero");
-            return NULL;
-        }
-        PySlice_AdjustIndices((Py_ssize_t)t->sizes[*dim], &start, &stop,
-                              step);
         next = THTensor_newSlice(t, *dim, start, stop, step);
         (*dim)++;
     }

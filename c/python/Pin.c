@@ -52,6 +52,20 @@ keep(THPPinFrame *frame, THTensor *tensor)
     return 0;
 }
 
+/* Notes where a pinned tensor lives, for THPDevice_placement (a 0-dim
+ * CPU tensor goes with any device, as PyTorch's scalars do). */
+static inline void
+note_device(THPPinFrame *frame, THTensor *tensor)
+{
+    THDeviceType device = tensor->storage->device;
+    if (device == TH_DEVICE_CPU && tensor->ndim == 0) {
+        frame->has_cpu_scalar = true;
+    }
+    else {
+        frame->devices |= 1u << device;
+    }
+}
+
 /* Pins one tensor object: remembers it and keeps its THTensor. */
 static inline int
 pin_tensor(THPPinFrame *frame, PyObject *obj)
@@ -68,13 +82,7 @@ pin_tensor(THPPinFrame *frame, PyObject *obj)
     /* The same index as the kept reference: kept[i] is objects[i]'s
      * THTensor for i < pinned_count (pins come before THPPin_keepAlive). */
     frame->objects[frame->pinned_count++] = obj;
-    THDeviceType device = tensor->storage->device;
-    if (device == TH_DEVICE_CPU && tensor->ndim == 0) {
-        frame->has_cpu_scalar = true;
-    }
-    else {
-        frame->devices |= 1u << device;
-    }
+    note_device(frame, tensor);
     return 0;
 }
 
@@ -138,17 +146,20 @@ THPPin_enter(THPPinFrame *frame)
     THPPin_top = frame;
 }
 
-/* The arguments that can hold no tensor and are the most common ones (the
- * sizes and dims of views, the scalars of arithmetic): skipped at once. */
+/* The arguments that are never pinned and are the most common ones (the
+ * sizes and dims of views, the scalars of arithmetic, the key of t[a:b]:
+ * pin_object leaves a slice's bounds alone, as it does any object that
+ * is not a tensor, tuple or list): skipped at once. */
 static inline bool
 holds_no_tensor(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
-    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None;
+    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None
+           || type == &PySlice_Type;
 }
 
 static int
-pin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
+pin_each(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = objects[i];
@@ -165,15 +176,6 @@ pin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
     return 0;
 }
 
-int
-THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
-{
-    if (pin_objects(frame, objects, n) < 0) {
-        return -1;
-    }
-    return THPDevice_placement(frame);
-}
-
 /* Whether some argument is a list (it gets a private copy). */
 static inline int
 has_list(PyObject *const *args, Py_ssize_t n)
@@ -186,11 +188,59 @@ has_list(PyObject *const *args, Py_ssize_t n)
     return 0;
 }
 
+/* Whether args[0] is an ember.Tensor and nothing after it is pinned:
+ * t.view(2, 3), t.transpose(0, 1), t[1:3], t.add(1.0). */
+static inline bool
+only_first_is_tensor(PyObject *const *args, Py_ssize_t n)
+{
+    if (n == 0 || !Py_IS_TYPE(args[0], THPVariableClass)) {
+        return false;
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (args[i] == NULL || !holds_no_tensor(args[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The commonest frame: one tensor, first, in a frame with nothing pinned
+ * yet (so its inline arrays have room).  What pin_tensor does, without
+ * the growth checks; the call runs where that one tensor lives. */
+static inline int
+pin_first(THPPinFrame *frame, PyObject *obj)
+{
+    THTensor *tensor = ((THPVariable *)obj)->cdata;
+    THTensor_retain(tensor); /* released by THPPin_exit */
+    frame->kept[0] = tensor;
+    frame->objects[0] = obj;
+    frame->kept_count = frame->pinned_count = 1;
+    note_device(frame, tensor);
+    return tensor->storage->device == TH_DEVICE_CPU ? 0 : 1;
+}
+
+int
+THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
+{
+    if (frame->pinned_count == 0 && frame->kept_count == 0
+        && only_first_is_tensor(objects, n)) {
+        return pin_first(frame, objects[0]);
+    }
+    if (pin_each(frame, objects, n) < 0) {
+        return -1;
+    }
+    return THPDevice_placement(frame);
+}
+
 int
 THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
             PyObject *const **pinned_args)
 {
     *pinned_args = args;
+    if (frame->pinned_count == 0 && frame->kept_count == 0
+        && only_first_is_tensor(args, n)) {
+        return pin_first(frame, args[0]);
+    }
     if (__builtin_expect(has_list(args, n), 0)) {
         /* A copy of the argument array in which every list is replaced by
          * a private copy: a new list of the same items, which no Python
@@ -223,7 +273,10 @@ THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
         }
         return THPDevice_placement(frame);
     }
-    return THPPin_objects(frame, args, n);
+    if (pin_each(frame, args, n) < 0) {
+        return -1;
+    }
+    return THPDevice_placement(frame);
 }
 
 /* The outermost frame of this thread: what it keeps alive lives until the

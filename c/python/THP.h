@@ -204,6 +204,31 @@ int THPUtils_parseArgs(const char *fname, PyObject *const *args,
                        Py_ssize_t nargs, PyObject *kwnames,
                        const char *const *names, int nnames,
                        int max_positional, PyObject **out);
+/* The value of an exact int of at most one CPython digit (|v| < 2**30:
+ * every size, dim and index in practice), read from the object with no
+ * call and no error to check; false for anything else, which takes the
+ * general path (PyLong_AsLongLongAndOverflow, or __index__). */
+static inline bool
+THPUtils_smallInt(PyObject *obj, int64_t *value)
+{
+    if (!PyLong_CheckExact(obj)) {
+        return false;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)obj)) {
+        return false;
+    }
+    *value = PyUnstable_Long_CompactValue((PyLongObject *)obj);
+#else
+    /* 3.11: the sign is ob_size's, the magnitude digit 0 (0 for zero). */
+    Py_ssize_t ndigits = Py_SIZE(obj);
+    if (ndigits < -1 || ndigits > 1) {
+        return false;
+    }
+    *value = ndigits * (int64_t)((PyLongObject *)obj)->ob_digit[0];
+#endif
+    return true;
+}
 /* Reads an int64 that must be a Python int (or have __index__). */
 int THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
                         int64_t *out);
@@ -588,7 +613,9 @@ THPVariable_Unpack(PyObject *obj)
 {
     THPPinFrame *frame = THPPin_top;
     if (frame != NULL && frame->pinned_count > 0) {
-        return THPPin_lookup(frame, obj);
+        /* Usually `self`, the first pin: found without the search. */
+        return frame->objects[0] == obj ? frame->kept[0]
+                                        : THPPin_lookup(frame, obj);
     }
     return ((THPVariable *)obj)->cdata;
 }

@@ -125,6 +125,9 @@ THPUtils_unpackLong(PyObject *obj, const char *fname, const char *what,
 {
     int overflow = 0;
     long long value;
+    if (THPUtils_smallInt(obj, out)) {
+        return 0;
+    }
     if (PyLong_CheckExact(obj)) { /* the common case: nothing to refuse or run */
         value = PyLong_AsLongLongAndOverflow(obj, &overflow);
     }

@@ -169,13 +169,17 @@ THPVariable_subclass_dealloc(PyObject *self)
     PyObject_ClearManagedDict(self);
 #else
     /* 3.11/3.12: the dict pointer (a dict is made first from the inline
-     * attribute values, if any: that path may fail, and clears errors). */
-    PyObject *pending = PyErr_GetRaisedException(); /* THP.h's shim */
+     * attribute values, if any: that path may fail, and clears errors).
+     * A pending exception is set aside around it; usually there is none,
+     * and the save and restore (a normalisation on 3.11) are skipped. */
+    PyObject *pending = PyErr_Occurred() ? PyErr_GetRaisedException() : NULL;
     PyObject **dict = _PyObject_GetDictPtr(self);
     if (dict != NULL) {
         Py_CLEAR(*dict);
     }
-    PyErr_SetRaisedException(pending);
+    if (pending != NULL) {
+        PyErr_SetRaisedException(pending);
+    }
 #endif
     THPVariable_clear(self);
     THTensor_release(((THPVariable *)self)->cdata);

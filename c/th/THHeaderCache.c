@@ -114,13 +114,11 @@ open_thread_cache(void)
     return fresh;
 }
 
-void *
-THHeader_alloc(THHeaderKind kind)
+/* An empty stack: a fresh header from malloc (out of line, as free_slow
+ * below). */
+static __attribute__((noinline)) void *
+alloc_slow(THHeaderKind kind)
 {
-    ThreadCache *c = cache;
-    if (c != NULL && c->count[kind] > 0) {
-        return c->headers[kind][--c->count[kind]];
-    }
     void *header = malloc(header_size[kind]);
     if (header == NULL) {
         THError_set(TH_ERR_MEMORY, "out of memory allocating a tensor "
@@ -129,17 +127,44 @@ THHeader_alloc(THHeaderKind kind)
     return header;
 }
 
+void *
+THHeader_alloc(THHeaderKind kind)
+{
+    ThreadCache *c = cache;
+    if (c != NULL && c->count[kind] > 0) {
+        return c->headers[kind][--c->count[kind]];
+    }
+    return alloc_slow(kind);
+}
+
+/* Pushes `header` on c's stack of its kind if there is room.  Inlined in
+ * both callers below. */
+static inline bool
+try_push(ThreadCache *c, THHeaderKind kind, void *header)
+{
+    if (c == NULL || c->count[kind] >= TH_HEADER_CACHE_DEPTH
+        || !__atomic_load_n(&caching_enabled, __ATOMIC_RELAXED)) {
+        return false;
+    }
+    c->headers[kind][c->count[kind]++] = header;
+    return true;
+}
+
+/* The thread's first free (its stacks are made here) or a full stack:
+ * out of line, so the common push saves no registers. */
+static __attribute__((noinline)) void
+free_slow(THHeaderKind kind, void *header)
+{
+    if (!try_push(cache != NULL ? cache : open_thread_cache(), kind,
+                  header)) {
+        free(header);
+    }
+}
+
 void
 THHeader_free(THHeaderKind kind, void *header)
 {
-    if (header == NULL) {
-        return;
+    if (header != NULL && !try_push(cache, kind, header)) {
+        free_slow(kind, header);
     }
-    ThreadCache *c = cache != NULL ? cache : open_thread_cache();
-    if (c != NULL && c->count[kind] < TH_HEADER_CACHE_DEPTH
-        && __atomic_load_n(&caching_enabled, __ATOMIC_RELAXED)) {
-        c->headers[kind][c->count[kind]++] = header;
-        return;
-    }
-    free(header);
 }

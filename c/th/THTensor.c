@@ -247,22 +247,20 @@ static bool
 compute_is_contiguous(int ndim, const int64_t *sizes, const int64_t *strides)
 {
     int64_t expected = 1;
-    /* An empty tensor is contiguous whatever its strides (PyTorch's
-     * compute_contiguous), so look for a 0 in any dim first. */
-    for (int d = 0; d < ndim; d++) {
+    bool dense = true;
+    /* One pass, innermost dim first.  An empty tensor is contiguous
+     * whatever its strides (PyTorch's compute_contiguous), so a 0 in any
+     * dim decides even after a stride has not matched. */
+    for (int d = ndim - 1; d >= 0; d--) {
         if (sizes[d] == 0) {
             return true;
         }
-    }
-    for (int d = ndim - 1; d >= 0; d--) {
         if (sizes[d] != 1) {
-            if (strides[d] != expected) {
-                return false;
-            }
+            dense = dense && strides[d] == expected;
             expected = mul_saturating(expected, sizes[d]);
         }
     }
-    return true;
+    return dense;
 }
 
 void
@@ -428,22 +426,24 @@ tensor_alloc_header(void)
     return tensor;
 }
 
-/* The header of a new tensor on `storage` (retained) with a fresh version
- * counter.  No checks: the caller has validated the geometry, or made it
- * itself (a fresh allocation is in bounds by construction). */
+/* The header of a new tensor on `storage` with a fresh version counter.
+ * Takes over the caller's reference to the storage (released on failure):
+ * a fresh storage passes straight to its tensor, with no retain and
+ * release around it.  No checks: the caller has validated the geometry,
+ * or made it itself (a fresh allocation is in bounds by construction). */
 static THTensor *
-tensor_on_storage(THStorage *storage, int64_t offset, int ndim,
-                  const int64_t *sizes, const int64_t *strides,
-                  THDtype dtype)
+tensor_taking_storage(THStorage *storage, int64_t offset, int ndim,
+                      const int64_t *sizes, const int64_t *strides,
+                      THDtype dtype)
 {
     THTensor *tensor = tensor_alloc_header();
     THVersionCounter *counter = version_counter_new();
     if (tensor == NULL || counter == NULL) {
         THHeader_free(TH_HEADER_TENSOR, tensor);
         version_counter_release(counter);
+        THStorage_release(storage);
         return NULL;
     }
-    THStorage_retain(storage);
     tensor->storage = storage;
     tensor->version_counter = counter;
     tensor->storage_offset = offset;
@@ -479,7 +479,9 @@ THTensor_newWithStorage(THStorage *storage, int64_t offset, int ndim,
         < 0) {
         return NULL;
     }
-    return tensor_on_storage(storage, offset, ndim, sizes, strides, dtype);
+    THStorage_retain(storage); /* the new tensor's reference */
+    return tensor_taking_storage(storage, offset, ndim, sizes, strides,
+                                 dtype);
 }
 
 THTensor *
@@ -500,10 +502,7 @@ THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
     }
     int64_t strides[TH_MAX_DIMS];
     THTensor_contiguousStrides(ndim, sizes, strides);
-    THTensor *tensor = tensor_on_storage(storage, 0, ndim, sizes, strides,
-                                         dtype);
-    THStorage_release(storage); /* the tensor holds its own reference now */
-    return tensor;
+    return tensor_taking_storage(storage, 0, ndim, sizes, strides, dtype);
 }
 
 /* perm[0..ndim) lists the dims from the largest stride to the smallest
@@ -581,10 +580,8 @@ THTensor_newEmptyLikeOn(const THTensor *tensor, THDtype dtype,
     if (storage == NULL) {
         return NULL;
     }
-    THTensor *result = tensor_on_storage(storage, 0, tensor->ndim,
-                                         tensor->sizes, strides, dtype);
-    THStorage_release(storage); /* the tensor holds its own reference */
-    return result;
+    return tensor_taking_storage(storage, 0, tensor->ndim, tensor->sizes,
+                                 strides, dtype);
 }
 
 void
