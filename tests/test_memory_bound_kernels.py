@@ -152,3 +152,47 @@ def test_sum_adds_in_the_pairwise_order(n, dtype):
     finally:
         ember.set_num_threads(saved)
     np.testing.assert_allclose(want, x[:n].sum(dtype=np.float64), rtol=1e-5)
+
+
+# ---- the column sums' order of additions (Note [Column tiles]) -------------
+
+COLUMN_LEAF, COLUMN_TILE = 16, 1024  # TH_COLUMN_LEAF, TH_COLUMN_TILE
+
+
+def reference_columns(m):
+    """Column sums of m halving the rows down to leaves of 16 rows, each
+    leaf adding its rows one after another, in m's dtype."""
+    rows = m.shape[0]
+    if rows <= COLUMN_LEAF:
+        acc = np.zeros(m.shape[1:], dtype=m.dtype)
+        for row in m:
+            acc = acc + row
+        return acc
+    half = rows // 2
+    return reference_columns(m[:half]) + reference_columns(m[half:])
+
+
+# widths below one vector, around the smallest tile, and over one tile
+@pytest.mark.parametrize("shape", [(5, 3), (67, 130), (37, 1040),
+                                   (100, 2 * COLUMN_TILE + 17)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sum_adds_in_the_pairwise_order(threads, shape, dtype):
+    """Bit for bit the same for any tiling and thread count, and within
+    float rounding of NumPy's float64 sums."""
+    m = data(dtype, shape[0] * shape[1], seed=shape[1]).reshape(shape)
+    got = ember.from_numpy(m).sum(0).numpy()
+    np.testing.assert_array_equal(got, reference_columns(m))
+    np.testing.assert_allclose(got, m.sum(0, dtype=np.float64), rtol=1e-4,
+                               atol=1e-3)
+    # kept dims outside the tiled one: every outer position its own tiles
+    cube = m.reshape(shape[0], 1, shape[1]).repeat(2, 1) * np.array(
+        [[1], [-2]], dtype=dtype)
+    np.testing.assert_array_equal(ember.from_numpy(cube).sum(0).numpy(),
+                                  reference_columns(cube))
+
+
+def test_column_var_matches_numpy(threads):
+    """var(dim=0) folds squared deviations through the same column leaves."""
+    m = data(np.float64, 41 * 1100, seed=3).reshape(41, 1100)
+    np.testing.assert_allclose(ember.from_numpy(m).var(0).numpy(),
+                               m.var(0, ddof=1), rtol=1e-12)
