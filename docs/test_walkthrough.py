@@ -240,8 +240,21 @@ def missing_c_toolchain():
     return None
 
 
+def missing_kernel_compilers():
+    """Why chapter 16 cannot compile its CUDA kernel here, or None: NVRTC
+    (the nvidia-cuda-nvrtc wheel of the test extra) makes the cubin, g++
+    runs the same source on the CPU (tests/cuda_emulation.py)."""
+    from ember.cuda import _nvrtc
+    if not _nvrtc.available():
+        return "no NVRTC (pip install nvidia-cuda-nvrtc)"
+    if shutil.which(os.environ.get("CXX", "g++")) is None:
+        return "no C++ compiler (g++)"
+    return None
+
+
 # Chapters whose examples need more than ember: {chapter: reason to skip or None}.
-PREREQUISITES = {"00-from-scratch.md": missing_c_toolchain}
+PREREQUISITES = {"00-from-scratch.md": missing_c_toolchain,
+                 "16-devices.md": missing_kernel_compilers}
 
 
 @pytest.fixture
