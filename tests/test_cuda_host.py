@@ -233,6 +233,13 @@ def test_mixed_devices_raise_pytorchs_error(cuda_memory):
             use()
 
 
+def test_result_type_reads_dtypes_on_any_device(cuda_memory):
+    # PyTorch's result_type needs no kernel: CUDA, and CUDA beside CPU, work
+    t = ember.empty(2, 3, device="cuda", dtype=ember.float32)
+    assert ember.result_type(t, 2.5) == ember.float32
+    assert ember.result_type(t, ember.ones(2, dtype=ember.float64)) == ember.float64
+
+
 def test_calls_on_cuda_tensors_go_to_the_launcher(cuda_memory):
     launcher = RecordingLauncher()
     previous = use_launcher(launcher)

@@ -371,6 +371,7 @@ static const char *const runs_on_any_device[] = {
     "element_size", "requires_grad_", "detach", "detach_", "view",
     "view_as", "transpose", "t", "permute", "squeeze", "unsqueeze",
     "expand", "expand_as", "select", "as_strided", "unfold",
+    "result_type", /* dtypes only, any mix of devices as PyTorch's */
     /* these check the device themselves: */
     "numpy", "__array__", "__dlpack_device__", "to", "empty_like",
 };
