@@ -430,19 +430,8 @@ parse_options(PyObject *dtype_obj, PyObject *device_obj,
  * A factory asked for a device tensor (device='cuda') takes its memory from
  * the device's allocator.  empty() and empty_like() need nothing else; every
  * other factory fills its result with a kernel, so the device's launcher
- * runs the whole call, as made (Note [One dispatch point] in Device.c). */
-static PyObject *
-launch_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames)
-{
-    PyObject *name = PyUnicode_InternFromString(fname);
-    if (name == NULL) {
-        return NULL;
-    }
-    PyObject *result = THPDevice_launch(name, NULL, args, nargs, kwnames);
-    Py_DECREF(name);
-    return result;
-}
+ * runs the whole call, as made (Note [One dispatch point] in Device.c):
+ * THPDevice_launchNamed. */
 
 static PyObject *
 THPModule_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -464,7 +453,7 @@ THPModule_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("tensor", args, nargs, kwnames);
+        return THPDevice_launchNamed("tensor", args, nargs, kwnames);
     }
     return THPVariable_FromData(objs[0], options.dtype,
                                 options.requires_grad);
@@ -573,7 +562,7 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     }
     if (options.device != TH_DEVICE_CPU) {
         if (kind != FILL_NOTHING) {
-            return launch_factory(fname, args, nargs, kwnames);
+            return THPDevice_launchNamed(fname, args, nargs, kwnames);
         }
         if (THPDevice_ensureAllocator(options.device) < 0) {
             return NULL;
@@ -637,7 +626,7 @@ THPModule_full(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("full", args, nargs, kwnames);
+        return THPDevice_launchNamed("full", args, nargs, kwnames);
     }
     THDtype dtype = options.dtype >= 0 ? (THDtype)options.dtype
                                        : dtype_of_scalar(value);
@@ -700,7 +689,7 @@ like_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                                                : like->storage->device;
     if (device != TH_DEVICE_CPU) {
         if (kind != FILL_NOTHING) {
-            return launch_factory(fname, args, nargs, kwnames);
+            return THPDevice_launchNamed(fname, args, nargs, kwnames);
         }
         if (THPDevice_ensureAllocator(device) < 0) {
             return NULL;
@@ -811,7 +800,7 @@ THPModule_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("arange", args, nargs, kwnames);
+        return THPDevice_launchNamed("arange", args, nargs, kwnames);
     }
     /* arange(end) puts the one positional into `end`. */
     PyObject *start_obj = objs[0], *end_obj = objs[1];
@@ -880,7 +869,7 @@ THPModule_linspace(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("linspace", args, nargs, kwnames);
+        return THPDevice_launchNamed("linspace", args, nargs, kwnames);
     }
     if (objs[0] == NULL || objs[1] == NULL || objs[2] == NULL) {
         PyErr_SetString(PyExc_TypeError,
@@ -933,7 +922,7 @@ THPModule_eye(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("eye", args, nargs, kwnames);
+        return THPDevice_launchNamed("eye", args, nargs, kwnames);
     }
     if (objs[0] == NULL) {
         PyErr_SetString(PyExc_TypeError, "eye() missing required argument "
@@ -1026,7 +1015,7 @@ THPModule_randint(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("randint", args, nargs, kwnames);
+        return THPDevice_launchNamed("randint", args, nargs, kwnames);
     }
     if (objs[8] != NULL) {
         PyErr_SetString(PyExc_TypeError, "randint(): out= is not supported "
@@ -1081,7 +1070,7 @@ THPModule_randint_like(PyObject *module, PyObject *const *args,
         return NULL;
     }
     if (options.device_given && options.device != TH_DEVICE_CPU) {
-        return launch_factory("randint_like", args, nargs, kwnames);
+        return THPDevice_launchNamed("randint_like", args, nargs, kwnames);
     }
     if (objs[0] == NULL || !THPVariable_Check(objs[0])) {
         PyErr_SetString(PyExc_TypeError,
@@ -1120,7 +1109,7 @@ THPModule_randperm(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {
-        return launch_factory("randperm", args, nargs, kwnames);
+        return THPDevice_launchNamed("randperm", args, nargs, kwnames);
     }
     if (objs[7] != NULL) {
         PyErr_SetString(PyExc_TypeError, "randperm(): out= is not supported "

@@ -350,16 +350,23 @@ THPDevice_launch(PyObject *name, PyObject *self, PyObject *const *args,
 }
 
 PyObject *
-THPDevice_launchSlot(const char *dunder, PyObject *const *operands,
-                     Py_ssize_t n)
+THPDevice_launchNamed(const char *fname, PyObject *const *args,
+                      Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *name = PyUnicode_InternFromString(dunder);
+    PyObject *name = PyUnicode_InternFromString(fname);
     if (name == NULL) {
         return NULL;
     }
-    PyObject *result = THPDevice_launch(name, NULL, operands, n, NULL);
+    PyObject *result = THPDevice_launch(name, NULL, args, nargs, kwnames);
     Py_DECREF(name);
     return result;
+}
+
+PyObject *
+THPDevice_launchSlot(const char *dunder, PyObject *const *operands,
+                     Py_ssize_t n)
+{
+    return THPDevice_launchNamed(dunder, operands, n, NULL);
 }
 
 /* ---- which entry points run on any device -------------------------------- */

@@ -182,6 +182,10 @@ THPDeviceRule THPDevice_ruleOf(const char *name);
 PyObject *THPDevice_launch(PyObject *name, PyObject *self,
                            PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames);
+/* The same for a call known by its C name: a module function such as a
+ * factory (ember.zeros(..., device='cuda')), arguments as it got them. */
+PyObject *THPDevice_launchNamed(const char *fname, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *kwnames);
 /* The same for a Python number-protocol slot: launcher('__add__', (a, b),
  * {}) for a + b, operands in the order the slot got them. */
 PyObject *THPDevice_launchSlot(const char *dunder, PyObject *const *operands,

@@ -212,3 +212,13 @@ Tensor.register_hook = _register_hook
 Tensor.retain_grad = _retain_grad
 Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
 Tensor.retains_grad = property(_retains_grad)
+
+
+def _contiguous_strides(shape):
+    """The element strides of a dense row-major tensor of `shape`
+    (what `ember.empty(shape).stride()` gives; a 0 size counts as 1)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))

@@ -30,6 +30,7 @@ import math
 from collections import namedtuple
 
 import ember
+from ember._tensor import _contiguous_strides
 
 from . import _kernels
 
@@ -368,14 +369,6 @@ def plan(op, *args, alpha=1, out_strides=None):
     out_dtype = "bool" if info.bool_output else compute
     return Plan(op, key, out_dtype, shape, numel, rank_class, strides, values,
                 number_as(alpha, compute))
-
-
-def _contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def pack_operand_strides(shape, per_operand):

@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 import ember
+from ember._tensor import _contiguous_strides
 
 from . import worker
 
@@ -68,14 +69,6 @@ def _collate_tensors(batch, path):
         storage = ember.UntypedStorage._new_shared(numel * elem.element_size())
         out = storage._tensor(elem.dtype, 0, shape, _contiguous_strides(shape))
     return ember.stack(batch, 0, out=out)
-
-
-def _contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def _collate(batch, path):
