@@ -50,6 +50,13 @@ def _library():
         if not candidates:
             raise ImportError("ember.cuda: NVIDIA's runtime compiler (NVRTC) is not "
                               f"installed; {_INSTALL_HINT}")
+        # libnvrtc dlopens its builtins by soname through its RUNPATH
+        # ($ORIGIN).  A preloaded sanitizer's dlopen interceptor hides the
+        # caller, so that lookup fails under the ASan gate; loading the
+        # builtins by full path first makes the soname lookup find them.
+        for builtins in glob.glob(os.path.join(os.path.dirname(candidates[0]),
+                                               "libnvrtc-builtins.so.*")):
+            ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
         lib = ctypes.CDLL(candidates[0])
         lib.nvrtcGetErrorString.restype = ctypes.c_char_p
         _lib = lib
