@@ -29,7 +29,7 @@ import os
 import shutil
 import subprocess
 
-from ember.cuda import _kernels
+from ember.cuda import _kernels, _launch
 
 EMULATION_HEADER = r"""
 #ifndef EMBER_CUDA_EMULATION_H
@@ -197,3 +197,48 @@ def build(dtype, directory):
     if done.returncode != 0:
         raise RuntimeError(f"g++ could not compile the {dtype} kernels:\n{done.stderr}")
     return ctypes.CDLL(library)
+
+
+class EmulatedRuntime:
+    """ember.cuda's kernel runtime (ember.cuda._runtime) on the CPU: each
+    kernel's own source compiled by g++ with the emulation header, launched
+    on host memory, and memcpy a memmove.  With a host allocator installed
+    for 'cuda', ember's whole CUDA path (the C dispatch, the launcher's
+    plans, the arguments, the kernels) runs on a machine without a GPU."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.launches = []  # kernel names, in launch order
+        self._functions = {}
+
+    def memcpy(self, destination, source, nbytes, kind):
+        ctypes.memmove(destination, source, nbytes)
+
+    def launch(self, kernel, grid, block, arguments):
+        function = self._functions.get(kernel.name)
+        if function is None:
+            launcher = params_launcher(kernel.name, kernel.parameters, kernel.cooperative)
+            library = build_sources(kernel.name, [kernel.source, launcher], kernel.headers,
+                                    self.directory)
+            function = self._functions[kernel.name] = getattr(library, f"emulate_{kernel.name}")
+        self.launches.append(kernel.name)
+        function(ctypes.c_uint(grid), ctypes.c_uint(block), _launch.kernel_params(arguments))
+
+    def matmul(self, out, a, b):
+        """cuBLAS's part, which is a library's and not ember's: NumPy's
+        matmul on the same host memory (what is tested is ember's side of
+        the call: shapes, strides, dtypes, the result, autograd)."""
+        import numpy as np
+        self.launches.append("matmul")
+        np.matmul(_host_array(a), _host_array(b), out=_host_array(out))
+
+
+def _host_array(tensor):
+    """An ndarray over the host memory an emulated CUDA tensor lives in."""
+    import numpy as np
+    itemsize = tensor.element_size()
+    span = itemsize * (1 + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())))
+    base = np.frombuffer((ctypes.c_char * span).from_address(tensor.data_ptr()),
+                         dtype=str(tensor.dtype).removeprefix("ember."))
+    return np.lib.stride_tricks.as_strided(base, tuple(tensor.shape),
+                                           tuple(s * itemsize for s in tensor.stride()))

@@ -11,6 +11,7 @@ no-CuPy branch is tested by making `import cupy` fail).
 """
 
 import ctypes
+import math
 import re
 import sys
 
@@ -312,10 +313,12 @@ def test_ember_cuda_launcher_names_what_has_no_kernel(cuda_memory):
         ("cuda", ember.int8)
     previous = use_launcher(_launcher.launch)
     try:
-        with pytest.raises(NotImplementedError, match="'exp' has no CUDA kernel yet"):
-            ember.exp(t)
-        with pytest.raises(NotImplementedError, match="non-contiguous CUDA tensor"):
-            t.t().cpu()
+        with pytest.raises(NotImplementedError, match="'cumsum' has no CUDA kernel yet"):
+            ember.cumsum(t, 0)
+        if not ember.cuda.is_available():  # a kernel needs the runtime, which needs CuPy
+            for needs_a_kernel in (lambda: ember.exp(t), lambda: t.t().cpu()):
+                with pytest.raises(RuntimeError, match=re.escape(ember.cuda._probe()[1])):
+                    needs_a_kernel()
     finally:
         use_launcher(previous)
 
@@ -346,3 +349,159 @@ def test_copies_between_host_and_gpu():
     back.copy_(device)
     assert ember.equal(back, host.t())
     assert "device='cuda:0'" in repr(device)
+
+
+# ---- zero-copy interop: __cuda_array_interface__ and DLPack on CUDA memory ----
+
+class LentDeviceArray:
+    """A CUDA array from another library, as CuPy or Numba lend one: device
+    memory (a NoAccessAllocator block) described by __cuda_array_interface__,
+    freed when the object dies."""
+
+    def __init__(self, allocator, shape, typestr="<f4", strides=None, **extra):
+        self.allocator = allocator
+        itemsize = int(typestr[2:])
+        self.address = allocator.malloc(max(1, math.prod(shape)) * itemsize * 4)
+        self.__cuda_array_interface__ = dict(
+            {"shape": shape, "typestr": typestr, "data": (self.address, False),
+             "strides": strides, "version": 3}, **extra)
+
+    def __del__(self):
+        self.allocator.free(self.address)
+
+
+def test_cuda_array_interface_export(cuda_memory):
+    t = ember.empty(2, 3, device="cuda")
+    assert t.__cuda_array_interface__ == {
+        "typestr": "<f4", "shape": (2, 3), "strides": None, "data": (t.data_ptr(), False),
+        "version": 3, "stream": 1}
+    assert t.t().__cuda_array_interface__["strides"] == (4, 12)
+    assert t.as_strided((2, 2), (3, 1), 1).__cuda_array_interface__["data"][0] == \
+        t.data_ptr() + 4
+    for dtype, typestr in [(ember.bool, "|b1"), (ember.uint8, "|u1"), (ember.int16, "<i2"),
+                           (ember.int64, "<i8"), (ember.float16, "<f2"),
+                           (ember.float64, "<f8")]:
+        assert ember.empty(1, dtype=dtype, device="cuda") \
+            .__cuda_array_interface__["typestr"] == typestr
+    assert ember.empty(0, device="cuda").__cuda_array_interface__["data"] == (0, False)
+    assert not hasattr(ember.ones(2), "__cuda_array_interface__")
+    with pytest.raises(AttributeError, match="non-CUDA tensor type: ember.FloatTensor"):
+        ember.ones(2).__cuda_array_interface__
+    with pytest.raises(RuntimeError, match="Variable that requires grad"):
+        ember.empty(2, device="cuda", requires_grad=True).__cuda_array_interface__
+    with pytest.raises(TypeError, match="no type string for ember.bfloat16"):
+        ember.empty(2, dtype=ember.bfloat16, device="cuda").__cuda_array_interface__
+
+
+def test_as_tensor_shares_lent_cuda_memory_and_keeps_the_lender(cuda_memory):
+    import weakref
+    lender = LentDeviceArray(cuda_memory, (3, 4), "<i4", strides=(4, 12))
+    address, gone = lender.address, weakref.ref(lender)
+    t = ember.as_tensor(lender)
+    assert t.is_cuda and t.dtype == ember.int32 and t.shape == (3, 4)
+    assert t.stride() == (1, 3) and t.data_ptr() == address
+    assert ember.as_tensor(t) is t and ember.as_tensor(t, device="cuda") is t
+    view = t.select(0, 1)  # metadata only: indexing would need a kernel
+    del lender, t
+    assert gone() is not None and address in cuda_memory.sizes  # the view still uses it
+    del view
+    assert gone() is None and address not in cuda_memory.sizes
+    # what the interface's producers write, read back the same
+    contiguous = ember.as_tensor(LentDeviceArray(cuda_memory, (5,), "<f8"))
+    assert contiguous.dtype == ember.float64 and contiguous.stride() == (1,)
+    assert ember.as_tensor(LentDeviceArray(cuda_memory, (0, 2), "|u1")).shape == (0, 2)
+    del contiguous
+
+
+def test_bad_cuda_array_interfaces_raise_and_keep_nothing(cuda_memory):
+    bad = [({"typestr": ">f4"}, TypeError, "unsupported type string '>f4'"),
+           ({"typestr": "<c8"}, TypeError, "unsupported type string"),
+           ({"version": 4}, ValueError, "version 4 is not supported"),
+           ({"mask": object()}, ValueError, "with a mask"),
+           ({"strides": (4,)}, ValueError, "1 strides for 2 dimensions"),
+           ({"strides": (6, 2)}, ValueError, "multiples of the element size"),
+           ({"shape": (2, -1)}, ValueError, "negative sizes"),
+           ({"stream": "s"}, None, None)]
+    for change, error, message in bad:
+        lender = LentDeviceArray(cuda_memory, (2, 2))
+        lender.__cuda_array_interface__.update(change)
+        if error is None:  # a stream is only read when CUDA has run: no GPU here
+            ember.as_tensor(lender)
+            continue
+        with pytest.raises(error, match=re.escape(message) if "'" in message else message):
+            ember.as_tensor(lender)
+        assert sys.getrefcount(lender) == 2  # the failed import took no reference
+    owner = object()
+    calls = [((owner, 1, ("x",), None, ember.float32, False), TypeError),
+             ((owner, 1, (2,), (1, 1), ember.float32, False), ValueError),
+             ((owner, 1, (2,), None, "float32", False), TypeError),
+             ((owner, 1), TypeError)]
+    held = sys.getrefcount(owner)
+    for arguments, error in calls:
+        with pytest.raises(error):
+            ember._C._tensor_over_cuda_memory(*arguments)
+    assert sys.getrefcount(owner) == held  # no failed call kept a reference
+    null = LentDeviceArray(cuda_memory, (2,))
+    null.__cuda_array_interface__["data"] = (0, False)
+    with pytest.raises(ValueError, match="null data pointer"):
+        ember.as_tensor(null)
+
+
+def test_dlpack_exchanges_cuda_memory_with_its_stream(cuda_memory):
+    t = ember.empty(2, 3, device="cuda")
+    assert t.__dlpack_device__() == (2, 0)
+    shared = ember.from_dlpack(t.__dlpack__(stream=1))
+    assert shared.is_cuda and shared.data_ptr() == t.data_ptr() and shared.shape == (2, 3)
+    strided = ember.from_dlpack(t.t())
+    assert strided.is_cuda and strided.stride() == (1, 3)
+
+    class Producer:
+        """Records the stream a consumer asks for."""
+        def __init__(self, tensor):
+            self.tensor, self.streams = tensor, []
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+        def __dlpack__(self, stream=None, max_version=None):
+            self.streams.append(stream)
+            return self.tensor.__dlpack__(stream=stream, max_version=max_version)
+
+    producer = Producer(t)
+    assert ember.from_dlpack(producer).data_ptr() == t.data_ptr()
+    cpu_producer = Producer(ember.ones(2))
+    ember.from_dlpack(cpu_producer)
+    assert producer.streams == [1] and cpu_producer.streams == [None]
+    address = t.data_ptr()
+    del t, strided, producer
+    assert address in cuda_memory.sizes  # `shared` holds the storage through the capsule
+    del shared
+    assert address not in cuda_memory.sizes
+    u = ember.empty(2, device="cuda")
+    with pytest.raises(BufferError, match=re.escape("can't export a CUDA tensor to dl_device=(1, 0)")):
+        u.__dlpack__(dl_device=(1, 0))
+    assert u.__dlpack__(dl_device=(2, 0), stream=-1) is not None
+    with pytest.raises(TypeError, match="stream must be ``int`` or ``none``"):
+        u.__dlpack__(stream="default")
+    with pytest.raises(ValueError, match="stream 0 is disallowed"):
+        u.__dlpack__(stream=0)
+    u.__dlpack__(stream=7)  # ember has run nothing on the GPU: nothing to order
+
+
+def test_number_slots_on_cuda_record_autograd_first(cuda_memory):
+    """t * 2 on a CUDA tensor that requires grad goes through autograd
+    (which records the node, then calls the operator again, launched)."""
+    def answer(name, args, kwargs):
+        return ember.empty(2, device="cuda")
+
+    launcher = RecordingLauncher(answer)
+    previous = use_launcher(launcher)
+    try:
+        x = ember.empty(2, device="cuda", requires_grad=True)
+        y, z = x * 2, 1 - x
+        assert type(y.grad_fn).__name__ == "MulBackward0" and y.is_cuda
+        assert type(z.grad_fn).__name__ == "RsubBackward1"
+        assert [name for name, _, _ in launcher.calls] == ["__mul__", "__sub__"]
+        del x, y, z
+    finally:
+        use_launcher(previous)

@@ -742,3 +742,34 @@ if given is not None:
             assert t.data_ptr() == view.ctypes.data
         np.testing.assert_array_equal(t.numpy(), view)
         np.testing.assert_array_equal(np.from_dlpack(t), view)
+
+
+def test_as_tensor_shares_what_it_can_as_pytorch():
+    """torch.as_tensor: an ndarray of a matching dtype is shared, a tensor
+    comes back itself, anything that needs converting or is not an array
+    is copied.  Checked against PyTorch where it is installed."""
+    a = np.arange(6.0).reshape(2, 3)
+    shared = ember.as_tensor(a)
+    a += 1  # in place: the tensor sees it
+    assert shared.dtype == ember.float64 and shared.tolist() == a.tolist()
+    converted = ember.as_tensor(a, dtype=ember.float32)
+    a += 1
+    assert converted.dtype == ember.float32 and converted.tolist() == (a - 1).tolist()
+    t = ember.ones(2)
+    assert ember.as_tensor(t) is t and ember.as_tensor(t, dtype=ember.float32) is t
+    assert ember.as_tensor(t, device="cpu") is t
+    assert ember.as_tensor(t, dtype=ember.int64).dtype == ember.int64
+    assert ember.as_tensor([[1, 2], [3, 4]]).dtype == ember.int64
+    assert ember.as_tensor(2.5).shape == () and ember.as_tensor((True,)).dtype == ember.bool
+    with pytest.raises(ValueError, match="negative"):
+        ember.as_tensor(np.arange(3.0)[::-1])
+    try:
+        import torch
+    except ImportError:  # the oracle is optional (and off under the leak gates)
+        return
+    for data in (np.arange(6.0).reshape(2, 3), [[1, 2], [3, 4]], 2.5, (True, False)):
+        ours, theirs = ember.as_tensor(data), torch.as_tensor(data)
+        assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+        assert ours.tolist() == theirs.tolist()
+    b = np.arange(3.0)
+    assert ember.as_tensor(b).data_ptr() == torch.as_tensor(b).data_ptr() == b.ctypes.data

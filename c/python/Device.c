@@ -380,7 +380,8 @@ static const char *const runs_on_any_device[] = {
     "expand", "expand_as", "select", "as_strided", "unfold",
     "result_type", /* dtypes only, any mix of devices as PyTorch's */
     /* these check the device themselves: */
-    "numpy", "__array__", "__dlpack_device__", "to", "empty_like",
+    "numpy", "__array__", "__dlpack_device__", "__dlpack__", "from_dlpack",
+    "to", "empty_like",
 };
 
 /* Move data between devices: their tensors may sit on several. */

@@ -381,6 +381,34 @@ dlpack_versioned_capsule_destructor(PyObject *capsule)
     }
 }
 
+/* ember's CUDA storages all live on device 0 (THStorage has no device
+ * index yet). */
+static DLDevice
+dlpack_device_of(const THTensor *t)
+{
+    DLDevice device = {t->storage->device == TH_DEVICE_CUDA ? kDLCUDA : kDLCPU,
+                       0};
+    return device;
+}
+
+/* __dlpack__(stream=s): the consumer will read on stream s, so ember's
+ * pending work must be ordered before it.  The policy (type check, the
+ * event) is Python's: ember.cuda._interop.dlpack_stream_handshake.  It
+ * runs before the caller takes the THTensor: it can run any Python. */
+static int
+dlpack_stream_handshake(PyObject *self, PyObject *stream)
+{
+    PyObject *interop = PyImport_ImportModule("ember.cuda._interop");
+    if (interop == NULL) {
+        return -1;
+    }
+    PyObject *done = PyObject_CallMethod(interop, "dlpack_stream_handshake",
+                                         "OO", self, stream);
+    Py_DECREF(interop);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
 static PyObject *
 THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                    PyObject *kwnames)
@@ -399,6 +427,10 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         "tensor.detach()");
         return NULL;
     }
+    if (objs[0] != NULL && objs[0] != Py_None
+        && dlpack_stream_handshake(self, objs[0]) < 0) {
+        return NULL;
+    }
     if (objs[3] == Py_True) {
         PyErr_SetString(PyExc_BufferError,
                         "__dlpack__(copy=True) is not supported; clone() "
@@ -407,18 +439,21 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     if (objs[2] != NULL && objs[2] != Py_None) {
         /* The array API: a device we can't export to is a BufferError. */
-        PyObject *cpu = Py_BuildValue("(ii)", kDLCPU, 0);
-        int same = cpu != NULL ? PyObject_RichCompareBool(objs[2], cpu, Py_EQ)
-                               : -1;
-        Py_XDECREF(cpu);
+        DLDevice own = dlpack_device_of(THPVariable_Unpack(self));
+        PyObject *own_tuple = Py_BuildValue("(ii)", own.device_type, 0);
+        int same = own_tuple != NULL
+                       ? PyObject_RichCompareBool(objs[2], own_tuple, Py_EQ)
+                       : -1;
+        Py_XDECREF(own_tuple);
         if (same < 0) {
             return NULL;
         }
         if (!same) {
             PyErr_Format(PyExc_BufferError,
-                         "__dlpack__: can't export a CPU tensor to "
-                         "dl_device=%R; only (%d, 0) (CPU) is supported",
-                         objs[2], kDLCPU);
+                         "__dlpack__: can't export a %s tensor to "
+                         "dl_device=%R; only (%d, 0) is supported",
+                         own.device_type == kDLCUDA ? "CUDA" : "CPU",
+                         objs[2], own.device_type);
             return NULL;
         }
     }
@@ -453,9 +488,13 @@ THPVariable_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     ctx->tensor = t;
     memcpy(ctx->shape, t->sizes, sizeof(int64_t) * t->ndim);
     memcpy(ctx->strides, t->strides, sizeof(int64_t) * t->ndim);
+    DLDevice device = dlpack_device_of(t);
     DLTensor dl = {
-        .data = t->storage->data != NULL ? THTensor_data(t) : empty_data,
-        .device = {kDLCPU, 0},
+        /* NULL for an empty CUDA tensor; CPU consumers get a valid address */
+        .data = t->storage->data != NULL ? THTensor_data(t)
+                : device.device_type == kDLCPU ? empty_data
+                                               : NULL,
+        .device = device,
         .ndim = t->ndim,
         .dtype = dlpack_dtypes[t->dtype],
         .shape = ctx->shape,
@@ -491,8 +530,8 @@ static PyObject *
 THPVariable_dlpack_device(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    bool on_cuda = THPVariable_Unpack(self)->storage->device == TH_DEVICE_CUDA;
-    return Py_BuildValue("(ii)", on_cuda ? kDLCUDA : kDLCPU, 0);
+    DLDevice device = dlpack_device_of(THPVariable_Unpack(self));
+    return Py_BuildValue("(ii)", device.device_type, device.device_id);
 }
 
 PyMethodDef THPVariable_numpy_methods[] = {
@@ -554,6 +593,33 @@ dtype_from_dlpack(DLDataType dl, THDtype *out)
     return -1;
 }
 
+/* The ember device of DLPack memory: host memory (pinned included) is the
+ * CPU's; CUDA memory must be on device 0, the only one ember addresses. */
+static int
+dlpack_import_device(DLDevice dl, THDeviceType *device)
+{
+    if (dl.device_type == kDLCPU || dl.device_type == kDLCUDAHost) {
+        *device = TH_DEVICE_CPU;
+        return 0;
+    }
+    if (dl.device_type == kDLCUDA && dl.device_id == 0) {
+        *device = TH_DEVICE_CUDA;
+        return 0;
+    }
+    if (dl.device_type == kDLCUDA) {
+        PyErr_Format(PyExc_BufferError,
+                     "from_dlpack: the memory is on cuda:%d, and ember "
+                     "addresses only cuda:0 so far",
+                     dl.device_id);
+        return -1;
+    }
+    PyErr_Format(PyExc_BufferError,
+                 "from_dlpack: device type %d is not supported (ember reads "
+                 "CPU and CUDA memory)",
+                 dl.device_type);
+    return -1;
+}
+
 /* Builds a tensor over a DLTensor.  On success the storage owns `import`
  * (and through it the managed tensor); on failure the caller keeps it. */
 static THTensor *
@@ -561,13 +627,9 @@ tensor_from_dltensor(const DLTensor *dl, int read_only,
                      DLPackImport *import)
 {
     THDtype dtype;
+    THDeviceType device;
     int64_t strides[TH_MAX_DIMS], last = 0, numel = 1;
-    if (dl->device.device_type != kDLCPU
-        && dl->device.device_type != kDLCUDAHost) {
-        PyErr_Format(PyExc_BufferError,
-                     "from_dlpack: device type %d is not supported (ember "
-                     "reads CPU memory)",
-                     dl->device.device_type);
+    if (dlpack_import_device(dl->device, &device) < 0) {
         return NULL;
     }
     if (dl->ndim < 0 || dl->ndim > TH_MAX_DIMS) {
@@ -599,8 +661,7 @@ tensor_from_dltensor(const DLTensor *dl, int read_only,
     int64_t nbytes = numel == 0 ? 0 : (last + 1) * THDtype_itemsize(dtype);
     char *data = (char *)dl->data + dl->byte_offset;
     THStorage *storage = THStorage_newExternal(
-        data, nbytes, TH_DEVICE_CPU, read_only != 0, dlpack_import_release,
-        import);
+        data, nbytes, device, read_only != 0, dlpack_import_release, import);
     if (storage == NULL) {
         THPUtils_setErrorFromTH();
         return NULL;
@@ -675,6 +736,39 @@ tensor_from_capsule(PyObject *capsule)
     return THPVariable_Wrap(tensor);
 }
 
+/* The DLPack device type x.__dlpack_device__() names (kDLCPU when x has
+ * none), or -1 with an exception. */
+static int
+dlpack_producer_device_type(PyObject *obj)
+{
+    PyObject *device = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    if (device == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return kDLCPU;
+    }
+    int64_t device_type = -1;
+    if (!PyTuple_Check(device) || PyTuple_GET_SIZE(device) != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack: __dlpack_device__() must return a "
+                     "(device_type, device_id) tuple, not %R",
+                     device);
+    }
+    else if (THPUtils_unpackLong(PyTuple_GET_ITEM(device, 0), "from_dlpack",
+                                 "the device type", &device_type)
+                 == 0
+             && (device_type < 0 || device_type > INT_MAX)) {
+        PyErr_Format(PyExc_ValueError,
+                     "from_dlpack: invalid device type %lld",
+                     (long long)device_type);
+        device_type = -1;
+    }
+    Py_DECREF(device);
+    return (int)device_type;
+}
+
 /* from_dlpack(x): x is an object with __dlpack__, or a capsule. */
 static PyObject *
 THPModule_from_dlpack(PyObject *module, PyObject *obj)
@@ -692,21 +786,36 @@ THPModule_from_dlpack(PyObject *module, PyObject *obj)
                      Py_TYPE(obj)->tp_name);
         return NULL;
     }
+    int device_type = dlpack_producer_device_type(obj);
+    if (device_type < 0) {
+        Py_DECREF(method);
+        return NULL;
+    }
     /* Ask for the versioned protocol; producers that predate it raise
-     * TypeError on the keyword, and then get the legacy call. */
-    PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version",
-                                     DLPACK_MAJOR_VERSION,
-                                     DLPACK_MINOR_VERSION);
+     * TypeError on the keyword, and then get the legacy call.  CUDA memory
+     * comes with stream=1: ember has no streams of its own yet, and runs
+     * its kernels on the legacy default stream (CuPy's null stream), which
+     * the producer orders its work before. */
+    bool on_cuda = device_type == kDLCUDA;
+    PyObject *kwargs = on_cuda ? Py_BuildValue("{s:(ii),s:i}", "max_version",
+                                               DLPACK_MAJOR_VERSION,
+                                               DLPACK_MINOR_VERSION, "stream", 1)
+                               : Py_BuildValue("{s:(ii)}", "max_version",
+                                               DLPACK_MAJOR_VERSION,
+                                               DLPACK_MINOR_VERSION);
+    PyObject *legacy_kwargs = on_cuda ? Py_BuildValue("{s:i}", "stream", 1)
+                                      : PyDict_New();
     PyObject *empty = PyTuple_New(0);
     PyObject *capsule = NULL;
-    if (kwargs != NULL && empty != NULL) {
+    if (kwargs != NULL && legacy_kwargs != NULL && empty != NULL) {
         capsule = PyObject_Call(method, empty, kwargs);
         if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
-            capsule = PyObject_CallNoArgs(method);
+            capsule = PyObject_Call(method, empty, legacy_kwargs);
         }
     }
     Py_XDECREF(kwargs);
+    Py_XDECREF(legacy_kwargs);
     Py_XDECREF(empty);
     Py_DECREF(method);
     if (capsule == NULL) {
@@ -717,7 +826,120 @@ THPModule_from_dlpack(PyObject *module, PyObject *obj)
     return result;
 }
 
+/* ---- memory lent by address (__cuda_array_interface__) ---------------------------- */
+
+/* A DLManagedTensor standing for memory some Python object lends by
+ * address: its deleter drops the reference that keeps the lender alive, so
+ * the import above (tensor_from_dltensor) serves it unchanged. */
+typedef struct {
+    DLManagedTensor managed;
+    PyObject *owner; /* strong */
+    int64_t shape[TH_MAX_DIMS];
+    int64_t strides[TH_MAX_DIMS];
+} LentMemory;
+
+/* May run without the GIL (the last storage reference can drop in a
+ * kernel), so it takes the GIL itself. */
+static void
+lent_memory_deleter(DLManagedTensor *managed)
+{
+    LentMemory *lent = managed->manager_ctx;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF(lent->owner);
+    PyGILState_Release(gil);
+    free(lent);
+}
+
+/* _tensor_over_cuda_memory(owner, address, shape, strides, dtype,
+ * read_only): a CUDA tensor over device memory at `address` (strides in
+ * elements, None for contiguous) that keeps `owner` alive as long as its
+ * storage lives.  ember.cuda._interop validates __cuda_array_interface__
+ * and calls this; nothing here reads the memory. */
+static PyObject *
+THPModule_tensor_over_cuda_memory(PyObject *module, PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    (void)module;
+    int64_t address, shape[TH_MAX_DIMS], strides[TH_MAX_DIMS];
+    THDtype dtype;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_tensor_over_cuda_memory(owner, address, shape, "
+                        "strides, dtype, read_only) takes 6 arguments");
+        return NULL;
+    }
+    /* Parse everything first: each step may run Python (__index__, __bool__). */
+    if (THPUtils_unpackLong(args[1], "_tensor_over_cuda_memory", "address",
+                            &address)
+        < 0) {
+        return NULL;
+    }
+    int ndim = THPUtils_parseSizeSequence("_tensor_over_cuda_memory",
+                                          args[2], shape);
+    if (ndim < 0) {
+        return NULL;
+    }
+    bool contiguous = args[3] == Py_None;
+    if (!contiguous) {
+        int strides_ndim = THPUtils_parseSizeSequence(
+            "_tensor_over_cuda_memory", args[3], strides);
+        if (strides_ndim < 0) {
+            return NULL;
+        }
+        if (strides_ndim != ndim) {
+            PyErr_Format(PyExc_ValueError,
+                         "_tensor_over_cuda_memory: %d strides for %d "
+                         "dimensions",
+                         strides_ndim, ndim);
+            return NULL;
+        }
+    }
+    if (THPDtype_Parse(args[4], &dtype) < 0) {
+        return NULL;
+    }
+    int read_only = PyObject_IsTrue(args[5]);
+    if (read_only < 0) {
+        return NULL;
+    }
+    LentMemory *lent = calloc(1, sizeof(*lent));
+    DLPackImport *import = calloc(1, sizeof(*import));
+    if (lent == NULL || import == NULL) {
+        free(lent);
+        free(import);
+        return PyErr_NoMemory();
+    }
+    memcpy(lent->shape, shape, sizeof(int64_t) * ndim);
+    memcpy(lent->strides, strides, sizeof(int64_t) * ndim);
+    Py_INCREF(args[0]);
+    lent->owner = args[0];
+    lent->managed = (DLManagedTensor){
+        .dl_tensor = {.data = (void *)(intptr_t)address,
+                      .device = {kDLCUDA, 0},
+                      .ndim = ndim,
+                      .dtype = dlpack_dtypes[dtype],
+                      .shape = lent->shape,
+                      .strides = contiguous ? NULL : lent->strides},
+        .manager_ctx = lent,
+        .deleter = lent_memory_deleter,
+    };
+    import->managed = &lent->managed;
+    THTensor *tensor = tensor_from_dltensor(&lent->managed.dl_tensor,
+                                            read_only, import);
+    if (tensor == NULL) { /* the obligation is still ours */
+        free(import);
+        Py_DECREF(lent->owner);
+        free(lent);
+        return NULL;
+    }
+    return THPVariable_Wrap(tensor);
+}
+
 PyMethodDef THPNumpy_methods[] = {
+    {"_tensor_over_cuda_memory",
+     (PyCFunction)(void (*)(void))THPModule_tensor_over_cuda_memory,
+     METH_FASTCALL,
+     "_tensor_over_cuda_memory(owner, address, shape, strides, dtype, "
+     "read_only): a CUDA tensor over lent device memory (zero-copy)"},
     {"from_numpy", THPModule_from_numpy, METH_O,
      "from_numpy(a): a tensor sharing a's memory (any PEP 3118 buffer)"},
     {"from_dlpack", THPModule_from_dlpack, METH_O,

@@ -177,9 +177,14 @@ binary_operator(const char *name, THPointwiseOp op, PyObject *a, PyObject *b,
     THPPinFrame frame;
     THPPin_enter(&frame);
     PyObject *result = NULL;
+    PyObject *routed;
     switch (THPPin_objects(&frame, operands, 2)) {
     case 0: result = binary_operator_pinned(name, op, a, b, inplace); break;
-    case 1: result = THPDevice_launchSlot(name, operands, 2); break;
+    case 1: /* another device: autograd first, as on the CPU */
+        result = THPAutograd_maybeDispatch(name, operands, 2, &routed)
+                     ? routed
+                     : THPDevice_launchSlot(name, operands, 2);
+        break;
     default: break;
     }
     THPPin_exit(&frame);

@@ -566,15 +566,11 @@ THPVariable_set_data(PyObject *self, PyObject *value, void *closure)
                      Py_TYPE(value)->tp_name);
         return -1;
     }
+    /* Another device is fine, as in PyTorch (dense CPU and CUDA tensors
+     * are "compatible shallow-copy types"): Module.to('cuda') moves each
+     * parameter this way.  An entry point already running on the old
+     * tensor keeps it (Note [Pinned arguments] in THP.h). */
     THTensor *replacement = THPVariable_CURRENT(value);
-    THTensor *previous = SELF_TENSOR;
-    if (replacement->storage->device != previous->storage->device) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Attempted to call `variable.set_data(tensor)`, but "
-                        "`variable` and `tensor` have incompatible tensor "
-                        "type.");
-        return -1;
-    }
     if (((THPVariable *)self)->requires_grad
         && !THDtype_isFloating(replacement->dtype)) {
         PyErr_SetString(PyExc_RuntimeError,

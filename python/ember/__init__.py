@@ -70,7 +70,8 @@ del _name
 # Functions written over the operators (ember.isclose, ember.meshgrid, ...).
 from ._functions import (  # noqa: E402,F401
     isclose, allclose, equal, meshgrid, take_along_dim, diff, kron, cdist, tril_indices,
-    triu_indices, flatten, unflatten, block_diag, cartesian_prod, rot90, vander, polygamma)
+    triu_indices, flatten, unflatten, block_diag, cartesian_prod, rot90, vander, polygamma,
+    as_tensor)
 
 # ember.return_types: the named (values, indices) tuples of max(dim), sort,
 # topk, ... (Note [Named result tuples] in c/python/ReturnTypes.c).

@@ -15,7 +15,7 @@ from ._tensor import Tensor
 
 __all__ = ["isclose", "allclose", "equal", "meshgrid", "take_along_dim", "diff", "kron",
            "cdist", "tril_indices", "triu_indices", "flatten", "unflatten", "block_diag",
-           "cartesian_prod", "rot90", "vander", "polygamma"]
+           "cartesian_prod", "rot90", "vander", "polygamma", "as_tensor"]
 
 
 def _unpack_tensors(tensors):
@@ -373,6 +373,25 @@ def vander(x, N=None, increasing=False):
         columns.append(x.unsqueeze(1).expand((x.shape[0], N - 1)).cumprod(1))
     result = _C.cat(columns, 1)
     return result if increasing else result.flip([1])
+
+
+def as_tensor(data, dtype=None, device=None):
+    """torch.as_tensor: shares memory where it can.  A tensor comes back
+    itself (through .to() when dtype or device differ), a NumPy array's
+    memory (ember.from_numpy) and a CUDA array's (its
+    __cuda_array_interface__: CuPy, Numba) are shared when dtype and device
+    already match; anything else (lists, numbers) is copied by ember.tensor."""
+    if not isinstance(data, Tensor):
+        if hasattr(data, "__cuda_array_interface__"):
+            from .cuda._interop import from_cuda_array_interface
+            data = from_cuda_array_interface(data)
+        elif type(data).__module__ == "numpy" and type(data).__name__ == "ndarray":
+            data = _C.from_numpy(data)
+        else:
+            return _C.tensor(data, dtype=dtype, device=device)
+    conversion = {key: value for key, value in (("dtype", dtype), ("device", device))
+                  if value is not None}
+    return data.to(**conversion) if conversion else data
 
 
 # ---- the Tensor methods PyTorch has for these ---------------------------------------

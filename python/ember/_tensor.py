@@ -138,6 +138,14 @@ class Tensor(_C._TensorBase):
     def cuda(self, device=None, non_blocking=False):
         return self.to("cuda" if device is None else device)
 
+    @property
+    def __cuda_array_interface__(self):
+        """Version 3 of Numba's CUDA array interface, for CUDA tensors: CuPy,
+        Numba and PyTorch read a tensor's device memory through it without a
+        copy (AttributeError for a CPU tensor, so hasattr() says False)."""
+        from .cuda._interop import cuda_array_interface
+        return cuda_array_interface(self)
+
     def is_pinned(self, device=None):
         """False: page-locked host memory needs an accelerator, and ember has none yet."""
         return False

@@ -107,8 +107,9 @@ def _lazy_init():
 
     The C core calls it (as PyTorch's torch.cuda._lazy_init) when a CUDA use
     finds no allocator installed for the device, or no launcher: it installs
-    CupyAllocator and the launcher of ember.cuda._launcher (host<->device
-    copies), each unless one was installed already (say one of the tests').
+    CupyAllocator, the launcher of ember.cuda._launcher and the runtime that
+    loads and launches its kernels (ember.cuda._runtime.CupyRuntime), each
+    unless one was installed already (say one of the tests').
     """
     global _initialized
     reason = _probe()[1]
@@ -118,7 +119,9 @@ def _lazy_init():
         return
     if _memory.get_allocator("cuda") is None:
         _memory.set_allocator(CupyAllocator(), "cuda")
-    from . import _launcher
+    from . import _launcher, _runtime
+    if _runtime._current is None:
+        _runtime.use(_runtime.CupyRuntime())
     _launcher.register()
     _initialized = True
 

@@ -28,7 +28,7 @@ import re
 from collections import namedtuple
 
 __all__ = ["DTYPES", "RANK_CLASSES", "MAX_DIMS", "float_formulas", "kernel_name",
-           "kernel_source", "headers", "compiled_kernel", "THUnaryParams",
+           "kernel_source", "kernel_parameters", "headers", "compiled_kernel", "THUnaryParams",
            "EmberStrides", "pack_strides"]
 
 HEADER_NAME = "THFloatFormulas.h"
@@ -230,6 +230,15 @@ def compiled_kernel(op, dtype, rank_class, arch):
     cubin, registers, spills, _ = _nvrtc.compile(
         kernel_source(op, dtype, rank_class), arch, headers(), name=f"{name}.cu")
     return CompiledKernel(name, cubin, registers[name], spills[name])
+
+
+def kernel_parameters(dtype, rank_class):
+    """[(C type, name)] of a unary kernel's parameters, in order."""
+    ctype = DTYPES[dtype]
+    result = [(f"const {ctype} *", "in"), (f"{ctype} *", "out"), ("int64_t", "n")]
+    if rank_class == "strided":
+        result.append(("EmberStrides", "strides"))
+    return result + [("THUnaryParams", "params")]
 
 
 # ---- the host side: the kernels' struct arguments -------------------------------

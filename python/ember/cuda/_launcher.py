@@ -4,44 +4,55 @@ Note [One dispatch point] in c/python/Device.c: every C entry point whose
 tensors live on CUDA calls launch(name, args, kwargs) instead of its CPU
 kernels.  ember.cuda registers it on first use when CuPy sees a GPU.
 
-So far it moves data between host and device memory: to()/cpu()/cuda(),
-copy_ across devices, and what reads values on the host (item(), float(),
-numpy(force=True), tolist(), printing).  A copy is one cudaMemcpy (through
-CuPy) of a contiguous block: layout changes, dtype conversions and
-broadcasting happen on the CPU side of the copy, with ember's CPU kernels.
-Everything else raises NotImplementedError naming the operator: ember's
-CUDA kernels are not written yet.
+Two kinds of calls have handlers here:
+
+  copies      to()/cpu()/cuda(), copy_ across devices, and what reads
+              values on the host (item(), float(), numpy(force=True),
+              tolist(), printing).  A copy is one cudaMemcpy of a
+              contiguous block: layout changes, dtype conversions and
+              broadcasting happen on the CPU side of the copy.
+  operators   the pointwise operators of c/th/THPointwiseFormulas.h
+              (arithmetic with alpha and Python numbers, comparisons,
+              logical and bitwise ops, where, clamp, lerp, addcmul,
+              addcdiv), the floating-point unary ones of THFloatFormulas.h,
+              and the reductions of _reduce.py, as functions, methods,
+              in-place methods, out= and the number protocol.  Each is a
+              plan (metadata only: _pointwise.plan, _reduce.plan), a result
+              tensor from the CUDA allocator and one kernel launch by the
+              installed runtime (_runtime.py).
+
+Everything else raises NotImplementedError naming the operator.
 """
+
+import ctypes
+import functools
+import math
 
 import ember
 
 from .. import _C
-
-# cudaMemcpyKind
-_HOST_TO_DEVICE = 1
-_DEVICE_TO_HOST = 2
-_DEVICE_TO_DEVICE = 3
+from . import _kernels, _launch, _pointwise, _reduce, _runtime
+from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
+from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
+from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
 
 
 def _memcpy(destination, source, kind):
     """Copies source's bytes into destination (both dense, same dtype and size)."""
     nbytes = source.numel() * source.element_size()
     if nbytes:
-        import cupy
-        cupy.cuda.runtime.memcpy(destination.data_ptr(), source.data_ptr(), nbytes, kind)
+        _runtime.current().memcpy(destination.data_ptr(), source.data_ptr(), nbytes, kind)
 
 
-def _dense_on_device(tensor, operation):
-    if not tensor.is_contiguous():
-        raise NotImplementedError(
-            f"ember.cuda: {operation} of a non-contiguous CUDA tensor needs a CUDA "
-            "kernel, which ember does not have yet")
-    return tensor
+def _dense_on_device(tensor):
+    """`tensor`, or a dense copy of it made by a kernel (a cudaMemcpy moves
+    one contiguous block)."""
+    return tensor if tensor.is_contiguous() else _copy_kernel(tensor)
 
 
 def _to_host(tensor):
     """A new CPU tensor with the values of a CUDA tensor."""
-    source = _dense_on_device(tensor, "copying to the host")
+    source = _dense_on_device(tensor)
     host = ember.empty(source.shape, dtype=source.dtype)
     _memcpy(host, source, _DEVICE_TO_HOST)
     return host
@@ -85,28 +96,454 @@ def _to(tensor, *args, **kwargs):
         if dtype != tensor.dtype:
             return _to_device(_to_host(tensor).to(dtype))
         result = ember.empty(tensor.shape, dtype=dtype, device="cuda")
-        _memcpy(result, _dense_on_device(tensor, "copying"), _DEVICE_TO_DEVICE)
+        _memcpy(result, _dense_on_device(tensor), _DEVICE_TO_DEVICE)
         return result
     return _to_device(tensor.to(dtype))  # from the CPU: convert, then copy
 
 
 def _copy_(destination, source, non_blocking=False):
-    _dense_on_device(destination, "copy_ into")
-    if not source.is_cuda:
-        staged = source.to(destination.dtype).expand(destination.shape).contiguous()
-        _memcpy(destination, staged, _HOST_TO_DEVICE)
-    elif not destination.is_cuda:
+    if not destination.is_cuda:  # device -> host: copy, then convert on the CPU
         destination.copy_(_to_host(source))
-    elif source.shape == destination.shape and source.dtype == destination.dtype:
-        _memcpy(destination, _dense_on_device(source, "copy_ from"), _DEVICE_TO_DEVICE)
-    else:
-        staged = _to_host(source).to(destination.dtype).expand(destination.shape)
-        _memcpy(destination, staged.contiguous(), _HOST_TO_DEVICE)
+        return destination
+    if source.dtype != destination.dtype or not source.is_cuda:  # convert on the host
+        host = source if not source.is_cuda else _to_host(source)
+        source = _to_device(host.to(destination.dtype))
+    source = source.expand(destination.shape)
+    if destination.is_contiguous() and source.is_contiguous():
+        _memcpy(destination, source, _DEVICE_TO_DEVICE)
+    else:  # the copy kernel stores through destination's strides
+        _pointwise_op("where", ember.tensor(True), source, source, out=destination)
     return destination
 
 
 def _on_host(method):
     return lambda tensor, *args, **kwargs: getattr(_to_host(tensor), method)(*args, **kwargs)
+
+
+# ---- operators: a plan, a result tensor, one launch ------------------------------
+
+def _dtype_name(dtype):
+    return str(dtype).removeprefix("ember.")
+
+
+@functools.cache
+def _pointwise_kernel(key):
+    return _runtime.Kernel(_pointwise.kernel_name(*key), _pointwise.kernel_source(*key),
+                           _pointwise.headers(), _pointwise.kernel_parameters(*key), False)
+
+
+@functools.cache
+def _unary_kernel(op, dtype, rank_class):
+    return _runtime.Kernel(_kernels.kernel_name(op, dtype, rank_class),
+                           _kernels.kernel_source(op, dtype, rank_class), _kernels.headers(),
+                           _kernels.kernel_parameters(dtype, rank_class), False)
+
+
+@functools.cache
+def _reduce_kernel(key):
+    return _runtime.Kernel(_reduce.kernel_name(*key), _reduce.kernel_source(*key),
+                           _reduce.headers(), _reduce.kernel_parameters(*key), True)
+
+
+def _launch_kernel(kernel, config, arguments):
+    (grid,), (block,) = config
+    _runtime.current().launch(kernel, grid, block, arguments)
+
+
+def _destination(out, shape, dtype, op):
+    """`out` checked for a result of `shape` and `dtype` (a new CUDA tensor
+    when None).  Kernels store their compute dtype: an out= of another dtype
+    would need a converting store, which they do not have yet."""
+    if out is None:
+        return ember.empty(shape, dtype=getattr(ember, dtype), device="cuda")
+    if not out.is_cuda:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                           f"least two devices, cuda:0 and {out.device}!")
+    if tuple(out.shape) != tuple(shape):
+        raise RuntimeError(f"{op}: the output has shape {tuple(out.shape)}, the result "
+                           f"{tuple(shape)} (ember.cuda does not resize out= tensors)")
+    if _dtype_name(out.dtype) != dtype:
+        if ember.can_cast(getattr(ember, dtype), out.dtype):
+            raise NotImplementedError(f"ember.cuda: {op} into a {_dtype_name(out.dtype)} "
+                                      f"output from {dtype} needs a converting store, "
+                                      "which ember's CUDA kernels do not have yet")
+        raise RuntimeError(f"result type {_pointwise.SCALAR_TYPE_NAMES[dtype]} can't be cast "
+                           f"to the desired output type "
+                           f"{_pointwise.SCALAR_TYPE_NAMES[_dtype_name(out.dtype)]}")
+    return out
+
+
+def _operand_pointers(plan, operands):
+    """Each operand's device address, None for a number; a CPU 0-dim tensor
+    (a number that kept its dtype, as in PyTorch) is passed by value."""
+    values, pointers = list(plan.values), []
+    for k, a in enumerate(operands):
+        if isinstance(a, ember.Tensor) and a.is_cuda:
+            pointers.append(a.data_ptr())
+        else:
+            pointers.append(None)
+            if isinstance(a, ember.Tensor):  # 0-dim, or a number _fill expanded
+                values[k] = _pointwise.number_as(a[(0,) * a.ndim].item(), plan.key[1][k])
+    return plan._replace(values=values), pointers
+
+
+def _pointwise_op(op, *operands, alpha=1, out=None):
+    """One THPointwise operator on CUDA operands and numbers."""
+    plan = _pointwise.plan(op, *operands, alpha=alpha,
+                           out_strides=None if out is None else out.stride())
+    out = _destination(out, plan.shape, plan.out_dtype, op)
+    plan, pointers = _operand_pointers(plan, operands)
+    if plan.numel:
+        _launch_kernel(_pointwise_kernel(plan.key), _launch.launch_config(plan.numel),
+                       _pointwise.arguments(plan, out.data_ptr(), pointers))
+    return out
+
+
+def _unary_op(op, tensor, out=None):
+    """A floating-point unary operator of THFloatFormulas.h (default params)."""
+    dtype = _dtype_name(tensor.dtype)
+    if dtype not in _kernels.DTYPES:
+        raise NotImplementedError(f"ember.cuda: {op} of a {dtype} tensor (ember's CUDA unary "
+                                  "kernels take float32 and float64)")
+    out = _destination(out, tuple(tensor.shape), dtype, op)
+    dense = tensor.is_contiguous() and out.is_contiguous()
+    rank_class = "contiguous" if dense else "strided"
+    arguments = [ctypes.c_void_p(tensor.data_ptr()), ctypes.c_void_p(out.data_ptr()),
+                 ctypes.c_int64(tensor.numel())]
+    if not dense:
+        arguments.append(_kernels.pack_strides(tuple(tensor.shape), tensor.stride(),
+                                               out.stride()))
+    arguments.append(_kernels.THUnaryParams())
+    if tensor.numel():
+        _launch_kernel(_unary_kernel(op, dtype, rank_class),
+                       _launch.launch_config(tensor.numel()), arguments)
+    return out
+
+
+def _reduction(op, tensor, dim=None, keepdim=False, *, dtype=None, out=None):
+    """One reduction of _reduce.py over `dim` (None: every dim)."""
+    if dtype is not None:
+        raise NotImplementedError(f"ember.cuda: {op}(dtype=...) (ember's CUDA reductions "
+                                  "accumulate in their input's dtype class)")
+    plan = _reduce.plan(op, tensor, dim, keepdim)
+    out = _destination(out, plan.out_shape, plan.out_dtype, op)
+    if not out.is_contiguous():
+        raise NotImplementedError(f"ember.cuda: {op} into a non-contiguous out= tensor")
+    if plan.n_out:
+        _launch_kernel(_reduce_kernel(plan.key),
+                       _launch.reduce_launch_config(plan.n_out, plan.n_reduce),
+                       _reduce.arguments(plan, out.data_ptr(), tensor.data_ptr()))
+    return out
+
+
+def _max_or_min(values_op, index_op):
+    """max/min: the value over everything, or (values, indices) along a dim."""
+    def run(tensor, dim=None, keepdim=False):
+        if dim is None:
+            return _reduction(values_op, tensor)
+        if isinstance(dim, ember.Tensor):  # maximum(a, b) spelt max(a, b)
+            return _pointwise_op("maximum" if values_op == "amax" else "minimum", tensor, dim)
+        result = getattr(ember.return_types, values_op[1:])
+        return result((_reduction(values_op, tensor, dim, keepdim),
+                       _reduction(index_op, tensor, dim, keepdim)))
+    return run
+
+
+def _clamp(tensor, min=None, max=None, out=None):
+    """clamp with a missing bound as the dtype's own extreme (the kernel
+    always takes both)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if tensor.dtype.is_floating_point:
+        low, high = -math.inf, math.inf
+    elif tensor.dtype == ember.bool:
+        low, high = False, True
+    else:
+        import numpy
+        info = numpy.iinfo(_dtype_name(tensor.dtype))
+        low, high = int(info.min), int(info.max)
+    return _pointwise_op("clamp", tensor, low if min is None else min,
+                         high if max is None else max, out=out)
+
+
+def _binary(op):
+    def run(a, b, *, alpha=1, out=None):
+        if alpha != 1 and op in ("add", "sub"):
+            return _pointwise_op(f"{op}_alpha", a, b, alpha=alpha, out=out)
+        return _pointwise_op(op, a, b, out=out)
+    return run
+
+
+def _div(a, b, *, rounding_mode=None, out=None):
+    modes = {None: "div", "trunc": "div_trunc", "floor": "div_floor"}
+    if rounding_mode not in modes:
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or "
+                           f"'floor' but found '{rounding_mode}'")
+    return _pointwise_op(modes[rounding_mode], a, b, out=out)
+
+
+def _pointwise_with_value(op):
+    """addcmul/addcdiv: self + value * t1 (*, /) t2, value in the parameter."""
+    def run(tensor, tensor1, tensor2, *, value=1, out=None):
+        return _pointwise_op(op, tensor, tensor1, tensor2, alpha=value, out=out)
+    return run
+
+
+def _operator(op):
+    """A pointwise operator's plain form (no keyword of its own but out=)."""
+    def run(*operands, out=None):
+        return _pointwise_op(op, *operands, out=out)
+    return run
+
+
+def _copy_kernel(tensor):
+    """clone()/contiguous(): where(true, x, x) stores x's values densely;
+    the pointwise template's copy, exact for every dtype (the condition is
+    a CPU 0-dim tensor: passed by value)."""
+    return _pointwise_op("where", ember.tensor(True), tensor, tensor)
+
+
+def _fill(result, value):
+    """Stores `value` into every element of `result` (a CUDA tensor): the
+    copy kernel over a CPU number expanded to result's shape (passed by
+    value, so nothing is read from the host)."""
+    scalar = ember.tensor(value, dtype=result.dtype).expand(result.shape)
+    _pointwise_op("where", ember.tensor(True), scalar, scalar, out=result)
+    return result
+
+
+def _new_filled(shape, dtype, value, requires_grad):
+    result = ember.empty(shape, dtype=dtype, device="cuda")
+    if value is not None:
+        _fill(result, value)
+    return result.requires_grad_(requires_grad)
+
+
+def _factory(value):
+    """zeros/ones(..., device='cuda'): the CPU factory's checks and metadata
+    (ember.empty never touches its memory), a CUDA result, one fill."""
+    def run(*size, device=None, requires_grad=False, **kwargs):
+        meta = ember.empty(*size, **kwargs)
+        return _new_filled(tuple(meta.shape), meta.dtype, value, requires_grad)
+    return run
+
+
+def _full(size, fill_value, *, device=None, requires_grad=False, **kwargs):
+    dtype = ember.full((), fill_value, **kwargs).dtype  # inferred from the value, as on the CPU
+    return _new_filled(tuple(ember.empty(size).shape), dtype, fill_value, requires_grad)
+
+
+def _like_factory(value):
+    """zeros_like/ones_like/full_like(t, ..., device='cuda')."""
+    def run(tensor, *fill_value, dtype=None, device=None, requires_grad=False, **kwargs):
+        fill = fill_value[0] if fill_value else kwargs.pop("fill_value", value)
+        dtype = dtype or tensor.dtype
+        if device is not None and _device_type(device) == "cpu":
+            return ember.full(tuple(tensor.shape), fill, dtype=dtype,
+                              requires_grad=requires_grad)
+        return _new_filled(tuple(tensor.shape), dtype, fill, requires_grad)
+    return run
+
+
+def _fill_into(tensor, value, out=None):
+    """fill/fill_ (out=tensor for the in-place form)."""
+    return _fill(ember.empty_like(tensor) if out is None else out, value)
+
+
+def _reshape(tensor, *shape):
+    """A view where the strides allow one, else a view of a dense copy (as
+    the CPU's reshape)."""
+    try:
+        return tensor.view(*shape)
+    except RuntimeError:
+        return _copy_kernel(tensor).view(*shape)
+
+
+_OPERATORS = {
+    **{op: _operator(op) for op, info in _pointwise.ops().items() if op not in
+       ("add", "sub", "div", "add_alpha", "sub_alpha", "clamp", "addcmul", "addcdiv",
+        "div_trunc", "div_floor", "lshift", "rshift")},
+    **{op: functools.partial(_unary_op, op) for op in _kernels.float_formulas()
+       if not op.startswith("_")
+       and op not in ("round_decimals", "nan_to_num")},
+    **{op: functools.partial(_reduction, op) for op in _reduce.REDUCTIONS},
+    "add": _binary("add"), "sub": _binary("sub"), "subtract": _binary("sub"),
+    "div": _div, "divide": _div, "true_divide": _div, "multiply": _operator("mul"),
+    "floor_divide": _operator("div_floor"), "clamp": _clamp, "clip": _clamp,
+    "addcmul": _pointwise_with_value("addcmul"), "addcdiv": _pointwise_with_value("addcdiv"),
+    "max": _max_or_min("amax", "argmax"), "min": _max_or_min("amin", "argmin"),
+    "clone": _copy_kernel, "contiguous": lambda t: t if t.is_contiguous() else _copy_kernel(t),
+    "zeros": _factory(0), "ones": _factory(1), "full": _full,
+    "zeros_like": _like_factory(0), "ones_like": _like_factory(1),
+    "full_like": _like_factory(None), "fill": _fill_into,
+    "zero": lambda tensor, out=None: _fill_into(tensor, 0, out=out),
+    "reshape": _reshape,
+}
+# The number protocol: the slot's operands in order (1 - t is __sub__(1, t)).
+_NUMBER_SLOTS = {
+    "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
+    "__and__": "bitwise_and", "__or__": "bitwise_or", "__xor__": "bitwise_xor",
+    "__lshift__": "lshift", "__rshift__": "rshift", "__neg__": "neg", "__abs__": "abs",
+    "__invert__": "bitwise_not", "__eq__": "eq", "__ne__": "ne", "__lt__": "lt",
+    "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+}
+_OPERATORS["lshift"] = _operator("lshift")
+_OPERATORS["rshift"] = _operator("rshift")
+
+
+# ---- matrix products: cuBLAS, through CuPy --------------------------------------
+
+def _matmul_shape(a, b):
+    """torch.matmul's result shape: 1-D operands gain (and lose) a dim,
+    batch dims broadcast."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{a.ndim}D and {b.ndim}D")
+    a_shape = (1,) + tuple(a.shape) if a.ndim == 1 else tuple(a.shape)
+    b_shape = tuple(b.shape) + (1,) if b.ndim == 1 else tuple(b.shape)
+    if a_shape[-1] != b_shape[-2]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape[-2]}x"
+                           f"{a_shape[-1]} and {b_shape[-2]}x{b_shape[-1]})")
+    batch = _pointwise._broadcast_shape([a_shape[:-2], b_shape[:-2]])
+    return batch + (a_shape[-2],) * (a.ndim > 1) + (b_shape[-1],) * (b.ndim > 1)
+
+
+def _matmul(a, b, out=None):
+    """matmul/mm/bmm on the GPU: one cuBLAS call (the runtime's matmul)."""
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_dtype_name(a.dtype)} != {_dtype_name(b.dtype)}")
+    dtype = _dtype_name(a.dtype)
+    if dtype not in ("float32", "float64"):
+        raise RuntimeError(f'"addmm_cuda" not implemented for '
+                           f"'{_pointwise.SCALAR_TYPE_NAMES.get(dtype, dtype)}'")
+    out = _destination(out, _matmul_shape(a, b), dtype, "matmul")
+    if out.numel():
+        _runtime.current().matmul(out, a, b)
+    return out
+
+
+def _mm(a, b, out=None):
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError(f"{'self' if a.ndim != 2 else 'mat2'} must be a matrix")
+    return _matmul(a, b, out=out)
+
+
+def _bmm(a, b, out=None):
+    if a.ndim != 3 or b.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if a.ndim != 3
+                           else "batch2 must be a 3D tensor")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError("batch1 and batch2 must have same number of batches, got "
+                           f"{a.shape[0]} and {b.shape[0]}")
+    return _matmul(a, b, out=out)
+
+
+def _addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat1 @ mat2): the product, then one
+    pointwise kernel (input is not read when beta is 0, as in PyTorch)."""
+    product = _mm(mat1, mat2)
+    if beta == 0:
+        return _pointwise_op("mul", product, alpha, out=out)
+    if beta != 1:
+        input = _pointwise_op("mul", input, beta)
+    return _pointwise_op("add_alpha", input.expand(product.shape), product, alpha=alpha,
+                         out=out)
+
+
+# ---- basic indexing: views, no kernel ---------------------------------------------
+
+def _is_basic(item):
+    return item is None or item is Ellipsis or isinstance(item, slice) or (
+        isinstance(item, int) and not isinstance(item, bool))
+
+
+def _basic_view(tensor, index):
+    """t[index] for ints, slices, None and Ellipsis: a view (as_strided),
+    as the CPU's basic indexing.  Advanced indexing needs gather kernels,
+    which ember.cuda does not have yet."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not all(_is_basic(i) for i in items):
+        raise NotImplementedError("ember.cuda: indexing a CUDA tensor with tensors, lists or "
+                                  "bools needs a gather kernel, which ember does not have yet")
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consumed > tensor.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {tensor.ndim}")
+    sizes, strides, offset = [], [], tensor.storage_offset()
+    d = 0
+    for item in items:
+        if item is None:
+            sizes.append(1)
+            strides.append(1)
+        elif item is Ellipsis:
+            for _ in range(tensor.ndim - consumed):
+                sizes.append(tensor.shape[d])
+                strides.append(tensor.stride(d))
+                d += 1
+            consumed = tensor.ndim  # a second Ellipsis adds nothing
+        elif isinstance(item, slice):
+            start, stop, step = item.indices(tensor.shape[d])
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            sizes.append(max(0, -(-(stop - start) // step)))
+            strides.append(tensor.stride(d) * step)
+            offset += start * tensor.stride(d)
+            d += 1
+        else:
+            size = tensor.shape[d]
+            if not -size <= item < size:
+                raise IndexError(f"index {item} is out of bounds for dimension {d} with size "
+                                 f"{size}")
+            offset += (item % size) * tensor.stride(d)
+            d += 1
+    sizes += tensor.shape[d:]
+    strides += tensor.stride()[d:]
+    return tensor.as_strided(sizes, strides, offset)
+
+
+def _setitem(tensor, index, value):
+    view = _basic_view(tensor, index)
+    if isinstance(value, ember.Tensor):
+        _copy_(view, value)
+    else:
+        _fill(view, value)
+
+
+_OPERATORS.update(__getitem__=_basic_view, __setitem__=_setitem)
+_OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
+
+
+# Methods whose arguments differ from their function's, and the dtype
+# shorthands (t.float(): a copy through the host, as to(dtype) is).
+_METHODS = {
+    "where": lambda self, condition, other, out=None: _pointwise_op(
+        "where", condition, self, other, out=out),
+    **{name: (lambda dtype: lambda self: _to(self, dtype))(getattr(ember, dtype))
+       for name, dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
+                           ("long", "int64"), ("int", "int32"), ("short", "int16"),
+                           ("char", "int8"), ("byte", "uint8"), ("bool", "bool"))},
+}
+
+
+def _operator_call(name, args, kwargs):
+    """The handler for an operator call, or None: functions by name, methods
+    as Tensor.<name> (self first), in-place methods and in-place slots
+    (__iadd__) writing into their first operand."""
+    base = name.removeprefix("Tensor.")
+    in_place = False
+    if base.startswith("__i") and f"__{base[3:]}" in _NUMBER_SLOTS:
+        base, in_place = f"__{base[3:]}", True
+    elif base.endswith("_") and not base.endswith("__"):
+        base, in_place = base[:-1], True
+    base = _NUMBER_SLOTS.get(base, base)
+    handler = (_METHODS.get(base) if name.startswith("Tensor.") and not in_place else None) \
+        or _OPERATORS.get(base)
+    if handler is None or (in_place and base in _reduce.REDUCTIONS):
+        return None
+    if in_place:
+        return lambda: handler(*args, **kwargs, out=args[0])
+    return lambda: handler(*args, **kwargs)
 
 
 _HANDLERS = {
@@ -126,6 +563,9 @@ def launch(name, args, kwargs):
     """Runs one call whose tensors live on CUDA (see the module's docstring)."""
     handler = _HANDLERS.get(name)
     if handler is None:
+        call = _operator_call(name, args, kwargs)
+        if call is not None:
+            return call()
         raise NotImplementedError(
             f"ember.cuda: '{name}' has no CUDA kernel yet (ember moves tensors to and "
             "from the GPU, but runs no operator there so far)")

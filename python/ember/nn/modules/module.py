@@ -408,20 +408,20 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(device, dtype), to(tensor): converts the
-        floating-point parameters and buffers; integer ones keep their dtype."""
+        """to(dtype), to(device), to(device, dtype), to(tensor): moves every
+        parameter and buffer to the device and converts the floating-point
+        ones to the dtype; integer ones keep their dtype."""
         device, dtype = _parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, "
                 f"but got desired dtype={dtype}")
-        if device is not None and ember.device(device).type != "cpu":
-            raise RuntimeError(f"ember modules live on the CPU; got device {device}")
 
         def convert(tensor):
-            if dtype is not None and tensor.is_floating_point():
-                return tensor.to(dtype)
-            return tensor
+            target = dtype if dtype is not None and tensor.is_floating_point() else None
+            if device is None:
+                return tensor if target is None else tensor.to(target)
+            return tensor.to(device, target) if target is not None else tensor.to(device)
 
         return self._apply(convert)
 
@@ -434,7 +434,10 @@ class Module:
             lambda t: t.double() if t.is_floating_point() else t)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device)
 
     # ---- calling ------------------------------------------------------------
 
@@ -673,8 +676,9 @@ def _parse_to(*args, **kwargs):
         if isinstance(arg, ember.dtype):
             dtype = arg
         elif isinstance(arg, ember.Tensor):
-            dtype = arg.dtype
-        elif isinstance(arg, (str, ember.device)):
+            dtype, device = arg.dtype, arg.device
+        elif isinstance(arg, (str, ember.device)) or (
+                isinstance(arg, int) and not isinstance(arg, bool)):  # an int: a CUDA index
             device = arg
         elif not isinstance(arg, bool):  # non_blocking, positionally
             raise TypeError(f"to() received an invalid combination of arguments: {arg!r}")

@@ -1,0 +1,286 @@
+"""ember's CUDA operators end to end, without a GPU.
+
+ember.cuda's launcher plans each call on CUDA tensors down to a generated
+kernel and its arguments, and a runtime loads and launches it
+(ember.cuda._runtime).  Here the runtime is tests/cuda_emulation.py's
+EmulatedRuntime: the same kernel sources, compiled by g++ with a header
+that emulates blockIdx/threadIdx, run on host memory that a host allocator
+lends to the 'cuda' device.  So everything but the last step (CuPy's
+cuModuleLoadData and cuLaunchKernel) runs: the C dispatch, the operator
+table, type promotion, broadcasting and strides, out= and in-place forms,
+the copies and the kernels' stores.  Values are compared with ember's CPU
+operators, exactly (the reductions of floats to rounding, as their
+accumulation order differs; see ember/cuda/_reduce.py).
+"""
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+import ember
+from ember.cuda import _launcher, _runtime
+
+import cuda_emulation
+
+pytestmark = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_libc = ctypes.CDLL(None)
+_libc.malloc.restype = ctypes.c_void_p
+_libc.malloc.argtypes = [ctypes.c_size_t]
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+class HostAllocator:
+    """'cuda' memory that the host can read: what the emulated kernels use."""
+
+    def __init__(self):
+        self.blocks = set()
+
+    def malloc(self, nbytes):
+        address = _libc.malloc(max(nbytes, 1))
+        if not address:
+            raise MemoryError("malloc failed")
+        self.blocks.add(address)
+        return address
+
+    def free(self, address):
+        self.blocks.remove(address)
+        _libc.free(address)
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    directory = os.path.join(ROOT, "build", "cuda_emulation")
+    os.makedirs(directory, exist_ok=True)
+    return cuda_emulation.EmulatedRuntime(directory)
+
+
+@pytest.fixture
+def device(runtime):
+    """The emulated device: host allocator, ember's launcher, the emulated
+    runtime; everything put back (and no block left) afterwards."""
+    allocator = HostAllocator()
+    previous_allocator = ember.memory.set_allocator(allocator, "cuda")
+    previous_launcher = ember._C._register_device_backend("cuda", _launcher.launch)
+    previous_runtime = _runtime.use(runtime)
+    runtime.launches.clear()
+    try:
+        yield runtime
+    finally:
+        _runtime.use(previous_runtime)
+        ember._C._register_device_backend("cuda", previous_launcher)
+        ember.memory.set_allocator(previous_allocator, "cuda")
+    assert allocator.blocks == set()
+
+
+def same(got, expected):
+    assert got.is_cuda and got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+
+
+def test_copies_round_trip_through_the_runtime(device):
+    host = ember.arange(12.0).view(3, 4)
+    on_device = host.to("cuda")
+    assert on_device.is_cuda and on_device.data_ptr() != host.data_ptr()
+    same(on_device, host)
+    assert on_device.t().contiguous().stride() == (3, 1)  # a copy kernel
+    same(on_device.t().contiguous(), host.t().contiguous())
+    assert "ember_where_bool_float32_float32_to_float32_strided" in device.launches
+    same(on_device.clone(), host)
+
+
+def test_binary_operators_with_broadcasting_numbers_and_promotion(device):
+    a = ember.randn(4, 5)
+    b = ember.randn(5)
+    i = ember.arange(20, dtype=ember.int32).view(4, 5)
+    da, db, di = a.cuda(), b.cuda(), i.cuda()
+    same(da + db, a + b)
+    same(da - 2.5, a - 2.5)
+    same(3 - da, 3 - a)
+    same(da * di, a * i)
+    same(di / 3, i / 3)
+    same(di // 3, i // 3)
+    same(di % 7, i % 7)
+    same(da ** 2, a ** 2)
+    same(ember.add(da, db, alpha=2), ember.add(a, b, alpha=2))
+    same(da.sub(db, alpha=0.5), a.sub(b, alpha=0.5))
+    same(da.div(db, rounding_mode="floor"), a.div(b, rounding_mode="floor"))
+    same(ember.maximum(da, db), ember.maximum(a, b))
+    same(da.t() * 2, a.t() * 2)  # a strided operand
+    same(da + ember.tensor(1.5, dtype=ember.float64), a + ember.tensor(1.5, dtype=ember.float64))
+    same(di + ember.tensor(1.5, dtype=ember.float64), i + ember.tensor(1.5, dtype=ember.float64))
+
+
+def test_comparisons_logic_and_ternary_operators(device):
+    a, b = ember.randn(3, 4), ember.randn(3, 4)
+    da, db = a.cuda(), b.cuda()
+    same(da < db, a < b)
+    same(da == 0, a == 0)
+    same((da > 0) & (db > 0), (a > 0) & (b > 0))
+    same(ember.where(da > db, da, db), ember.where(a > b, a, b))
+    same(da.clamp(min=0), a.clamp(min=0))
+    same(ember.clamp(da, -0.5, 0.5), ember.clamp(a, -0.5, 0.5))
+    same(ember.addcmul(da, da, db, value=0.5), ember.addcmul(a, a, b, value=0.5))
+    same(ember.lerp(da, db, 0.25), ember.lerp(a, b, 0.25))
+    same(-da, -a)
+    same(abs(da), abs(a))
+    i = ember.tensor([-3, 0, 7], dtype=ember.int64)
+    same(i.cuda().clamp(max=2), i.clamp(max=2))
+    same(~(i.cuda() > 0), ~(i > 0))
+
+
+def test_unary_float_operators(device):
+    a = ember.randn(6, 7)
+    da = a.cuda()
+    for op in ("exp", "log1p", "sigmoid", "tanh", "relu", "sqrt", "gelu", "floor"):
+        same(getattr(ember, op)(da), getattr(ember, op)(a))
+    same(da.t().exp(), a.t().exp())
+    with pytest.raises(NotImplementedError, match="float32 and float64"):
+        ember.exp(ember.arange(3).cuda())
+
+
+def test_in_place_and_out_forms(device):
+    a, b = ember.randn(3, 4), ember.randn(4)
+    da, db = a.cuda(), b.cuda()
+    pointer = da.data_ptr()
+    da += db
+    a += b
+    same(da, a)
+    da.mul_(2)
+    a.mul_(2)
+    same(da, a)
+    da.exp_()
+    a.exp_()
+    same(da, a)
+    assert da.data_ptr() == pointer
+    out = ember.empty(3, 4, device="cuda")
+    assert ember.add(da, 1, out=out) is out
+    same(out, a + 1)
+    i = ember.arange(4).cuda()
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        i.add_(0.5)
+    with pytest.raises(NotImplementedError, match="converting store"):
+        ember.add(i, 1, out=ember.empty(4, dtype=ember.float64, device="cuda"))
+
+
+def test_reductions(device):
+    a = ember.randn(4, 5, 6, dtype=ember.float64)
+    i = ember.randint(-50, 50, (4, 5, 6))
+    da, di = a.cuda(), i.cuda()
+    same(di.sum(), i.sum())
+    same(di.sum(dim=1), i.sum(dim=1))
+    same(di.amax(dim=(0, 2), keepdim=True), i.amax(dim=(0, 2), keepdim=True))
+    same(di.argmax(dim=2), i.argmax(dim=2))
+    values, indices = da.max(dim=1)
+    same(values, a.max(dim=1).values)
+    same(indices, a.max(dim=1).indices)
+    assert type(da.min(dim=0)).__name__ == "min"
+    same(da.permute(2, 0, 1).amin(dim=1), a.permute(2, 0, 1).amin(dim=1))
+    for got, expected in [(da.mean(dim=0), a.mean(dim=0)), (da.sum(), a.sum()),
+                          (da.prod(dim=2), a.prod(dim=2))]:
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-12)
+    assert float(da.max()) == float(a.max())
+
+
+def test_autograd_runs_through_the_launcher(device):
+    x = ember.randn(5, 3, dtype=ember.float64)
+    w = ember.randn(3, dtype=ember.float64)
+    dx = x.cuda().requires_grad_()
+    dw = w.cuda().requires_grad_()
+    ((dx * dw).sigmoid() * 2 + dx).sum().backward()
+    hx, hw = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ((hx * hw).sigmoid() * 2 + hx).sum().backward()
+    assert dx.grad.is_cuda
+    np.testing.assert_allclose(dx.grad.cpu().numpy(), hx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(dw.grad.cpu().numpy(), hw.grad.numpy(), rtol=1e-12)
+
+
+def test_what_has_no_kernel_still_says_so(device):
+    t = ember.randn(3).cuda()
+    with pytest.raises(NotImplementedError, match="'Tensor.cumsum' has no CUDA kernel yet"):
+        t.cumsum(0)
+    with pytest.raises(NotImplementedError, match=r"sum\(dtype=...\)"):
+        t.sum(dtype=ember.float64)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        t + ember.ones(3)
+
+
+def test_factories_fill_on_the_device(device):
+    same(ember.zeros(2, 3, device="cuda"), ember.zeros(2, 3))
+    same(ember.ones((4,), dtype=ember.int16, device="cuda"), ember.ones(4, dtype=ember.int16))
+    same(ember.full((2, 2), 7, device="cuda"), ember.full((2, 2), 7))
+    t = ember.randn(3, 2).cuda()
+    same(ember.ones_like(t), ember.ones(3, 2))
+    same(ember.full_like(t, -1.5), ember.full((3, 2), -1.5))
+    same(ember.zeros_like(t, dtype=ember.bool), ember.zeros(3, 2, dtype=ember.bool))
+    assert not ember.zeros_like(t, device="cpu").is_cuda
+    same(t.fill_(2.5), ember.full((3, 2), 2.5))
+    same(t.t().zero_(), ember.zeros(2, 3))
+    assert ember.ones(2, device="cuda", requires_grad=True).requires_grad
+
+
+def test_methods_that_differ_from_their_functions(device):
+    a, b = ember.randn(2, 3), ember.randn(2, 3)
+    da, db = a.cuda(), b.cuda()
+    same(da.where(da > 0, db), a.where(a > 0, b))
+    same(da.double(), a.double())
+    same((da > 0).long(), (a > 0).long())
+    same(da.max(db), a.max(b))
+
+
+def test_matrix_products_and_a_linear_layer(device):
+    a, b = ember.randn(4, 3, dtype=ember.float64), ember.randn(3, 5, dtype=ember.float64)
+    da, db = a.cuda(), b.cuda()
+    close = lambda got, expected: np.testing.assert_allclose(  # noqa: E731
+        got.detach().cpu().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    close(da @ db, a @ b)
+    close(ember.mm(da, db), ember.mm(a, b))
+    close(da.t() @ da, a.t() @ a)  # transposed operands: no copy
+    close(ember.matmul(da, db[:, 0]), ember.matmul(a, b[:, 0]))
+    batch = ember.randn(2, 4, 3, dtype=ember.float64)
+    close(ember.bmm(batch.cuda(), db.expand(2, 3, 5)), ember.bmm(batch, b.expand(2, 3, 5)))
+    close(ember.addmm(db[0], da, db, beta=0.5, alpha=2), ember.addmm(b[0], a, b, beta=0.5, alpha=2))
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
+        da @ da
+    with pytest.raises(RuntimeError, match="\"addmm_cuda\" not implemented for 'Long'"):
+        ember.arange(4).view(2, 2).cuda() @ ember.arange(4).view(2, 2).cuda()
+    layer = ember.nn.Linear(3, 2).double()
+    x = ember.randn(5, 3, dtype=ember.float64)
+    expected = layer(x)
+    expected.sum().backward()
+    grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    layer.cuda()
+    got = layer(x.cuda())
+    got.sum().backward()
+    close(got, expected)
+    for p, g in zip(layer.parameters(), grads):
+        assert p.is_cuda and p.grad.is_cuda
+        close(p.grad, g)
+
+
+def test_basic_indexing_is_a_view_and_setitem_writes_through(device):
+    a = ember.arange(24.0).view(2, 3, 4)
+    da = a.cuda()
+    for index in [0, -1, (1, 2), (slice(None), 1), (Ellipsis, 2), (None, 0, slice(1, None, 2)),
+                  (slice(None, None, 2), Ellipsis, None), (1, slice(3, 1))]:
+        view = da[index]
+        assert view.data_ptr() >= da.data_ptr()
+        same(view, a[index])
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        da[0, 3]
+    with pytest.raises(IndexError, match="too many indices"):
+        da[0, 0, 0, 0]
+    with pytest.raises(NotImplementedError, match="gather kernel"):
+        da[ember.tensor([0])]
+    da[0, :, 1] = 5.0
+    a[0, :, 1] = 5.0
+    da[1] = ember.ones(4)
+    a[1] = ember.ones(4)
+    same(da, a)
