@@ -59,10 +59,21 @@ def runtime():
     return cuda_emulation.EmulatedRuntime(directory)
 
 
-@pytest.fixture
-def device(runtime):
-    """The emulated device: host allocator, ember's launcher, the emulated
-    runtime; everything put back (and no block left) afterwards."""
+@pytest.fixture(params=["emulated", "gpu"])
+def device(request, runtime):
+    """The emulated device (host allocator, ember's launcher, the emulated
+    runtime; everything put back and no block left afterwards), or a real
+    GPU through CuPy where there is one: the same tests check both."""
+    if request.param == "gpu":
+        if not ember.cuda.is_available():
+            pytest.skip("needs CuPy and a GPU")
+        ember.cuda.init()
+        allocator = ember.memory.get_allocator("cuda")
+        live = len(allocator.blocks)
+        yield _runtime.current()
+        ember.cuda.synchronize()
+        assert len(allocator.blocks) == live
+        return
     allocator = HostAllocator()
     previous_allocator = ember.memory.set_allocator(allocator, "cuda")
     previous_launcher = ember._C._register_device_backend("cuda", _launcher.launch)
@@ -89,7 +100,8 @@ def test_copies_round_trip_through_the_runtime(device):
     same(on_device, host)
     assert on_device.t().contiguous().stride() == (3, 1)  # a copy kernel
     same(on_device.t().contiguous(), host.t().contiguous())
-    assert "ember_where_bool_float32_float32_to_float32_strided" in device.launches
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        assert "ember_where_bool_float32_float32_to_float32_strided" in device.launches
     same(on_device.clone(), host)
 
 

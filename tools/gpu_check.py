@@ -17,9 +17,8 @@ import sys
 import ember
 
 CUDA_TESTS = ["tests/test_cuda_host.py", "tests/test_cuda_kernels.py",
-              "tests/test_cuda_binary_reduce_kernels.py"]
-# GPU benchmarks join this list as the operators learn to launch kernels.
-GPU_BENCHMARKS = []
+              "tests/test_cuda_binary_reduce_kernels.py", "tests/test_cuda_launcher.py"]
+GPU_BENCHMARKS = ["bench/bench_cuda.py"]
 
 
 def device_line():
@@ -44,11 +43,13 @@ def main():
     print("== gpu-check summary")
     print("  " + device_line())
     print(f"  tests: {tests}")
+    status = run.returncode
     for name in GPU_BENCHMARKS:
-        print(f"  benchmark {name}")
-    if not GPU_BENCHMARKS:
-        print("  benchmarks: none yet (the operators do not launch kernels on the GPU yet)")
-    return run.returncode
+        bench = subprocess.run([sys.executable, name], env=env, capture_output=True, text=True)
+        for line in (bench.stdout + bench.stderr[-2000:]).strip().splitlines():
+            print(f"  {line}")
+        status = status or bench.returncode
+    return status
 
 
 if __name__ == "__main__":
