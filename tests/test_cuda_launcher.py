@@ -296,3 +296,14 @@ def test_basic_indexing_is_a_view_and_setitem_writes_through(device):
     da[1] = ember.ones(4)
     a[1] = ember.ones(4)
     same(da, a)
+
+
+def test_cat_and_stack(device):
+    a, b = ember.randn(2, 3), ember.randn(2, 5)
+    i = ember.arange(6, dtype=ember.int32).view(2, 3)
+    same(ember.cat([a.cuda(), b.cuda()], dim=1), ember.cat([a, b], dim=1))
+    same(ember.cat([a.cuda(), a.cuda().t().t()]), ember.cat([a, a]))
+    same(ember.cat([a.cuda(), i.cuda()], dim=-1), ember.cat([a, i], dim=-1))  # promoted
+    same(ember.stack([a.cuda(), a.cuda() * 2], dim=1), ember.stack([a, a * 2], dim=1))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        ember.cat([a.cuda(), b.cuda()])

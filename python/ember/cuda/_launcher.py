@@ -511,6 +511,58 @@ def _setitem(tensor, index, value):
 
 
 _OPERATORS.update(__getitem__=_basic_view, __setitem__=_setitem)
+
+
+# ---- joining: one copy kernel per input, into views of the result -------------------
+
+def _cat(tensors, dim=0, *, out=None):
+    """cat: the result from the CUDA allocator, each input copied into its
+    slice (a view) by the copy kernel."""
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]  # legacy empties
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    first = tensors[0]
+    if first.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    if not -first.ndim <= dim < first.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-first.ndim}, {first.ndim - 1}], but got {dim})")
+    dim %= first.ndim
+    for k, t in enumerate(tensors):
+        for d in range(first.ndim):
+            if t.ndim != first.ndim or (d != dim and t.shape[d] != first.shape[d]):
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{first.shape[d]} but got size {t.shape[d] if t.ndim > d else None} "
+                    f"for tensor number {k} in the list.")
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = ember.result_type(ember.empty(1, dtype=dtype), t)
+    shape = list(first.shape)
+    shape[dim] = sum(t.shape[dim] for t in tensors)
+    out = _destination(out, tuple(shape), _dtype_name(dtype), "cat")
+    start = 0
+    for t in tensors:
+        index = (slice(None),) * dim + (slice(start, start + t.shape[dim]),)
+        if t.numel():
+            _copy_(_basic_view(out, index), t)
+        start += t.shape[dim]
+    return out
+
+
+def _stack(tensors, dim=0, *, out=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for k, t in enumerate(tensors):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at "
+                               f"entry {k}")
+    return _cat([t.unsqueeze(dim) for t in tensors], dim, out=out)
+
+
+_OPERATORS.update(cat=_cat, concat=_cat, concatenate=_cat, stack=_stack)
 _OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
 
 
