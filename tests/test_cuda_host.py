@@ -505,3 +505,15 @@ def test_number_slots_on_cuda_record_autograd_first(cuda_memory):
         del x, y, z
     finally:
         use_launcher(previous)
+
+
+def test_streams_and_events_need_a_gpu_and_say_why():
+    if ember.cuda.is_available():
+        pytest.skip("a GPU is there (tests/test_cuda_launcher.py times a stream)")
+    reason = ember.cuda._probe()[1]
+    for make in (ember.cuda.Stream, ember.cuda.Event, ember.cuda.current_stream,
+                 ember.cuda.default_stream):
+        with pytest.raises(RuntimeError, match=re.escape(reason)):
+            make()
+    with ember.cuda.stream(None):  # None changes nothing, as in PyTorch
+        pass

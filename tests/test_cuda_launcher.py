@@ -307,3 +307,22 @@ def test_cat_and_stack(device):
     same(ember.stack([a.cuda(), a.cuda() * 2], dim=1), ember.stack([a, a * 2], dim=1))
     with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
         ember.cat([a.cuda(), b.cuda()])
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
+def test_work_on_a_stream_of_its_own_and_events_time_it():
+    x = ember.randn(1000, 1000).cuda()
+    side = ember.cuda.Stream()
+    assert side != ember.cuda.default_stream() and ember.cuda.default_stream().cuda_stream == 0
+    start, end = ember.cuda.Event(enable_timing=True), ember.cuda.Event(enable_timing=True)
+    side.wait_stream(ember.cuda.current_stream())  # x was written on the default stream
+    with ember.cuda.stream(side):
+        assert ember.cuda.current_stream() == side
+        start.record()
+        y = (x @ x).sum(dim=1)
+        end.record()
+        assert y.__cuda_array_interface__["stream"] == side.cuda_stream
+    end.synchronize()
+    assert start.elapsed_time(end) > 0 and side.query()
+    np.testing.assert_allclose(y.cpu().numpy(), (x.cpu() @ x.cpu()).sum(dim=1).numpy(),
+                               rtol=1e-3, atol=1e-2)

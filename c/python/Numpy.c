@@ -391,6 +391,38 @@ dlpack_device_of(const THTensor *t)
     return device;
 }
 
+/* ember.cuda._interop.<name>(*args), args built from `format` (a tuple
+ * format, or NULL for none): the streams' policy is Python's. */
+static PyObject *
+call_interop(const char *name, const char *format, ...)
+{
+    PyObject *interop = PyImport_ImportModule("ember.cuda._interop");
+    if (interop == NULL) {
+        return NULL;
+    }
+    PyObject *function = PyObject_GetAttrString(interop, name);
+    Py_DECREF(interop);
+    if (function == NULL) {
+        return NULL;
+    }
+    PyObject *arguments = NULL;
+    if (format != NULL) {
+        va_list va;
+        va_start(va, format);
+        arguments = Py_VaBuildValue(format, va);
+        va_end(va);
+        if (arguments == NULL) {
+            Py_DECREF(function);
+            return NULL;
+        }
+    }
+    PyObject *result = arguments != NULL ? PyObject_CallObject(function, arguments)
+                                         : PyObject_CallNoArgs(function);
+    Py_XDECREF(arguments);
+    Py_DECREF(function);
+    return result;
+}
+
 /* __dlpack__(stream=s): the consumer will read on stream s, so ember's
  * pending work must be ordered before it.  The policy (type check, the
  * event) is Python's: ember.cuda._interop.dlpack_stream_handshake.  It
@@ -398,13 +430,8 @@ dlpack_device_of(const THTensor *t)
 static int
 dlpack_stream_handshake(PyObject *self, PyObject *stream)
 {
-    PyObject *interop = PyImport_ImportModule("ember.cuda._interop");
-    if (interop == NULL) {
-        return -1;
-    }
-    PyObject *done = PyObject_CallMethod(interop, "dlpack_stream_handshake",
-                                         "OO", self, stream);
-    Py_DECREF(interop);
+    PyObject *done = call_interop("dlpack_stream_handshake", "(OO)", self,
+                                  stream);
     Py_XDECREF(done);
     return done == NULL ? -1 : 0;
 }
@@ -791,20 +818,27 @@ THPModule_from_dlpack(PyObject *module, PyObject *obj)
         Py_DECREF(method);
         return NULL;
     }
+    /* CUDA memory comes with stream=<the stream ember queues on>, which
+     * the producer orders its pending work before. */
+    PyObject *stream = NULL;
+    if (device_type == kDLCUDA
+        && (stream = call_interop("consumer_stream", NULL)) == NULL) {
+        Py_DECREF(method);
+        return NULL;
+    }
     /* Ask for the versioned protocol; producers that predate it raise
-     * TypeError on the keyword, and then get the legacy call.  CUDA memory
-     * comes with stream=1: ember has no streams of its own yet, and runs
-     * its kernels on the legacy default stream (CuPy's null stream), which
-     * the producer orders its work before. */
-    bool on_cuda = device_type == kDLCUDA;
-    PyObject *kwargs = on_cuda ? Py_BuildValue("{s:(ii),s:i}", "max_version",
-                                               DLPACK_MAJOR_VERSION,
-                                               DLPACK_MINOR_VERSION, "stream", 1)
-                               : Py_BuildValue("{s:(ii)}", "max_version",
-                                               DLPACK_MAJOR_VERSION,
-                                               DLPACK_MINOR_VERSION);
-    PyObject *legacy_kwargs = on_cuda ? Py_BuildValue("{s:i}", "stream", 1)
-                                      : PyDict_New();
+     * TypeError on the keyword, and then get the legacy call. */
+    PyObject *kwargs = stream != NULL
+                           ? Py_BuildValue("{s:(ii),s:O}", "max_version",
+                                           DLPACK_MAJOR_VERSION,
+                                           DLPACK_MINOR_VERSION, "stream", stream)
+                           : Py_BuildValue("{s:(ii)}", "max_version",
+                                           DLPACK_MAJOR_VERSION,
+                                           DLPACK_MINOR_VERSION);
+    PyObject *legacy_kwargs = stream != NULL
+                                  ? Py_BuildValue("{s:O}", "stream", stream)
+                                  : PyDict_New();
+    Py_XDECREF(stream);
     PyObject *empty = PyTuple_New(0);
     PyObject *capsule = NULL;
     if (kwargs != NULL && legacy_kwargs != NULL && empty != NULL) {

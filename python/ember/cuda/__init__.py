@@ -29,7 +29,8 @@ __all__ = [
     "get_device_properties", "synchronize", "empty_cache", "memory_allocated",
     "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
     "max_memory_reserved", "manual_seed", "manual_seed_all", "seed", "seed_all",
-    "is_bf16_supported", "get_arch_list", "CupyAllocator",
+    "is_bf16_supported", "get_arch_list", "CupyAllocator", "Stream", "Event",
+    "current_stream", "default_stream", "stream",
 ]
 
 INSTALL_LINE = "pip install ember[cuda]"
@@ -271,3 +272,5 @@ initial_seed = get_rng_state = set_rng_state = _no_generators
 
 
 _C._set_device_initializer("cuda", _lazy_init)
+
+from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: E402

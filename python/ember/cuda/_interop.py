@@ -12,12 +12,12 @@ JAX) without copying it:
       that stream wait for its own pending work before handing the memory
       over.
 
-ember has no streams of its own yet: every ember kernel runs on the legacy
-default stream (CuPy's null stream, handle 0, named 1 in both protocols,
-which orders itself with every blocking stream).  So ember exports
-"stream": 1, and when a consumer reads on some other stream s, ember
-records an event on the null stream and makes s wait for it: the same
-handshake PyTorch's Tensor.__dlpack__ does with its current stream.
+ember queues its kernels on the current stream (CuPy's: the legacy
+default stream, handle 0 and named 1 in both protocols, unless
+`with ember.cuda.stream(s)` picked another).  So ember exports that
+stream, and when a consumer reads on some other stream s, ember records an
+event on its stream and makes s wait for it: the same handshake PyTorch's
+Tensor.__dlpack__ does with its current stream.
 
     t = ember.as_tensor(cupy_array)      # shares the array's memory
     cupy.asarray(t)                      # shares the tensor's (CuPy reads
@@ -43,6 +43,21 @@ _DTYPES = {typestr: dtype for dtype, typestr in TYPESTRS.items()}
 LEGACY_DEFAULT_STREAM = 1
 
 
+def _current_stream():
+    """The stream ember queues on, named as the protocols name streams (the
+    legacy default stream until CUDA is in use: nothing of ember's queued)."""
+    if not ember.cuda.is_initialized():
+        return LEGACY_DEFAULT_STREAM
+    import cupy
+    return cupy.cuda.get_current_stream().ptr or LEGACY_DEFAULT_STREAM
+
+
+def consumer_stream():
+    """The stream ember.from_dlpack asks a CUDA producer to order its work
+    before (called from c/python/Numpy.c)."""
+    return _current_stream()
+
+
 def cuda_array_interface(tensor):
     """Tensor.__cuda_array_interface__: version 3, PyTorch's checks."""
     if not tensor.is_cuda:
@@ -61,7 +76,7 @@ def cuda_array_interface(tensor):
     address = tensor.data_ptr() if tensor.numel() > 0 else 0
     return {"typestr": TYPESTRS[tensor.dtype], "shape": tuple(tensor.shape),
             "strides": strides, "data": (address, False), "version": 3,
-            "stream": LEGACY_DEFAULT_STREAM}
+            "stream": _current_stream()}
 
 
 def _check_interface(interface):
@@ -100,16 +115,16 @@ def _check_interface(interface):
 
 
 def _wait_for(stream):
-    """Orders the null stream after the producer's `stream` (version 3's
+    """Orders ember's stream after the producer's `stream` (version 3's
     "stream" key: None or absent means nothing to wait for)."""
-    if stream is None or stream == LEGACY_DEFAULT_STREAM or not ember.cuda.is_initialized():
+    if stream is None or not ember.cuda.is_initialized() or stream == _current_stream():
         return  # nothing of ember's can run before the producer's work
     if stream == 0:
         raise ValueError("__cuda_array_interface__: stream 0 is disallowed (ambiguous)")
     import cupy
     event = cupy.cuda.Event(disable_timing=True)
     event.record(cupy.cuda.ExternalStream(stream))
-    cupy.cuda.Stream.null.wait_event(event)
+    cupy.cuda.get_current_stream().wait_event(event)
 
 
 def from_cuda_array_interface(obj):
@@ -126,14 +141,14 @@ def dlpack_stream_handshake(tensor, stream):
     ember's pending work (called by Tensor.__dlpack__ before it exports)."""
     if not isinstance(stream, int) or isinstance(stream, bool):
         raise TypeError("stream must be ``int`` or ``none``")
-    if not tensor.is_cuda or stream in (-1, LEGACY_DEFAULT_STREAM):
+    if not tensor.is_cuda or stream == -1:
         return  # -1: the consumer asks for no synchronisation
     if stream == 0:
         raise ValueError("__dlpack__: stream 0 is disallowed for CUDA (ambiguous); pass 1 "
                          "for the legacy default stream")
-    if not ember.cuda.is_initialized():
-        return  # no ember kernel has run: nothing to order
+    if not ember.cuda.is_initialized() or stream == _current_stream():
+        return  # nothing of ember's queued, or queued on the consumer's stream
     import cupy
     event = cupy.cuda.Event(disable_timing=True)
-    event.record(cupy.cuda.Stream.null)
+    event.record(cupy.cuda.get_current_stream())
     cupy.cuda.ExternalStream(stream).wait_event(event)

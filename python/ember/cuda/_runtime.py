@@ -15,8 +15,9 @@ things that need the device:
 `CupyRuntime` does them with CuPy's bindings of the CUDA runtime and
 driver: NVRTC compiles the source for the device's architecture (cached on
 disk by _launch.compile_cached), cuModuleLoadData loads the cubin, and
-cuLaunchKernel launches the function on the legacy default stream with
-_launch.kernel_params's array of argument addresses.  The test suite
+cuLaunchKernel launches the function on the current stream (CuPy's, which
+ember.cuda.stream(s) sets) with _launch.kernel_params's array of argument
+addresses.  The test suite
 installs another runtime (tests/cuda_emulation.py:EmulatedRuntime) that
 compiles the same sources with g++ and runs them on host memory, so the
 launcher's whole path, from the C dispatch to the kernel's stores, is
@@ -69,8 +70,9 @@ class CupyRuntime:
 
     def launch(self, kernel, grid, block, arguments):
         params = _launch.kernel_params(arguments)  # alive until the launch returns
+        stream = self._cupy.cuda.get_current_stream().ptr  # ember.cuda.stream(s) sets it
         self._cupy.cuda.driver.launchKernel(self._function(kernel), grid, 1, 1, block, 1, 1,
-                                            0, 0, ctypes.addressof(params), 0)
+                                            0, stream, ctypes.addressof(params), 0)
 
 
     def matmul(self, out, a, b):
@@ -80,7 +82,7 @@ class CupyRuntime:
 
     def _array(self, tensor):
         """A CuPy array on the tensor's memory (no copy, no stream
-        synchronisation: both run on the legacy default stream)."""
+        synchronisation: CuPy and ember queue on the same current stream)."""
         cupy = self._cupy
         itemsize = tensor.element_size()
         span = itemsize * (1 + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())))
