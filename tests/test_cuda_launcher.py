@@ -326,3 +326,86 @@ def test_work_on_a_stream_of_its_own_and_events_time_it():
     assert start.elapsed_time(end) > 0 and side.query()
     np.testing.assert_allclose(y.cpu().numpy(), (x.cpu() @ x.cpu()).sum(dim=1).numpy(),
                                rtol=1e-3, atol=1e-2)
+
+
+# ---- random numbers ----------------------------------------------------------------
+
+def test_philox_reference_matches_random123s_known_answers():
+    from ember.cuda._random import philox
+    known = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+             ((0xffffffff,) * 4, (0xffffffff,) * 2,
+              (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+             ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+              (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
+    for counter, key, expected in known:
+        got = philox([[c] for c in counter], [[k] for k in key])[:, 0]
+        assert tuple(int(w) for w in got) == expected
+
+
+def _words(seed, offset, groups):
+    from ember.cuda._random import philox
+    counters = np.arange(offset, offset + groups, dtype=np.uint64)
+    return philox([counters & 0xFFFFFFFF, counters >> 32, np.zeros(groups), np.zeros(groups)],
+                  [np.full(groups, seed & 0xFFFFFFFF), np.full(groups, seed >> 32)])
+
+
+def test_the_kernels_draw_philoxs_words(device):
+    ember.cuda.manual_seed(1234)
+    u = ember.rand(10, device="cuda").cpu().numpy()
+    words = _words(1234, 0, 3)  # 10 float32 values: 3 groups of 4
+    expected = ((words.T.reshape(-1)[:10] >> 8).astype(np.float64) / 2 ** 24).astype(np.float32)
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        np.testing.assert_array_equal(u, expected)
+    v = ember.rand(3, dtype=ember.float64, device="cuda").cpu().numpy()
+    # the offset moved past the first call's 3 groups; a float64 takes two words
+    words = _words(1234, 3, 2).T.reshape(-1, 2).astype(np.uint64)
+    bits = ((words[:, 0] >> np.uint64(6)) << np.uint64(27)) | (words[:, 1] >> np.uint64(5))
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        np.testing.assert_array_equal(v, bits[:3] / 2.0 ** 53)
+    ember.cuda.manual_seed(1234)
+    assert ember.rand(10, device="cuda").cpu().numpy().tolist() == u.tolist()
+
+
+def test_distributions_and_the_generator_state(device):
+    ember.manual_seed(7)  # seeds the CUDA generator too, as torch.manual_seed
+    state = ember.cuda.get_rng_state() if ember.cuda.is_available() else None
+    n = 20000
+    normal = ember.randn(n, device="cuda").cpu().numpy()
+    assert abs(normal.mean()) < 0.05 and abs(normal.std() - 1) < 0.05
+    normal64 = ember.randn(n, dtype=ember.float64, device="cuda").cpu().numpy()
+    assert abs(normal64.mean()) < 0.05 and abs(normal64.std() - 1) < 0.05
+    uniform = ember.empty(100, 200, device="cuda").t().uniform_(-2, 3).cpu().numpy()
+    assert uniform.min() >= -2 and uniform.max() < 3 and abs(uniform.mean() - 0.5) < 0.05
+    ints = ember.randint(3, 9, (n,), device="cuda").cpu().numpy()
+    assert ints.dtype == np.int64 and set(np.unique(ints)) == set(range(3, 9))
+    shifted = ember.empty(n, device="cuda").normal_(5.0, 0.5).cpu().numpy()
+    assert abs(shifted.mean() - 5) < 0.02
+    like = ember.rand_like(ember.empty(2, 3, dtype=ember.float64, device="cuda"))
+    assert like.dtype == ember.float64 and like.is_cuda
+    if state is not None:
+        ember.cuda.set_rng_state(state)
+        np.testing.assert_array_equal(ember.randn(n, device="cuda").cpu().numpy(), normal)
+    with pytest.raises(RuntimeError, match="'from' to be less than 'to'"):
+        ember.randint(5, 5, (2,), device="cuda")
+
+
+def test_dropout_on_the_device(device):
+    x = ember.ones(1000, 10).cuda()
+    y = ember.nn.functional.dropout(x, p=0.25)
+    kept = y.cpu().numpy()
+    assert set(np.unique(kept)) <= {0.0, np.float32(1.0 / 0.75)}
+    assert abs((kept == 0).mean() - 0.25) < 0.02
+
+
+@pytest.mark.skipif(not __import__("ember.cuda._nvrtc").cuda._nvrtc.available(),
+                    reason="NVRTC is not installed (pip install ember[cuda])")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_random_kernels_compile_without_spills(arch):
+    from ember.cuda import _launch, _random
+    cache = os.path.join(ROOT, "build", "cuda_kernels")
+    for distribution, dtype in sorted(_random._BODIES):
+        name = _random.kernel_name(distribution, dtype)
+        compiled = _launch.compile_cached(_random.kernel_source(distribution, dtype), arch,
+                                          _random.headers(), name=f"{name}.cu", directory=cache)
+        assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64, \
+            (name, compiled.registers[name], compiled.spill_bytes[name])

@@ -91,7 +91,7 @@ _C._set_python_types(Tensor, device("cpu"), device("cuda", 0))
 
 from . import autograd  # noqa: E402  (registers the derivative formulas)
 from . import random  # noqa: E402,F401  (ember.random, as torch.random)
-from .random import get_rng_state, set_rng_state, normal  # noqa: E402,F401
+from .random import get_rng_state, set_rng_state, normal, manual_seed  # noqa: E402,F401
 from .autograd.grad_mode import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled)

@@ -16,8 +16,17 @@ __all__ = ["default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state"]
 
 default_generator = _C.default_generator
-manual_seed = _C.manual_seed
 seed = _C.seed
+
+
+def manual_seed(seed):
+    """Seeds the CPU generator and the CUDA one (as torch.manual_seed);
+    returns the CPU generator."""
+    generator = _C.manual_seed(seed)
+    from .cuda import _random
+    _random.default_generator.manual_seed(seed)
+    return generator
+
 initial_seed = _C.initial_seed
 
 

@@ -14,13 +14,14 @@ are available"); PyTorch's CPU build says "Torch not compiled with CUDA
 enabled", and ember says that CuPy is not installed.
 
 The probe runs once (importing CuPy takes seconds, so not at `import
-ember`), on the first call that needs it.  The seeding functions are
-silently ignored without CUDA (PyTorch documents this, so programs may call
-them everywhere).
+ember`), on the first call that needs it.  Seeding needs no GPU (the
+generator is a Philox key and a counter, ember/cuda/_random.py), so
+programs may call manual_seed everywhere, as with PyTorch.
 """
 
 from .. import _C
 from .. import memory as _memory
+from . import _random
 from . import amp  # noqa: F401  (ember.cuda.amp, the deprecated aliases)
 
 __all__ = [
@@ -248,27 +249,38 @@ class CupyAllocator:
         return f"CupyAllocator(live_blocks={len(self.blocks)})"
 
 
-def _ignored_seed(seed=None):
-    """Seeds every CUDA generator; silently ignored without CUDA (as PyTorch)."""
+def manual_seed(seed):
+    """Seeds ember's CUDA generator (a Philox key: ember/cuda/_random.py).
+    No GPU is needed to seed it, as in PyTorch."""
+    _random.default_generator.manual_seed(seed)
 
 
-manual_seed = manual_seed_all = _ignored_seed
+manual_seed_all = manual_seed  # one device
 
 
 def seed():
-    """Ignored without CUDA (as PyTorch)."""
+    """Seeds the CUDA generator from the operating system's entropy."""
+    import os
+    manual_seed(int.from_bytes(os.urandom(8), "little"))
 
 
-def seed_all():
-    """Ignored without CUDA (as PyTorch)."""
+seed_all = seed
 
 
-def _no_generators(*args, **kwargs):
+def initial_seed():
     _lazy_init()
-    raise RuntimeError("ember.cuda has no random number generators yet")
+    return _random.default_generator.initial_seed()
 
 
-initial_seed = get_rng_state = set_rng_state = _no_generators
+def get_rng_state(device="cuda"):
+    """The CUDA generator's state: 16 bytes (seed, offset) in a uint8 tensor."""
+    _lazy_init()
+    return _C.from_numpy(_random.default_generator.get_state().copy())
+
+
+def set_rng_state(new_state, device="cuda"):
+    _lazy_init()
+    _random.default_generator.set_state(new_state.numpy())
 
 
 _C._set_device_initializer("cuda", _lazy_init)

@@ -31,7 +31,7 @@ import math
 import ember
 
 from .. import _C
-from . import _kernels, _launch, _pointwise, _reduce, _runtime
+from . import _kernels, _launch, _pointwise, _random, _reduce, _runtime
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -563,6 +563,94 @@ def _stack(tensors, dim=0, *, out=None):
 
 
 _OPERATORS.update(cat=_cat, concat=_cat, concatenate=_cat, stack=_stack)
+
+
+# ---- random numbers: Philox kernels (_random.py) --------------------------------------
+
+@functools.cache
+def _random_kernel(distribution, dtype):
+    return _runtime.Kernel(_random.kernel_name(distribution, dtype),
+                           _random.kernel_source(distribution, dtype), _random.headers(),
+                           _random.kernel_parameters(distribution, dtype), False)
+
+
+def _random_fill(out, distribution, a, b):
+    """Fills `out` with the distribution's values: one Philox kernel, with
+    counters from the CUDA generator (a dense temporary for a strided out)."""
+    dtype = _dtype_name(out.dtype)
+    if (distribution, dtype) not in _random._BODIES:
+        raise NotImplementedError(f"ember.cuda: {distribution} random numbers of dtype "
+                                  f"{dtype} (ember's CUDA generator makes "
+                                  f"{', '.join(sorted({d for k, d in _random._BODIES if k == distribution}))})")
+    target = out if out.is_contiguous() else ember.empty(out.shape, dtype=out.dtype,
+                                                         device="cuda")
+    n = out.numel()
+    if n:
+        seed, offset = _random.default_generator.take(distribution, dtype, n)
+        bound = ctypes.c_double if dtype.startswith("float") else ctypes.c_int64
+        _launch_kernel(_random_kernel(distribution, dtype), _launch.launch_config(n),
+                       [ctypes.c_void_p(target.data_ptr()), ctypes.c_int64(n),
+                        ctypes.c_uint64(seed), ctypes.c_uint64(offset), bound(a), bound(b)])
+    if target is not out:
+        _copy_(out, target)
+    return out
+
+
+def _no_generator(generator):
+    if generator is not None:
+        raise RuntimeError("ember.cuda draws from its default generator only (generator= "
+                           "takes CPU generators)")
+
+
+def _random_factory(distribution, a, b):
+    """rand/randn(*size, ..., device='cuda'): the CPU factory's checks."""
+    def run(*size, generator=None, device=None, requires_grad=False, **kwargs):
+        _no_generator(generator)
+        meta = ember.empty(*size, **kwargs)
+        out = ember.empty(tuple(meta.shape), dtype=meta.dtype, device="cuda")
+        return _random_fill(out, distribution, a, b).requires_grad_(requires_grad)
+    return run
+
+
+def _random_like(distribution, a, b):
+    def run(tensor, *, dtype=None, device=None, requires_grad=False, **kwargs):
+        out = ember.empty(tuple(tensor.shape), dtype=dtype or tensor.dtype, device="cuda")
+        return _random_fill(out, distribution, a, b).requires_grad_(requires_grad)
+    return run
+
+
+def _randint(*args, size=None, generator=None, dtype=None, device=None,
+             requires_grad=False, **kwargs):
+    """randint(high, size) or randint(low, high, size)."""
+    _no_generator(generator)
+    if size is None:
+        *args, size = args
+    low, high = (0, *args) if len(args) == 1 else args
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    out = ember.empty(tuple(ember.empty(size).shape), dtype=dtype or ember.int64, device="cuda")
+    return _random_fill(out, "randint", low, high)
+
+
+def _uniform_(tensor, a=0.0, b=1.0, *, generator=None, out=None, **bounds):
+    _no_generator(generator)
+    a, b = bounds.get("from", a), bounds.get("to", b)
+    return _random_fill(tensor if out is None else out, "uniform", a, b)
+
+
+def _normal_(tensor, mean=0.0, std=1.0, *, generator=None, out=None):
+    _no_generator(generator)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    return _random_fill(tensor if out is None else out, "normal", mean, std)
+
+
+_OPERATORS.update(rand=_random_factory("uniform", 0.0, 1.0),
+                  randn=_random_factory("normal", 0.0, 1.0),
+                  rand_like=_random_like("uniform", 0.0, 1.0),
+                  randn_like=_random_like("normal", 0.0, 1.0),
+                  randint=_randint, uniform=_uniform_, normal=_normal_)
 _OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
 
 

@@ -103,7 +103,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         noise = ember.zeros((), dtype=input.dtype)
     else:
-        keep = ember.rand(input.shape, dtype=input.dtype) < (1.0 - p)
+        keep = ember.rand(input.shape, dtype=input.dtype, device=input.device) < (1.0 - p)
         noise = keep.to(input.dtype).div_(1.0 - p)
     return input.mul_(noise) if inplace else input * noise
 

@@ -1,0 +1,230 @@
+"""Random numbers on the GPU: Philox4x32-10 kernels and the CUDA generator.
+
+A counter-based generator needs no state in device memory: Philox4x32-10
+(Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011)
+maps a 128-bit counter and a 64-bit key to four random 32-bit words by ten
+rounds of multiplications and XORs, so every thread computes its own words
+from (seed, its element's index) in any order, and a launch is
+reproducible however the grid is shaped.  PyTorch's CUDA generator is also
+Philox4x32-10 (its counter layout differs, so the streams differ).
+
+Element i of a call takes words from counter (offset + i // per_call_group,
+0, 0) under key = seed: float32 uses one word a value (4 a group), float64
+two (2 a group).  The generator's offset then moves past the groups the
+call used, so the next call draws fresh counters (ember.cuda.manual_seed
+resets it).
+
+  uniform   [low, high): 24 (float32) or 53 (float64) random bits scaled;
+  normal    mean + std * Box-Muller of pairs of uniforms in (0, 1];
+  randint   [low, high): a 64-bit word (two 32-bit ones) modulo the range.
+
+Testing without a GPU: tests/test_cuda_launcher.py runs the kernels in the
+CPU emulation and checks them against `philox` below (a NumPy transcription)
+and against Random123's published known-answer vectors.
+"""
+
+import functools
+
+import numpy as np
+
+from . import _kernels
+
+__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "kernel_name", "kernel_source",
+           "kernel_parameters", "headers", "groups", "CUDAGenerator", "default_generator"]
+
+PRELUDE_NAME = "ember_random.h"
+DISTRIBUTIONS = ("uniform", "normal", "randint")
+DTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t"}
+# Philox's constants (Random123's PHILOX_M4x32_0/1 and PHILOX_W32_0/1).
+M0, M1 = 0xD2511F53, 0xCD9E8D57
+W0, W1 = 0x9E3779B9, 0xBB67AE85
+
+
+def philox(counter, key, rounds=10):
+    """Philox4x32 of uint32 arrays: counter (4, n), key (2, n) -> (4, n)."""
+    c = [np.asarray(w, np.uint64) for w in counter]
+    k = [np.asarray(w, np.uint64) for w in key]
+    mask = np.uint64(0xFFFFFFFF)
+    for r in range(rounds):
+        if r:
+            k = [(k[0] + np.uint64(W0)) & mask, (k[1] + np.uint64(W1)) & mask]
+        p0, p1 = np.uint64(M0) * c[0], np.uint64(M1) * c[2]
+        hi0, lo0, hi1, lo1 = p0 >> np.uint64(32), p0 & mask, p1 >> np.uint64(32), p1 & mask
+        c = [hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0]
+    return np.array(c, dtype=np.uint32)
+
+
+_PRELUDE = f"""\
+#ifndef EMBER_RANDOM_H
+#define EMBER_RANDOM_H
+#include "{_kernels.PRELUDE_NAME}"
+
+/* Philox4x32-10: four 32-bit words from a 128-bit counter and a 64-bit key. */
+struct EmberPhilox {{
+    uint32_t x[4];
+}};
+
+static __device__ __forceinline__ uint32_t
+ember_mulhilo(uint32_t a, uint32_t b, uint32_t *hi)
+{{
+    uint64_t product = (uint64_t)a * b;
+    *hi = (uint32_t)(product >> 32);
+    return (uint32_t)product;
+}}
+
+static __device__ __forceinline__ EmberPhilox
+ember_philox(uint64_t counter, uint64_t seed)
+{{
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+#pragma unroll
+    for (int round = 0; round < 10; round++) {{
+        if (round > 0) {{
+            k0 += 0x{W0:08X}u;
+            k1 += 0x{W1:08X}u;
+        }}
+        uint32_t hi0, hi1;
+        uint32_t lo0 = ember_mulhilo(0x{M0:08X}u, c0, &hi0);
+        uint32_t lo1 = ember_mulhilo(0x{M1:08X}u, c2, &hi1);
+        uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+        c0 = n0;
+        c1 = lo1;
+        c2 = n2;
+        c3 = lo0;
+    }}
+    EmberPhilox r = {{{{c0, c1, c2, c3}}}};
+    return r;
+}}
+
+/* Uniform in [0, 1) from the top 24 bits of one word, or 53 of two. */
+static __device__ __forceinline__ float
+ember_unit_float(uint32_t w)
+{{
+    return (float)(w >> 8) * (1.0f / 16777216.0f);
+}}
+
+static __device__ __forceinline__ double
+ember_unit_double(uint32_t hi, uint32_t lo)
+{{
+    return (double)(((uint64_t)(hi >> 6) << 27) | (lo >> 5)) * (1.0 / 9007199254740992.0);
+}}
+#endif
+"""
+
+# Per distribution and dtype: how many values one Philox call gives, and
+# the statements that compute value j of the group into `v` from r.x.
+_VALUES_PER_GROUP = {("uniform", "float32"): 4, ("uniform", "float64"): 2,
+                     ("normal", "float32"): 4, ("normal", "float64"): 2,
+                     ("randint", "int64"): 2, ("randint", "int32"): 2}
+
+_BODIES = {
+    ("uniform", "float32"): "v = a + (b - a) * ember_unit_float(r.x[j]);",
+    ("uniform", "float64"): "v = a + (b - a) * ember_unit_double(r.x[2 * j], r.x[2 * j + 1]);",
+    # Box-Muller: the pair (2m, 2m + 1) shares a radius; 1 - u is in (0, 1]
+    ("normal", "float32"): (
+        "float u1 = 1.0f - ember_unit_float(r.x[j & ~1]);\n"
+        "        float u2 = ember_unit_float(r.x[j | 1]);\n"
+        "        float radius = sqrtf(-2.0f * logf(u1));\n"
+        "        float angle = 6.2831853071795864769f * u2;\n"
+        "        v = a + b * radius * ((j & 1) ? sinf(angle) : cosf(angle));"),
+    ("normal", "float64"): (
+        "double u1 = 1.0 - ember_unit_double(r.x[0], r.x[1]);\n"
+        "        double u2 = ember_unit_double(r.x[2], r.x[3]);\n"
+        "        double radius = sqrt(-2.0 * log(u1));\n"
+        "        double angle = 6.2831853071795864769 * u2;\n"
+        "        v = a + b * radius * ((j & 1) ? sin(angle) : cos(angle));"),
+    # a + (64 random bits mod (b - a)): b - a > 0, checked on the host
+    ("randint", "int64"): (
+        "uint64_t bits = ((uint64_t)r.x[2 * j] << 32) | r.x[2 * j + 1];\n"
+        "        v = (int64_t)((uint64_t)a + bits % (uint64_t)(b - a));"),
+    ("randint", "int32"): (
+        "uint64_t bits = ((uint64_t)r.x[2 * j] << 32) | r.x[2 * j + 1];\n"
+        "        v = (int32_t)((int64_t)a + (int64_t)(bits % (uint64_t)(b - a)));"),
+}
+
+
+def _check_key(distribution, dtype):
+    if (distribution, dtype) not in _BODIES:
+        raise ValueError(f"no {distribution} kernel for {dtype!r}")
+
+
+def kernel_name(distribution, dtype):
+    return f"ember_{distribution}_{dtype}"
+
+
+def values_per_group(distribution, dtype):
+    return _VALUES_PER_GROUP[(distribution, dtype)]
+
+
+@functools.cache
+def kernel_source(distribution, dtype):
+    """out[i] for i < n, from Philox group offset + i / G (G values a group).
+    a, b: low and high (uniform, randint) or mean and std (normal)."""
+    _check_key(distribution, dtype)
+    ctype, group = DTYPES[dtype], values_per_group(distribution, dtype)
+    params = "double" if dtype.startswith("float") else "int64_t"
+    return (f'#include "{PRELUDE_NAME}"\n\n'
+            f'extern "C" __global__ void\n'
+            f"{kernel_name(distribution, dtype)}({ctype} *out, int64_t n, uint64_t seed, "
+            f"uint64_t offset, {params} a_, {params} b_)\n"
+            f"{{\n"
+            f"    const {ctype} a = ({ctype})a_, b = ({ctype})b_;\n"
+            f"    EMBER_FOR_EACH_INDEX(i, n) {{\n"
+            f"        EmberPhilox r = ember_philox(offset + (uint64_t)(i / {group}), seed);\n"
+            f"        const int j = (int)(i % {group});\n"
+            f"        {ctype} v;\n"
+            f"        {_BODIES[(distribution, dtype)]}\n"
+            f"        out[i] = v;\n"
+            f"    }}\n"
+            f"}}\n")
+
+
+def kernel_parameters(distribution, dtype):
+    params = "double" if dtype.startswith("float") else "int64_t"
+    return [(f"{DTYPES[dtype]} *", "out"), ("int64_t", "n"), ("uint64_t", "seed"),
+            ("uint64_t", "offset"), (params, "a_"), (params, "b_")]
+
+
+def headers():
+    return dict(_kernels.headers(), **{PRELUDE_NAME: _PRELUDE})
+
+
+def groups(distribution, dtype, numel):
+    """The Philox counters a call of `numel` values uses."""
+    group = values_per_group(distribution, dtype)
+    return -(-numel // group)
+
+
+class CUDAGenerator:
+    """The state of ember's CUDA random numbers: a seed and the counter
+    offset of the next call (torch.cuda's default generator's role)."""
+
+    def __init__(self, seed=67280421310721):
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed):
+        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        self.offset = 0
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def take(self, distribution, dtype, numel):
+        """(seed, offset) for a call of `numel` values; advances the offset."""
+        offset = self.offset
+        self.offset += groups(distribution, dtype, numel)
+        return self._seed, offset
+
+    def get_state(self):
+        """16 bytes: the seed and the offset, little-endian uint64s."""
+        return np.array([self._seed, self.offset], dtype="<u8").view(np.uint8)
+
+    def set_state(self, state):
+        words = np.asarray(state, dtype=np.uint8)
+        if words.shape != (16,):
+            raise RuntimeError("ember.cuda's generator state is 16 bytes (seed, offset)")
+        self._seed, self.offset = (int(w) for w in words.view("<u8"))
+
+
+default_generator = CUDAGenerator()
