@@ -14,6 +14,7 @@ accumulation order differs; see ember/cuda/_reduce.py).
 """
 
 import ctypes
+import gc
 import os
 
 import numpy as np
@@ -409,3 +410,18 @@ def test_the_random_kernels_compile_without_spills(arch):
                                           _random.headers(), name=f"{name}.cu", directory=cache)
         assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64, \
             (name, compiled.registers[name], compiled.spill_bytes[name])
+
+
+def test_load_with_map_location_cuda(device, tmp_path, monkeypatch):
+    if isinstance(device, cuda_emulation.EmulatedRuntime):  # the emulated device stands in
+        monkeypatch.setattr(ember.cuda, "is_available", lambda: True)
+    layer = ember.nn.Linear(3, 2)
+    path = tmp_path / "layer.pt"
+    ember.save(layer.state_dict(), path)
+    state = ember.load(path, map_location="cuda")
+    assert all(t.is_cuda and t.grad_fn is None for t in state.values())
+    moved = ember.nn.Linear(3, 2).cuda()
+    moved.load_state_dict(state)
+    same(moved.weight.detach(), layer.weight.detach())
+    del state, moved
+    gc.collect()  # a Module's bound forward makes a cycle

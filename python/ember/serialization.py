@@ -442,13 +442,17 @@ def _map_tensor(tensor, map_location):
     if isinstance(map_location, dict):
         map_location = map_location.get("cpu", "cpu")
     target = device(map_location)
-    if target.type != "cpu":
+    if target.type == "cpu":
+        return tensor
+    from . import cuda
+    if not cuda.is_available():
         raise RuntimeError(
             "Attempting to deserialize object on a CUDA device but "
             "ember.cuda.is_available() is False. If you are running on a CPU-only "
             "machine, please use ember.load with map_location=ember.device('cpu') to "
             "map your storages to the CPU.")
-    return tensor
+    # a leaf on the device, as the file's tensors are leaves on the host
+    return tensor.detach().to(target).requires_grad_(tensor.requires_grad)
 
 
 def _sized_stream(f):
