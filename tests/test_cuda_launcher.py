@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda import _launcher, _runtime
+from ember.cuda import _fused, _launch, _launcher, _nvrtc, _random, _runtime
 
 import cuda_emulation
 
@@ -332,21 +332,19 @@ def test_work_on_a_stream_of_its_own_and_events_time_it():
 # ---- random numbers ----------------------------------------------------------------
 
 def test_philox_reference_matches_random123s_known_answers():
-    from ember.cuda._random import philox
     known = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
              ((0xffffffff,) * 4, (0xffffffff,) * 2,
               (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
              ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
               (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
     for counter, key, expected in known:
-        got = philox([[c] for c in counter], [[k] for k in key])[:, 0]
+        got = _random.philox([[c] for c in counter], [[k] for k in key])[:, 0]
         assert tuple(int(w) for w in got) == expected
 
 
 def _words(seed, offset, groups):
-    from ember.cuda._random import philox
     counters = np.arange(offset, offset + groups, dtype=np.uint64)
-    return philox([counters & 0xFFFFFFFF, counters >> 32, np.zeros(groups), np.zeros(groups)],
+    return _random.philox([counters & 0xFFFFFFFF, counters >> 32, np.zeros(groups), np.zeros(groups)],
                   [np.full(groups, seed & 0xFFFFFFFF), np.full(groups, seed >> 32)])
 
 
@@ -398,11 +396,10 @@ def test_dropout_on_the_device(device):
     assert abs((kept == 0).mean() - 0.25) < 0.02
 
 
-@pytest.mark.skipif(not __import__("ember.cuda._nvrtc").cuda._nvrtc.available(),
+@pytest.mark.skipif(not _nvrtc.available(),
                     reason="NVRTC is not installed (pip install ember[cuda])")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_the_random_kernels_compile_without_spills(arch):
-    from ember.cuda import _launch, _random
     cache = os.path.join(ROOT, "build", "cuda_kernels")
     for distribution, dtype in sorted(_random._BODIES):
         name = _random.kernel_name(distribution, dtype)
@@ -425,3 +422,40 @@ def test_load_with_map_location_cuda(device, tmp_path, monkeypatch):
     same(moved.weight.detach(), layer.weight.detach())
     del state, moved
     gc.collect()  # a Module's bound forward makes a cycle
+
+
+# ---- the jit: a fusion group is one generated kernel ---------------------------------
+
+@ember.jit.script
+def _chain(a, b):
+    return 2 * a * a + 3 * b - a / (b + 1)
+
+
+def test_a_fused_chain_is_one_kernel(device):
+    a, b = ember.rand(1000), ember.rand(1000)
+    expected = _chain(a, b)
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        device.launches.clear()
+    got = _chain(a.cuda(), b.cuda())
+    np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-6)
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        assert len(device.launches) == 1 and device.launches[0].startswith("ember_fused_float32")
+        device.launches.clear()
+    # broadcasting is not fused on the GPU: the group runs op by op, as correct
+    broadcast = _chain(a.cuda().view(10, 100), b.cuda()[:100])
+    np.testing.assert_allclose(broadcast.cpu().numpy(),
+                               _chain(a.view(10, 100), b[:100]).numpy(), rtol=1e-6)
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        assert len(device.launches) > 1 and not any("fused" in k for k in device.launches)
+
+
+@pytest.mark.skipif(not _nvrtc.available(),
+                    reason="NVRTC is not installed (pip install ember[cuda])")
+def test_the_fused_source_compiles_and_prints():
+    a = ember.rand(4, dtype=ember.float64)
+    source = _chain.cuda_source_for(a, a)
+    assert source.count("__global__") == 1 and "fused_div::formula" in source
+    name = source.split("__global__ void\n")[1].split("(")[0]
+    compiled = _launch.compile_cached(source, "sm_90", _fused.headers(), name=f"{name}.cu",
+                                      directory=os.path.join(ROOT, "build", "cuda_kernels"))
+    assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64

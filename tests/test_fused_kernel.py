@@ -529,3 +529,13 @@ def test_no_references_leak_on_validation_errors():
         k = FusedKernel(2, code[:2], [3], name=name)
         del k
     assert [sys.getrefcount(x) for x in (name, value, code[0], code)] == before
+
+
+def test_spec_gives_the_constructors_data_back():
+    """A device's launcher compiles `spec` (ember/cuda/_fused.py)."""
+    instructions = (("mul", 2, 0, 1), ("const", 3, 2.0), ("const", 4, 7), ("const", 5, True),
+                    ("clamp", 6, 2, 3, 4), ("exp", 7, 6))
+    kernel = ember._C.FusedKernel(2, list(instructions), [7, 6], name="k")
+    assert kernel.spec == (2, instructions, (7, 6))
+    again = ember._C.FusedKernel(*kernel.spec, name="k")
+    assert again.program == kernel.program

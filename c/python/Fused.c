@@ -521,6 +521,58 @@ fused_get_program(PyObject *obj, void *closure)
     return text;
 }
 
+/* The constructor's data back: (ninputs, instructions, outputs), each
+ * instruction ("const", dst, value) or (op, dst, src...): what a device's
+ * launcher compiles (ember/cuda/_fused.py). */
+static PyObject *
+instruction_tuple(const THFusedInstruction *ins)
+{
+    if (ins->op == TH_FUSED_CONST) {
+        PyObject *value = ins->value.dtype == TH_Bool
+                              ? PyBool_FromLong(ins->value.value.b)
+                          : ins->value.dtype == TH_Int64
+                              ? PyLong_FromLongLong(ins->value.value.i)
+                              : PyFloat_FromDouble(ins->value.value.d);
+        return value == NULL ? NULL : Py_BuildValue("(siN)", "const", ins->dst, value);
+    }
+    const char *name = THFused_opName(ins->op);
+    switch (THFused_arity(ins->op)) {
+    case 1: return Py_BuildValue("(sii)", name, ins->dst, ins->src[0]);
+    case 2:
+        return Py_BuildValue("(siii)", name, ins->dst, ins->src[0], ins->src[1]);
+    default:
+        return Py_BuildValue("(siiii)", name, ins->dst, ins->src[0], ins->src[1],
+                             ins->src[2]);
+    }
+}
+
+static PyObject *
+fused_get_spec(PyObject *obj, void *closure)
+{
+    (void)closure;
+    const THFusedProgram *p = ((THPFusedKernel *)obj)->program;
+    PyObject *instructions = PyTuple_New(p->ninstructions);
+    PyObject *outputs = PyTuple_New(p->noutputs);
+    if (instructions == NULL || outputs == NULL) {
+        Py_XDECREF(instructions);
+        Py_XDECREF(outputs);
+        return NULL;
+    }
+    for (int k = 0; k < p->noutputs; k++) {
+        PyTuple_SET_ITEM(outputs, k, PyLong_FromLong(p->outputs[k]));
+    }
+    for (int i = 0; i < p->ninstructions; i++) {
+        PyObject *ins = instruction_tuple(&p->code[i]);
+        if (ins == NULL) {
+            Py_DECREF(instructions);
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(instructions, i, ins);
+    }
+    return Py_BuildValue("(iNN)", p->ninputs, instructions, outputs);
+}
+
 static PyObject *
 fused_repr(PyObject *obj)
 {
@@ -551,6 +603,8 @@ fused_get_name(PyObject *obj, void *closure)
 static PyGetSetDef fused_getset[] = {
     {"program", fused_get_program, NULL, "The program, one line per "
                                          "instruction.", NULL},
+    {"spec", fused_get_spec, NULL, "(ninputs, instructions, outputs): the "
+                                   "constructor's arguments, as tuples.", NULL},
     {"ninputs", fused_get_ninputs, NULL, "How many inputs a call takes.",
      NULL},
     {"noutputs", fused_get_noutputs, NULL, "How many tensors a call "

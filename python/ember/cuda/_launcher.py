@@ -31,7 +31,7 @@ import math
 import ember
 
 from .. import _C
-from . import _kernels, _launch, _pointwise, _random, _reduce, _runtime
+from . import _fused, _kernels, _launch, _pointwise, _random, _reduce, _runtime
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -654,6 +654,45 @@ _OPERATORS.update(rand=_random_factory("uniform", 0.0, 1.0),
 _OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
 
 
+# ---- the jit's fusion groups: one generated kernel (_fused.py) ----------------------
+
+@functools.cache
+def _fused_kernel(program, dtype, is_tensor):
+    return _runtime.Kernel(_fused.kernel_name(program, dtype, is_tensor),
+                           _fused.cuda_source(program, dtype, is_tensor), _fused.headers(),
+                           _fused.kernel_parameters(program, dtype, is_tensor), False)
+
+
+def _fused_call(kernel, *inputs):
+    """A FusedKernel called on CUDA tensors (c/python/Fused.c hands it over):
+    one kernel for the whole group when every tensor input is dense, of one
+    shape and one float dtype, and needs no gradient; None otherwise, and
+    the jit runs the group's ops one by one (its fallback)."""
+    tensors = [x for x in inputs if isinstance(x, ember.Tensor)]
+    if not tensors or any(not t.is_cuda or not t.is_contiguous() for t in tensors):
+        return None
+    shape, dtype = tuple(tensors[0].shape), tensors[0].dtype
+    if any(tuple(t.shape) != shape or t.dtype != dtype for t in tensors) \
+            or dtype not in (ember.float32, ember.float64) \
+            or (ember.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+        return None
+    dtype = _dtype_name(dtype)
+    program, is_tensor = kernel.spec, tuple(isinstance(x, ember.Tensor) for x in inputs)
+    outputs = [ember.empty(shape, dtype=getattr(ember, dtype), device="cuda")
+               for _ in program[2]]
+    n = outputs[0].numel()
+    if n:
+        arguments = [ctypes.c_void_p(out.data_ptr()) for out in outputs]
+        for x in inputs:
+            value = 0 if isinstance(x, ember.Tensor) else _pointwise.number_as(x, dtype)
+            pointer = x.data_ptr() if isinstance(x, ember.Tensor) else None
+            arguments.append(_pointwise.EmberInput(dtype)(data=pointer, value=value))
+        arguments.append(ctypes.c_int64(n))
+        _launch_kernel(_fused_kernel(program, dtype, is_tensor), _launch.launch_config(n),
+                       arguments)
+    return tuple(outputs)
+
+
 # Methods whose arguments differ from their function's, and the dtype
 # shorthands (t.float(): a copy through the host, as to(dtype) is).
 _METHODS = {
@@ -701,6 +740,8 @@ _HANDLERS = {
 
 def launch(name, args, kwargs):
     """Runs one call whose tensors live on CUDA (see the module's docstring)."""
+    if args and isinstance(args[0], _C.FusedKernel):
+        return _fused_call(*args)
     handler = _HANDLERS.get(name)
     if handler is None:
         call = _operator_call(name, args, kwargs)

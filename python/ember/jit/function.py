@@ -225,6 +225,26 @@ class ScriptFunction:
         compiled = self._specialisations.get(key) or self._specialise(key, args)
         return compiled.program.format()
 
+    def cuda_source_for(self, *args, **kwargs):
+        """The CUDA C++ source of each fusion group that runs for these
+        arguments, as ember.cuda generates it for CUDA tensors (one kernel a
+        group; ember/cuda/_fused.py): the sources joined, or "" when nothing
+        fused.  Needs no GPU."""
+        from ..cuda import _fused
+        from .passes.fusion import kernel_spec
+        graph = self.graph_for(*args, **kwargs)
+        sources = []
+        for node in graph.all_nodes():
+            if node.kind != "prim::FusionGroup":
+                continue
+            ninputs, instructions, outputs, _ = kernel_spec(node.attrs["subgraph"])
+            program = (ninputs, tuple(map(tuple, instructions)), tuple(outputs))
+            is_tensor = tuple(isinstance(v.type, T.TensorType) for v in node.inputs)
+            dtypes = {v.type.dtype for v in node.inputs if isinstance(v.type, T.TensorType)}
+            dtype = str(dtypes.pop() if len(dtypes) == 1 else _C.float32).removeprefix("ember.")
+            sources.append(_fused.cuda_source(program, dtype, is_tensor))
+        return "\n".join(sources)
+
     def __repr__(self):
         return f"<ember.jit.ScriptFunction {self.__qualname__}>"
 
