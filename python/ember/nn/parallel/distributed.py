@@ -61,6 +61,9 @@ _FIRST_BUCKET_BYTES = _MIB
 
 
 class _Bucket:
+    """The gradients of `params` in one flat tensor; views[i] is params[i]'s
+    part of it, shaped like params[i]."""
+
     def __init__(self, params):
         self.params = params
         self.flat = ember.zeros(sum(p.numel() for p in params), dtype=params[0].dtype)
@@ -69,11 +72,10 @@ class _Bucket:
         for p in params:
             self.views.append(self.flat[start:start + p.numel()].view(p.shape))
             start += p.numel()
-        self.ready = [False] * len(params)
-        self.pending = len(params)
-        self.work = None
+        self.rearm()
 
     def rearm(self):
+        """Ready for one backward: no gradient in yet, no all-reduce started."""
         self.ready = [False] * len(self.params)
         self.pending = len(self.params)
         self.work = None
@@ -120,9 +122,9 @@ class _Reducer:
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.buckets = _bucket_params(params, cap_bytes)
-        place = {id(p): (bucket, i) for bucket in self.buckets
-                 for i, p in enumerate(bucket.params)}
-        self.places = [place[id(p)] for p in params]   # (bucket, index), in params' order
+        place_of = {id(p): (bucket, i) for bucket in self.buckets
+                    for i, p in enumerate(bucket.params)}
+        self.places = [place_of[id(p)] for p in params]   # (bucket, index), in params' order
         # Each hook knows its parameter's place: no lookup per gradient.
         self.handles = [p.register_post_accumulate_grad_hook(partial(self._on_gradient, *place))
                         for p, place in zip(params, self.places)]
