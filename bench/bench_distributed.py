@@ -6,12 +6,19 @@ Rows:
     DDP step of an MLP, 2 processes            samples/s, >= 1.6x one process
                                                (plain model, same per-process batch);
                                                and vs 2 processes that skip the
-                                               all-reduce (no_sync): communication's cost
+                                               all-reduce (no_sync): communication's cost;
+                                               and with gradient_as_bucket_view=True
+    DDP step parts, 2 processes                per-step thread CPU and wall time of the
+                                               gradient hooks and of the final callback
+                                               (the waits), and MPI's Allreduce of each
+                                               bucket alone (both processes arriving
+                                               together): what is DDP's own, what waiting
 Run plainly, this script starts its measurements under MPI through
 `python -m ember.distributed.run` (one thread per process) and prints the
 ratios; rank 0 of each job reports its numbers as JSON on a line of its own.
 Best of several repeats, ember and mpi4py interleaved, so noise from a
-shared machine hits both alike.
+shared machine hits both alike; the load average is printed before and
+after, as wall-clock ratios mean little on a busy machine.
 """
 
 import json
@@ -77,15 +84,14 @@ def _mlp(ember):
                          nn.Linear(512, 10))
 
 
-def measure_ddp(communicate=True):
-    import ember
-    import ember.distributed as dist
+def _ddp_training(ember, dist, communicate=True, **ddp_options):
+    """The bench's model, optimizer and one training step, as DDP
+    (plain for one process)."""
     ember.set_num_threads(1)  # the issue's setting: one thread per process
     dist.init_process_group("mpi")
-    world = dist.get_world_size()
     model = _mlp(ember)
-    if world > 1 or not communicate:
-        model = ember.nn.parallel.DistributedDataParallel(model)
+    if dist.get_world_size() > 1 or not communicate:
+        model = ember.nn.parallel.DistributedDataParallel(model, **ddp_options)
     optimizer = ember.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = ember.nn.CrossEntropyLoss()
     x = ember.randn(MLP_BATCH, 256)
@@ -99,7 +105,13 @@ def measure_ddp(communicate=True):
             with model.no_sync():
                 loss_fn(model(x), y).backward()
         optimizer.step()
+    return model, step
 
+
+def measure_ddp(communicate=True, **ddp_options):
+    import ember
+    import ember.distributed as dist
+    _, step = _ddp_training(ember, dist, communicate, **ddp_options)
     for _ in range(MLP_WARMUP):
         step()
     best = float("inf")
@@ -110,7 +122,64 @@ def measure_ddp(communicate=True):
             step()
         dist.barrier()
         best = min(best, time.perf_counter() - start)
-    _report(dist.get_rank(), samples_per_s=world * MLP_BATCH * MLP_STEPS / best)
+    _report(dist.get_rank(), samples_per_s=dist.get_world_size() * MLP_BATCH * MLP_STEPS / best)
+    dist.destroy_process_group()
+
+
+def measure_ddp_parts():
+    """Rank 0's thread CPU and wall time per step: the whole step, the
+    gradient hooks (copying into the buckets, starting their all-reduces;
+    the last bucket's is blocking, so it is all there) and the final
+    callback (waiting for the others, copying out).  Then MPI's Allreduce
+    of each bucket alone, the processes starting together: communication's
+    own cost, apart from waiting for the slower process."""
+    import numpy as np
+    from mpi4py import MPI
+
+    import ember
+    import ember.distributed as dist
+    from ember.distributed import distributed_c10d
+    from ember.nn.parallel import distributed as ddp_module
+    spent = {}
+
+    def timed(name, function):
+        def wrapper(*args, **kwargs):
+            cpu, wall = time.thread_time(), time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                entry = spent.setdefault(name, [0.0, 0.0])
+                entry[0] += time.thread_time() - cpu
+                entry[1] += time.perf_counter() - wall
+        return wrapper
+
+    reducer = ddp_module._Reducer
+    reducer._on_gradient = timed("hooks", reducer._on_gradient)
+    reducer._all_reduce = timed("all_reduces", reducer._all_reduce)
+    reducer._finish = timed("callback", reducer._finish)
+    distributed_c10d.Work.wait = timed("waits", distributed_c10d.Work.wait)
+    model, step = _ddp_training(ember, dist)
+    step = timed("step", step)
+    for _ in range(MLP_WARMUP):
+        step()
+    dist.barrier()
+    spent.clear()
+    for _ in range(MLP_STEPS * MLP_REPEATS):
+        step()
+    per_step = {name: [1e3 * t / (MLP_STEPS * MLP_REPEATS) for t in times]
+                for name, times in spent.items()}
+    comm = MPI.COMM_WORLD
+    alone = []
+    for bucket in model.reducer.buckets:
+        array = np.zeros(bucket.flat.numel(), np.float32)
+        best = float("inf")
+        for _ in range(50):
+            comm.Barrier()
+            start = time.perf_counter()
+            comm.Allreduce(MPI.IN_PLACE, array)
+            best = min(best, time.perf_counter() - start)
+        alone.append((array.nbytes, 1e3 * best))
+    _report(dist.get_rank(), parts=per_step, allreduce_alone=alone)
     dist.destroy_process_group()
 
 
@@ -129,6 +198,7 @@ def launch(nproc, what):
 
 
 def main():
+    print(f"load average before: {_load()}")
     reduce = launch(2, "all_reduce")
     print(f"MPI: {reduce.pop('mpi')}")
     print(f"all_reduce 64 MB float32, 2 processes: ember {reduce['ember_GBps']:.2f} GB/s, "
@@ -137,20 +207,44 @@ def main():
     print(f"    mpi4py Allreduce on the tensor's own memory "
           f"{reduce['mpi4py_tensor_memory_GBps']:.2f} GB/s: ember / that "
           f"{reduce['ember_GBps'] / reduce['mpi4py_tensor_memory_GBps']:.2f}x")
-    one = two = alone = 0.0
+    one = two = alone = as_view = 0.0
     for _ in range(JOB_ROUNDS):  # jobs interleaved: a busy spell hits all
         one = max(one, launch(1, "ddp")["samples_per_s"])
         two = max(two, launch(2, "ddp")["samples_per_s"])
         alone = max(alone, launch(2, "ddp_no_sync")["samples_per_s"])
+        as_view = max(as_view, launch(2, "ddp_as_view")["samples_per_s"])
     print(f"DDP MLP step, batch {MLP_BATCH}/process: 1 process {one:.0f} samples/s, "
-          f"2 processes {two:.0f} samples/s, ratio {two / one:.2f}x (goal >= 1.6x)")
-    print(f"    2 processes under no_sync (no communication) {alone:.0f} samples/s: "
-          f"DDP keeps {two / alone:.2f}x of that (what the machine's cores allow)")
+          f"2 processes {two:.0f} samples/s, ratio {two / one:.2f}x "
+          f"{_against(two / one, 1.6)}")
+    print(f"    gradient_as_bucket_view=True: 2 processes {as_view:.0f} samples/s, "
+          f"ratio {as_view / one:.2f}x {_against(as_view / one, 1.6)}")
+    print(f"    2 processes under no_sync (no communication) {alone:.0f} samples/s, "
+          f"ratio {alone / one:.2f}x: DDP keeps {two / alone:.2f}x of that "
+          f"(what the machine's cores allow)")
+    parts = launch(2, "ddp_parts")
+    ms = {name: f"{cpu:.2f} / {wall:.2f}" for name, (cpu, wall) in parts["parts"].items()}
+    print(f"DDP step parts, 2 processes, rank 0, ms per step (thread CPU / wall): "
+          f"step {ms['step']}; gradient hooks {ms['hooks']} (of which starting the "
+          f"all-reduces {ms['all_reduces']}); final callback {ms['callback']} (of which "
+          f"waits {ms['waits']})")
+    print("    MPI Allreduce of each bucket alone, the processes starting together: " +
+          ", ".join(f"{nbytes / 1e6:.3f} MB {ms:.3f} ms" for nbytes, ms in parts["allreduce_alone"]))
+    print(f"load average after: {_load()}")
+
+
+def _against(ratio, goal):
+    return f"(goal >= {goal}x: {'met' if ratio >= goal else 'NOT met'})"
+
+
+def _load():
+    return " ".join(f"{load:.2f}" for load in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         {"all_reduce": measure_all_reduce, "ddp": measure_ddp,
-         "ddp_no_sync": lambda: measure_ddp(communicate=False)}[sys.argv[1]]()
+         "ddp_no_sync": lambda: measure_ddp(communicate=False),
+         "ddp_as_view": lambda: measure_ddp(gradient_as_bucket_view=True),
+         "ddp_parts": measure_ddp_parts}[sys.argv[1]]()
     else:
         main()

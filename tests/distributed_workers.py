@@ -403,6 +403,39 @@ def _assert_same_weights(a, b, tol=1e-5):
                                    atol=tol, err_msg=name)
 
 
+def _train_like_one_process(model, steps, set_to_none=True, after_backward=None):
+    """Trains the DDP `model` and a one-process reference on the
+    concatenated batches side by side, with SGD and momentum: the weights
+    must agree after every step.  after_backward() runs after each of
+    model's backwards."""
+    reference = _mlp(seed=0)
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = nn.MSELoss()
+    for step in range(steps):
+        x, y = _batch(step, RANK)
+        optimizer.zero_grad(set_to_none=set_to_none)
+        loss_fn(model(x), y).backward()
+        if after_backward is not None:
+            after_backward()
+        optimizer.step()
+        x, y = _full_batch(step)
+        reference_optimizer.zero_grad()
+        loss_fn(reference(x), y).backward()
+        reference_optimizer.step()
+        _assert_same_weights(model.module, reference)
+
+
+def _grad_in_a_bucket(model, param):
+    """Whether param.grad lies in the memory of one of model's buckets."""
+    address = param.grad.data_ptr()
+    for bucket in model.reducer.buckets:
+        start = bucket.flat.data_ptr()
+        if start <= address < start + bucket.flat.numel() * bucket.flat.element_size():
+            return True
+    return False
+
+
 def check_ddp_training():
     # Rank-dependent initial weights: DDP must start everyone from rank 0's.
     model = nn.parallel.DistributedDataParallel(_mlp(seed=RANK), bucket_cap_mb=0.0005)
@@ -416,21 +449,45 @@ def check_ddp_training():
     for p in model.parameters():
         p.register_post_accumulate_grad_hook(
             lambda p: launched.append([b.work is not None for b in model.reducer.buckets]))
-    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
-    reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
-    loss_fn = nn.MSELoss()
-    for step in range(4):
-        x, y = _batch(step, RANK)
-        optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
-        optimizer.step()
-        x, y = _full_batch(step)
-        reference_optimizer.zero_grad()
-        loss_fn(reference(x), y).backward()
-        reference_optimizer.step()
-        _assert_same_weights(model.module, reference)
+
+    def check_overlap_and_own_grads():
         assert any(seen[0] and not all(seen) for seen in launched), launched
         launched.clear()
+        assert not any(_grad_in_a_bucket(model, p) for p in model.parameters())
+    _train_like_one_process(model, 4, after_backward=check_overlap_and_own_grads)
+
+
+def check_ddp_gradient_as_bucket_view():
+    for set_to_none in (True, False):
+        model = nn.parallel.DistributedDataParallel(_mlp(seed=RANK), bucket_cap_mb=0.0005,
+                                                    gradient_as_bucket_view=True)
+        assert model.gradient_as_bucket_view and len(model.reducer.buckets) > 1
+
+        def check_grads_are_bucket_views():
+            assert all(_grad_in_a_bucket(model, p) for p in model.parameters())
+        _train_like_one_process(model, 3, set_to_none, check_grads_are_bucket_views)
+    # no_sync accumulates into the views in place; the next synchronised
+    # backward averages the whole sum, as PyTorch's.
+    model, reference, loss_fn = _mlp(seed=0), _mlp(seed=0), nn.MSELoss()
+    loss_fn(model(_batch(0, RANK)[0]), _batch(0, RANK)[1]).backward()
+    before = [p.grad.clone() for p in model.parameters()]
+    model = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=True)
+    for p, grad in zip(model.parameters(), before):   # existing .grads move in
+        assert _grad_in_a_bucket(model, p)
+        np.testing.assert_array_equal(p.grad.numpy(), grad.numpy())
+    model.module.zero_grad(set_to_none=False)
+    for step in range(3):
+        x, y = _batch(step, RANK)
+        if step == 1:
+            with model.no_sync():
+                loss_fn(model(x), y).backward()
+        else:
+            loss_fn(model(x), y).backward()
+        assert all(_grad_in_a_bucket(model, p) for p in model.parameters())
+        x, y = _full_batch(step)
+        loss_fn(reference(x), y).backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def check_ddp_no_sync():
@@ -554,17 +611,24 @@ class _TwoHeads(nn.Module):
 
 def check_ddp_unused_parameters():
     ember.manual_seed(0)
-    model = nn.parallel.DistributedDataParallel(_TwoHeads(), find_unused_parameters=True)
-    model(ember.ones(2, 3)).backward()
-    assert model.module.never_used.weight.grad is None
-    assert model.module.used_by_rank0.weight.grad is not None
-    ember.manual_seed(0)
     alone = _TwoHeads()
     alone.trunk(ember.ones(2, 3))
     h = alone.trunk(ember.ones(2, 3))
     alone.used_by_rank0(h).sum().backward()
-    np.testing.assert_allclose(model.module.used_by_rank0.weight.grad.numpy(),
-                               alone.used_by_rank0.weight.grad.numpy() / WORLD, rtol=1e-6)
+    for as_view in (False, True):
+        ember.manual_seed(0)
+        model = nn.parallel.DistributedDataParallel(_TwoHeads(), find_unused_parameters=True,
+                                                    gradient_as_bucket_view=as_view)
+        model(ember.ones(2, 3)).backward()
+        assert model.module.never_used.weight.grad is None
+        assert model.module.used_by_rank0.weight.grad is not None
+        np.testing.assert_allclose(model.module.used_by_rank0.weight.grad.numpy(),
+                                   alone.used_by_rank0.weight.grad.numpy() / WORLD, rtol=1e-6)
+        # PyTorch leaves the .grad of a parameter no process used as it was
+        model.module.never_used.bias.grad = ember.full((1,), 7.0)
+        model(ember.ones(2, 3)).backward()
+        assert model.module.never_used.bias.grad.tolist() == [7.0]
+        assert model.module.never_used.weight.grad is None
     strict = nn.parallel.DistributedDataParallel(_TwoHeads())
     try:
         strict(ember.ones(2, 3)).backward()

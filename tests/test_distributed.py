@@ -27,8 +27,8 @@ TIMEOUT = 120
 COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to_all",
                "async_collectives", "point_to_point_and_objects", "groups", "errors",
                "sampler", "list_collectives", "objects", "timeouts"]
-DDP = ["ddp_training", "ddp_no_sync", "ddp_uneven_batches", "ddp_unused_parameters",
-       "ddp_different_models", "ddp_join"]
+DDP = ["ddp_training", "ddp_gradient_as_bucket_view", "ddp_no_sync", "ddp_uneven_batches",
+       "ddp_unused_parameters", "ddp_different_models", "ddp_join"]
 
 
 def _shared_memory_segments():

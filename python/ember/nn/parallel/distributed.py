@@ -9,13 +9,34 @@ backward.  So, as PyTorch's Reducer does, the parameters are grouped into
 buckets of about bucket_cap_mb, in reverse order of module.parameters()
 (backward produces the last layers' gradients first), the first one
 smaller (1 MiB) so that communication starts early.  Each bucket owns one
-flat tensor.  A parameter's post-accumulate-grad hook copies its .grad into
-its slot; when a bucket's last slot is filled, that bucket's all-reduce
-starts (a nonblocking MPI_Iallreduce) while backward goes on.  Buckets start
-in bucket order on every process, whatever order the hooks fire in: MPI
-matches nonblocking collectives by the order they are issued.  When the
-engine finishes the graph, a queued callback waits for every bucket,
-divides by the world size and copies the averages back into the .grads.
+flat tensor, and each of its parameters a view of that tensor shaped like
+the parameter.  A parameter's post-accumulate-grad hook writes .grad / the
+divisor into its view (one pass: PyTorch's Reducer divides before the
+all-reduce too, so no pass over the sums is left for after it); when a
+bucket's last view is filled, the bucket's all-reduce (a SUM) starts while
+backward goes on.  Buckets start in bucket order on every process,
+whatever order the hooks fire in: MPI matches collectives by the order
+they are issued.  When the engine finishes the graph, a queued callback
+waits for every bucket and copies the averages back into the .grads.
+
+With gradient_as_bucket_view=True (PyTorch's parameter) the .grads are
+the views themselves once a backward has finished: the copy back is gone,
+and a backward that accumulates into such a .grad (zero_grad with
+set_to_none=False, or no_sync) writes straight into the bucket, so its
+hook only scales the view in place.  A .grad set to None
+(zero_grad's default) comes back as a new tensor and is copied in as usual.
+
+Note [Starting the bucket all-reduces]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Over shared memory, Open MPI moves a nonblocking all-reduce (MPI_Iallreduce)
+on only inside MPI calls, and its nonblocking algorithms are slower than
+its blocking ones (half the bandwidth at 1.5 MB).  So every bucket but the
+last is started nonblocking, and each later hook tests the oldest one still
+running (an MPI_Test is a step of progress); the last bucket to fill is
+all-reduced with the blocking MPI_Allreduce right away: backward has no
+gradient left to compute, nothing would overlap it.  A nonblocking
+collective never matches a blocking one, so a joined process shadowing a
+backward (shadow_backward) issues each bucket's all-reduce as the same kind.
 
 With uneven inputs, `with ddp.join():` lets processes that ran out of
 batches shadow these all-reduces with zeros (Note [Shadowing the
@@ -25,6 +46,7 @@ default), or with divide_by_initial_world_size=False by the number of
 processes still training.
 """
 from contextlib import contextmanager
+from functools import partial
 
 import ember
 from ember.autograd import engine
@@ -39,20 +61,24 @@ _FIRST_BUCKET_BYTES = _MIB
 
 
 class _Bucket:
+    """The gradients of `params` in one flat tensor; views[i] is params[i]'s
+    part of it, shaped like params[i]."""
+
     def __init__(self, params):
         self.params = params
-        self.offsets = []
-        count = 0
+        self.flat = ember.zeros(sum(p.numel() for p in params), dtype=params[0].dtype)
+        self.views = []
+        start = 0
         for p in params:
-            self.offsets.append(count)
-            count += p.numel()
-        self.flat = ember.zeros(count, dtype=params[0].dtype)
-        self.pending = len(params)
-        self.work = None
+            self.views.append(self.flat[start:start + p.numel()].view(p.shape))
+            start += p.numel()
+        self.rearm()
 
-    def slot(self, index):
-        start = self.offsets[index]
-        return self.flat[start:start + self.params[index].numel()]
+    def rearm(self):
+        """Ready for one backward: no gradient in yet, no all-reduce started."""
+        self.ready = [False] * len(self.params)
+        self.pending = len(self.params)
+        self.work = None
 
 
 def _bucket_params(params, cap_bytes):
@@ -86,86 +112,115 @@ class _Reducer:
     """Averages the gradients of `params` across `group` during backward
     (Note [Gradient buckets])."""
 
-    def __init__(self, params, cap_bytes, group, find_unused_parameters):
+    def __init__(self, params, cap_bytes, group, find_unused_parameters,
+                 gradient_as_bucket_view):
         import ember.distributed as dist
         self.dist = dist
         self.group = group
+        self.world_size = dist.get_world_size(group)
         self.params = params
         self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
         self.buckets = _bucket_params(params, cap_bytes)
-        self.locate = {}
-        for b, bucket in enumerate(self.buckets):
-            for i, p in enumerate(bucket.params):
-                self.locate[id(p)] = (b, i)
-        self.handles = [p.register_post_accumulate_grad_hook(self._on_gradient)
-                        for p in params]
+        place_of = {id(p): (bucket, i) for bucket in self.buckets
+                    for i, p in enumerate(bucket.params)}
+        self.places = [place_of[id(p)] for p in params]   # (bucket, index), in params' order
+        # Each hook knows its parameter's place: no lookup per gradient.
+        self.handles = [p.register_post_accumulate_grad_hook(partial(self._on_gradient, *place))
+                        for p, place in zip(params, self.places)]
+        if gradient_as_bucket_view:
+            self._move_grads_into_buckets()
         self.armed = False
+
+    def _move_grads_into_buckets(self):
+        """gradient_as_bucket_view: a .grad that exists already becomes its
+        view (as PyTorch's Reducer does when it builds the buckets)."""
+        with ember.no_grad():
+            for p, (bucket, i) in zip(self.params, self.places):
+                if p.grad is not None:
+                    bucket.views[i].copy_(p.grad)
+                    p.grad = bucket.views[i]
 
     def prepare_for_backward(self, divisor=None):
         """Arms the hooks for one backward; the averages divide by divisor
         (the world size when None)."""
-        self.divisor = divisor
+        self.scale = 1.0 / (divisor or self.world_size)
         for bucket in self.buckets:
-            bucket.pending = len(bucket.params)
-            bucket.work = None
-        self.ready = set()
-        self.next_bucket = 0
+            bucket.rearm()
+        self.next_bucket = 0      # the next bucket to start
+        self.oldest_running = 0   # the first bucket whose all-reduce may not be done
         self.callback_queued = False
         self.armed = True
 
     def disarm(self):
         self.armed = False
 
-    def _on_gradient(self, param):
-        if not self.armed or id(param) in self.ready:
+    def _on_gradient(self, bucket, index, param):
+        if not self.armed or bucket.ready[index]:
             return
         if not self.callback_queued:
             engine.queue_callback(self._finish)
             self.callback_queued = True
-        b, i = self.locate[id(param)]
-        bucket = self.buckets[b]
+        view = bucket.views[index]
+        grad = param.grad
         with ember.no_grad():
-            bucket.slot(i).copy_(param.grad.reshape(-1))
-        self._mark_ready(param, bucket)
+            if grad.data_ptr() != view.data_ptr():
+                ember.mul(grad, self.scale, out=view)
+            elif self.scale != 1.0:  # gradient_as_bucket_view: .grad is the view
+                view.mul_(self.scale)
+        self._mark_ready(bucket, index)
 
-    def _mark_ready(self, param, bucket):
-        self.ready.add(id(param))
+    def _mark_ready(self, bucket, index):
+        bucket.ready[index] = True
         bucket.pending -= 1
-        self._launch_ready_buckets()
+        self._test_oldest_running()
+        if bucket.pending == 0:
+            self._start_ready_buckets()
 
-    def _launch_ready_buckets(self):
-        for bucket in self.buckets[:self.next_bucket]:
-            bucket.work.is_completed()  # MPI progresses inside MPI calls
+    def _test_oldest_running(self):
+        """MPI moves a nonblocking all-reduce on only inside MPI calls
+        (Note [Starting the bucket all-reduces])."""
+        if self.oldest_running < self.next_bucket and \
+                self.buckets[self.oldest_running].work.is_completed():
+            self.oldest_running += 1
+
+    def _start_ready_buckets(self):
         while self.next_bucket < len(self.buckets) and \
                 self.buckets[self.next_bucket].pending == 0:
             bucket = self.buckets[self.next_bucket]
-            bucket.work = self.dist.all_reduce(bucket.flat, group=self.group, async_op=True)
+            bucket.work = self._all_reduce(self.next_bucket, bucket.flat)
             self.next_bucket += 1
+
+    def _all_reduce(self, b, flat):
+        """Starts the SUM of bucket b's `flat`: nonblocking, but the last
+        bucket blocking (Note [Starting the bucket all-reduces])."""
+        if b < len(self.buckets) - 1:
+            return self.dist.all_reduce(flat, group=self.group, async_op=True)
+        self.dist.all_reduce(flat, group=self.group)
+        return _DONE
 
     def _finish(self):
         self.armed = False
-        used_here = [int(id(p) in self.ready) for p in self.params]
+        used_here = [int(bucket.ready[i]) for bucket, i in self.places]
         if self.next_bucket < len(self.buckets):
             if not self.find_unused_parameters:
                 raise RuntimeError(_UNUSED_PARAMETERS_MESSAGE)
             self._fill_unused()
         # After every bucket's, so all processes issue it in the same place.
         used = self._count_users(used_here) if self.find_unused_parameters else None
-        divisor = self.divisor or self.dist.get_world_size(self.group)
+        for bucket in self.buckets:
+            bucket.work.wait()
+        used_anywhere = self._wait_used(used)
         with ember.no_grad():
-            for bucket in self.buckets:
-                bucket.work.wait()
-                bucket.flat.div_(divisor)
-            used_anywhere = self._wait_used(used)
-            for bucket in self.buckets:
-                for i, p in enumerate(bucket.params):
-                    self._write_back(p, bucket.slot(i), used_anywhere[id(p)])
+            for p, (bucket, i), used in zip(self.params, self.places, used_anywhere):
+                if used:  # PyTorch leaves a .grad no process computed as it was
+                    self._write_back(p, bucket.views[i])
 
     def _wait_used(self, used):
         if used is None:
-            return {id(p): True for p in self.params}
+            return [True] * len(self.params)
         used.wait()
-        return {id(p): count > 0 for p, count in zip(self.params, self._used_counts.tolist())}
+        return [count > 0 for count in self._used_counts.tolist()]
 
     def _count_users(self, used_here):
         """Starts an all-reduce counting, per parameter, the processes that
@@ -176,28 +231,43 @@ class _Reducer:
     def shadow_backward(self):
         """A joined process's side of one backward of the others: every
         bucket's all-reduce, then the count of users, with zeros, issued
-        as theirs are (nonblocking, in bucket order)."""
-        for bucket in self.buckets:
-            self.dist.all_reduce(ember.zeros_like(bucket.flat), group=self.group,
-                                 async_op=True).wait()
+        as theirs are (in bucket order, each of the same kind)."""
+        for b, bucket in enumerate(self.buckets):
+            self._all_reduce(b, ember.zeros_like(bucket.flat)).wait()
         if self.find_unused_parameters:
             self.dist.all_reduce(ember.zeros(len(self.params), dtype=ember.int32),
                                  group=self.group, async_op=True).wait()
 
     def _fill_unused(self):
         with ember.no_grad():
-            for p in self.params:
-                if id(p) not in self.ready:
-                    b, i = self.locate[id(p)]
-                    self.buckets[b].slot(i).zero_()
-                    self._mark_ready(p, self.buckets[b])
+            for bucket, i in self.places:
+                if not bucket.ready[i]:
+                    bucket.views[i].zero_()
+                    self._mark_ready(bucket, i)
+
+    def _write_back(self, param, average):
+        if self.gradient_as_bucket_view:
+            if param.grad is not average:
+                param.grad = average
+        elif param.grad is not None:
+            param.grad.copy_(average)
+        else:
+            param.grad = average.clone()
+
+
+class _Done:
+    """The work handle of a blocking all-reduce: already complete."""
 
     @staticmethod
-    def _write_back(param, average, used_anywhere):
-        if param.grad is not None:
-            param.grad.copy_(average.reshape(param.grad.shape))
-        elif used_anywhere:
-            param.grad = average.reshape(param.shape).clone()
+    def wait(timeout=None):
+        return True
+
+    @staticmethod
+    def is_completed():
+        return True
+
+
+_DONE = _Done()
 
 
 class _DDPJoinHook(JoinHook):
@@ -253,8 +323,9 @@ class DistributedDataParallel(Module, Joinable):
         self._verify_same_model(dist)
         if init_sync:
             self._broadcast_states(list(module.parameters()) + list(module.buffers()))
+        self.gradient_as_bucket_view = gradient_as_bucket_view
         self.reducer = _Reducer(params, self.bucket_bytes_cap, self.process_group,
-                                find_unused_parameters)
+                                find_unused_parameters, gradient_as_bucket_view)
 
     def _verify_same_model(self, dist):
         """Every process must wrap the same parameter shapes, else the
