@@ -659,6 +659,11 @@ def test_values_match_torch(torch, name, dtype):
     values = np.concatenate([np.linspace(-6, 6, 49), [math.nan, math.inf, -math.inf, -0.0]])
     values = values.astype(nt)
     expected = _torch_call(torch, name, torch.from_numpy(values)).numpy()
+    if name == "gelu":
+        # PyTorch disagrees with itself here: its AVX-512 float32 loop gives
+        # gelu(inf) = nan, its scalar and float64 paths (and AVX2) inf, the
+        # limit; ember gives inf on every machine.
+        expected = np.where(np.isposinf(values), values, expected)
     got = np.asarray(getattr(ember, name)(ember.tensor(values)))
     assert got.dtype == expected.dtype
     if got.dtype == np.bool_ or name in EXACT_OPS:
