@@ -564,11 +564,11 @@ check_gathered(THDtype dtype, int64_t m, int64_t n, int64_t k, int a_layout)
     free(c.buf);
 }
 
-/* Products whose packed A outgrows half of the tiny caches' L2 while their
+/* Products whose packed A outgrows the tiny caches' L2 while their
  * C panels stay small, so B's micro-panels go in groups (Note [GEMM with a
- * gathered B]), the last group short; their m take the narrow tile under
- * every family (Note [The narrow tile]). */
-static const int64_t grouped_sizes[][3] = {{8, 300, 300}, {16, 333, 200}, {5, 700, 600}};
+ * gathered B]), the last group short; m = 8 and 16 take the narrow tile
+ * under every family (Note [The narrow tile]). */
+static const int64_t grouped_sizes[][3] = {{8, 300, 600}, {16, 333, 300}, {5, 700, 800}};
 #define NUM_GROUPED_SIZES ((int)(sizeof(grouped_sizes) / sizeof(grouped_sizes[0])))
 
 /* Every family this CPU runs, the odd sizes (k == 0 among them; m on both
@@ -604,7 +604,7 @@ test_gemm_gathered_matches_naive(void)
         CHECK_OK(THParallel_setNumThreads(2));
         check_gathered(TH_Float32, 70, 300, 90, LAYOUT_ROWS);
         THBlas_setCacheSizes(tiny_caches);
-        check_gathered(TH_Float64, 16, 333, 200, LAYOUT_ROWS);
+        check_gathered(TH_Float64, 16, 333, 300, LAYOUT_ROWS);
         THBlas_setCacheSizes(NULL);
         CHECK_OK(THParallel_setNumThreads(saved_threads));
     }

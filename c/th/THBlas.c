@@ -37,11 +37,14 @@
  * (12 accumulators, two B vectors and one broadcast use 15 of its 16
  * vector registers) and for the portable build, 14 for AVX-512 (28 + 2 + 1
  * of its 32: the tile of BLIS's Skylake-X kernels, 14 x 32 floats or
- * 14 x 16 doubles, here with the vectors along the rows of C).  The
- * AVX-512 kernel prefetches C's tile like the others but adds no software
- * prefetch of the packed panels (BLIS's does): it has not run on AVX-512
- * hardware here, and the hardware prefetchers follow the panels' linear
- * streams.  The packing and loop code is shared: it takes MR, NR and the
+ * 14 x 16 doubles, here with the vectors along the rows of C).  Each
+ * family also has a narrow tile for the gathered GEMM (Note [The narrow
+ * tile]).  The AVX-512 kernel prefetches C's tile like the others but adds
+ * no software prefetch of the packed panels (BLIS's does): the hardware
+ * prefetchers follow the panels' linear streams (on a Zen 4 the kernel
+ * runs near its L1 rate with A streaming from L2).  The AVX-512 kernel
+ * reads A by embedded broadcasts (Note [Broadcast operands of the
+ * micro-kernel]).  The packing and loop code is shared: it takes MR, NR and the
  * blocks from the family in use (Note [GEMM blocking from the cache
  * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) come in
  * the same three builds.
@@ -159,6 +162,21 @@ typedef double v8df __attribute__((vector_size(64)));
 #define MADD_AVX512_FLOAT(x, y, acc) _mm512_fmadd_ps((x), (y), (acc))
 #define MADD_AVX512_DOUBLE(x, y, acc) _mm512_fmadd_pd((x), (y), (acc))
 #endif
+
+/* Note [Broadcast operands of the micro-kernel]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Each k step multiplies one value of A, broadcast across a vector, into
+ * both vectors of B's row.  GCC loads the broadcast once into a register
+ * (vbroadcastss) and shares it between the two multiply-adds: one more
+ * instruction per two.  AVX-512 can instead read the value straight from
+ * memory into each multiply-add (an embedded broadcast, {1to16}), which
+ * costs only a load, and the loads are not the bound; GCC folds a
+ * broadcast into the instruction only when it has one use, so the AVX-512
+ * kernels read the second use through a copy of the pointer that an
+ * empty asm hides from the compiler (EMBEDDED_BROADCASTS).  On the Zen 4
+ * this was measured on, that is a few percent of the micro-kernel's rate
+ * from L1.  AVX2 has no embedded broadcast, so its kernels keep the
+ * shared register. */
 
 /* Rows of the tile (MR) per family: Note [GEMM kernel families]. */
 #define GEMM_MR_GENERIC 6
@@ -1328,12 +1346,12 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * Each B value is gathered once and meets all of A from the cache, and
  * the m x NR column panel of C stays in L1 across the KC blocks; the
  * order suits the convolution's products, whose A (the weight) is small
- * and whose n (positions times samples) is large.  A larger than half of
- * L2 (a 3x3 convolution's weight from 128 channels on: 128 x 1152 floats)
- * would stream from L3 once per micro-panel of B, which costs about a
- * tenth of the micro-kernel's rate; so the panels then go a group at a
+ * and whose n (positions times samples) is large.  A larger than L2 (a
+ * 3x3 convolution's weight from 256 channels on: 256 x 2304 floats) would
+ * stream from L3 once per micro-panel of B, which cost about a tenth of
+ * the micro-kernel's rate on a Zen 4; so the panels then go a group at a
  * time (up to PANEL_GROUP, their C panels in a quarter of L2): each KC
- * block of A, gathered panel after panel, serves the whole group from L2
+ * block of A serves the whole group, panel after gathered panel, from L2
  * before the next block comes, and A streams from L3 once per group.
  *
  * Note [The narrow tile]
@@ -1458,8 +1476,7 @@ choose_tile(GatheredJob *job)
     job->ukernel_double = narrow ? family->ukernel_double_narrow : family->ukernel_double;
 }
 
-/* B micro-panels per pass over A: 1 while packed A fits in half of L2,
- * else as many as fill a quarter of L2 with their C panels, at most
+/* B micro-panels per pass over A: 1 while packed A fits in L2, else as many as fill a quarter of L2 with their C panels, at most
  * PANEL_GROUP (Note [GEMM with a gathered B]). */
 static int64_t
 panel_group(const GatheredJob *job)
@@ -1468,7 +1485,7 @@ panel_group(const GatheredJob *job)
     THBlas_cacheSizes(caches);
     int64_t a_bytes = job->m_padded * job->k * job->itemsize;
     int64_t c_bytes = job->m_padded * job->blocking.nr * job->itemsize;
-    if (a_bytes <= caches[CACHE_L2] / 2) {
+    if (a_bytes <= caches[CACHE_L2]) {
         return 1;
     }
     return clamp64(caches[CACHE_L2] / 4 / c_bytes, 1, PANEL_GROUP);
