@@ -104,10 +104,11 @@ typedef double v8df __attribute__((vector_size(64)));
             VT b0, b1;                                                     \
             memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
             memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
-            /* Note [Broadcast operands of the micro-kernel] */          \
+            /* a1 reads what a0 does, as loads of its own: Note          \
+             * [Broadcast operands of the micro-kernel] */                 \
             const T *a0 = a + p * MR, *a1 = a0;                            \
             if (EMBEDDED_BROADCASTS) {                                     \
-                __asm__("" : "+r"(a1)); /* a1's values: loads of their own */ \
+                __asm__("" : "+r"(a1));                                    \
             }                                                              \
             for (int i = 0; i < MR; i++) {                                 \
                 acc[i][0] = MADD(a0[i] - (VT){0}, b0, acc[i][0]);          \
@@ -1476,8 +1477,9 @@ choose_tile(GatheredJob *job)
     job->ukernel_double = narrow ? family->ukernel_double_narrow : family->ukernel_double;
 }
 
-/* B micro-panels per pass over A: 1 while packed A fits in L2, else as many as fill a quarter of L2 with their C panels, at most
- * PANEL_GROUP (Note [GEMM with a gathered B]). */
+/* B micro-panels per pass over A: 1 while packed A fits in L2, else as
+ * many as fill a quarter of L2 with their C panels, at most PANEL_GROUP
+ * (Note [GEMM with a gathered B]). */
 static int64_t
 panel_group(const GatheredJob *job)
 {
