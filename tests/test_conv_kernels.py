@@ -144,6 +144,42 @@ def test_every_gemm_kernel_and_thread_count(dtype):
         ember.set_num_threads(saved_threads)
 
 
+def _windowed_products(x, w, g, pad):
+    """Stride-1 products by sliding windows and einsum (fast enough for
+    wide layers, where the loops of reference_conv2d are not): the output,
+    the input gradient (the full correlation of g with the flipped weight)
+    and the weight gradient."""
+    kh, kw = w.shape[2:]
+    windows = np.lib.stride_tricks.sliding_window_view
+    x_windows = windows(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))), (kh, kw),
+                        axis=(2, 3))
+    g_padded = np.pad(g, ((0, 0), (0, 0), (kh - 1 - pad,) * 2, (kw - 1 - pad,) * 2))
+    g_windows = windows(g_padded, (kh, kw), axis=(2, 3))
+    out = np.einsum("ncyxij,ocij->noyx", x_windows, w, optimize=True)
+    grad_x = np.einsum("noyxij,ocij->ncyx", g_windows, w[:, :, ::-1, ::-1], optimize=True)
+    grad_w = np.einsum("ncyxij,noyx->ocij", x_windows, g, optimize=True)
+    return out, grad_x, grad_w
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_wide_layer_products(dtype):
+    """A 256-channel 3x3 layer: its weight (256 x 2304) outgrows L2, so the
+    forward and input-gradient GEMMs go B's micro-panels in groups, 20 x 20
+    outputs making a short last group (Note [GEMM with a gathered B]), and
+    256 rows take the narrow tile (Note [The narrow tile])."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 256, 20, 20)).astype(dtype)
+    w = (rng.standard_normal((256, 256, 3, 3)) / 48).astype(dtype)
+    g = rng.standard_normal((1, 256, 20, 20)).astype(dtype)
+    ints = (1, 1, 1, 1, 1, 1, 1)
+    got = (_C._conv2d(ember.tensor(x), ember.tensor(w), None, *ints).numpy(),
+           _C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), 20, 20, *ints).numpy(),
+           _C._conv2d_backward_weight(ember.tensor(g), ember.tensor(x), 3, 3, *ints).numpy())
+    expected = _windowed_products(x.astype(np.float64), w.astype(np.float64),
+                                  g.astype(np.float64), 1)
+    _assert_products_close(got, expected, dtype)
+
+
 def test_empty_batch_gradients():
     """No samples: an empty input gradient and a zero weight gradient, on
     both input-gradient routes (stride 1 and 2)."""

@@ -564,9 +564,17 @@ check_gathered(THDtype dtype, int64_t m, int64_t n, int64_t k, int a_layout)
     free(c.buf);
 }
 
-/* Every family this CPU runs, the odd sizes (k == 0 among them) with the
- * detected and with tiny caches (several KC blocks), A in every layout, two
- * threads; and a dtype the packed GEMM does not take. */
+/* Products whose packed A outgrows the tiny caches' L2 while their
+ * C panels stay small, so B's micro-panels go in groups (Note [GEMM with a
+ * gathered B]), the last group short; m = 8 and 16 take the narrow tile
+ * under every family (Note [The narrow tile]). */
+static const int64_t grouped_sizes[][3] = {{8, 300, 600}, {16, 333, 300}, {5, 700, 800}};
+#define NUM_GROUPED_SIZES ((int)(sizeof(grouped_sizes) / sizeof(grouped_sizes[0])))
+
+/* Every family this CPU runs, the odd sizes (k == 0 among them; m on both
+ * sides of each tile's multiples, so both tiles run) with the detected and
+ * with tiny caches (several KC blocks, groups of panels), A in every
+ * layout, two threads; and a dtype the packed GEMM does not take. */
 static void
 test_gemm_gathered_matches_naive(void)
 {
@@ -585,9 +593,19 @@ test_gemm_gathered_matches_naive(void)
                                odd_sizes[s][1], odd_sizes[s][2], s % NUM_LAYOUTS);
             }
         }
+        THBlas_setCacheSizes(tiny_caches);
+        for (int s = 0; s < NUM_GROUPED_SIZES; s++) {
+            for (int d = 0; d < 2; d++) {
+                check_gathered(d == 0 ? TH_Float32 : TH_Float64, grouped_sizes[s][0],
+                               grouped_sizes[s][1], grouped_sizes[s][2], s % NUM_LAYOUTS);
+            }
+        }
         THBlas_setCacheSizes(NULL);
         CHECK_OK(THParallel_setNumThreads(2));
         check_gathered(TH_Float32, 70, 300, 90, LAYOUT_ROWS);
+        THBlas_setCacheSizes(tiny_caches);
+        check_gathered(TH_Float64, 16, 333, 300, LAYOUT_ROWS);
+        THBlas_setCacheSizes(NULL);
         CHECK_OK(THParallel_setNumThreads(saved_threads));
     }
     CHECK_OK(THBlas_setKernel(saved));

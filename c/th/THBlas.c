@@ -37,11 +37,14 @@
  * (12 accumulators, two B vectors and one broadcast use 15 of its 16
  * vector registers) and for the portable build, 14 for AVX-512 (28 + 2 + 1
  * of its 32: the tile of BLIS's Skylake-X kernels, 14 x 32 floats or
- * 14 x 16 doubles, here with the vectors along the rows of C).  The
- * AVX-512 kernel prefetches C's tile like the others but adds no software
- * prefetch of the packed panels (BLIS's does): it has not run on AVX-512
- * hardware here, and the hardware prefetchers follow the panels' linear
- * streams.  The packing and loop code is shared: it takes MR, NR and the
+ * 14 x 16 doubles, here with the vectors along the rows of C).  Each
+ * family also has a narrow tile for the gathered GEMM (Note [The narrow
+ * tile]).  The AVX-512 kernel prefetches C's tile like the others but adds
+ * no software prefetch of the packed panels (BLIS's does): the hardware
+ * prefetchers follow the panels' linear streams (on a Zen 4 the kernel
+ * runs near its L1 rate with A streaming from L2).  The AVX-512 kernel
+ * reads A by embedded broadcasts (Note [Broadcast operands of the
+ * micro-kernel]).  The packing and loop code is shared: it takes MR, NR and the
  * blocks from the family in use (Note [GEMM blocking from the cache
  * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) come in
  * the same three builds.
@@ -81,7 +84,8 @@ typedef double v8df __attribute__((vector_size(64)));
  * reads B in place (Note [GEMM small products]).  B and C may be anywhere,
  * so their vectors move through memcpy, which compiles to one unaligned
  * vector load or store (as fast as an aligned one on aligned data). */
-#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, target_attr, MADD)        \
+#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, EMBEDDED_BROADCASTS,      \
+                              target_attr, MADD)                          \
     target_attr static void ukernel_##T##_##family(                        \
         int64_t kc, const T *a, const T *b, int64_t b_rs, T alpha, T beta, \
         T *c, int64_t c_rs, int64_t c_cs, int mr, int nr)                  \
@@ -100,10 +104,15 @@ typedef double v8df __attribute__((vector_size(64)));
             VT b0, b1;                                                     \
             memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
             memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
+            /* a1 reads what a0 does, as loads of its own: Note          \
+             * [Broadcast operands of the micro-kernel] */                 \
+            const T *a0 = a + p * MR, *a1 = a0;                            \
+            if (EMBEDDED_BROADCASTS) {                                     \
+                __asm__("" : "+r"(a1));                                    \
+            }                                                              \
             for (int i = 0; i < MR; i++) {                                 \
-                VT ai = a[p * MR + i] - (VT){0}; /* broadcast */           \
-                acc[i][0] = MADD(ai, b0, acc[i][0]);                       \
-                acc[i][1] = MADD(ai, b1, acc[i][1]);                       \
+                acc[i][0] = MADD(a0[i] - (VT){0}, b0, acc[i][0]);          \
+                acc[i][1] = MADD(a1[i] - (VT){0}, b1, acc[i][1]);          \
             }                                                              \
         }                                                                  \
         if (mr == MR && nr == NR && c_cs == 1) {                           \
@@ -155,24 +164,50 @@ typedef double v8df __attribute__((vector_size(64)));
 #define MADD_AVX512_DOUBLE(x, y, acc) _mm512_fmadd_pd((x), (y), (acc))
 #endif
 
+/* Note [Broadcast operands of the micro-kernel]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Each k step multiplies one value of A, broadcast across a vector, into
+ * both vectors of B's row.  GCC loads the broadcast once into a register
+ * (vbroadcastss) and shares it between the two multiply-adds: one more
+ * instruction per two.  AVX-512 can instead read the value straight from
+ * memory into each multiply-add (an embedded broadcast, {1to16}), which
+ * costs only a load, and the loads are not the bound; GCC folds a
+ * broadcast into the instruction only when it has one use, so the AVX-512
+ * kernels read the second use through a copy of the pointer that an
+ * empty asm hides from the compiler (EMBEDDED_BROADCASTS).  On the Zen 4
+ * this was measured on, that is a few percent of the micro-kernel's rate
+ * from L1.  AVX2 has no embedded broadcast, so its kernels keep the
+ * shared register. */
+
 /* Rows of the tile (MR) per family: Note [GEMM kernel families]. */
 #define GEMM_MR_GENERIC 6
 #define GEMM_MR_AVX2 6
 #define GEMM_MR_AVX512 14
+/* The narrow tile's rows: Note [The narrow tile]. */
+#define GEMM_MR_NARROW_GENERIC 4
+#define GEMM_MR_NARROW_AVX2 4
+#define GEMM_MR_NARROW_AVX512 8
 
-TH_DEFINE_MICROKERNEL(float, v4sf, generic, GEMM_MR_GENERIC, TH_NO_TARGET,
-                      MADD_PLAIN)
-TH_DEFINE_MICROKERNEL(double, v2df, generic, GEMM_MR_GENERIC, TH_NO_TARGET,
-                      MADD_PLAIN)
+/* Each family's tile and its narrow tile, for both dtypes. */
+#define TH_DEFINE_FAMILY_KERNELS(T, VT, family, MR, MR_NARROW, EMBEDDED, target_attr, \
+                                 MADD)                                                \
+    TH_DEFINE_MICROKERNEL(T, VT, family, MR, EMBEDDED, target_attr, MADD)             \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, EMBEDDED, target_attr,   \
+                          MADD)
+
+TH_DEFINE_FAMILY_KERNELS(float, v4sf, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
+                         false, TH_NO_TARGET, MADD_PLAIN)
+TH_DEFINE_FAMILY_KERNELS(double, v2df, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
+                         false, TH_NO_TARGET, MADD_PLAIN)
 #if defined(__x86_64__)
-TH_DEFINE_MICROKERNEL(float, v8sf, avx2, GEMM_MR_AVX2, TH_TARGET_AVX2,
-                      MADD_AVX2_FLOAT)
-TH_DEFINE_MICROKERNEL(double, v4df, avx2, GEMM_MR_AVX2, TH_TARGET_AVX2,
-                      MADD_AVX2_DOUBLE)
-TH_DEFINE_MICROKERNEL(float, v16sf, avx512, GEMM_MR_AVX512, TH_TARGET_AVX512,
-                      MADD_AVX512_FLOAT)
-TH_DEFINE_MICROKERNEL(double, v8df, avx512, GEMM_MR_AVX512,
-                      TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
+TH_DEFINE_FAMILY_KERNELS(float, v8sf, avx2, GEMM_MR_AVX2, GEMM_MR_NARROW_AVX2, false,
+                         TH_TARGET_AVX2, MADD_AVX2_FLOAT)
+TH_DEFINE_FAMILY_KERNELS(double, v4df, avx2, GEMM_MR_AVX2, GEMM_MR_NARROW_AVX2, false,
+                         TH_TARGET_AVX2, MADD_AVX2_DOUBLE)
+TH_DEFINE_FAMILY_KERNELS(float, v16sf, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AVX512, true,
+                         TH_TARGET_AVX512, MADD_AVX512_FLOAT)
+TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AVX512, true,
+                         TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
 
 /* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
@@ -286,6 +321,9 @@ typedef struct {
     int nr_float, nr_double;
     UKernel_float ukernel_float;
     UKernel_double ukernel_double;
+    int mr_narrow; /* the narrow tile (Note [The narrow tile]) */
+    UKernel_float ukernel_float_narrow;
+    UKernel_double ukernel_double_narrow;
     float (*dot_float)(int64_t, const float *, const float *);
     double (*dot_double)(int64_t, const double *, const double *);
     void (*dot4_float)(int64_t, const float *const *, const float *,
@@ -306,12 +344,15 @@ typedef struct {
 static const KernelFamily kernel_families[] = {
 #if defined(__x86_64__)
     {"avx512", {"avx512f", "fma"}, GEMM_MR_AVX512, 32, 16,
-     ukernel_float_avx512, ukernel_double_avx512, TH_VECTOR_KERNELS(avx512)},
+     ukernel_float_avx512, ukernel_double_avx512, GEMM_MR_NARROW_AVX512,
+     ukernel_float_avx512_narrow, ukernel_double_avx512_narrow, TH_VECTOR_KERNELS(avx512)},
     {"avx2", {"avx2", "fma"}, GEMM_MR_AVX2, 16, 8, ukernel_float_avx2,
-     ukernel_double_avx2, TH_VECTOR_KERNELS(avx2)},
+     ukernel_double_avx2, GEMM_MR_NARROW_AVX2, ukernel_float_avx2_narrow,
+     ukernel_double_avx2_narrow, TH_VECTOR_KERNELS(avx2)},
 #endif
     {"generic", {NULL, NULL}, GEMM_MR_GENERIC, 8, 4, ukernel_float_generic,
-     ukernel_double_generic, TH_VECTOR_KERNELS(generic)},
+     ukernel_double_generic, GEMM_MR_NARROW_GENERIC, ukernel_float_generic_narrow,
+     ukernel_double_generic_narrow, TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
     ((int)(sizeof(kernel_families) / sizeof(kernel_families[0])))
@@ -1306,17 +1347,41 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * Each B value is gathered once and meets all of A from the cache, and
  * the m x NR column panel of C stays in L1 across the KC blocks; the
  * order suits the convolution's products, whose A (the weight) is small
- * and whose n (positions times samples) is large.  With A larger than L2
- * the A panels stream from L3, a few bytes per multiply-add cycle, which
- * the prefetchers keep up with. */
+ * and whose n (positions times samples) is large.  A larger than L2 (a
+ * 3x3 convolution's weight from 256 channels on: 256 x 2304 floats) would
+ * stream from L3 once per micro-panel of B, which cost about a tenth of
+ * the micro-kernel's rate on a Zen 4; so the panels then go a group at a
+ * time (up to PANEL_GROUP, their C panels in a quarter of L2): each KC
+ * block of A serves the whole group, panel after gathered panel, from L2
+ * before the next block comes, and A streams from L3 once per group.
+ *
+ * Note [The narrow tile]
+ * ~~~~~~~~~~~~~~~~~~~~~~
+ * Packed A is padded to a multiple of MR rows and the micro-kernel always
+ * runs all MR: a 32-channel convolution (m = 32) under the AVX-512 tile
+ * (MR = 14) computes 42 rows, 64 channels 70.  Each family therefore has
+ * a second micro-kernel, the same code with a narrower tile (8 rows for
+ * AVX-512, 4 for AVX2 and the portable build), which divides the usual
+ * channel counts; the gathered GEMM takes it whenever it pads m to fewer
+ * rows.  On the Zen 4 this was measured on, the 8 x 32 tile runs the
+ * multiply-adds as fast as the 14 x 32 one from the panels in L1 and L2
+ * (its 16 accumulators cover the FMA latency; the loads are not the
+ * bound). */
+
+/* The most micro-panels of B one pass over A serves (Note [GEMM with a
+ * gathered B]). */
+#define PANEL_GROUP 8
 
 typedef struct {
     const KernelFamily *family;
-    THBlasBlocking blocking;
+    THBlasBlocking blocking; /* its mr: the tile in use (Note [The narrow tile]) */
+    UKernel_float ukernel_float;
+    UKernel_double ukernel_double;
     int itemsize;
     int64_t m, n, k;
     int64_t m_padded; /* round_up(m, MR): the rows of packed A and of Cpanel */
     int64_t kc_step;
+    int64_t group; /* B micro-panels per pass over A */
     const void *a_packed; /* KC block after KC block, as pack_a lays them */
     THBlasGatherB gather_b;
     THBlasScatterC scatter_c;
@@ -1334,36 +1399,43 @@ typedef struct {
                        a.col_stride, dst + job->m_padded * pc);            \
         }                                                                  \
     }                                                                      \
-    static void gathered_panels_##T(const GatheredJob *job, int64_t first, \
-                                    int64_t last, T *b_panel, T *c_panel)  \
+    /* C panels [0, count) = A @ B's micro-panels first, first + 1, ... */ \
+    static void gathered_group_##T(const GatheredJob *job, int64_t first,  \
+                                   int64_t count, T *b_panel, T *c_panels) \
     {                                                                      \
-        UKernel_##T ukernel = job->family->ukernel_##T;                    \
+        UKernel_##T ukernel = job->ukernel_##T;                            \
         int mr = job->blocking.mr, nr = job->blocking.nr;                  \
+        int64_t c_size = job->m_padded * nr;                               \
         const T *a_packed = job->a_packed;                                 \
-        for (int64_t jr = first; jr < last; jr++) {                        \
-            int64_t j0 = jr * nr;                                          \
-            if (job->k == 0) {                                             \
-                memset(c_panel, 0, (size_t)(job->m_padded * nr) * sizeof(T)); \
-            }                                                              \
-            for (int64_t pc = 0; pc < job->k; pc += job->kc_step) {        \
-                int64_t kc = min64(job->kc_step, job->k - pc);             \
-                job->gather_b(job->ctx, pc, kc, j0, nr, (char *)b_panel);  \
-                const T *a_block = a_packed + job->m_padded * pc;          \
+        if (job->k == 0) {                                                 \
+            memset(c_panels, 0, (size_t)(count * c_size) * sizeof(T));     \
+        }                                                                  \
+        for (int64_t pc = 0; pc < job->k; pc += job->kc_step) {            \
+            int64_t kc = min64(job->kc_step, job->k - pc);                 \
+            const T *a_block = a_packed + job->m_padded * pc;              \
+            for (int64_t g = 0; g < count; g++) {                          \
+                job->gather_b(job->ctx, pc, kc, (first + g) * nr, nr,      \
+                              (char *)b_panel);                            \
+                T *c_panel = c_panels + g * c_size;                        \
                 for (int64_t ir = 0; ir < job->m; ir += mr) {              \
                     ukernel(kc, a_block + ir * kc, b_panel, nr, (T)1,      \
                             pc == 0 ? (T)0 : (T)1, c_panel + ir * nr, nr, 1, \
                             mr, nr);                                       \
                 }                                                          \
             }                                                              \
+        }                                                                  \
+        for (int64_t g = 0; g < count; g++) {                              \
+            int64_t j0 = (first + g) * nr;                                 \
             job->scatter_c(job->ctx, j0, min64(nr, job->n - j0),           \
-                           (const char *)c_panel, nr);                     \
+                           (const char *)(c_panels + g * c_size), nr);     \
         }                                                                  \
     }
 
 TH_DEFINE_GATHERED(float)
 TH_DEFINE_GATHERED(double)
 
-/* Panels [begin, end) on one thread, with its own B and C panels. */
+/* Panels [begin, end) on one thread, a group at a time, with its own B
+ * panel and group of C panels. */
 static void
 run_gathered(int64_t begin, int64_t end, void *ctx)
 {
@@ -1372,21 +1444,53 @@ run_gathered(int64_t begin, int64_t end, void *ctx)
     int64_t nr = job->blocking.nr;
     /* (kc + 1) rows: gather_b may write one row past the panel */
     size_t b_bytes = (size_t)round_up((job->kc_step + 1) * nr * itemsize, GEMM_ALIGN);
-    size_t c_bytes = (size_t)round_up(job->m_padded * nr * itemsize, GEMM_ALIGN);
+    size_t c_bytes =
+        (size_t)round_up(job->group * job->m_padded * nr * itemsize, GEMM_ALIGN);
     void *b_panel = aligned_alloc(GEMM_ALIGN, b_bytes);
-    void *c_panel = aligned_alloc(GEMM_ALIGN, c_bytes);
-    if (b_panel == NULL || c_panel == NULL) {
+    void *c_panels = aligned_alloc(GEMM_ALIGN, c_bytes);
+    if (b_panel == NULL || c_panels == NULL) {
         atomic_store(&job->out_of_memory, true);
     } else {
         memset(b_panel, 0, b_bytes); /* the columns past n start defined */
-        if (itemsize == 4) {
-            gathered_panels_float(job, begin, end, b_panel, c_panel);
-        } else {
-            gathered_panels_double(job, begin, end, b_panel, c_panel);
+        for (int64_t first = begin; first < end; first += job->group) {
+            int64_t count = min64(job->group, end - first);
+            if (itemsize == 4) {
+                gathered_group_float(job, first, count, b_panel, c_panels);
+            } else {
+                gathered_group_double(job, first, count, b_panel, c_panels);
+            }
         }
     }
     free(b_panel);
-    free(c_panel);
+    free(c_panels);
+}
+
+/* The tile of Note [The narrow tile]: the narrow one when it pads m to
+ * fewer rows. */
+static void
+choose_tile(GatheredJob *job)
+{
+    const KernelFamily *family = job->family;
+    bool narrow = round_up(job->m, family->mr_narrow) < round_up(job->m, family->mr);
+    job->blocking.mr = narrow ? family->mr_narrow : family->mr;
+    job->ukernel_float = narrow ? family->ukernel_float_narrow : family->ukernel_float;
+    job->ukernel_double = narrow ? family->ukernel_double_narrow : family->ukernel_double;
+}
+
+/* B micro-panels per pass over A: 1 while packed A fits in L2, else as
+ * many as fill a quarter of L2 with their C panels, at most PANEL_GROUP
+ * (Note [GEMM with a gathered B]). */
+static int64_t
+panel_group(const GatheredJob *job)
+{
+    int64_t caches[NUM_CACHE_LEVELS];
+    THBlas_cacheSizes(caches);
+    int64_t a_bytes = job->m_padded * job->k * job->itemsize;
+    int64_t c_bytes = job->m_padded * job->blocking.nr * job->itemsize;
+    if (a_bytes <= caches[CACHE_L2]) {
+        return 1;
+    }
+    return clamp64(caches[CACHE_L2] / 4 / c_bytes, 1, PANEL_GROUP);
 }
 
 int
@@ -1407,8 +1511,10 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
                        .m = m, .n = n, .k = k,
                        .gather_b = gather_b, .scatter_c = scatter_c, .ctx = ctx};
     job.blocking = blocking_for(job.family, itemsize);
+    choose_tile(&job);
     job.m_padded = round_up(m, job.blocking.mr);
     job.kc_step = k > 0 ? balanced_step(k, job.blocking.kc, 8) : 1;
+    job.group = panel_group(&job);
     atomic_init(&job.out_of_memory, false);
     int64_t packed_count;
     if (TH_mul_overflows(job.m_padded, k > 0 ? k : 1, &packed_count)) {

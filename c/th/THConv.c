@@ -183,11 +183,17 @@ sample_runs(const GatherJob *job, int64_t j0, int64_t cols, SampleRun *runs)
     static inline void copy_nr_##Name(ctype *dst, const ctype *src, int nr) \
     {                                                                       \
         switch (nr) {                                                       \
+        case 4:                                                             \
+            memcpy(dst, src, 4 * sizeof(ctype));                            \
+            break;                                                          \
         case 8:                                                             \
             memcpy(dst, src, 8 * sizeof(ctype));                            \
             break;                                                          \
         case 16:                                                            \
             memcpy(dst, src, 16 * sizeof(ctype));                           \
+            break;                                                          \
+        case 32: /* AVX-512 float32 */                                      \
+            memcpy(dst, src, 32 * sizeof(ctype));                           \
             break;                                                          \
         default:                                                            \
             memcpy(dst, src, (size_t)nr * sizeof(ctype));                   \
