@@ -163,7 +163,7 @@ def test_every_kernel_compiles_without_spills(compiled, arch):
 
 
 # kernels per family: (operator, dtypes) pairs x rank classes
-KERNEL_COUNTS = {"pointwise": 544, "reduce": 96, "var/std/norm/logsumexp": 44,
+KERNEL_COUNTS = {"pointwise": 550, "reduce": 96, "var/std/norm/logsumexp": 44,
                  "softmax": 8, "scans": 32}
 
 
@@ -372,22 +372,33 @@ def _same(got, expected, what):
     assert not differ.any(), f"{what}: got {got[differ][:5]}, CPU {expected[differ][:5]}"
 
 
+EMULATION_DIR = os.path.join(ROOT, "build", "cuda_emulation")
+
+
+def reduction_sources(keys):
+    """The reduction kernels' sources, each with its emulation launcher
+    (blocks run cooperatively; the scans, without __syncthreads, need not)."""
+    sources = []
+    for key in keys:
+        cooperative = _reduce.REDUCTIONS[key[0]].kind != "scan"
+        sources += [_reduce.kernel_source(*key),
+                    cuda_emulation.params_launcher(_reduce.kernel_name(*key),
+                                                   _reduce.kernel_parameters(*key),
+                                                   cooperative=cooperative)]
+    return sources
+
+
 @pytest.fixture(scope="module")
 def emulated():
-    directory = os.path.join(ROOT, "build", "cuda_emulation")
-    os.makedirs(directory, exist_ok=True)
+    os.makedirs(EMULATION_DIR, exist_ok=True)
     sources = []
     for key in pointwise_keys():
         name = _pointwise.kernel_name(*key)
         sources += [_pointwise.kernel_source(*key),
                     cuda_emulation.params_launcher(name, _pointwise.kernel_parameters(*key))]
-    for key in reduce_keys(EMULATED_REDUCTIONS):
-        name = _reduce.kernel_name(*key)
-        sources += [_reduce.kernel_source(*key),
-                    cuda_emulation.params_launcher(name, _reduce.kernel_parameters(*key),
-                                                   cooperative=True)]
+    sources += reduction_sources(reduce_keys(EMULATED_REDUCTIONS))
     return cuda_emulation.build_sources("pointwise_reduce", sources, _reduce.headers(),
-                                        directory)
+                                        EMULATION_DIR)
 
 
 def _run(library, p, out, inputs, grid, block):

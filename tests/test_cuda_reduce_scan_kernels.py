@@ -32,7 +32,8 @@ import ember
 from ember.cuda import _launch, _reduce
 
 import cuda_emulation
-from test_cuda_binary_reduce_kernels import ROOT, _same, _strided_ember, _values
+from test_cuda_binary_reduce_kernels import (EMULATION_DIR, _same, _strided_ember, _values,
+                                             reduction_sources)
 
 needs_gxx = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
 
@@ -155,16 +156,9 @@ def test_plan_errors():
 
 @pytest.fixture(scope="module")
 def emulated():
-    directory = os.path.join(ROOT, "build", "cuda_emulation")
-    os.makedirs(directory, exist_ok=True)
-    sources = []
-    for key in keys():
-        name = _reduce.kernel_name(*key)
-        cooperative = _reduce.REDUCTIONS[key[0]].kind != "scan"
-        sources += [_reduce.kernel_source(*key),
-                    cuda_emulation.params_launcher(name, _reduce.kernel_parameters(*key),
-                                                   cooperative=cooperative)]
-    return cuda_emulation.build_sources("reduce_scan", sources, _reduce.headers(), directory)
+    os.makedirs(EMULATION_DIR, exist_ok=True)
+    return cuda_emulation.build_sources("reduce_scan", reduction_sources(keys()),
+                                        _reduce.headers(), EMULATION_DIR)
 
 
 def _run(library, p, out, x):
@@ -292,3 +286,22 @@ def test_scans_match_cpu(emulated, op, dtype):
             _check(emulated, op, view, lambda t: cpu(t, dim), True, dim=dim)
     _check(emulated, op, np.array(3, dtype), lambda t: cpu(t, 0), True, dim=0)
     _check(emulated, op, np.ones((0, 3), dtype), lambda t: cpu(t, 1), True, dim=1)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_zero_dim_and_empty_reductions_match_cpu(emulated, dtype):
+    """PyTorch's values: var of nothing is nan, logsumexp -inf, a norm 0;
+    a 0-d tensor reduces over its one element."""
+    scalar, empty = np.array(-1.5, dtype), np.ones((3, 0, 2), dtype)
+    cases = [("var", lambda t, d, k: ember.var(t, d, keepdim=k), {}),
+             ("std", lambda t, d, k: ember.std(t, d, correction=0, keepdim=k),
+              {"correction": 0}),
+             ("logsumexp", lambda t, d, k: ember.logsumexp(t, d, keepdim=k), {}),
+             ("norm", lambda t, d, k: ember.linalg.vector_norm(t, 2, d, k), {"p": 2}),
+             ("norm", lambda t, d, k: ember.linalg.vector_norm(t, 0.5, d, k), {"p": 0.5})]
+    for op, cpu, kwargs in cases:
+        for view, dim, keepdim in ((scalar, 0, False), (scalar, -1, True), (empty, 1, False),
+                                   (empty, (0, 1), True), (empty, 2, False)):
+            _check(emulated, op, view, lambda t: cpu(t, dim, keepdim), True, dim=dim,
+                   keepdim=keepdim, **kwargs)

@@ -46,8 +46,9 @@ import ember
 
 from . import _kernels, _launch, _pointwise
 
-__all__ = ["REDUCTIONS", "RANK_CLASSES", "kernel_dtypes", "kernel_name", "kernel_source",
-           "kernel_parameters", "headers", "plan", "arguments", "launch_config"]
+__all__ = ["REDUCTIONS", "RANK_CLASSES", "CALLS", "kernel_dtypes", "kernel_name",
+           "kernel_source", "kernel_parameters", "headers", "plan", "plan_call", "arguments",
+           "launch_config"]
 
 HEADER_NAME = "THReduceFormulas.h"
 PRELUDE_NAME = "ember_reduce.h"
@@ -252,9 +253,9 @@ def _recipe(op, dtype):
         value = ("TH_SOFTMAX_SCALE(scalar_t, acc)" if op == "softmax"
                  else "TH_LOG_SOFTMAX_SHIFT(scalar_t, best, acc)")
         total = _sum_pass("total", "double", f"(double){exp}(v - best)")
-        passes = [_max_pass("best", dtype), total._replace(name="finish", value_t="scalar_t",
-                                                           value=value)]
-        ending = f"{exp}(v - best) * finish" if op == "softmax" else "v - finish"
+        passes = [_max_pass("best", dtype), total._replace(name="normalizer",
+                                                           value_t="scalar_t", value=value)]
+        ending = f"{exp}(v - best) * normalizer" if op == "softmax" else "v - normalizer"
         return Recipe("scalar_t", passes, ending)
     raise ValueError(f"{op} is not a block-template op")
 
@@ -345,12 +346,12 @@ def _block_source(op, dtype, rank_class, name):
     unused = "".join(f" (void){n};" for _, n in earlier)
     if REDUCTIONS[op].kind == "reduce":
         ending = f"""\
-    static __device__ __forceinline__ {out_t}
-    finish(int64_t n, double param{values})
-    {{
-        (void)n; (void)param;{unused}
-        return ({out_t})({recipe.ending});
-    }}
+static __device__ __forceinline__ {out_t}
+finish(int64_t n, double param{values})
+{{
+    (void)n; (void)param;{unused}
+    return ({out_t})({recipe.ending});
+}}
 """
         store = f"""\
         if (t == 0) {{
@@ -359,12 +360,12 @@ def _block_source(op, dtype, rank_class, name):
 """
     else:
         ending = f"""\
-    static __device__ __forceinline__ {out_t}
-    element(load_t v, double param{values})
-    {{
-        (void)param;{unused}
-        return ({out_t})({recipe.ending});
-    }}
+static __device__ __forceinline__ {out_t}
+element(load_t v, double param{values})
+{{
+    (void)param;{unused}
+    return ({out_t})({recipe.ending});
+}}
 """
         store = f"""\
         const int64_t out_base = {out_base};
@@ -471,8 +472,8 @@ def _wrap_dim(d, ndim):
 def _dims(ndim, dim):
     if dim is None:
         return list(range(ndim))
-    dims = [dim] if isinstance(dim, int) else list(dim)
-    return sorted({_wrap_dim(d, ndim) for d in dims})
+    dims = {_wrap_dim(d, ndim) for d in ([dim] if isinstance(dim, int) else dim)}
+    return sorted(dims) if ndim else []  # a 0-d tensor's dim 0 (or -1) reduces nothing
 
 
 def norm_kernel(p):
@@ -488,8 +489,7 @@ def _check_dtype(op, kernel, dtype, dim, ndim):
     """The CPU operator's error for a dtype it refuses."""
     name = _pointwise.SCALAR_TYPE_NAMES.get(dtype, dtype)
     if dtype in REDUCTIONS[kernel].dtypes:
-        if compute_dtype(kernel, dtype) != dtype and str(ember.get_default_dtype()) != \
-                "ember.float32":
+        if compute_dtype(kernel, dtype) != dtype and ember.get_default_dtype() != ember.float32:
             raise NotImplementedError(f"ember.cuda: {op} of {dtype} computes in float32 only "
                                       "(the default dtype is not float32)")
         return
@@ -578,6 +578,39 @@ def plan(op, tensor, dim=None, keepdim=False, *, correction=1, p=2):
     rank_class, packed = _reduce_geometry(tensor, reduced)
     return Plan(op, (kernel, dtype, rank_class), result_dtype(kernel, dtype), out_shape, n_out,
                 n_reduce, shape, packed, param)
+
+
+# The launcher's call names (Note [One dispatch point] in c/python/Device.c;
+# a method's with "Tensor.") -> (plan's op, the names of the positional
+# arguments after the input, in PyTorch's signatures).
+_DIM_KEEPDIM = ("dim", "keepdim")
+CALLS = {
+    **{op: (op, _DIM_KEEPDIM) for op in ("sum", "mean", "prod", "amax", "amin", "argmax",
+                                         "argmin", "logsumexp")},
+    "var": ("var", ("dim", "unbiased", "keepdim")),
+    "std": ("std", ("dim", "unbiased", "keepdim")),
+    "norm": ("norm", ("p", "dim", "keepdim")),
+    **{op: (op, ("dim",)) for op in ("softmax", "log_softmax", "cumsum", "cumprod")},
+}
+
+
+def plan_call(name, args, kwargs):
+    """plan() for a call as the launcher receives it: ("var", (t, 1),
+    {"correction": 0}) or ("Tensor.softmax", (t, -1), {})."""
+    op, names = CALLS[name.removeprefix("Tensor.")]
+    tensor, *positional = args
+    if len(positional) > len(names) or set(names[:len(positional)]) & set(kwargs):
+        raise TypeError(f"{op}() got an unexpected combination of arguments")
+    bound = dict(zip(names, positional), **kwargs)
+    if bound.pop("dtype", None) is not None:
+        raise NotImplementedError(f"ember.cuda: {op}(dtype=...) needs a conversion kernel, "
+                                  "which ember does not have yet")
+    unbiased = bound.pop("unbiased", None)
+    if unbiased is not None:
+        bound["correction"] = int(unbiased)
+    if op == "norm" and bound.get("p", 2) in (None, "fro"):
+        bound["p"] = 2  # the Frobenius norm of the flattened input
+    return plan(op, tensor, **bound)
 
 
 def launch_config(p, sms=None):
