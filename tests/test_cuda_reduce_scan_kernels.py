@@ -92,6 +92,14 @@ def test_plans():
         assert p.key[0] == kernel and p.param == order and p.out_shape == (2, 4)
     p = _reduce.plan("logsumexp", ember.ones(5, dtype=ember.int32), dim=0)
     assert p.key == ("logsumexp", "int32", "contiguous") and p.out_dtype == "float32"
+    previous = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:  # the CPU's logsumexp of integers computes in the default dtype
+        assert ember.logsumexp(ember.ones(5, dtype=ember.int32), 0).dtype == ember.float64
+        with pytest.raises(NotImplementedError, match="computes in float32 only"):
+            _reduce.plan("logsumexp", ember.ones(5, dtype=ember.int32), dim=0)
+    finally:
+        ember.set_default_dtype(previous)
 
 
 def test_line_plans():

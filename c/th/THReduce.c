@@ -1964,8 +1964,9 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
 
 /* softmax: per line, the max, then exp(x - max) and its sum (in double),
  * then the scaling; log_softmax subtracts log(sum) instead.  The exps go
- * through exp_block_<Name> (Note [Vectorised exp]): along the line in
- * chunks for a single line, across the tile row by row for tiles. */
+ * through exp_block_<Name> (Note [Vectorisable exp] in THFloatFormulas.h):
+ * along the line in chunks for a single line, across the tile row by row
+ * for tiles. */
 #define TH_DEFINE_SOFTMAX_LINES(Name, ctype, py)                             \
     static void softmax_lines_##Name(const char *in, int64_t in_stride,      \
                                      char *out, int64_t out_stride,          \

@@ -33,7 +33,7 @@ Float sums (sum, mean, prod, var's passes, norm1/norm2/normp, logsumexp's
 and softmax's sums of exps) add in another order than the CPU's pairwise
 sums (Note [Accurate sums] in THReduce.c), so they agree to rounding, not
 bit for bit, except where the CPU also sums in double and the sum is exact
-(softmax over lines the CPU takes in tiles); integer sums and products
+(float32 softmax over lines the CPU takes in tiles); integer sums and products
 (wrapping, exact), max/min, the arg-reductions (first index of the best; a
 NaN is the best), the inf norms and every scan are exact.
 """
