@@ -74,12 +74,15 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            compile them (ctypes), no ember C is new
 #   test_cuda_binary_reduce_kernels.py  the same for the binary, ternary and
 #                            reduction kernels (ctypes, no new ember C)
+#   test_cuda_reduce_scan_kernels.py  the same for var/std, the norms,
+#                            logsumexp, softmax and the scans
 #   test_cuda_launcher.py    ember.cuda's launcher and runtime end to end on
 #                            the emulated kernels (Python; the C dispatch it
 #                            reaches is test_cuda_host.py's, which the gates run)
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_cuda_binary_reduce_kernels.py \
+                    --ignore=tests/test_cuda_reduce_scan_kernels.py \
                     --ignore=tests/test_cuda_launcher.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \

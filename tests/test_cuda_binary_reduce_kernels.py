@@ -45,7 +45,9 @@ needs_nvrtc = pytest.mark.skipif(not _nvrtc.available(),
 needs_gxx = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
 
 POINTWISE = list(_pointwise.ops())
+# compiled here; the ones emulated here (the others: test_cuda_reduce_scan_kernels.py)
 REDUCTIONS = list(_reduce.REDUCTIONS)
+EMULATED_REDUCTIONS = ["sum", "prod", "mean", "amax", "amin", "argmax", "argmin"]
 
 
 def same_dtype_inputs(op, dtype):
@@ -74,8 +76,8 @@ def pointwise_keys():
             yield op, ins, compute, rank_class
 
 
-def reduce_keys():
-    for op in REDUCTIONS:
+def reduce_keys(ops=REDUCTIONS):
+    for op in ops:
         for dtype in _reduce.kernel_dtypes(op):
             for rank_class in _reduce.RANK_CLASSES:
                 yield op, dtype, rank_class
@@ -116,7 +118,7 @@ def test_sources_expand_the_cpu_formula():
     assert "EXPR_ADD_ALPHA(Int8, int8_t, a0, a1, P)" in src
     assert "ember_operand_offsets<3>(i, strides)" in src
     src = _reduce.kernel_source("sum", "int32", "contiguous")
-    assert "typedef TH_ACC_Int32 acc_t;" in src and "(TH_RES_Int32)acc" in src
+    assert "typedef TH_ACC_Int32 acc_t;" in src and "(TH_RES_Int32)total" in src
 
 
 # ---- 1. every kernel compiles to SASS ------------------------------------------------
@@ -158,6 +160,25 @@ def test_every_kernel_compiles_without_spills(compiled, arch):
     assert set(registers) == names
     assert {k: v for k, v in spills.items() if v} == {}
     assert {k: v for k, v in registers.items() if v > MAX_REGISTERS} == {}
+
+
+# kernels per family: (operator, dtypes) pairs x rank classes
+KERNEL_COUNTS = {"pointwise": 550, "reduce": 96, "var/std/norm/logsumexp": 44,
+                 "softmax": 8, "scans": 32}
+
+
+def test_kernel_counts():
+    families = {"pointwise": list(pointwise_keys()), "reduce": [], "var/std/norm/logsumexp": [],
+                "softmax": [], "scans": []}
+    for key in reduce_keys():
+        family = ("reduce" if key[0] in EMULATED_REDUCTIONS else
+                  "scans" if _reduce.REDUCTIONS[key[0]].kind == "scan" else
+                  "softmax" if _reduce.REDUCTIONS[key[0]].kind == "line" else
+                  "var/std/norm/logsumexp")
+        families[family].append(key)
+    counts = {family: len(keys) for family, keys in families.items()}
+    print(f"kernels: {counts}, {sum(counts.values())} in all, each for {len(ARCHS)} archs")
+    assert counts == KERNEL_COUNTS
 
 
 @needs_nvrtc
@@ -351,22 +372,33 @@ def _same(got, expected, what):
     assert not differ.any(), f"{what}: got {got[differ][:5]}, CPU {expected[differ][:5]}"
 
 
+EMULATION_DIR = os.path.join(ROOT, "build", "cuda_emulation")
+
+
+def reduction_sources(keys):
+    """The reduction kernels' sources, each with its emulation launcher
+    (blocks run cooperatively; the scans, without __syncthreads, need not)."""
+    sources = []
+    for key in keys:
+        cooperative = _reduce.REDUCTIONS[key[0]].kind != "scan"
+        sources += [_reduce.kernel_source(*key),
+                    cuda_emulation.params_launcher(_reduce.kernel_name(*key),
+                                                   _reduce.kernel_parameters(*key),
+                                                   cooperative=cooperative)]
+    return sources
+
+
 @pytest.fixture(scope="module")
 def emulated():
-    directory = os.path.join(ROOT, "build", "cuda_emulation")
-    os.makedirs(directory, exist_ok=True)
+    os.makedirs(EMULATION_DIR, exist_ok=True)
     sources = []
     for key in pointwise_keys():
         name = _pointwise.kernel_name(*key)
         sources += [_pointwise.kernel_source(*key),
                     cuda_emulation.params_launcher(name, _pointwise.kernel_parameters(*key))]
-    for key in reduce_keys():
-        name = _reduce.kernel_name(*key)
-        sources += [_reduce.kernel_source(*key),
-                    cuda_emulation.params_launcher(name, _reduce.kernel_parameters(*key),
-                                                   cooperative=True)]
+    sources += reduction_sources(reduce_keys(EMULATED_REDUCTIONS))
     return cuda_emulation.build_sources("pointwise_reduce", sources, _reduce.headers(),
-                                        directory)
+                                        EMULATION_DIR)
 
 
 def _run(library, p, out, inputs, grid, block):
@@ -485,7 +517,7 @@ def _run_reduce(library, p, out, x, grid, block):
 
 
 @needs_gxx
-@pytest.mark.parametrize("op, dtype", [(op, d) for op in REDUCTIONS
+@pytest.mark.parametrize("op, dtype", [(op, d) for op in EMULATED_REDUCTIONS
                                        for d in _reduce.kernel_dtypes(op)])
 def test_reduction_kernel_matches_cpu(emulated, op, dtype):
     rng = np.random.default_rng(7)

@@ -271,6 +271,47 @@ def test_calls_on_cuda_tensors_go_to_the_launcher(cuda_memory):
         use_launcher(previous)
 
 
+REDUCTION_CALLS = [
+    lambda x: ember.sum(x, dim=1), lambda x: x.sum(), lambda x: x.mean((0, 2), True),
+    lambda x: x.amax(1), lambda x: x.argmax(), lambda x: ember.prod(x, 2, keepdim=True),
+    lambda x: ember.var(x, 1, correction=0, keepdim=True), lambda x: x.std(dim=(0, 1)),
+    lambda x: ember.std(x), lambda x: ember.var(x, 2, False),
+    lambda x: ember.linalg.vector_norm(x, 3, dim=1), lambda x: ember.norm(x, p=1, dim=0),
+    lambda x: x.norm(), lambda x: ember.linalg.vector_norm(x, float("inf"), (0, 2), True),
+    lambda x: ember.logsumexp(x, 1), lambda x: x.logsumexp(dim=0, keepdim=True),
+    lambda x: ember.softmax(x, 1), lambda x: x.softmax(-1),
+    lambda x: ember.nn.functional.softmax(x, dim=0), lambda x: ember.log_softmax(x, 0),
+    lambda x: ember.nn.functional.log_softmax(x, dim=2), lambda x: ember.cumsum(x, 1),
+    lambda x: x.cumsum(0), lambda x: ember.cumprod(x, dim=2),
+    lambda x: x.transpose(0, 2).cumprod(1),  # strided
+]
+
+
+def test_reduction_calls_plan_through_the_launcher_table(cuda_memory):
+    """Each reduction's call, as the launcher receives it, plans the kernel
+    whose result has the CPU operator's shape and dtype."""
+    from ember.cuda import _reduce
+    launcher = RecordingLauncher()
+    previous = use_launcher(launcher)
+    try:
+        t = ember.empty(2, 3, 4, device="cuda")
+        for call in REDUCTION_CALLS:
+            call(t)
+    finally:
+        use_launcher(previous)
+    cpu = ember.randn(2, 3, 4)
+    assert len(launcher.calls) == len(REDUCTION_CALLS)
+    for (name, args, kwargs), call in zip(launcher.calls, REDUCTION_CALLS):
+        p = _reduce.plan_call(name, args, kwargs)
+        expected = call(cpu)
+        assert (p.out_shape, p.out_dtype) == (tuple(expected.shape),
+                                              str(expected.dtype).removeprefix("ember.")), name
+    with pytest.raises(NotImplementedError, match="needs a conversion kernel"):
+        _reduce.plan_call("softmax", (t, 0), {"dtype": ember.float64})
+    assert _reduce.plan_call("Tensor.var", (t, 1, False), {}).param == 0  # unbiased=False
+    assert _reduce.plan_call("norm", (t,), {"p": "fro"}).key[0] == "norm2"
+
+
 def test_printing_copies_to_the_host_through_the_launcher(cuda_memory):
     def to_host(name, args, kwargs):
         assert name == "Tensor.to" and args[1:] == ("cpu",)
@@ -313,8 +354,8 @@ def test_ember_cuda_launcher_names_what_has_no_kernel(cuda_memory):
         ("cuda", ember.int8)
     previous = use_launcher(_launcher.launch)
     try:
-        with pytest.raises(NotImplementedError, match="'cumsum' has no CUDA kernel yet"):
-            ember.cumsum(t, 0)
+        with pytest.raises(NotImplementedError, match="'sort' has no CUDA kernel yet"):
+            ember.sort(t)
         if not ember.cuda.is_available():  # a kernel needs the runtime, which needs CuPy
             for needs_a_kernel in (lambda: ember.exp(t), lambda: t.t().cpu()):
                 with pytest.raises(RuntimeError, match=re.escape(ember.cuda._probe()[1])):

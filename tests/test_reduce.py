@@ -371,7 +371,7 @@ def test_softmax_is_stable_for_large_inputs():
 
 
 def test_softmax_exp_accuracy_and_special_values():
-    # the float32 exps are vectorised (Note [Vectorised exp] in THReduce.c)
+    # the float32 exps are vectorised (Note [Vectorisable exp] in THFloatFormulas.h)
     # (np.linspace leaks a reference per call in NumPy 2.x: built by hand)
     x = (np.arange(20001, dtype=np.float64) * (87 / 20000) - 87).astype(np.float32)
     ref = np.exp(x.astype(np.float64))

@@ -60,6 +60,7 @@
  */
 #include "THReduce.h"
 
+#include "THFloatFormulas.h"
 #include "THParallel.h"
 #include "THReduceFormulas.h"
 
@@ -134,110 +135,35 @@ typedef struct {
 
 /* ---- exp over blocks ------------------------------------------------------
  *
- * Note [Vectorised exp]
- * ~~~~~~~~~~~~~~~~~~~~~
- * softmax and logsumexp spend their time in exp, and libm's expf is one
- * value per call.  exp_block_Float32 evaluates 8 at a time with GCC vector
- * types, the Cephes way: exp(x) = 2**k * exp(r), k = round(x / ln 2), r =
- * x - k ln 2 (ln 2 split in two constants so r is exact), and exp(r) on
- * |r| <= ln(2) / 2 by a degree-7 polynomial: within 1 ulp of exp over the
- * normal range (checked against exp in double).  Below ln(FLT_MIN) the
- * result is flushed to 0 (true results there are denormals, < 1.2e-38),
- * above ln(FLT_MAX) it is inf, and NaN stays NaN.  float64 keeps libm's
- * exp.  Comparisons give lane masks, and lanes are selected with bit
- * operations (C has no ?: on vectors).
+ * softmax and logsumexp spend their time in exp.  They use exp_<Name> from
+ * THFloatFormulas.h (Note [Vectorisable exp]): plain arithmetic for float32,
+ * which gcc vectorises in these loops, libm's exp for float64.  It is the
+ * formula ember.exp computes, and the one ember.cuda's softmax and
+ * logsumexp kernels call, so the GPU computes the same exps.
  */
 /* Elements per exp block along one line (softmax over a line of width 1,
  * logsumexp). */
 #define TH_EXP_CHUNK 256
 
-typedef float th_v8sf __attribute__((vector_size(32)));
-typedef int32_t th_v8si __attribute__((vector_size(32)));
-
-/* Lanes of a where mask is set (all ones), of b elsewhere. */
-#define TH_V8SF_SELECT(mask, a, b) \
-    ((th_v8sf)(((mask) & (th_v8si)(a)) | (~(mask) & (th_v8si)(b))))
-
-/* *v = exp(*v), lane by lane (through a pointer: passing 32-byte vectors
- * by value would tie the ABI to AVX). */
-static inline void
-v8sf_exp(th_v8sf *v)
-{
-    const th_v8sf x = *v;
-    const th_v8sf zero = {0};
-    const th_v8sf lo = zero - 87.33654f; /* ln(FLT_MIN) */
-    const th_v8sf hi = zero + 88.72283f; /* ln(FLT_MAX) */
-    th_v8sf c = TH_V8SF_SELECT(x < lo, lo, x);
-    c = TH_V8SF_SELECT(c > hi, hi, c);
-    th_v8sf t = c * 1.44269504088896341f + 0.5f;
-    th_v8si k = __builtin_convertvector(t, th_v8si); /* truncates */
-    k += (th_v8si)(__builtin_convertvector(k, th_v8sf) > t); /* floor */
-    th_v8sf kf = __builtin_convertvector(k, th_v8sf);
-    th_v8sf r = c - kf * 0.693359375f + kf * 2.12194440e-4f;
-    th_v8sf q = 1.9875691500e-4f * r + 1.3981999507e-3f;
-    q = q * r + 8.3334519073e-3f;
-    q = q * r + 4.1665795894e-2f;
-    q = q * r + 1.6666665459e-1f;
-    q = q * r + 5.0000001201e-1f;
-    th_v8sf p = q * (r * r) + r + 1.0f;
-    /* k reaches 128 at the top of the range: 2**128 is no float, so
-     * scale by 2**127 and double p */
-    th_v8si top = k > 127;
-    p = TH_V8SF_SELECT(top, p + p, p);
-    k = (top & 127) | (~top & k);
-    th_v8sf out = p * (th_v8sf)((k + 127) << 23);
-    out = TH_V8SF_SELECT(x < lo, zero, out);
-    out = TH_V8SF_SELECT(x > hi, zero + INFINITY, out);
-    *v = TH_V8SF_SELECT(x != x, x, out);
-}
-
-/* y[i] = exp(x[i] - shift[i * shift_step]) for i < n; y may be x. */
-TH_TARGET_CLONES static void
-exp_block_Float32(const float *x, const float *shift, int64_t shift_step,
-                  float *y, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        th_v8sf v;
-        th_v8sf s;
-        memcpy(&v, x + i, sizeof(v));
-        if (shift_step == 0) {
-            s = (th_v8sf){0} + shift[0];
-        }
-        else {
-            memcpy(&s, shift + i, sizeof(s));
-        }
-        v -= s;
-        v8sf_exp(&v);
-        memcpy(y + i, &v, sizeof(v));
+/* exp_block_<Name>(x, shift, shift_step, y, n): y[i] = exp(x[i] -
+ * shift[i * shift_step]) for i < n (shift_step 0 or 1); y may be x. */
+#define TH_DEFINE_EXP_BLOCK(Name, ctype, py)                                 \
+    TH_TARGET_CLONES static void exp_block_##Name(                           \
+        const ctype *x, const ctype *shift, int64_t shift_step, ctype *y,   \
+        int64_t n)                                                           \
+    {                                                                        \
+        if (shift_step == 0) {                                               \
+            const ctype s = shift[0];                                        \
+            for (int64_t i = 0; i < n; i++) {                                \
+                y[i] = exp_##Name(x[i] - s);                                 \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            y[i] = exp_##Name(x[i] - shift[i]);                              \
+        }                                                                    \
     }
-    if (i < n) { /* the tail, padded with zeros */
-        float tail[8] = {0};
-        float tail_shift[8] = {0};
-        for (int64_t j = i; j < n; j++) {
-            tail[j - i] = x[j];
-            tail_shift[j - i] = shift[j * shift_step];
-        }
-        th_v8sf v;
-        th_v8sf s;
-        memcpy(&v, tail, sizeof(v));
-        memcpy(&s, tail_shift, sizeof(s));
-        v -= s;
-        v8sf_exp(&v);
-        memcpy(tail, &v, sizeof(v));
-        for (int64_t j = i; j < n; j++) {
-            y[j] = tail[j - i];
-        }
-    }
-}
-
-static void
-exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
-                  double *y, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        y[i] = exp(x[i] - shift[i * shift_step]);
-    }
+TH_FORALL_FLOAT_DTYPES(TH_DEFINE_EXP_BLOCK)
 
 /* ---- pairwise sums (Note [Accurate sums]) ------------------------------- */
 
@@ -247,9 +173,6 @@ exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
  * double and uint64 ones would spill to the stack, which costs more than
  * the second stream gains (Note [Two streams]). */
 #define TH_PAIR_FITS(acc_t) (2 * TH_PAIRWISE_LANES * sizeof(acc_t) <= 512)
-
-}
-
 
 /* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
  * may use `shift` (the mean, for the squared deviations of var).
@@ -352,9 +275,9 @@ exp_block_Float64(const double *x, const double *shift, int64_t shift_step,
     }
 
 #define TH_MAP_IDENTITY(v) (v)
-#define TH_MAP_ABS(v) ((v) < 0 ? -(v) : (v))
-#define TH_MAP_SQUARE(v) ((v) * (v))
-#define TH_MAP_SQUARED_DEVIATION(v) (((v) - shift) * ((v) - shift))
+#define TH_MAP_ABS(v) TH_ABS(v)
+#define TH_MAP_SQUARE(v) TH_SQUARE(v)
+#define TH_MAP_SQUARED_DEVIATION(v) TH_SQUARED_DEVIATION(v, shift)
 
 /* sum_pairwise_<Name> for every dtype (wrapping unsigned sums for the
  * integer ones), and abs/square/deviation sums for the floating ones.
@@ -980,8 +903,7 @@ static const ReduceKernel count_kernels[TH_NUM_DTYPES] = {
         double total = 0;                                                    \
         for (int64_t i = 0; i < n; i++) {                                    \
             double v = (double)x[i * stride];                                \
-            total += params->p == 0 ? (double)(v != 0)                       \
-                                    : pow(fabs(v), params->p);               \
+            total += TH_NORM_P_TERM(v, params->p);                           \
         }                                                                    \
         *(double *)acc = total;                                              \
     }                                                                        \
@@ -992,8 +914,7 @@ static const ReduceKernel count_kernels[TH_NUM_DTYPES] = {
         (void)out2;                                                          \
         (void)count;                                                         \
         double total = *(const double *)acc;                                 \
-        *(ctype *)out = (ctype)(params->p == 0 ? total                       \
-                                               : pow(total, 1 / params->p)); \
+        *(ctype *)out = (ctype)TH_NORM_P_FINISH(total, params->p);           \
     }
 TH_FORALL_FLOAT_DTYPES(TH_DEFINE_NORM_KERNELS)
 
@@ -1065,9 +986,8 @@ _Static_assert(sizeof(VarAcc) <= TH_REDUCE_MAX_ACC,
         (void)out2;                                                          \
         (void)count;                                                         \
         const VarAcc *a = acc;                                               \
-        double dof = (double)a->n - params->correction;                      \
-        double var = a->m2 / (dof > 0 ? dof : 0);                            \
-        *(ctype *)out = (ctype)(params->take_sqrt ? sqrt(var) : var);        \
+        *(ctype *)out = (ctype)TH_VAR_FINISH(a->m2, a->n, params->correction, \
+                                             params->take_sqrt);             \
     }                                                                        \
     static void var_column_##Name(const char *in, int64_t rows,              \
                                   int64_t row_stride, int64_t width,         \
@@ -1126,12 +1046,6 @@ typedef struct {
     double sum;
 } LogSumExpAcc;
 
-static double
-lse_shift(double max)
-{
-    return isfinite(max) ? max : 0;
-}
-
 #define TH_DEFINE_LSE_KERNEL(Name, ctype, py)                                \
     static void lse_fold_##Name(const char *in, int64_t n, int64_t stride,   \
                                 int64_t first, void *acc,                    \
@@ -1143,7 +1057,7 @@ lse_shift(double max)
         LogSumExpAcc *a = acc;                                               \
         a->max = n > 0 ? (double)max_run_##Name(x, n, stride) : -INFINITY;  \
         a->sum = 0;                                                          \
-        ctype shift = (ctype)lse_shift(a->max);                              \
+        ctype shift = (ctype)TH_LSE_SHIFT(a->max);                           \
         ctype e[TH_EXP_CHUNK];                                               \
         for (int64_t i = 0; i < n; i += TH_EXP_CHUNK) {                      \
             int64_t m = n - i < TH_EXP_CHUNK ? n - i : TH_EXP_CHUNK;         \
@@ -1161,7 +1075,7 @@ lse_shift(double max)
         (void)count;                                                         \
         (void)params;                                                        \
         const LogSumExpAcc *a = acc;                                         \
-        *(ctype *)out = (ctype)(log(a->sum) + lse_shift(a->max));            \
+        *(ctype *)out = (ctype)TH_LSE_FINISH(a->sum, a->max);               \
     }
 TH_FORALL_FLOAT_DTYPES(TH_DEFINE_LSE_KERNEL)
 
@@ -1172,9 +1086,9 @@ lse_merge(void *acc, const void *later, const ReduceParams *params)
     LogSumExpAcc *a = acc;
     const LogSumExpAcc *b = later;
     double max = TH_MAX_STEP(a->max, b->max);
-    double shift = lse_shift(max);
-    a->sum = a->sum * exp(lse_shift(a->max) - shift)
-             + b->sum * exp(lse_shift(b->max) - shift);
+    double shift = TH_LSE_SHIFT(max);
+    a->sum = a->sum * exp(TH_LSE_SHIFT(a->max) - shift)
+             + b->sum * exp(TH_LSE_SHIFT(b->max) - shift);
     a->max = max;
 }
 
@@ -2050,8 +1964,9 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
 
 /* softmax: per line, the max, then exp(x - max) and its sum (in double),
  * then the scaling; log_softmax subtracts log(sum) instead.  The exps go
- * through exp_block_<Name> (Note [Vectorised exp]): along the line in
- * chunks for a single line, across the tile row by row for tiles. */
+ * through exp_block_<Name> (Note [Vectorisable exp] in THFloatFormulas.h):
+ * along the line in chunks for a single line, across the tile row by row
+ * for tiles. */
 #define TH_DEFINE_SOFTMAX_LINES(Name, ctype, py)                             \
     static void softmax_lines_##Name(const char *in, int64_t in_stride,      \
                                      char *out, int64_t out_stride,          \
@@ -2102,8 +2017,9 @@ run_lines(const THTensor *in, THTensor *out, int64_t dim, LineFn fn,
         }                                                                    \
         for (int64_t j = 0; j < width; j++) {                                \
             /* log_softmax: y = x - (max + log(sum)); softmax: y *= 1/sum */ \
-            max[j] = log_softmax ? max[j] + (ctype)log(total[j])             \
-                                 : (ctype)(1 / total[j]);                    \
+            max[j] = log_softmax                                             \
+                         ? TH_LOG_SOFTMAX_SHIFT(ctype, max[j], total[j])     \
+                         : TH_SOFTMAX_SCALE(ctype, total[j]);                \
         }                                                                    \
         if (width == 1 && in_stride == 1 && out_stride == 1) {               \
             ctype factor = max[0]; /* one contiguous line: vectorised */     \

@@ -1,11 +1,13 @@
 /*
  * THReduceFormulas.h -- what a reduction accumulates in and how it steps:
- * the accumulation and result types of sum/prod/mean, the NaN-propagating
- * max/min step and the arg-reductions' "better" test.  Shared by the CPU
- * kernels (THReduce.c) and ember.cuda's reduction kernels
- * (python/ember/cuda/_kernels.py), which NVRTC compiles as CUDA C++: plain
- * macros, no includes (Note [One formula, two compilers] in
- * THFloatFormulas.h).
+ * the accumulation and result types of sum/prod/mean and the scans, the
+ * NaN-propagating max/min step, the arg-reductions' "better" test, and the
+ * per-element and finishing math of var/std, the norms, logsumexp and
+ * softmax.  Shared by the CPU kernels (THReduce.c) and ember.cuda's
+ * reduction kernels (python/ember/cuda/_reduce.py), which NVRTC compiles
+ * as CUDA C++: plain macros, no includes (Note [One formula, two
+ * compilers] in THFloatFormulas.h); the math functions they name (sqrt,
+ * log, pow, fabs) are the includer's.
  */
 #ifndef TH_REDUCE_FORMULAS_H
 #define TH_REDUCE_FORMULAS_H
@@ -43,5 +45,37 @@
     ((v) > (best) || (TH_ISNAN(v) && !TH_ISNAN(best)))
 #define TH_ARG_BETTER_MIN(v, best) \
     ((v) < (best) || (TH_ISNAN(v) && !TH_ISNAN(best)))
+
+/* ---- the floating reductions' per-element and finishing math ---------- */
+
+#define TH_ABS(v) ((v) < 0 ? -(v) : (v))
+#define TH_SQUARE(v) ((v) * (v))
+/* var's second pass: the squared deviation from the first pass's mean. */
+#define TH_SQUARED_DEVIATION(v, mean) (((v) - (mean)) * ((v) - (mean)))
+
+/* var and std from m2, the sum of the n squared deviations (in double):
+ * divided by n - correction, or by 0 (inf or nan, as PyTorch's) when that
+ * is not positive. */
+#define TH_VAR_DIVISOR(n, correction) \
+    ((double)(n) - (correction) > 0 ? (double)(n) - (correction) : 0)
+#define TH_VAR_FINISH(m2, n, correction, take_sqrt)             \
+    ((take_sqrt) ? sqrt((m2) / TH_VAR_DIVISOR(n, correction)) \
+                 : (m2) / TH_VAR_DIVISOR(n, correction))
+
+/* The general p-norm, in double: sum |v|^p, then its p-th root; p = 0
+ * counts the nonzero elements. */
+#define TH_NORM_P_TERM(v, p) ((p) == 0 ? (double)((v) != 0) : pow(fabs(v), (p)))
+#define TH_NORM_P_FINISH(total, p) ((p) == 0 ? (total) : pow((total), 1 / (p)))
+
+/* logsumexp = log(sum exp(x - shift)) + shift, shift the max; an infinite
+ * or NaN max is not subtracted (inf - inf would be nan): the result is then
+ * the max itself, or -inf.  m - m is 0 exactly when m is finite. */
+#define TH_LSE_SHIFT(max) ((max) - (max) == 0 ? (max) : 0)
+#define TH_LSE_FINISH(total, max) (log(total) + TH_LSE_SHIFT(max))
+
+/* softmax: exp(x - max) * SCALE; log_softmax: x - SHIFT; `total` is the
+ * sum of exp(x - max) in double. */
+#define TH_SOFTMAX_SCALE(ctype, total) ((ctype)(1 / (total)))
+#define TH_LOG_SOFTMAX_SHIFT(ctype, max, total) ((max) + (ctype)log(total))
 
 #endif /* TH_REDUCE_FORMULAS_H */

@@ -141,8 +141,10 @@ def _unary_kernel(op, dtype, rank_class):
 
 @functools.cache
 def _reduce_kernel(key):
+    # block reductions synchronise a block's threads; a scan is a thread a line
+    cooperative = _reduce.REDUCTIONS[key[0]].kind != "scan"
     return _runtime.Kernel(_reduce.kernel_name(*key), _reduce.kernel_source(*key),
-                           _reduce.headers(), _reduce.kernel_parameters(*key), True)
+                           _reduce.headers(), _reduce.kernel_parameters(*key), cooperative)
 
 
 def _launch_kernel(kernel, config, arguments):
@@ -220,20 +222,28 @@ def _unary_op(op, tensor, out=None):
     return out
 
 
-def _reduction(op, tensor, dim=None, keepdim=False, *, dtype=None, out=None):
-    """One reduction of _reduce.py over `dim` (None: every dim)."""
-    if dtype is not None:
-        raise NotImplementedError(f"ember.cuda: {op}(dtype=...) (ember's CUDA reductions "
-                                  "accumulate in their input's dtype class)")
-    plan = _reduce.plan(op, tensor, dim, keepdim)
-    out = _destination(out, plan.out_shape, plan.out_dtype, op)
+def _run_reduction(plan, tensor, out=None):
+    """A _reduce.py plan: the result, then one launch."""
+    out = _destination(out, plan.out_shape, plan.out_dtype, plan.op)
     if not out.is_contiguous():
-        raise NotImplementedError(f"ember.cuda: {op} into a non-contiguous out= tensor")
-    if plan.n_out:
-        _launch_kernel(_reduce_kernel(plan.key),
-                       _launch.reduce_launch_config(plan.n_out, plan.n_reduce),
+        raise NotImplementedError(f"ember.cuda: {plan.op} into a non-contiguous out= tensor")
+    if plan.n_out and out.numel():
+        _launch_kernel(_reduce_kernel(plan.key), _reduce.launch_config(plan),
                        _reduce.arguments(plan, out.data_ptr(), tensor.data_ptr()))
     return out
+
+
+def _reduction(op, tensor, dim=None, keepdim=False, out=None):
+    """One reduction of _reduce.py over `dim` (None: every dim)."""
+    return _run_reduction(_reduce.plan(op, tensor, dim, keepdim), tensor, out)
+
+
+def _reduction_call(name):
+    """A call named in _reduce.CALLS (sum, var, norm, softmax, cumsum, ...),
+    its arguments bound by _reduce.plan_call."""
+    def run(tensor, *args, out=None, **kwargs):
+        return _run_reduction(_reduce.plan_call(name, (tensor, *args), kwargs), tensor, out)
+    return run
 
 
 def _max_or_min(values_op, index_op):
@@ -366,7 +376,7 @@ _OPERATORS = {
     **{op: functools.partial(_unary_op, op) for op in _kernels.float_formulas()
        if not op.startswith("_")
        and op not in ("round_decimals", "nan_to_num")},
-    **{op: functools.partial(_reduction, op) for op in _reduce.REDUCTIONS},
+    **{name: _reduction_call(name) for name in _reduce.CALLS},
     "add": _binary("add"), "sub": _binary("sub"), "subtract": _binary("sub"),
     "div": _div, "divide": _div, "true_divide": _div, "multiply": _operator("mul"),
     "floor_divide": _operator("div_floor"), "clamp": _clamp, "clip": _clamp,
@@ -718,7 +728,7 @@ def _operator_call(name, args, kwargs):
     base = _NUMBER_SLOTS.get(base, base)
     handler = (_METHODS.get(base) if name.startswith("Tensor.") and not in_place else None) \
         or _OPERATORS.get(base)
-    if handler is None or (in_place and base in _reduce.REDUCTIONS):
+    if handler is None or (in_place and base in _reduce.CALLS):
         return None
     if in_place:
         return lambda: handler(*args, **kwargs, out=args[0])
