@@ -495,7 +495,6 @@ def test_small_and_skinny_products(dtype, shape_a, shape_b, ta, tb):
 # rows, under every family; odd k (a scalar tail), rows and columns that cut
 # the blocks, a strided x (sliced columns: rows still contiguous along k),
 # a batch folded into the rows, addmm's beta and a non-contiguous out.
-@pytest.mark.noleakcheck
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_few_columns_every_kernel(dtype):
     rng = np.random.default_rng(4)
