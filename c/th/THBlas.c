@@ -1,8 +1,8 @@
 /*
  * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64
  * matrix products, unpacked dot/axpy kernels for their matrix-vector
- * shapes, and a simple row-wise kernel for small products and the other
- * dtypes.  See THBlas.h.
+ * shapes and blocks of dot products for few-column ones, and a simple
+ * row-wise kernel for small products and the other dtypes.  See THBlas.h.
  *
  * Note [GEMM blocking]
  * ~~~~~~~~~~~~~~~~~~~~
@@ -43,8 +43,8 @@
  * hardware here, and the hardware prefetchers follow the panels' linear
  * streams.  The packing and loop code is shared: it takes MR, NR and the
  * blocks from the family in use (Note [GEMM blocking from the cache
- * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) come in
- * the same three builds.
+ * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) and the
+ * few-column dot_block come in the same three builds.
  */
 #include "THBlas.h"
 
