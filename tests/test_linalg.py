@@ -488,3 +488,38 @@ def test_small_and_skinny_products(dtype, shape_a, shape_b, ta, tb):
     if tb:
         b, eb = b.swapaxes(-1, -2), eb.transpose(-1, -2)
     check_close(ea @ eb, a @ b, a.shape[-1])
+
+
+# Note [GEMM with few columns]: x @ W.t() with fewer outputs than the tile's
+# columns runs as blocks of dot products along both operands' contiguous
+# rows, under every family; odd k (a scalar tail), rows and columns that cut
+# the blocks, a strided x (sliced columns: rows still contiguous along k),
+# a batch folded into the rows, addmm's beta and a non-contiguous out.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_few_columns_every_kernel(dtype):
+    rng = np.random.default_rng(4)
+    saved = ember._C._gemm_kernel()
+    try:
+        for family in ["generic", "avx2", "avx512"]:
+            try:
+                ember._C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for m, n, k in [(64, 10, 128), (13, 3, 37), (7, 5, 4), (33, 2, 200)]:
+                x = rng.uniform(-1, 1, (m, 2 * k)).astype(dtype)
+                w = rng.uniform(-1, 1, (n, k)).astype(dtype)
+                ex, ew = ember.tensor(x)[:, :k], ember.tensor(w)
+                want = x[:, :k] @ w.T
+                check_close(ex @ ew.t(), want, k)
+                check_close(ember.tensor(x)[:, ::2] @ ew.t(), x[:, ::2] @ w.T, k)
+                check_close(ember.nn.functional.linear(ex, ew), want, k)
+                batched = ember.tensor(np.stack([x[:, :k]] * 2))
+                check_close(batched @ ew.t(), np.stack([want] * 2), k)
+                c = rng.uniform(-1, 1, (m, n)).astype(dtype)
+                check_close(ember.addmm(ember.tensor(c), ex, ew.t(), beta=0.5, alpha=2),
+                            0.5 * c + 2 * want, k)
+                out = ember.zeros(n, m, dtype=ex.dtype).t()  # column-major out
+                ember.matmul(ex, ew.t(), out=out)
+                check_close(out, want, k)
+    finally:
+        ember._C._gemm_kernel(saved)

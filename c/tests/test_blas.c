@@ -326,6 +326,89 @@ test_gemm_small_products_every_layout(void)
     }
 }
 
+/* Note [GEMM with few columns]: A's rows and B's columns contiguous with
+ * fewer columns than NR take the blocks of dot products, under every
+ * family this CPU runs: blocks cut at the edges of rows and columns, k
+ * below and above each vector length and not a multiple of it (the
+ * scalar tail), k == 0, every layout of C, beta 0 (NaN in C ignored) and
+ * not. */
+static void
+test_gemm_few_columns_every_family(void)
+{
+    static const int64_t shapes[][3] = {
+        {64, 10, 128}, {9, 3, 37}, {17, 7, 5},  {2, 15, 200},
+        {33, 2, 1},    {5, 31, 0}, {3, 13, 19}, {8, 2, 16},
+    };
+    const char *saved = THBlas_kernelName();
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (THBlas_setKernel(all_families[f]) < 0) {
+            THError_clear(); /* not on this CPU */
+            continue;
+        }
+        for (int s = 0; s < 8; s++) {
+            for (int lc = 0; lc < NUM_LAYOUTS; lc++) {
+                int layouts[3] = {LAYOUT_ROWS, LAYOUT_COLS, lc};
+                check_case(TH_Float32, shapes[s][0], shapes[s][1],
+                           shapes[s][2], layouts, 1, 0);
+                check_case(TH_Float64, shapes[s][0], shapes[s][1],
+                           shapes[s][2], layouts, -0.5, 2);
+            }
+        }
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+}
+
+/* THBlas_gemmBatched with products large enough to split over threads
+ * (64 x 64 x 64 = 2^18 multiply-adds): on one thread, and on two with a
+ * batch that shares out evenly (whole products per thread) and one that
+ * does not (each product on both threads); B broadcast (offset 0) and C
+ * strided. */
+static void
+test_gemm_batched_large_products(void)
+{
+    enum { M = 64, N = 64, K = 64, MAX_BATCH = 4 };
+    static const int cases[][2] = {{1, 4}, {2, 4}, {2, 3}}; /* threads, batch */
+    Mat a = mat_new(MAX_BATCH * M, K, LAYOUT_ROWS);
+    Mat b = mat_new(K, N, LAYOUT_COLS);
+    Mat c = mat_new(MAX_BATCH * M, N, LAYOUT_STEPPED);
+    fill_operands(TH_Float64, &a, &b);
+    int64_t a_offsets[MAX_BATCH], b_offsets[MAX_BATCH], c_offsets[MAX_BATCH];
+    for (int i = 0; i < MAX_BATCH; i++) {
+        a_offsets[i] = i * M * a.rs;
+        b_offsets[i] = 0;
+        c_offsets[i] = i * M * c.rs;
+    }
+    int saved = THParallel_getNumThreads();
+    for (int t = 0; t < 3; t++) {
+        CHECK_OK(THParallel_setNumThreads(cases[t][0]));
+        int batch = cases[t][1];
+        memset(c.buf, 0, (size_t)c.span * 8);
+        THBlasMatrix one_c = {c.buf, c.rs, c.cs};
+        CHECK_OK(THBlas_gemmBatched(TH_Float64, batch, M, N, K,
+                                    THScalar_fromDouble(1), as_blas(&a),
+                                    a_offsets, as_blas(&b), b_offsets,
+                                    THScalar_fromDouble(0), one_c,
+                                    c_offsets));
+        int wrong = 0;
+        for (int64_t i = 0; i < MAX_BATCH * M; i++) {
+            for (int64_t j = 0; j < N; j++) {
+                double want = 0;
+                for (int64_t p = 0; i < batch * M && p < K; p++) {
+                    want += load(TH_Float64, a.buf, at(&a, i, p))
+                            * load(TH_Float64, b.buf, at(&b, p, j));
+                }
+                wrong += load(TH_Float64, c.buf, at(&c, i, j)) != want;
+            }
+        }
+        CHECK_MSG(wrong == 0, "%d threads, batch %d: %d wrong values",
+                  cases[t][0], batch, wrong);
+    }
+    CHECK_OK(THParallel_setNumThreads(saved));
+    free(a.buf);
+    free(b.buf);
+    free(c.buf);
+}
+
 /* Large enough to split into bands over two threads, both ways. */
 static void
 test_gemm_two_threads(void)
@@ -621,6 +704,8 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_every_layout),
     TH_TEST(test_gemv_shapes_every_layout),
     TH_TEST(test_gemm_small_products_every_layout),
+    TH_TEST(test_gemm_few_columns_every_family),
+    TH_TEST(test_gemm_batched_large_products),
     TH_TEST(test_gemm_two_threads),
     TH_TEST(test_gemm_integer_dtypes),
     TH_TEST(test_gemm_integer_wraps),

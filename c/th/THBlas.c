@@ -1,8 +1,8 @@
 /*
  * THBlas.c -- GEMM: a packed, cache-blocked kernel for float32/float64
  * matrix products, unpacked dot/axpy kernels for their matrix-vector
- * shapes, and a simple row-wise kernel for small products and the other
- * dtypes.  See THBlas.h.
+ * shapes and blocks of dot products for few-column ones, and a simple
+ * row-wise kernel for small products and the other dtypes.  See THBlas.h.
  *
  * Note [GEMM blocking]
  * ~~~~~~~~~~~~~~~~~~~~
@@ -46,8 +46,8 @@
  * reads A by embedded broadcasts (Note [Broadcast operands of the
  * micro-kernel]).  The packing and loop code is shared: it takes MR, NR and the
  * blocks from the family in use (Note [GEMM blocking from the cache
- * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) come in
- * the same three builds.
+ * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) and the
+ * few-column dot_block come in the same three builds.
  */
 #include "THBlas.h"
 
@@ -290,21 +290,163 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
         }                                                                  \
     }
 
-#define TH_DEFINE_VECTOR_KERNELS(T, VT, family, target_attr, MADD) \
+/* Note [GEMM with few columns]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * linear's x @ W.t() with a small output layer (64x128 @ (10x128).t())
+ * has fewer columns than NR: a packed tile would be mostly zero padding,
+ * and packing x (a transpose, since its rows are contiguous) costs as
+ * much as the product.  But both operands are contiguous along k (A's
+ * rows, B's columns = W's rows), so each C[i][j] is a dot product read
+ * in place.  dot_block computes ROWS x COLS of them at once, ROWS * COLS
+ * = VLEN accumulators of VLEN lanes each (4 x 4 for AVX-512 float32,
+ * 4 x 2 for AVX2): per VLEN values of k it loads ROWS + COLS vectors for
+ * ROWS * COLS fused multiply-adds.  A dot product ends in a horizontal
+ * sum, which costs as much as several multiply-adds when done alone; here
+ * the VLEN accumulators are summed together, as a tree of "even lanes +
+ * odd lanes" of two vectors at a time: pairing acc[0] with acc[1] gives
+ * a vector whose first half holds acc[0]'s pair sums and whose second
+ * half acc[1]'s; pairing such vectors again keeps each accumulator's
+ * partial sums in its own, halved, group of lanes; after log2(VLEN)
+ * levels (VLEN - 1 pairings of two shuffles and an add) lane t holds
+ * accumulator t's whole sum.  The k % VLEN values left over are added
+ * one by one.
+ *
+ * dot_block(k, a, a_rs, b, b_cs, rows, cols, alpha, beta, c, c_rs, c_cs):
+ * for i < rows <= ROWS and j < cols <= COLS, C[i][j] = alpha *
+ * sum_p a[i * a_rs + p] * b[j * b_cs + p] + beta * C[i][j] (beta == 0:
+ * C is not read); rows and columns past `rows` and `cols` are computed on
+ * a repeat of row or column 0 and dropped. */
+/* The scalar ends of dot_block, shared by the families: sums[r * cols
+ * + s] += the products of row r and column s from p to k (the k % VLEN
+ * values the vectors left), and the block's store.  Out of line and not
+ * vectorised: a few values each, where the vectoriser's versions of these
+ * loops cost more instructions than the block's multiply-adds. */
+#define TH_DEFINE_DOT_BLOCK_ENDS(T)                                        \
+    __attribute__((noinline, optimize("no-tree-vectorize"))) static void   \
+    dot_block_tail_##T(int64_t p, int64_t k, const T *const *row,          \
+                       int rows, const T *const *col, int cols, T *sums)   \
+    {                                                                      \
+        for (int r = 0; r < rows; r++) {                                   \
+            for (int s = 0; s < cols; s++) {                               \
+                for (int64_t q = p; q < k; q++) {                          \
+                    sums[r * cols + s] += row[r][q] * col[s][q];           \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
+    }                                                                      \
+    __attribute__((noinline, optimize("no-tree-vectorize"))) static void   \
+    dot_block_store_##T(const T *sums, int cols_per_row, int rows,         \
+                        int cols, T alpha, T beta, T *c, int64_t c_rs,     \
+                        int64_t c_cs)                                      \
+    {                                                                      \
+        for (int r = 0; r < rows; r++) {                                   \
+            T *out = c + r * c_rs;                                         \
+            for (int s = 0; s < cols; s++) {                               \
+                T sum = alpha * sums[r * cols_per_row + s];                \
+                out[s * c_cs] = beta == 0 ? sum : sum + beta * out[s * c_cs]; \
+            }                                                              \
+        }                                                                  \
+    }
+TH_DEFINE_DOT_BLOCK_ENDS(float)
+TH_DEFINE_DOT_BLOCK_ENDS(double)
+
+/* dst[t] = the even lanes of src[2t] and src[2t + 1] put end to end, plus
+ * their odd lanes, for t < count (`even` and `odd` in scope). */
+#define TH_PAIR_SUMS(dst, src, count)                                      \
+    _Pragma("GCC unroll 8")                                                \
+    for (int t = 0; t < (count); t++) {                                    \
+        dst[t] = __builtin_shuffle(src[2 * t], src[2 * t + 1], even)       \
+                 + __builtin_shuffle(src[2 * t], src[2 * t + 1], odd);     \
+    }
+
+#define TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, EVEN)   \
+    target_attr static void dot_block_##T##_##family(                     \
+        int64_t k, const T *a, int64_t a_rs, const T *b, int64_t b_cs,     \
+        int rows, int cols, T alpha, T beta, T *c, int64_t c_rs,           \
+        int64_t c_cs)                                                      \
+    {                                                                      \
+        enum { VLEN = sizeof(VT) / sizeof(T),                              \
+               COLS = VLEN >= 2 ? 2 : 1, ROWS = VLEN / COLS };             \
+        const T *row[ROWS], *col[COLS];                                    \
+        for (int r = 0; r < ROWS; r++) {                                   \
+            row[r] = a + (r < rows ? r : 0) * a_rs;                        \
+        }                                                                  \
+        for (int s = 0; s < COLS; s++) {                                   \
+            col[s] = b + (s < cols ? s : 0) * b_cs;                        \
+        }                                                                  \
+        VT acc[VLEN];                                                      \
+        _Pragma("GCC unroll 16")                                           \
+        for (int t = 0; t < VLEN; t++) {                                   \
+            acc[t] = (VT){0};                                              \
+        }                                                                  \
+        int64_t p = 0;                                                     \
+        for (; p + VLEN <= k; p += VLEN) {                                 \
+            VT bv[COLS];                                                   \
+            for (int s = 0; s < COLS; s++) {                               \
+                memcpy(&bv[s], col[s] + p, sizeof(VT));                    \
+            }                                                              \
+            for (int r = 0; r < ROWS; r++) {                               \
+                VT av;                                                     \
+                memcpy(&av, row[r] + p, sizeof(VT));                       \
+                for (int s = 0; s < COLS; s++) {                           \
+                    acc[r * COLS + s] = MADD(av, bv[s], acc[r * COLS + s]); \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
+        const VI even = EVEN, odd = EVEN + 1;                              \
+        /* the tree, one array per level so it stays in registers */      \
+        VT half[VLEN / 2], quarter[VLEN / 4 + 1], eighth[VLEN / 8 + 1],    \
+            sixteenth[VLEN / 16 + 1];                                      \
+        TH_PAIR_SUMS(half, acc, VLEN / 2);                                 \
+        TH_PAIR_SUMS(quarter, half, VLEN / 4);                             \
+        TH_PAIR_SUMS(eighth, quarter, VLEN / 8);                           \
+        TH_PAIR_SUMS(sixteenth, eighth, VLEN / 16);                        \
+        VT total = VLEN == 2   ? half[0]                                   \
+                   : VLEN == 4 ? quarter[0]                                \
+                   : VLEN == 8 ? eighth[0]                                 \
+                               : sixteenth[0];                             \
+        T sums[VLEN];                                                      \
+        memcpy(sums, &total, sizeof(sums));                                \
+        if (p < k) {                                                       \
+            dot_block_tail_##T(p, k, row, ROWS, col, COLS, sums);          \
+        }                                                                  \
+        dot_block_store_##T(sums, COLS, rows, cols, alpha, beta, c, c_rs,  \
+                            c_cs);                                         \
+    }
+
+/* The even lanes of two vectors put end to end: lanes 0, 2, ..., 2 VLEN - 2
+ * (the odd ones are these plus one), as __builtin_shuffle's mask. */
+typedef int32_t v4si __attribute__((vector_size(16)));
+typedef int32_t v8si __attribute__((vector_size(32)));
+typedef int32_t v16si __attribute__((vector_size(64)));
+typedef int64_t v2di __attribute__((vector_size(16)));
+typedef int64_t v4di __attribute__((vector_size(32)));
+typedef int64_t v8di __attribute__((vector_size(64)));
+#define EVEN_LANES_2 ((v2di){0, 2})
+#define EVEN_LANES_4(VI) ((VI){0, 2, 4, 6})
+#define EVEN_LANES_8(VI) ((VI){0, 2, 4, 6, 8, 10, 12, 14})
+#define EVEN_LANES_16                                                      \
+    ((v16si){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, EVEN) \
     TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
     TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
+    TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, EVEN) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
-TH_DEFINE_VECTOR_KERNELS(float, v4sf, generic, TH_NO_TARGET, MADD_PLAIN)
-TH_DEFINE_VECTOR_KERNELS(double, v2df, generic, TH_NO_TARGET, MADD_PLAIN)
+TH_DEFINE_VECTOR_KERNELS(float, v4sf, v4si, generic, TH_NO_TARGET, MADD_PLAIN,
+                         EVEN_LANES_4(v4si))
+TH_DEFINE_VECTOR_KERNELS(double, v2df, v2di, generic, TH_NO_TARGET, MADD_PLAIN,
+                         EVEN_LANES_2)
 #if defined(__x86_64__)
-TH_DEFINE_VECTOR_KERNELS(float, v8sf, avx2, TH_TARGET_AVX2, MADD_AVX2_FLOAT)
-TH_DEFINE_VECTOR_KERNELS(double, v4df, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_DOUBLE)
-TH_DEFINE_VECTOR_KERNELS(float, v16sf, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_FLOAT)
-TH_DEFINE_VECTOR_KERNELS(double, v8df, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_DOUBLE)
+TH_DEFINE_VECTOR_KERNELS(float, v8sf, v8si, avx2, TH_TARGET_AVX2,
+                         MADD_AVX2_FLOAT, EVEN_LANES_8(v8si))
+TH_DEFINE_VECTOR_KERNELS(double, v4df, v4di, avx2, TH_TARGET_AVX2,
+                         MADD_AVX2_DOUBLE, EVEN_LANES_4(v4di))
+TH_DEFINE_VECTOR_KERNELS(float, v16sf, v16si, avx512, TH_TARGET_AVX512,
+                         MADD_AVX512_FLOAT, EVEN_LANES_16)
+TH_DEFINE_VECTOR_KERNELS(double, v8df, v8di, avx512, TH_TARGET_AVX512,
+                         MADD_AVX512_DOUBLE, EVEN_LANES_8(v8di))
 #endif
 
 typedef void (*UKernel_float)(int64_t, const float *, const float *,
@@ -313,6 +455,13 @@ typedef void (*UKernel_float)(int64_t, const float *, const float *,
 typedef void (*UKernel_double)(int64_t, const double *, const double *,
                                int64_t, double, double, double *, int64_t,
                                int64_t, int, int);
+
+#define TH_DEFINE_DOT_BLOCK_TYPE(T)                                        \
+    typedef void (*DotBlock_##T)(int64_t, const T *, int64_t, const T *,   \
+                                 int64_t, int, int, T, T, T *, int64_t,    \
+                                 int64_t);
+TH_DEFINE_DOT_BLOCK_TYPE(float)
+TH_DEFINE_DOT_BLOCK_TYPE(double)
 
 typedef struct {
     const char *name;
@@ -334,11 +483,14 @@ typedef struct {
                         float *);
     void (*axpy4_double)(int64_t, const double *, const double *const *,
                          double *);
+    DotBlock_float dot_block_float;
+    DotBlock_double dot_block_double;
 } KernelFamily;
 
 #define TH_VECTOR_KERNELS(family)                                          \
     dot_float_##family, dot_double_##family, dot4_float_##family,          \
-        dot4_double_##family, axpy4_float_##family, axpy4_double_##family
+        dot4_double_##family, axpy4_float_##family, axpy4_double_##family, \
+        dot_block_float_##family, dot_block_double_##family
 
 /* Best first. */
 static const KernelFamily kernel_families[] = {
@@ -1109,28 +1261,40 @@ workspace_alloc_for(GemmWorkspace *ws, THDtype dtype, const GemmArgs *g)
  * a small product it is read few times and copying costs as much as the
  * multiply-adds.  So the path is picked by shape:
  *   - fewer columns than NR with A's rows and B's columns contiguous
- *     (linear's x @ W.t() with a small output layer): one matrix-vector
- *     product per column of C, dot products along both contiguous
- *     operands, where a packed tile would be mostly zero padding;
+ *     (linear's x @ W.t() with a small output layer): blocks of dot
+ *     products read in place along both contiguous operands, where a
+ *     packed tile would be mostly zero padding (Note [GEMM with few
+ *     columns]);
  *   - B with contiguous rows whose whole k x n fits the A block's budget
  *     (half of L2): the micro-kernel reads B's full-width panels in place,
  *     from L2, and only the last, partial panel is packed. */
-static void
-gemv_each_column(THDtype dtype, const GemmArgs *g)
-{
-    int itemsize = THDtype_itemsize(dtype);
-    for (int64_t j = 0; j < g->n; j++) {
-        GemmArgs column = *g;
-        column.n = 1;
-        column.b.data += j * g->b.col_stride * itemsize;
-        column.c.data += j * g->c.col_stride * itemsize;
-        if (dtype == TH_Float32) {
-            gemv_float(&column);
-        } else {
-            gemv_double(&column);
-        }
+#define TH_DEFINE_DOT_BLOCKS(T)                                            \
+    static void gemm_dot_blocks_##T(const GemmArgs *g)                     \
+    {                                                                      \
+        const KernelFamily *family = current_family();                    \
+        int vlen = (sizeof(T) == 4 ? family->nr_float                      \
+                                   : family->nr_double) / 2;               \
+        int cols_step = vlen >= 2 ? 2 : 1, rows_step = vlen / cols_step; \
+        T alpha = (T)scalar_as_double(g->alpha);                           \
+        T beta = (T)scalar_as_double(g->beta);                             \
+        const T *a = (const T *)g->a.data, *b = (const T *)g->b.data;      \
+        T *c = (T *)g->c.data;                                             \
+        int64_t a_rs = g->a.row_stride, b_cs = g->b.col_stride;            \
+        int64_t c_rs = g->c.row_stride, c_cs = g->c.col_stride;            \
+        /* A's rows outermost: each block of them meets all of B (fewer    \
+         * than NR rows of W, which stay in cache) once */                 \
+        for (int64_t i = 0; i < g->m; i += rows_step) {                    \
+            for (int64_t j = 0; j < g->n; j += cols_step) {                \
+                family->dot_block_##T(                                     \
+                    g->k, a + i * a_rs, a_rs, b + j * b_cs, b_cs,          \
+                    (int)min64(rows_step, g->m - i),                       \
+                    (int)min64(cols_step, g->n - j), alpha, beta,          \
+                    c + i * c_rs + j * c_cs, c_rs, c_cs);                  \
+            }                                                              \
+        }                                                                  \
     }
-}
+TH_DEFINE_DOT_BLOCKS(float)
+TH_DEFINE_DOT_BLOCKS(double)
 
 /* One product on the calling thread.  `ws` is a workspace sized for it
  * (workspace_alloc_for), or NULL to allocate one.  Returns false when that
@@ -1152,7 +1316,12 @@ gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
     }
     if (is_packed_dtype(dtype) && g->n < nr_for(dtype)
         && g->a.col_stride == 1 && g->b.row_stride == 1) {
-        gemv_each_column(dtype, g); /* Note [GEMM small products] */
+        /* Note [GEMM small products] */
+        if (dtype == TH_Float32) {
+            gemm_dot_blocks_float(g);
+        } else {
+            gemm_dot_blocks_double(g);
+        }
         return true;
     }
     if (!needs_packing(dtype, g)) {
@@ -1285,6 +1454,18 @@ run_batch(int64_t begin, int64_t end, void *ctx)
     }
 }
 
+/* Large products of a batch run one after another, each split over all
+ * threads, unless whole products already keep every thread busy: on one
+ * thread, or when they share out evenly or are many.  Then each thread
+ * takes a range of them with one workspace, instead of every product
+ * paying a thread hand-off and its own packing buffers (8 x 64x64x64). */
+static bool
+whole_products_per_thread(int64_t batch)
+{
+    int threads = THParallel_getNumThreads();
+    return threads == 1 || batch % threads == 0 || batch >= 4 * threads;
+}
+
 int
 THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
                    int64_t k, THScalar alpha, THBlasMatrix a,
@@ -1302,7 +1483,7 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
                            THDtype_name(dtype));
     }
     int64_t work = work_of(m, n, k);
-    if (work >= GEMM_PARALLEL_WORK) {
+    if (work >= GEMM_PARALLEL_WORK && !whole_products_per_thread(batch)) {
         int itemsize = THDtype_itemsize(dtype);
         for (int64_t i = 0; i < batch; i++) {
             THBlasMatrix ai = a, bi = b, ci = c;
@@ -1319,7 +1500,9 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
                     .first = {m, n, k, alpha, beta, a, b, c},
                     .offsets = {a_offsets, b_offsets, c_offsets}};
     atomic_init(&job.out_of_memory, false);
-    THParallel_for(batch, GEMM_PARALLEL_WORK / 2 / work + 1, run_batch, &job);
+    int64_t grain = work >= GEMM_PARALLEL_WORK ? 1
+                                               : GEMM_PARALLEL_WORK / 2 / work + 1;
+    THParallel_for(batch, grain, run_batch, &job);
     return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
 }
 

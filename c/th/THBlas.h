@@ -52,8 +52,9 @@ int THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k,
 
 /* `batch` independent GEMMs of one shape; product i uses the matrices
  * offset by a_offsets[i], b_offsets[i], c_offsets[i] elements from a, b
- * and c (so broadcast batch dims need no copy).  Small products run one
- * per thread, large ones each on all threads. */
+ * and c (so broadcast batch dims need no copy).  Each thread takes whole
+ * products, except large products too few to share out evenly, which
+ * run one after another on all threads. */
 int THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
                        int64_t k, THScalar alpha, THBlasMatrix a,
                        const int64_t *a_offsets, THBlasMatrix b,
