@@ -3,7 +3,10 @@ dealloc (Note [ember.Tensor's own dealloc] in c/python/Variable.c), the
 per-thread header free lists (Note [Header free lists] in
 c/th/THHeaderCache.h), the one-item fast path of t[i] / t[a:b]
 (c/python/Indexing.c), small ints read without a call (THPUtils_smallInt in
-c/python/THP.h) and the self-only pin frame (c/python/Pin.c).  NumPy is the
+c/python/THP.h), the self-only pin frame (c/python/Pin.c) and its
+dispatch (Note [Methods whose only tensor is self] in c/python/Autograd.c),
+and the free list of tensor objects (Note [A free list of tensor objects]
+in c/python/Variable.c).  NumPy is the
 value oracle; torch, where installed, the message oracle.  No timing here: bench/bench_core.py measures."""
 
 import gc
@@ -90,13 +93,19 @@ def test_subclasses_keep_their_del_and_type_references():
     assert held - after == 1
 
 
-def test_tensor_in_a_cycle_through_its_dict_is_collected():
-    t = ember.zeros(2)
+def collected_in_a_cycle(make):
+    """Whether a tensor from make(), in a cycle through its own dict, is
+    freed by the collector."""
+    t = make()
     t.me = t
     watch = weakref.ref(t)
     del t
     gc.collect()
-    assert watch() is None
+    return watch() is None
+
+
+def test_tensor_in_a_cycle_through_its_dict_is_collected():
+    assert collected_in_a_cycle(lambda: ember.zeros(2))
 
 
 # ---- header free lists -------------------------------------------------------
@@ -260,3 +269,87 @@ def test_a_view_of_a_rebound_tensor_sees_its_new_data():
     assert t.view(6).tolist() == [1.0] * 6
     assert t[1:2].tolist() == [[1.0, 1.0, 1.0]]
     assert v.tolist() == [0.0] * 24
+
+
+# ---- the free list of tensor objects -------------------------------------------
+
+
+def test_a_reused_tensor_object_starts_empty():
+    # Each round frees a tensor that carried everything an object can carry
+    # and makes fresh ones, which (on CPython 3.11) reuse its memory.
+    for _ in range(40):
+        old = ember.ones(3, requires_grad=True)
+        (old * 2).sum().backward()
+        old.note = Marker()
+        old.register_hook(lambda g: g)
+        watch = weakref.ref(old)
+        del old
+        assert watch() is None
+        fresh = [ember.zeros(2).transpose(0, 0) for _ in range(4)]
+        for t in fresh:
+            assert type(t) is ember.Tensor
+            assert t.grad is None and t.grad_fn is None
+            assert not t.requires_grad and t.is_leaf
+            assert not hasattr(t, "note") and t.__dict__ == {}
+            assert weakref.getweakrefcount(t) == 0
+            assert gc.is_tracked(t)
+            refs = sys.getrefcount(t)  # the list's, t's, the argument's
+            assert refs == 3
+            assert t.tolist() == [0.0, 0.0]
+
+
+def test_reused_tensor_objects_hold_their_type_references():
+    # (counted outside the asserts, which hold what they name)
+    before = sys.getrefcount(ember.Tensor)
+    for _ in range(3):
+        many = [ember.empty(1) for _ in range(50)]
+        held = sys.getrefcount(ember.Tensor)
+        del many
+        after = sys.getrefcount(ember.Tensor)
+        assert (held - before, after - before) == (50, 0)
+
+
+def test_tensors_in_cycles_are_collected_between_reuses():
+    # A tensor in a garbage cycle is finalized and freed by the collector
+    # (and not kept: Note [A free list of tensor objects]); the tensors
+    # made after it, some on reused memory, must be tracked and collected
+    # the same way.
+    for _ in range(5):
+        assert collected_in_a_cycle(lambda: ember.ones(2))
+        plain = [ember.ones(2) for _ in range(3)]  # reuse, then free again
+        assert [p.tolist() for p in plain] == [[1.0, 1.0]] * 3
+        del plain
+        assert collected_in_a_cycle(lambda: ember.ones(2)[0:1])
+
+
+# ---- methods whose only tensor is self --------------------------------------------
+
+
+def test_self_only_methods_record_autograd():
+    x = ember.arange(6.0).view(2, 3).requires_grad_()
+    y = x.transpose(0, 1)
+    assert y.grad_fn is not None and y.requires_grad
+    y.narrow(0, 1, 2).sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]
+    with ember.no_grad():
+        assert x.transpose(0, 1).grad_fn is None
+
+
+def test_self_only_methods_check_their_arguments():
+    t = ember.zeros(2, 3)
+    with pytest.raises(TypeError):
+        t.transpose(0, 1.0)
+    with pytest.raises(TypeError):
+        t.transpose(0)
+    assert t.transpose(True, 0).shape == (3, 2)  # bools take the parser
+    assert t.transpose(dim1=0, dim0=1).shape == (3, 2)
+    assert t.narrow(1, -2, 2).shape == (2, 2)
+    assert ember.empty(2, 3, dtype=ember.float64).dtype == ember.float64
+    assert ember.empty(0).shape == (0,) and ember.empty(()).shape == ()
+    if torch is not None:
+        for dims in [(0, 2), (-3, 0)]:
+            with pytest.raises(IndexError) as expected:
+                torch.zeros(2, 3).transpose(*dims)
+            with pytest.raises(IndexError) as caught:
+                t.transpose(*dims)
+            assert str(caught.value) == str(expected.value)

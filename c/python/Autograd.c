@@ -186,8 +186,8 @@ THPAutograd_anyRequiresGrad(PyObject *const *args, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *arg = args[i];
-        if (Py_IS_TYPE(arg, &PyLong_Type)) {
-            continue; /* the sizes and dims of views: the common case */
+        if (THPPin_holdsNoTensor(arg)) {
+            continue; /* sizes, dims, scalars, slices: the common case */
         }
         if (tensor_requires_grad(arg)) {
             return 1;
@@ -439,6 +439,33 @@ find_op_handler(THPOp *op)
     return find_handler(op->name);
 }
 
+/* Note [Methods whose only tensor is self]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * t.view(2, 3), t.transpose(0, 1), t.add(1.0): the commonest calls have
+ * one tensor, `self`, and only ints, floats, None or slices besides.  The
+ * general path scans the arguments twice, once asking whether one requires
+ * grad (THPAutograd_anyRequiresGrad) and once for tensors to pin
+ * (THPPin_args); one scan (THPPin_onlySelfIsTensor) answers both here:
+ * only self can require grad, and only self is pinned. */
+static PyObject *
+call_self_only(THPOp *op, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    THPPinFrame frame;
+    THPPin_enter(&frame);
+    PyObject *result;
+    if (THPPin_self(&frame, args[0]) == 0
+        || op->device_rule == THP_DEVICE_ANY) {
+        result = call_impl(op, args[0], args + 1, nargs - 1, kwnames);
+    }
+    else {
+        result = THPDevice_launch(op->method_key, args[0], args + 1,
+                                  nargs - 1, kwnames);
+    }
+    THPPin_exit(&frame);
+    return result;
+}
+
 static PyObject *
 dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
                  size_t nargsf, PyObject *kwnames, Py_ssize_t skip)
@@ -452,7 +479,13 @@ dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
                             &result)) {
         return result;
     }
-    if (THPAutograd_needsDispatch(args, nargs, kwnames)) {
+    Py_ssize_t n = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    bool self_only = skip == 1 && THPPin_onlySelfIsTensor(args, n);
+    bool needs_grad =
+        THPAutograd_gradEnabled
+        && (self_only ? ((THPVariable *)self)->requires_grad
+                      : THPAutograd_anyRequiresGrad(args, n));
+    if (needs_grad) {
         PyObject *handler = find_op_handler(op);
         if (handler == NULL) {
             return NULL;
@@ -461,7 +494,8 @@ dispatch_or_call(THPOp *op, PyObject *self, PyObject *const *args,
             return call_handler(handler, args, nargsf, kwnames);
         }
     }
-    return call_pinned(op, self, args, nargs, kwnames, skip);
+    return self_only ? call_self_only(op, args, nargs, kwnames)
+                     : call_pinned(op, self, args, nargs, kwnames, skip);
 }
 
 static PyObject *

@@ -528,9 +528,12 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     THGenerator *gen;
     /* The sizes are variadic, so only keywords go through the parser:
      * their values follow the positionals in the vectorcall array. */
-    if (THPUtils_parseArgs(fname, args + nargs, 0, kwnames, names, 9, 0,
-                           objs)
-        < 0) {
+    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {
+        memset(objs, 0, sizeof(objs)); /* empty(4): no keyword to parse */
+    }
+    else if (THPUtils_parseArgs(fname, args + nargs, 0, kwnames, names, 9,
+                                0, objs)
+             < 0) {
         return NULL;
     }
     if (objs[6] != NULL) {
@@ -556,8 +559,10 @@ sized_factory(const char *fname, PyObject *const *args, Py_ssize_t nargs,
     else {
         ndim = THPUtils_parseSizes(fname, args, nargs, sizes);
     }
+    gen = NULL; /* only the random fills use one */
     if (ndim < 0 || parse_options(objs[1], objs[2], objs[3], &options) < 0
-        || THPGenerator_parse(fname, objs[7], &gen) < 0) {
+        || ((kind == FILL_UNIFORM || kind == FILL_NORMAL)
+            && THPGenerator_parse(fname, objs[7], &gen) < 0)) {
         return NULL;
     }
     if (options.device != TH_DEVICE_CPU) {

@@ -146,24 +146,12 @@ THPPin_enter(THPPinFrame *frame)
     THPPin_top = frame;
 }
 
-/* The arguments that are never pinned and are the most common ones (the
- * sizes and dims of views, the scalars of arithmetic, the key of t[a:b]:
- * pin_object leaves a slice's bounds alone, as it does any object that
- * is not a tensor, tuple or list): skipped at once. */
-static inline bool
-holds_no_tensor(PyObject *obj)
-{
-    PyTypeObject *type = Py_TYPE(obj);
-    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None
-           || type == &PySlice_Type;
-}
-
 static int
 pin_each(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = objects[i];
-        if (obj == NULL || holds_no_tensor(obj)) {
+        if (obj == NULL || THPPin_holdsNoTensor(obj)) {
             continue;
         }
         int rc = Py_IS_TYPE(obj, THPVariableClass) ? pin_tensor(frame, obj)
@@ -188,27 +176,11 @@ has_list(PyObject *const *args, Py_ssize_t n)
     return 0;
 }
 
-/* Whether args[0] is an ember.Tensor and nothing after it is pinned:
- * t.view(2, 3), t.transpose(0, 1), t[1:3], t.add(1.0). */
-static inline bool
-only_first_is_tensor(PyObject *const *args, Py_ssize_t n)
-{
-    if (n == 0 || !Py_IS_TYPE(args[0], THPVariableClass)) {
-        return false;
-    }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        if (args[i] == NULL || !holds_no_tensor(args[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* The commonest frame: one tensor, first, in a frame with nothing pinned
  * yet (so its inline arrays have room).  What pin_tensor does, without
  * the growth checks; the call runs where that one tensor lives. */
-static inline int
-pin_first(THPPinFrame *frame, PyObject *obj)
+int
+THPPin_self(THPPinFrame *frame, PyObject *obj)
 {
     THTensor *tensor = ((THPVariable *)obj)->cdata;
     THTensor_retain(tensor); /* released by THPPin_exit */
@@ -223,8 +195,8 @@ int
 THPPin_objects(THPPinFrame *frame, PyObject *const *objects, Py_ssize_t n)
 {
     if (frame->pinned_count == 0 && frame->kept_count == 0
-        && only_first_is_tensor(objects, n)) {
-        return pin_first(frame, objects[0]);
+        && THPPin_onlySelfIsTensor(objects, n)) {
+        return THPPin_self(frame, objects[0]);
     }
     if (pin_each(frame, objects, n) < 0) {
         return -1;
@@ -238,8 +210,8 @@ THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
 {
     *pinned_args = args;
     if (frame->pinned_count == 0 && frame->kept_count == 0
-        && only_first_is_tensor(args, n)) {
-        return pin_first(frame, args[0]);
+        && THPPin_onlySelfIsTensor(args, n)) {
+        return THPPin_self(frame, args[0]);
     }
     if (__builtin_expect(has_list(args, n), 0)) {
         /* A copy of the argument array in which every list is replaced by

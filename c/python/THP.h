@@ -566,6 +566,37 @@ void THPPin_enter(THPPinFrame *frame);
  * tensors on several devices, or no memory). */
 int THPPin_args(THPPinFrame *frame, PyObject *const *args, Py_ssize_t n,
                 PyObject *const **pinned_args);
+/* The arguments that are never pinned and are the most common ones (the
+ * sizes and dims of views, the scalars of arithmetic, the key of t[a:b]:
+ * pinning leaves a slice's bounds alone, as it does any object that is
+ * not a tensor, tuple or list): skipped at once.  None of them can
+ * require grad either. */
+static inline bool
+THPPin_holdsNoTensor(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    return type == &PyLong_Type || type == &PyFloat_Type || obj == Py_None
+           || type == &PySlice_Type;
+}
+/* Whether args[0] is an ember.Tensor and nothing after it is pinned:
+ * t.view(2, 3), t.transpose(0, 1), t[1:3], t.add(1.0). */
+static inline bool
+THPPin_onlySelfIsTensor(PyObject *const *args, Py_ssize_t n)
+{
+    if (n == 0 || !Py_IS_TYPE(args[0], THPVariableClass)) {
+        return false;
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (args[i] == NULL || !THPPin_holdsNoTensor(args[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+/* Pins `self`, the one tensor of the call (THPPin_onlySelfIsTensor), in
+ * a frame that has pinned nothing yet: what THPPin_args does for such
+ * arguments.  Returns 0 (CPU) or 1 (another device), as THPPin_args. */
+int THPPin_self(THPPinFrame *frame, PyObject *self);
 /* The same without copying lists (so their items are not pinned); NULL
  * entries are skipped.  0, 1 or -1 as THPPin_args. */
 int THPPin_objects(THPPinFrame *frame, PyObject *const *objects,

@@ -153,7 +153,10 @@ static int
 parse_size_item(const char *fname, PyObject *item, Py_ssize_t position,
                 int64_t *size)
 {
-    /* An exact int (the common case) skips the subtype checks. */
+    /* A small exact int (the common case) is read in place. */
+    if (THPUtils_smallInt(item, size)) {
+        return 0;
+    }
     if (!PyLong_CheckExact(item) && (PyFloat_Check(item) || PyBool_Check(item))) {
         PyErr_Format(PyExc_TypeError,
                      "%s(): argument 'size' must be tuple of ints, but "

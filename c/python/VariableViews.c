@@ -12,6 +12,24 @@
 #define FASTCALL_KW(fn) (PyCFunction)(void (*)(void))(fn), \
                         METH_FASTCALL | METH_KEYWORDS
 
+/* transpose(0, 1), narrow(0, 1, 2): every argument given by position as a
+ * small exact int, read in place (no parser, no __index__, no Python code
+ * run).  false: some argument needs the full parser below. */
+static inline bool
+read_small_ints(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                int nnames, int64_t *values)
+{
+    if (nargs != nnames || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        return false;
+    }
+    for (int i = 0; i < nnames; i++) {
+        if (!THPUtils_smallInt(args[i], &values[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Parses the named int arguments; absent ones keep their default. */
 static int
 parse_ints(const char *fname, PyObject *const *args, Py_ssize_t nargs,
@@ -19,6 +37,9 @@ parse_ints(const char *fname, PyObject *const *args, Py_ssize_t nargs,
            int nrequired, int64_t *values)
 {
     PyObject *objs[4];
+    if (read_small_ints(args, nargs, kwnames, nnames, values)) {
+        return 0;
+    }
     if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, nnames,
                            nnames, objs)
         < 0) {

@@ -158,20 +158,14 @@ THTensor_formatSizes(char *buf, size_t buflen, int ndim, const int64_t *sizes)
 }
 
 int
-THTensor_wrapDim(int64_t dim, int ndim, int64_t *out)
+THTensor_wrapDimError(int64_t dim, int ndim)
 {
     int64_t range = ndim > 0 ? ndim : 1;
-    *out = 0;
-    if (dim < -range || dim >= range) {
-        THError_set(TH_ERR_INDEX,
-                    "Dimension out of range (expected to be in range of "
-                    "[%lld, %lld], but got %lld)",
-                    (long long)-range, (long long)(range - 1),
-                    (long long)dim);
-        return -1;
-    }
-    *out = dim < 0 ? dim + range : dim;
-    return 0;
+    return THError_set(TH_ERR_INDEX,
+                       "Dimension out of range (expected to be in range of "
+                       "[%lld, %lld], but got %lld)",
+                       (long long)-range, (long long)(range - 1),
+                       (long long)dim);
 }
 
 static int
@@ -430,11 +424,13 @@ tensor_alloc_header(void)
  * Takes over the caller's reference to the storage (released on failure):
  * a fresh storage passes straight to its tensor, with no retain and
  * release around it.  No checks: the caller has validated the geometry,
- * or made it itself (a fresh allocation is in bounds by construction). */
+ * or made it itself (a fresh allocation is in bounds by construction).
+ * `contiguous`: the caller made the strides row-major itself, so only
+ * numel is left to compute. */
 static THTensor *
 tensor_taking_storage(THStorage *storage, int64_t offset, int ndim,
                       const int64_t *sizes, const int64_t *strides,
-                      THDtype dtype)
+                      THDtype dtype, bool contiguous)
 {
     THTensor *tensor = tensor_alloc_header();
     THVersionCounter *counter = version_counter_new();
@@ -453,7 +449,17 @@ tensor_taking_storage(THStorage *storage, int64_t offset, int ndim,
         memcpy(tensor->sizes, sizes, sizeof(int64_t) * ndim);
         memcpy(tensor->strides, strides, sizeof(int64_t) * ndim);
     }
-    THTensor_refreshGeometry(tensor);
+    if (contiguous) {
+        int64_t numel = 1;
+        for (int d = 0; d < ndim; d++) {
+            numel *= sizes[d];
+        }
+        tensor->numel = numel;
+        tensor->is_contiguous = true;
+    }
+    else {
+        THTensor_refreshGeometry(tensor);
+    }
     return tensor;
 }
 
@@ -481,7 +487,7 @@ THTensor_newWithStorage(THStorage *storage, int64_t offset, int ndim,
     }
     THStorage_retain(storage); /* the new tensor's reference */
     return tensor_taking_storage(storage, offset, ndim, sizes, strides,
-                                 dtype);
+                                 dtype, false);
 }
 
 THTensor *
@@ -502,7 +508,8 @@ THTensor_newEmpty(int ndim, const int64_t *sizes, THDtype dtype,
     }
     int64_t strides[TH_MAX_DIMS];
     THTensor_contiguousStrides(ndim, sizes, strides);
-    return tensor_taking_storage(storage, 0, ndim, sizes, strides, dtype);
+    return tensor_taking_storage(storage, 0, ndim, sizes, strides, dtype,
+                                 true);
 }
 
 /* perm[0..ndim) lists the dims from the largest stride to the smallest
@@ -581,7 +588,7 @@ THTensor_newEmptyLikeOn(const THTensor *tensor, THDtype dtype,
         return NULL;
     }
     return tensor_taking_storage(storage, 0, tensor->ndim, tensor->sizes,
-                                 strides, dtype);
+                                 strides, dtype, false);
 }
 
 void
@@ -857,7 +864,11 @@ THTensor_newTranspose(THTensor *tensor, int64_t dim0, int64_t dim1)
     view->sizes[b] = tensor->sizes[a];
     view->strides[a] = tensor->strides[b];
     view->strides[b] = tensor->strides[a];
-    THTensor_refreshGeometry(view);
+    /* the same sizes in another order: only the contiguity can change */
+    view->is_contiguous = a == b ? tensor->is_contiguous
+                                 : compute_is_contiguous(view->ndim,
+                                                         view->sizes,
+                                                         view->strides);
     return view;
 }
 

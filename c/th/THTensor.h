@@ -116,8 +116,20 @@ THTensor_itemsize(const THTensor *tensor)
 }
 
 /* Wraps a possibly negative dim into [0, ndim) (ndim 0 counts as 1, as in
- * PyTorch).  Returns -1 with an IndexError-kind error when out of range. */
-int THTensor_wrapDim(int64_t dim, int ndim, int64_t *out);
+ * PyTorch).  Returns -1 with an IndexError-kind error when out of range.
+ * Inline: every view wraps one or two dims, and the error is out of line. */
+int THTensor_wrapDimError(int64_t dim, int ndim);
+static inline int
+THTensor_wrapDim(int64_t dim, int ndim, int64_t *out)
+{
+    int64_t range = ndim > 0 ? ndim : 1;
+    if (dim < -range || dim >= range) {
+        *out = 0;
+        return THTensor_wrapDimError(dim, ndim);
+    }
+    *out = dim < 0 ? dim + range : dim;
+    return 0;
+}
 /* Writes sizes as PyTorch's messages print them, "[2, 3, 4]", into buf
  * (truncated to fit) and returns buf. */
 const char *THTensor_formatSizes(char *buf, size_t buflen, int ndim,
