@@ -284,8 +284,15 @@ fuzz: build
 
 # OTHER_PYTHONS_JOBS=2: two versions at once (.ci/run does, on two cores).
 OTHER_PYTHONS_JOBS ?= 1
+# The other CPythons skip the CUDA kernel-source suites: they compile the
+# generated CUDA C++ with NVRTC and run it through g++ (ctypes), which no
+# Python version changes, and they are the slowest files of the suite.
+KERNEL_SOURCE_SUITES := --ignore=tests/test_cuda_kernels.py \
+                        --ignore=tests/test_cuda_binary_reduce_kernels.py \
+                        --ignore=tests/test_cuda_reduce_scan_kernels.py
 test-pythons:
-	JOBS=$(OTHER_PYTHONS_JOBS) tools/other_pythons.sh $(VPY)
+	JOBS=$(OTHER_PYTHONS_JOBS) PYTEST_ARGS="$(PYTEST_ARGS) $(KERNEL_SOURCE_SUITES)" \
+	  tools/other_pythons.sh $(VPY)
 
 # Every GPU test in one run (tools/gpu_check.py): the device found, the
 # tests passed/failed/skipped and the GPU benchmarks' ratios in one summary.
