@@ -54,6 +54,16 @@ static ember_dim3 blockIdx, blockDim, gridDim;
 static thread_local ember_dim3 threadIdx;
 static std::unique_ptr<std::barrier<>> ember_block_barrier;
 
+/* Sequential launches need no atomicity: a read, an add, a write. */
+template <typename T>
+static inline T
+atomicAdd(T *address, T value)
+{
+    T old = *address;
+    *address = old + value;
+    return old;
+}
+
 static inline void
 __syncthreads()
 {

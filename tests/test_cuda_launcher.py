@@ -480,3 +480,70 @@ def test_the_fused_source_compiles_and_prints():
     compiled = _launch.compile_cached(source, "sm_90", _fused.headers(), name=f"{name}.cu",
                                       directory=os.path.join(ROOT, "build", "cuda_kernels"))
     assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64
+
+
+# ---- indexing along a dim -------------------------------------------------------------
+
+def test_gather_index_select_and_their_scatters(device):
+    a = ember.randn(4, 6, dtype=ember.float64)
+    da = a.cuda()
+    index = ember.tensor([[0, 5, 5], [1, 2, 3], [5, 0, 4], [2, 2, 2]])
+    same(da.gather(1, index.cuda()), a.gather(1, index))
+    same(da.t().gather(0, index.t().cuda()), a.t().gather(0, index.t()))
+    rows = ember.tensor([3, 0, 3], dtype=ember.int32)
+    same(da.index_select(0, rows.cuda()), a.index_select(0, rows))
+    same(ember.index_select(da, 1, rows.long().cuda()), ember.index_select(a, 1, rows.long()))
+    close = lambda got, expected: np.testing.assert_allclose(  # noqa: E731
+        got.cpu().numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
+    src = ember.randn(4, 3, dtype=ember.float64)
+    close(ember.zeros(4, 6, dtype=ember.float64).cuda().scatter_add(1, index.cuda(), src.cuda()),
+          ember.zeros(4, 6, dtype=ember.float64).scatter_add(1, index, src))
+    close(da.index_add(0, ember.tensor([1, 1, 0]).cuda(), da[:3], alpha=2),
+          a.index_add(0, ember.tensor([1, 1, 0]), a[:3], alpha=2))
+    same(da.masked_fill(da > 0, 7), a.masked_fill(a > 0, 7))
+    i = ember.arange(6).view(2, 3)
+    same(i.cuda().masked_fill(i.cuda() > 2, 0.5), i.masked_fill(i > 2, 0.5))  # stays int64
+    same((da > 3).any(), (a > 3).any())
+    same(da.all(dim=1), a.all(dim=1))
+    with pytest.raises(RuntimeError, match="index 6 is out of bounds for dimension 1 with size 6"):
+        da.gather(1, ember.tensor([[6]]).cuda())
+    for bad in (4, -1):  # no negative indices, as on the CPU
+        with pytest.raises(IndexError, match="index out of range in self"):
+            da.index_select(0, ember.tensor([bad]).cuda())
+
+
+def test_an_embedding_and_cross_entropy_train_on_the_device(device):
+    embedding = ember.nn.Embedding(10, 4).double()
+    tokens = ember.tensor([[1, 2, 9], [9, 0, 1]])
+    targets = ember.tensor([3, 0, 1, 2, 2, 1])
+    expected_loss = ember.nn.functional.cross_entropy(embedding(tokens).view(6, 4), targets)
+    expected_loss.backward()
+    expected_grad = embedding.weight.grad.clone()
+    embedding.zero_grad()
+    embedding.cuda()
+    loss = ember.nn.functional.cross_entropy(embedding(tokens.cuda()).view(6, 4), targets.cuda())
+    loss.backward()
+    assert embedding.weight.grad.is_cuda
+    np.testing.assert_allclose(float(loss), float(expected_loss), rtol=1e-12)
+    np.testing.assert_allclose(embedding.weight.grad.cpu().numpy(), expected_grad.numpy(),
+                               rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.skipif(not _nvrtc.available(),
+                    reason="NVRTC is not installed (pip install ember[cuda])")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_index_kernels_compile_without_spills(arch):
+    from ember.cuda import _index
+    cache = os.path.join(ROOT, "build", "cuda_kernels")
+    count = 0
+    for kind in ("gather", "scatter_add"):
+        for dtype in (_index.DTYPES if kind == "gather" else _index.ATOMIC_DTYPES):
+            for index_dtype in _index.INDEX_DTYPES:
+                name = _index.kernel_name(kind, dtype, index_dtype)
+                compiled = _launch.compile_cached(
+                    _index.kernel_source(kind, dtype, index_dtype), arch, _index.headers(),
+                    name=f"{name}.cu", directory=cache)
+                assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64, \
+                    (name, compiled.registers[name])
+                count += 1
+    assert count == 2 * (len(_index.DTYPES) + len(_index.ATOMIC_DTYPES))

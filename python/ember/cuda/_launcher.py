@@ -31,7 +31,7 @@ import math
 import ember
 
 from .. import _C
-from . import _fused, _kernels, _launch, _pointwise, _random, _reduce, _runtime
+from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -662,6 +662,127 @@ _OPERATORS.update(rand=_random_factory("uniform", 0.0, 1.0),
                   randn_like=_random_like("normal", 0.0, 1.0),
                   randint=_randint, uniform=_uniform_, normal=_normal_)
 _OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
+
+
+# ---- indexing along a dim: gather and scatter-add kernels (_index.py) ---------------
+
+@functools.cache
+def _index_kernel(kind, dtype, index_dtype):
+    return _runtime.Kernel(_index.kernel_name(kind, dtype, index_dtype),
+                           _index.kernel_source(kind, dtype, index_dtype), _index.headers(),
+                           _index.kernel_parameters(kind, dtype, index_dtype), False)
+
+
+def _wrap(dim, ndim):
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {dim})")
+    return dim % max(ndim, 1)
+
+
+def _index_launch(kind, indexed, other, index, shape, dim, alpha, bad_index):
+    """One gather or scatter-add launch over `shape`; raises bad_index(k)
+    for an index out of range, read back from the kernel's error slot."""
+    dtype, index_dtype = _dtype_name(indexed.dtype), _dtype_name(index.dtype)
+    if index_dtype not in _index.INDEX_DTYPES:
+        raise RuntimeError(f"{kind}(): Expected dtype int64 for index")
+    n = 1
+    for size in shape:
+        n *= size
+    if not n:
+        return
+    error = ember.zeros(2, dtype=ember.int64, device="cuda")
+    g = _index.geometry(shape, dim, indexed.shape[dim] if indexed.ndim else 1,
+                        indexed.stride(), other.stride(), index.stride())
+    scalar = _pointwise.CTYPES[dtype]
+    _launch_kernel(_index_kernel(kind, dtype, index_dtype), _launch.launch_config(n),
+                   [ctypes.c_void_p(x.data_ptr()) for x in
+                    ((indexed, other) if kind == "scatter_add" else (other, indexed))]
+                   + [ctypes.c_void_p(index.data_ptr()), ctypes.c_int64(n), g,
+                      scalar(_pointwise.number_as(alpha, dtype)),
+                      ctypes.c_void_p(error.data_ptr())])
+    flag, value = _to_host(error).tolist()
+    if flag:
+        raise bad_index(value)
+
+
+def _out_of_bounds(dim, size):
+    return lambda k: RuntimeError(f"index {k} is out of bounds for dimension {dim} with "
+                                  f"size {size}")
+
+
+def _along_dim(index, ndim, dim):
+    """index (1-D) as seen along `dim` of an ndim tensor: its stride there,
+    0 elsewhere."""
+    strides = [0] * ndim
+    strides[dim] = index.stride(0) if index.ndim else 0
+    return index.as_strided([index.numel() if d == dim else 1 for d in range(ndim)], strides)
+
+
+def _gather(input, dim, index, *, sparse_grad=False, out=None):
+    dim = _wrap(dim, input.ndim)
+    if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                           "tensor")
+    out = _destination(out, tuple(index.shape), _dtype_name(input.dtype), "gather")
+    shape = tuple(index.shape)
+    _index_launch("gather", input, out, index.expand(shape), shape, dim, 0,
+                  _out_of_bounds(dim, input.shape[dim] if input.ndim else 1))
+    return out
+
+
+def _index_select(input, dim, index, *, out=None):
+    dim = _wrap(dim, input.ndim)
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    shape = tuple(index.numel() if d == dim else s for d, s in enumerate(input.shape))
+    out = _destination(out, shape, _dtype_name(input.dtype), "index_select")
+    if input.ndim:
+        seen = _along_dim(index, input.ndim, dim).expand(shape)
+        _index_launch("gather", input, out, seen, shape, dim, 0,
+                      lambda k: IndexError("index out of range in self"))
+    return out
+
+
+def _scatter_add(input, dim, index, src, *, out=None):
+    """scatter_add (out=input: scatter_add_): target += src at the indices."""
+    dim = _wrap(dim, input.ndim)
+    target = _copy_kernel(input) if out is None else out
+    shape = tuple(index.shape)
+    _index_launch("scatter_add", target, src, index, shape, dim, 1,
+                  _out_of_bounds(dim, target.shape[dim]))
+    return target
+
+
+def _index_add(input, dim, index, source, *, alpha=1, out=None):
+    dim = _wrap(dim, input.ndim)
+    target = _copy_kernel(input) if out is None else out
+    shape = tuple(source.shape)
+    seen = _along_dim(index, input.ndim, dim).expand(shape)
+    _index_launch("scatter_add", target, source, seen, shape, dim, alpha,
+                  _out_of_bounds(dim, target.shape[dim]))
+    return target
+
+
+def _masked_fill(input, mask, value, *, out=None):
+    """where(mask, value, input), the value in input's dtype (as PyTorch)."""
+    if isinstance(value, ember.Tensor):
+        value = value.item()
+    value = _pointwise.number_as(value, _dtype_name(input.dtype))
+    return _pointwise_op("where", mask, value, input.expand(mask.shape) if out is None
+                         else input, out=out)
+
+
+def _any_or_all(reduction):
+    def run(tensor, dim=None, keepdim=False, *, out=None):
+        nonzero = tensor if tensor.dtype == ember.bool else _pointwise_op("ne", tensor, 0)
+        return _run_reduction(_reduce.plan(reduction, nonzero, dim, keepdim), nonzero, out)
+    return run
+
+
+_OPERATORS.update(gather=_gather, index_select=_index_select, scatter_add=_scatter_add,
+                  index_add=_index_add, masked_fill=_masked_fill, any=_any_or_all("amax"),
+                  all=_any_or_all("amin"))
 
 
 # ---- the jit's fusion groups: one generated kernel (_fused.py) ----------------------

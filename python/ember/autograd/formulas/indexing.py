@@ -26,7 +26,7 @@ def _needs(node, i):
 
 
 def _zeros(shape, like):
-    return ember.zeros(shape, dtype=like.dtype)
+    return ember.zeros(shape, dtype=like.dtype, device=like.device)
 
 
 class _IndexNode(Node):
@@ -190,12 +190,15 @@ class ScatterReduceBackward0(Node):
     def apply(self, grad):
         input, index, src, result = self.unpack_saved()
         dim, reduce = self.dim, self.reduce
-        written = ember.zeros(input.shape, dtype=ember.bool).scatter(dim, index, True)
+        written = ember.zeros(input.shape, dtype=ember.bool, device=grad.device).scatter(
+            dim, index, True)
         if reduce == "sum":
             grad_self, grad_src = grad, grad.gather(dim, index)
         elif reduce == "mean":
-            self_counts = ember.full(input.shape, float(self.include_self), dtype=grad.dtype)
-            counts = self_counts.scatter_add(dim, index, ember.ones(src.shape, dtype=grad.dtype))
+            self_counts = ember.full(input.shape, float(self.include_self), dtype=grad.dtype,
+                                     device=grad.device)
+            counts = self_counts.scatter_add(
+                dim, index, ember.ones(src.shape, dtype=grad.dtype, device=grad.device))
             scaled = grad / counts.clamp(min=1)
             grad_self, grad_src = scaled, scaled.gather(dim, index)
         elif reduce == "prod":
@@ -224,7 +227,7 @@ class ScatterReduceBackward0(Node):
                                                     include_self=include_self)
         grad_self = grad * others_of_self / masked_self
         src_zero = src == 0
-        zeros_there = ember.zeros(input.shape, dtype=grad.dtype).scatter_add(
+        zeros_there = ember.zeros(input.shape, dtype=grad.dtype, device=grad.device).scatter_add(
             dim, index, src_zero.to(grad.dtype)).gather(dim, index)
         lone_zero = src_zero & (zeros_there == 1)
         others_of_src = input.scatter_reduce(dim, index, src.masked_fill(lone_zero, 1),

@@ -182,7 +182,7 @@ class _ZeroBackward(Node):
     __slots__ = ("metas",)
 
     def apply(self, grad):
-        return tuple(ember.zeros(meta.shape, dtype=meta.dtype)
+        return tuple(ember.zeros(meta.shape, dtype=meta.dtype, device=grad.device)
                      if meta is not None and edge is not None else None
                      for meta, edge in zip(self.metas, self._edges))
 

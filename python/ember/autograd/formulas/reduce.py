@@ -294,7 +294,7 @@ class MaxBackward0(Node):
         if not self.keepdim:
             grad = grad.unsqueeze(self.dim)
             indices = indices.unsqueeze(self.dim)
-        zeros = ember.zeros(self.shape, dtype=grad.dtype)
+        zeros = ember.zeros(self.shape, dtype=grad.dtype, device=grad.device)
         return (zeros.scatter(self.dim, indices, grad),)
 
 
@@ -493,7 +493,7 @@ class LinalgVectorNormBackward0(_ReductionBackward):
         norm = self._broadcastable(norm)
         p = self.p
         if p == 0:
-            grad_input = ember.zeros(self.shape, dtype=self.dtype)
+            grad_input = ember.zeros(self.shape, dtype=self.dtype, device=grad.device)
         elif p == 1:
             grad_input = grad * ember.sign(input)
         elif math.isinf(p):
@@ -625,7 +625,8 @@ def _cumprod_grad_with_zeros(x, grad, dim):
     running = _replace_diagonal_by_one(copies, dim).to(grad.dtype).cumprod(dim + 1)
     mask_shape = [1] * copies.ndim
     mask_shape[0] = mask_shape[dim + 1] = n
-    later = ember.ones((n, n), dtype=ember.bool).triu().reshape(mask_shape)  # j >= k
+    later = ember.ones((n, n), dtype=ember.bool, device=grad.device).triu().reshape(
+        mask_shape)  # j >= k
     terms = running * grad.unsqueeze(0) * later
     return _move_first_dim_to(terms.sum(dim + 1), dim)
 
@@ -699,7 +700,7 @@ class CummaxBackward0(Node):
         (indices,) = self.unpack_saved()
         if not self.shape:
             return (grad,)
-        zeros = ember.zeros(self.shape, dtype=grad.dtype)
+        zeros = ember.zeros(self.shape, dtype=grad.dtype, device=grad.device)
         return (zeros.scatter_add(self.dim, indices, grad),)
 
 

@@ -114,8 +114,8 @@ class SplitBackward0(Node):
         return (ember.cat(self._filled(grads), self.dim),)
 
     def _filled(self, grads):
-        dtype = next(g for g in grads if g is not None).dtype
-        return [ember.zeros(shape, dtype=dtype) if g is None else g
+        given = next(g for g in grads if g is not None)
+        return [ember.zeros(shape, dtype=given.dtype, device=given.device) if g is None else g
                 for g, shape in zip(grads, self.piece_shapes)]
 
 
@@ -368,7 +368,7 @@ class SortBackward0(Node):
             return (grad.reshape(()),)
         if not self.keepdim:
             grad, indices = grad.unsqueeze(self.dim), indices.unsqueeze(self.dim)
-        zeros = ember.zeros(self.input_shape, dtype=grad.dtype)
+        zeros = ember.zeros(self.input_shape, dtype=grad.dtype, device=grad.device)
         return (zeros.scatter(self.dim, indices, grad),)
 
 

@@ -47,7 +47,7 @@ def element_positions(shape):
 def scatter_positions(grad, positions, shape):
     """A zero tensor of `shape` with grad[k] added at flat position
     positions[k]; repeated positions accumulate (Note [Index maps])."""
-    flat = ember.zeros(math.prod(shape), dtype=grad.dtype)
+    flat = ember.zeros(math.prod(shape), dtype=grad.dtype, device=grad.device)
     flat = flat.index_put((positions.reshape(-1),), grad.reshape(-1), accumulate=True)
     return flat.reshape(shape)
 
