@@ -547,3 +547,22 @@ def test_the_index_kernels_compile_without_spills(arch):
                     (name, compiled.registers[name])
                 count += 1
     assert count == 2 * (len(_index.DTYPES) + len(_index.ATOMIC_DTYPES))
+
+
+def test_normalisation_layers_take_their_composites_on_the_device(device):
+    x = ember.randn(3, 4, 8, dtype=ember.float64)
+    for layer in (ember.nn.LayerNorm(8), ember.nn.GroupNorm(2, 4), ember.nn.BatchNorm1d(4)):
+        layer = layer.double()
+        expected = layer(x.clone().requires_grad_())
+        (expected * x).sum().backward()
+        grads = [p.grad.clone() for p in layer.parameters()]
+        layer.zero_grad()
+        layer.cuda()
+        got = layer(x.cuda())
+        (got * x.cuda()).sum().backward()
+        np.testing.assert_allclose(got.detach().cpu().numpy(), expected.detach().numpy(),
+                                   rtol=1e-10, atol=1e-12)
+        for p, g in zip(layer.parameters(), grads):
+            np.testing.assert_allclose(p.grad.cpu().numpy(), g.numpy(), rtol=1e-10, atol=1e-12)
+        layer.cpu()
+    gc.collect()

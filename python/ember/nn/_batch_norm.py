@@ -18,9 +18,10 @@ KERNEL_DTYPES = (ember.float32, ember.float64)
 
 
 def kernel_fits(input, weight, bias):
-    """Whether the C kernels run this call: a float32/float64 input with
-    parameters of its dtype, and something to normalise."""
-    return (input.dtype in KERNEL_DTYPES and input.numel() > 0
+    """Whether the C kernels run this call: a float32/float64 input on the
+    CPU with parameters of its dtype, and something to normalise (a CUDA
+    input takes the composites, whose operators run on the device)."""
+    return (input.dtype in KERNEL_DTYPES and input.numel() > 0 and not input.is_cuda
             and all(p is None or p.dtype == input.dtype for p in (weight, bias)))
 
 
