@@ -566,3 +566,43 @@ def test_normalisation_layers_take_their_composites_on_the_device(device):
             np.testing.assert_allclose(p.grad.cpu().numpy(), g.numpy(), rtol=1e-10, atol=1e-12)
         layer.cpu()
     gc.collect()
+
+
+def test_attention_and_a_transformer_layer_on_the_device(device):
+    ember.manual_seed(0)
+    q, k, v = (ember.randn(2, 3, 5, 4, dtype=ember.float64) for _ in range(3))
+    expected = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    got = ember.nn.functional.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(),
+                                                           is_causal=True)
+    np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+    layer = ember.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                             batch_first=True).double()
+    x = ember.randn(2, 5, 8, dtype=ember.float64)
+    mask = ember.nn.Transformer.generate_square_subsequent_mask(5, dtype=ember.float64)
+    expected = layer(x, src_mask=mask)
+    expected.sum().backward()
+    grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    layer.cuda()
+    got = layer(x.cuda(), src_mask=mask.cuda())
+    got.sum().backward()
+    np.testing.assert_allclose(got.detach().cpu().numpy(), expected.detach().numpy(),
+                               rtol=1e-9, atol=1e-11)
+    for p, g in zip(layer.parameters(), grads):
+        np.testing.assert_allclose(p.grad.cpu().numpy(), g.numpy(), rtol=1e-8, atol=1e-10)
+    del layer, got
+    gc.collect()
+
+
+def test_split_chunk_narrow_unbind_are_views(device):
+    a = ember.arange(30.0).view(5, 6)
+    da = a.cuda()
+    for got, expected in [(da.split(2), a.split(2)), (da.split([1, 4], dim=0), a.split([1, 4])),
+                          (da.chunk(4, dim=1), a.chunk(4, dim=1)), (da.unbind(1), a.unbind(1)),
+                          ((da.narrow(1, -3, 2),), (a.narrow(1, -3, 2),))]:
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert g.data_ptr() >= da.data_ptr()
+            same(g, e)
+    with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum"):
+        da.split([1, 2])

@@ -520,7 +520,48 @@ def _setitem(tensor, index, value):
         _fill(view, value)
 
 
-_OPERATORS.update(__getitem__=_basic_view, __setitem__=_setitem)
+def _narrow(tensor, dim, start, length):
+    dim = dim % max(tensor.ndim, 1)
+    start = start.item() if isinstance(start, ember.Tensor) else start
+    if start < 0:
+        start += tensor.shape[dim]
+    if not 0 <= start <= start + length <= tensor.shape[dim]:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({tensor.shape[dim]}).")
+    return _basic_view(tensor, (slice(None),) * dim + (slice(start, start + length),))
+
+
+def _split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces along dim (the last may be shorter)."""
+    dim = dim % max(tensor.ndim, 1)
+    n = tensor.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        sizes = [min(step, n - start) for start in range(0, n, step)] if step else [n]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {dim}), but got "
+                               f"split_sizes={sizes}")
+    pieces, start = [], 0
+    for size in sizes or [0]:
+        pieces.append(_narrow(tensor, dim, start, size))
+        start += size
+    return tuple(pieces)
+
+
+def _chunk(tensor, chunks, dim=0):
+    n = tensor.shape[dim % max(tensor.ndim, 1)]
+    return _split(tensor, -(-n // chunks) if n else 1, dim)
+
+
+def _unbind(tensor, dim=0):
+    return tuple(tensor.select(dim, i) for i in range(tensor.shape[dim]))
+
+
+_OPERATORS.update(__getitem__=_basic_view, __setitem__=_setitem, narrow=_narrow,
+                  split=_split, chunk=_chunk, unbind=_unbind)
 
 
 # ---- joining: one copy kernel per input, into views of the result -------------------
@@ -769,8 +810,7 @@ def _masked_fill(input, mask, value, *, out=None):
     if isinstance(value, ember.Tensor):
         value = value.item()
     value = _pointwise.number_as(value, _dtype_name(input.dtype))
-    return _pointwise_op("where", mask, value, input.expand(mask.shape) if out is None
-                         else input, out=out)
+    return _pointwise_op("where", mask.expand(input.shape), value, input, out=out)
 
 
 def _any_or_all(reduction):

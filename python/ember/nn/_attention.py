@@ -63,8 +63,9 @@ def kernel_fits(query, key, value, attn_mask, dropout_p, enable_gqa):
     (batch) dims; key/value heads equal to the query's, or dividing them
     under enable_gqa; something to attend to; and a mask that is bool or of
     the query's dtype (or float32, converted) without a gradient to give
-    it; and no trace recording (the tracer cannot see inside the kernel)."""
-    if dropout_p > 0.0 or query.dtype not in KERNEL_DTYPES or _tracing():
+    it; no trace recording (the tracer cannot see inside the kernel); and
+    host memory (a CUDA call takes the composite, on the device's kernels)."""
+    if dropout_p > 0.0 or query.dtype not in KERNEL_DTYPES or _tracing() or query.is_cuda:
         return False
     if key.dtype != query.dtype or value.dtype != query.dtype:
         return False

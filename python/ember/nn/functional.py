@@ -1082,7 +1082,7 @@ def _composite_attention(query, key, value, attn_mask, dropout_p, is_causal, sca
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale
     allowed = None
     if is_causal:
-        allowed = ember.ones(length, source, dtype=ember.bool).tril()
+        allowed = ember.ones(length, source, dtype=ember.bool).tril().to(query.device)
     if attn_mask is not None:
         if attn_mask.dtype == ember.bool:
             allowed = attn_mask if allowed is None else allowed & attn_mask
