@@ -66,7 +66,7 @@ def build_gpt(lib, vocab, width, heads, layers, length):
             self.head = nn.Linear(width, vocab, bias=False)
 
         def forward(self, tokens):
-            x = self.token(tokens) + self.position(lib.arange(tokens.shape[1]))
+            x = self.token(tokens) + self.position(lib.arange(tokens.shape[1], device=tokens.device))
             for block in self.blocks:
                 x = block(x)
             return self.head(self.ln(x))

@@ -606,3 +606,54 @@ def test_split_chunk_narrow_unbind_are_views(device):
             same(g, e)
     with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum"):
         da.split([1, 2])
+
+
+class _TinyGPT(ember.nn.Module):
+    """Token and position embeddings, one pre-norm causal transformer layer
+    with GELU and dropout 0, a linear head: a GPT's parts."""
+
+    def __init__(self, vocab=13, width=8, length=6):
+        super().__init__()
+        self.token = ember.nn.Embedding(vocab, width)
+        self.position = ember.nn.Embedding(length, width)
+        self.block = ember.nn.TransformerEncoderLayer(width, 2, 16, dropout=0.0,
+                                                      activation="gelu", batch_first=True,
+                                                      norm_first=True)
+        self.head = ember.nn.Linear(width, vocab)
+
+    def forward(self, tokens):
+        steps = tokens.shape[1]
+        x = self.token(tokens) + self.position(ember.arange(steps, device=tokens.device))
+        mask = ember.nn.Transformer.generate_square_subsequent_mask(steps, device=tokens.device,
+                                                                    dtype=x.dtype)
+        return self.head(self.block(x, src_mask=mask, is_causal=True))
+
+
+def test_a_tiny_gpt_trains_on_the_device_as_on_the_cpu(device):
+    import copy
+    ember.manual_seed(0)
+    model = _TinyGPT().double()
+    on_device = copy.deepcopy(model).cuda()
+    tokens, targets = ember.randint(0, 13, (2, 6)), ember.randint(0, 13, (2, 6))
+
+    def train(model, tokens, targets):
+        optimizer = ember.optim.AdamW(model.parameters(), lr=1e-2)
+        losses = []
+        for _ in range(3):
+            loss = ember.nn.functional.cross_entropy(model(tokens).reshape(-1, 13),
+                                                     targets.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+        return losses
+
+    expected = train(model, tokens, targets)
+    got = train(on_device, tokens.cuda(), targets.cuda())
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+    for p, q in zip(on_device.parameters(), model.parameters()):
+        assert p.is_cuda
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-8,
+                                   atol=1e-10)
+    del on_device
+    gc.collect()

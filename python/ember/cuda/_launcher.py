@@ -355,6 +355,15 @@ def _like_factory(value):
     return run
 
 
+def _made_on_the_host(factory):
+    """tensor/arange/linspace/eye(..., device='cuda'): the CPU factory's
+    values, copied over (they are small or one-off: no kernel of their own)."""
+    def run(*args, device=None, requires_grad=False, **kwargs):
+        host = getattr(ember, factory)(*args, **kwargs)
+        return _to_device(host).requires_grad_(requires_grad)
+    return run
+
+
 def _fill_into(tensor, value, out=None):
     """fill/fill_ (out=tensor for the in-place form)."""
     return _fill(ember.empty_like(tensor) if out is None else out, value)
@@ -374,8 +383,7 @@ _OPERATORS = {
        ("add", "sub", "div", "add_alpha", "sub_alpha", "clamp", "addcmul", "addcdiv",
         "div_trunc", "div_floor", "lshift", "rshift")},
     **{op: functools.partial(_unary_op, op) for op in _kernels.float_formulas()
-       if not op.startswith("_")
-       and op not in ("round_decimals", "nan_to_num")},
+       if op not in ("round_decimals", "nan_to_num")},
     **{name: _reduction_call(name) for name in _reduce.CALLS},
     "add": _binary("add"), "sub": _binary("sub"), "subtract": _binary("sub"),
     "div": _div, "divide": _div, "true_divide": _div, "multiply": _operator("mul"),
@@ -388,6 +396,9 @@ _OPERATORS = {
     "full_like": _like_factory(None), "fill": _fill_into,
     "zero": lambda tensor, out=None: _fill_into(tensor, 0, out=out),
     "reshape": _reshape,
+    **{name: _made_on_the_host(name) for name in ("tensor", "arange", "linspace", "eye")},
+    "gelu": lambda tensor, approximate="none", out=None: _unary_op(
+        "gelu_tanh" if approximate == "tanh" else "gelu", tensor, out=out),
 }
 # The number protocol: the slot's operands in order (1 - t is __sub__(1, t)).
 _NUMBER_SLOTS = {
