@@ -2,7 +2,8 @@
  * test_blas.c -- THBlas_gemm against a naive triple loop: odd sizes around
  * the block edges, every layout (row-major, column-major, padded with
  * steps) of A, B and C, alpha/beta, beta == 0 over NaN, k == 0, every
- * kernel family this CPU supports, one and two threads, every dtype;
+ * kernel family this CPU supports (its wide and its narrow tile), one and
+ * two threads, every dtype;
  * THBlas_gemmTensor's batch handling (broadcast and folded batch dims); and
  * THBlas_gemmGathered with B and C through callbacks.
  */
@@ -183,6 +184,18 @@ static const int64_t odd_sizes[][3] = {
 static const char *const all_families[] = {"generic", "avx2", "avx512"};
 #define NUM_FAMILIES 3
 
+/* Selects family f; false (and no error left set) when this CPU cannot
+ * run it. */
+static bool
+use_family(int f)
+{
+    if (THBlas_setKernel(all_families[f]) < 0) {
+        THError_clear();
+        return false;
+    }
+    return true;
+}
+
 static void
 check_odd_sizes(void)
 {
@@ -210,8 +223,7 @@ test_gemm_floating_matches_naive(void)
     const char *saved = THBlas_kernelName();
     printf("  GEMM kernel families run:");
     for (int f = 0; f < NUM_FAMILIES; f++) {
-        if (THBlas_setKernel(all_families[f]) < 0) {
-            THError_clear(); /* not on this CPU */
+        if (!use_family(f)) {
             printf(" [%s: not on this CPU]", all_families[f]);
             continue;
         }
@@ -238,8 +250,7 @@ test_gemm_blocking_follows_the_caches(void)
     };
     const char *saved = THBlas_kernelName();
     for (int f = 0; f < NUM_FAMILIES; f++) {
-        if (THBlas_setKernel(all_families[f]) < 0) {
-            THError_clear();
+        if (!use_family(f)) {
             continue;
         }
         for (int c = 0; c < 3; c++) {
@@ -304,6 +315,15 @@ test_gemv_shapes_every_layout(void)
     }
 }
 
+/* An m x n x k product (shape) in float32 (alpha 1, beta 0) and float64
+ * (alpha -0.5, beta 2). */
+static void
+check_both_dtypes(const int64_t shape[3], const int *layouts)
+{
+    check_case(TH_Float32, shape[0], shape[1], shape[2], layouts, 1, 0);
+    check_case(TH_Float64, shape[0], shape[1], shape[2], layouts, -0.5, 2);
+}
+
 /* The paths picked by shape (Note [GEMM small products]): fewer columns
  * than NR (column by column dot products when A's rows and B's columns
  * are contiguous), and B read in place (full panels) beside its packed
@@ -317,10 +337,7 @@ test_gemm_small_products_every_layout(void)
         for (int la = 0; la < NUM_LAYOUTS; la++) {
             for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
                 int layouts[3] = {la, lb, (la + 2 * lb) % NUM_LAYOUTS};
-                check_case(TH_Float32, shapes[s][0], shapes[s][1],
-                           shapes[s][2], layouts, 1, 0);
-                check_case(TH_Float64, shapes[s][0], shapes[s][1],
-                           shapes[s][2], layouts, -0.5, 2);
+                check_both_dtypes(shapes[s], layouts);
             }
         }
     }
@@ -341,19 +358,49 @@ test_gemm_few_columns_every_family(void)
     };
     const char *saved = THBlas_kernelName();
     for (int f = 0; f < NUM_FAMILIES; f++) {
-        if (THBlas_setKernel(all_families[f]) < 0) {
-            THError_clear(); /* not on this CPU */
+        if (!use_family(f)) {
             continue;
         }
         for (int s = 0; s < 8; s++) {
             for (int lc = 0; lc < NUM_LAYOUTS; lc++) {
                 int layouts[3] = {LAYOUT_ROWS, LAYOUT_COLS, lc};
-                check_case(TH_Float32, shapes[s][0], shapes[s][1],
-                           shapes[s][2], layouts, 1, 0);
-                check_case(TH_Float64, shapes[s][0], shapes[s][1],
-                           shapes[s][2], layouts, -0.5, 2);
+                check_both_dtypes(shapes[s], layouts);
             }
         }
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+}
+
+/* Note [The narrow tile] in THBlas_gemm: odd m that every family pads to
+ * fewer rows with its narrow tile (7, 15, 31 and 63 rows: 8, 16, 32 and 64
+ * under both narrow tiles, 14, 28, 42 and 70 under AVX-512's tile, 12,
+ * 18, 36 and 66 under the 6-row one), so A is packed in narrow
+ * micro-panels and the last one is partial; A and B each transposed
+ * (column-major) or stepped, C stepped; with the detected and with tiny
+ * caches (MC cut to a few narrow tiles, several KC blocks). */
+static void
+test_gemm_narrow_tile_every_family(void)
+{
+    static const int64_t shapes[][3] = {
+        {7, 37, 19}, {15, 33, 130}, {31, 65, 257}, {63, 50, 77}};
+    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
+    const char *saved = THBlas_kernelName();
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (!use_family(f)) {
+            continue;
+        }
+        for (int caches = 0; caches < 2; caches++) {
+            THBlas_setCacheSizes(caches == 0 ? NULL : tiny_caches);
+            for (int s = 0; s < 4; s++) {
+                for (int la = 0; la < NUM_LAYOUTS; la++) {
+                    for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
+                        int layouts[3] = {la, lb, LAYOUT_STEPPED};
+                        check_both_dtypes(shapes[s], layouts);
+                    }
+                }
+            }
+        }
+        THBlas_setCacheSizes(NULL);
     }
     CHECK_OK(THBlas_setKernel(saved));
 }
@@ -665,8 +712,7 @@ test_gemm_gathered_matches_naive(void)
     const char *saved = THBlas_kernelName();
     int saved_threads = THParallel_getNumThreads();
     for (int f = 0; f < NUM_FAMILIES; f++) {
-        if (THBlas_setKernel(all_families[f]) < 0) {
-            THError_clear(); /* not on this CPU */
+        if (!use_family(f)) {
             continue;
         }
         for (int caches = 0; caches < 2; caches++) {
@@ -705,6 +751,7 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemv_shapes_every_layout),
     TH_TEST(test_gemm_small_products_every_layout),
     TH_TEST(test_gemm_few_columns_every_family),
+    TH_TEST(test_gemm_narrow_tile_every_family),
     TH_TEST(test_gemm_batched_large_products),
     TH_TEST(test_gemm_two_threads),
     TH_TEST(test_gemm_integer_dtypes),

@@ -38,8 +38,8 @@
  * vector registers) and for the portable build, 14 for AVX-512 (28 + 2 + 1
  * of its 32: the tile of BLIS's Skylake-X kernels, 14 x 32 floats or
  * 14 x 16 doubles, here with the vectors along the rows of C).  Each
- * family also has a narrow tile for the gathered GEMM (Note [The narrow
- * tile]).  The AVX-512 kernel prefetches C's tile like the others but adds
+ * family also has a narrow tile, taken when it pads m to fewer rows (Note
+ * [The narrow tile]).  The AVX-512 kernel prefetches C's tile like the others but adds
  * no software prefetch of the packed panels (BLIS's does): the hardware
  * prefetchers follow the panels' linear streams (on a Zen 4 the kernel
  * runs near its L1 rate with A streaming from L2).  The AVX-512 kernel
@@ -509,6 +509,31 @@ static const KernelFamily kernel_families[] = {
 #define NUM_KERNEL_FAMILIES \
     ((int)(sizeof(kernel_families) / sizeof(kernel_families[0])))
 
+/* The tile a product runs with, its rows and micro-kernels. */
+typedef struct {
+    int mr;
+    UKernel_float ukernel_float;
+    UKernel_double ukernel_double;
+} GemmTile;
+
+static int64_t
+round_up(int64_t x, int64_t multiple)
+{
+    return (x + multiple - 1) / multiple * multiple;
+}
+
+/* The tile for an m-row product: the narrow one when it pads m to fewer
+ * rows (Note [The narrow tile]). */
+static GemmTile
+tile_for(const KernelFamily *family, int64_t m)
+{
+    if (round_up(m, family->mr_narrow) < round_up(m, family->mr)) {
+        return (GemmTile){family->mr_narrow, family->ukernel_float_narrow,
+                          family->ukernel_double_narrow};
+    }
+    return (GemmTile){family->mr, family->ukernel_float, family->ukernel_double};
+}
+
 static bool
 family_supported(const KernelFamily *family)
 {
@@ -712,13 +737,14 @@ clamp64(int64_t x, int64_t lo, int64_t hi)
     return x < lo ? lo : x > hi ? hi : x;
 }
 
+/* The blocks for `family`'s kernels run with an mr-row tile. */
 static THBlasBlocking
-blocking_for(const KernelFamily *family, int itemsize)
+blocking_for(const KernelFamily *family, int itemsize, int mr)
 {
     int64_t caches[NUM_CACHE_LEVELS];
     THBlas_cacheSizes(caches);
     THBlasBlocking b;
-    b.mr = family->mr;
+    b.mr = mr;
     b.nr = itemsize == 4 ? family->nr_float : family->nr_double;
     b.kc = clamp64(caches[CACHE_L1] / 2 / (b.nr * itemsize) / 8 * 8, 64,
                    1024);
@@ -737,7 +763,8 @@ THBlas_blocking(THDtype dtype, THBlasBlocking *out)
                            "THBlas_blocking: %s does not take the packed GEMM",
                            THDtype_name(dtype));
     }
-    *out = blocking_for(current_family(), THDtype_itemsize(dtype));
+    const KernelFamily *family = current_family();
+    *out = blocking_for(family, THDtype_itemsize(dtype), family->mr);
     return 0;
 }
 
@@ -847,20 +874,15 @@ static const RowwiseGemm rowwise_gemms[TH_NUM_DTYPES] = {
 
 /* ---- the packed kernel: float32 and float64 (Note [GEMM blocking]) ---------- */
 
-/* The packing buffers of one thread, and the kernel and blocking they
- * were sized for. */
+/* The packing buffers of one thread, and the kernel, tile and blocking
+ * they were sized for. */
 typedef struct {
     const KernelFamily *family;
-    THBlasBlocking blocking;
+    GemmTile tile;
+    THBlasBlocking blocking; /* its mr: tile.mr */
     void *a_pack; /* mc x kc (rounded up to MR) */
     void *b_pack; /* kc x nc (rounded up to NR) */
 } GemmWorkspace;
-
-static int64_t
-round_up(int64_t x, int64_t multiple)
-{
-    return (x + multiple - 1) / multiple * multiple;
-}
 
 static int64_t
 min64(int64_t a, int64_t b)
@@ -875,7 +897,8 @@ workspace_alloc(GemmWorkspace *ws, int itemsize, int64_t m, int64_t n,
                 int64_t k)
 {
     ws->family = current_family();
-    ws->blocking = blocking_for(ws->family, itemsize);
+    ws->tile = tile_for(ws->family, m);
+    ws->blocking = blocking_for(ws->family, itemsize, ws->tile.mr);
     const THBlasBlocking *bl = &ws->blocking;
     int64_t kc = min64(k, bl->kc);
     size_t a_bytes = (size_t)(round_up(min64(m, bl->mc), bl->mr) * kc
@@ -1077,7 +1100,7 @@ balanced_step(int64_t extent, int64_t block, int64_t multiple)
 #define TH_DEFINE_BLOCKED_GEMM(T)                                          \
     static void gemm_blocked_##T(const GemmArgs *g, const GemmWorkspace *ws)  \
     {                                                                      \
-        UKernel_##T ukernel = ws->family->ukernel_##T;                     \
+        UKernel_##T ukernel = ws->tile.ukernel_##T;                        \
         const THBlasBlocking *bl = &ws->blocking;                          \
         int mr_full = bl->mr, nr_full = bl->nr;                            \
         T alpha = (T)scalar_as_double(g->alpha);                           \
@@ -1545,9 +1568,14 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * (MR = 14) computes 42 rows, 64 channels 70.  Each family therefore has
  * a second micro-kernel, the same code with a narrower tile (8 rows for
  * AVX-512, 4 for AVX2 and the portable build), which divides the usual
- * channel counts; the gathered GEMM takes it whenever it pads m to fewer
- * rows.  On the Zen 4 this was measured on, the 8 x 32 tile runs the
- * multiply-adds as fast as the 14 x 32 one from the panels in L1 and L2
+ * channel counts, and the batch-64 products of an MLP (m = 64: 70 rows
+ * under the wide tile, 64 under the narrow one).  tile_for takes it
+ * whenever it pads m to fewer rows, for every packed product: the
+ * gathered GEMM, THBlas_gemm (each thread's band of rows choosing for
+ * itself) and the batched products; the blocking's MC and the packing of
+ * A follow the tile chosen.  On the Zen 4 this was measured on, the
+ * 8 x 32 tile runs the multiply-adds as fast as the 14 x 32 one from the
+ * panels in L1 and L2
  * (its 16 accumulators cover the FMA latency; the loads are not the
  * bound). */
 
@@ -1557,9 +1585,8 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
 
 typedef struct {
     const KernelFamily *family;
-    THBlasBlocking blocking; /* its mr: the tile in use (Note [The narrow tile]) */
-    UKernel_float ukernel_float;
-    UKernel_double ukernel_double;
+    GemmTile tile; /* Note [The narrow tile] */
+    THBlasBlocking blocking; /* its mr: tile.mr */
     int itemsize;
     int64_t m, n, k;
     int64_t m_padded; /* round_up(m, MR): the rows of packed A and of Cpanel */
@@ -1586,7 +1613,7 @@ typedef struct {
     static void gathered_group_##T(const GatheredJob *job, int64_t first,  \
                                    int64_t count, T *b_panel, T *c_panels) \
     {                                                                      \
-        UKernel_##T ukernel = job->ukernel_##T;                            \
+        UKernel_##T ukernel = job->tile.ukernel_##T;                       \
         int mr = job->blocking.mr, nr = job->blocking.nr;                  \
         int64_t c_size = job->m_padded * nr;                               \
         const T *a_packed = job->a_packed;                                 \
@@ -1648,18 +1675,6 @@ run_gathered(int64_t begin, int64_t end, void *ctx)
     free(c_panels);
 }
 
-/* The tile of Note [The narrow tile]: the narrow one when it pads m to
- * fewer rows. */
-static void
-choose_tile(GatheredJob *job)
-{
-    const KernelFamily *family = job->family;
-    bool narrow = round_up(job->m, family->mr_narrow) < round_up(job->m, family->mr);
-    job->blocking.mr = narrow ? family->mr_narrow : family->mr;
-    job->ukernel_float = narrow ? family->ukernel_float_narrow : family->ukernel_float;
-    job->ukernel_double = narrow ? family->ukernel_double_narrow : family->ukernel_double;
-}
-
 /* B micro-panels per pass over A: 1 while packed A fits in L2, else as
  * many as fill a quarter of L2 with their C panels, at most PANEL_GROUP
  * (Note [GEMM with a gathered B]). */
@@ -1693,8 +1708,8 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
     GatheredJob job = {.family = current_family(), .itemsize = itemsize,
                        .m = m, .n = n, .k = k,
                        .gather_b = gather_b, .scatter_c = scatter_c, .ctx = ctx};
-    job.blocking = blocking_for(job.family, itemsize);
-    choose_tile(&job);
+    job.tile = tile_for(job.family, m);
+    job.blocking = blocking_for(job.family, itemsize, job.tile.mr);
     job.m_padded = round_up(m, job.blocking.mr);
     job.kc_step = k > 0 ? balanced_step(k, job.blocking.kc, 8) : 1;
     job.group = panel_group(&job);
