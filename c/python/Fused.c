@@ -559,7 +559,13 @@ fused_get_spec(PyObject *obj, void *closure)
         return NULL;
     }
     for (int k = 0; k < p->noutputs; k++) {
-        PyTuple_SET_ITEM(outputs, k, PyLong_FromLong(p->outputs[k]));
+        PyObject *reg = PyLong_FromLong(p->outputs[k]);
+        if (reg == NULL) {
+            Py_DECREF(instructions);
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(outputs, k, reg);
     }
     for (int i = 0; i < p->ninstructions; i++) {
         PyObject *ins = instruction_tuple(&p->code[i]);

@@ -114,6 +114,15 @@ def _check_interface(interface):
     return address, shape, strides, dtype, bool(read_only), interface.get("stream")
 
 
+def _order(first, then):
+    """Work queued on CuPy stream `then` from now on waits for what `first`
+    has queued so far (an event recorded on one, waited for on the other)."""
+    import cupy
+    event = cupy.cuda.Event(disable_timing=True)
+    event.record(first)
+    then.wait_event(event)
+
+
 def _wait_for(stream):
     """Orders ember's stream after the producer's `stream` (version 3's
     "stream" key: None or absent means nothing to wait for)."""
@@ -122,9 +131,7 @@ def _wait_for(stream):
     if stream == 0:
         raise ValueError("__cuda_array_interface__: stream 0 is disallowed (ambiguous)")
     import cupy
-    event = cupy.cuda.Event(disable_timing=True)
-    event.record(cupy.cuda.ExternalStream(stream))
-    cupy.cuda.get_current_stream().wait_event(event)
+    _order(cupy.cuda.ExternalStream(stream), cupy.cuda.get_current_stream())
 
 
 def from_cuda_array_interface(obj):
@@ -149,6 +156,4 @@ def dlpack_stream_handshake(tensor, stream):
     if not ember.cuda.is_initialized() or stream == _current_stream():
         return  # nothing of ember's queued, or queued on the consumer's stream
     import cupy
-    event = cupy.cuda.Event(disable_timing=True)
-    event.record(cupy.cuda.get_current_stream())
-    cupy.cuda.ExternalStream(stream).wait_event(event)
+    _order(cupy.cuda.get_current_stream(), cupy.cuda.ExternalStream(stream))

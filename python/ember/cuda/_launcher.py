@@ -738,9 +738,7 @@ def _index_launch(kind, indexed, other, index, shape, dim, alpha, bad_index):
     dtype, index_dtype = _dtype_name(indexed.dtype), _dtype_name(index.dtype)
     if index_dtype not in _index.INDEX_DTYPES:
         raise RuntimeError(f"{kind}(): Expected dtype int64 for index")
-    n = 1
-    for size in shape:
-        n *= size
+    n = math.prod(shape)
     if not n:
         return
     error = ember.zeros(2, dtype=ember.int64, device="cuda")
