@@ -192,3 +192,120 @@ def test_gradient_through_casts(edtype, tdtype, cast):
     run(torch, t, tdtype).backward()
     assert x.grad.dtype is ember.float32
     assert x.grad.tolist() == t.grad.tolist()
+
+
+# ---- bfloat16 products on the dot-product instruction ----------------------------
+# Note [Half-precision matmul]: with the avx512 family on a CPU with
+# AVX512-BF16 a bfloat16 product runs vdpbf16ps on packed pairs of k
+# (c/th/THBlasBF16.c); with any other family it runs the float32 GEMM on
+# widened copies.  Both accumulate in float32 and round once, so each must
+# be within float32 summation error of the exact product before rounding.
+
+
+def gemm_families():
+    families = []
+    saved = ember._C._gemm_kernel()
+    for name in ("avx512", "avx2", "generic"):
+        try:
+            ember._C._gemm_kernel(name)
+        except RuntimeError:
+            continue
+        families.append(name)
+    ember._C._gemm_kernel(saved)
+    return families
+
+
+@pytest.fixture(params=gemm_families())
+def gemm_family(request):
+    saved = ember._C._gemm_kernel()
+    ember._C._gemm_kernel(request.param)
+    yield request.param
+    ember._C._gemm_kernel(saved)
+
+
+def test_the_dot_path_is_taken_exactly_with_avx512_bf16(gemm_family):
+    has_bf16 = "avx512_bf16" in open("/proc/cpuinfo").read()
+    assert ember._C._gemm_blocking()["bfloat16_dot"] == (gemm_family == "avx512" and has_bf16)
+
+
+def layout(shape, transposed, seed):
+    """A bfloat16 operand of `shape`, row-major or as the transpose of a row-major
+    tensor (so k runs along memory or across it)."""
+    gen = torch.Generator().manual_seed(seed)
+    stored = shape[:-2] + (shape[-1], shape[-2]) if transposed else shape
+    t = torch.randn(*stored, generator=gen).to(torch.bfloat16)
+    e = ember.from_dlpack(t.clone())
+    if transposed:
+        return e.transpose(-1, -2), t.transpose(-1, -2)
+    return e, t
+
+
+def assert_within_float32_sums(got, a, b, c=None, alpha=1.0, beta=0.0):
+    """got (bfloat16) is the exact alpha * a @ b + beta * c, up to float32 sums
+    over k (k ulps of the |a| @ |b| scale) and one rounding to bfloat16."""
+    exact = alpha * (a.double() @ b.double())
+    if c is not None:
+        exact = exact + beta * c.double()
+    scale = abs(alpha) * (a.double().abs() @ b.double().abs())
+    k = a.shape[-1]
+    bound = scale * (k + 2) * 2.0 ** -24 + exact.abs() * 2.0 ** -8 + 1e-30
+    assert got.dtype == ember.bfloat16
+    diff = (torch.from_dlpack(got.contiguous()).double() - exact).abs()
+    assert bool((diff <= bound).all()), float((diff - bound).max())
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (2, 3, 2), (14, 32, 32), (15, 33, 31),
+                                   (29, 255, 65), (64, 513, 96), (300, 200, 7)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)],
+                         ids=["nn", "tn", "nt", "tt"])
+def test_bfloat16_products_every_layout_and_edge(gemm_family, m, k, n, ta, tb):
+    (ea, a), (eb, b) = layout((m, k), ta, m + k), layout((k, n), tb, k + n)
+    assert_within_float32_sums(ea @ eb, a, b)
+
+
+def test_bfloat16_products_split_over_threads_and_blocks(gemm_family):
+    # k past one KC block, m and n past one thread's band
+    (ea, a), (eb, b) = layout((200, 1100), False, 1), layout((1100, 180), True, 2)
+    assert_within_float32_sums(ea @ eb, a, b)
+
+
+@pytest.mark.parametrize("batch_a,batch_b", [((3,), (3,)), ((2, 3), (3,)), ((4,), ())])
+def test_bfloat16_batched_and_broadcast_products(gemm_family, batch_a, batch_b):
+    (ea, a), (eb, b) = layout(batch_a + (20, 31), False, 3), layout(batch_b + (31, 40), True, 4)
+    got, want = ea @ eb, a @ b
+    assert tuple(got.shape) == tuple(want.shape)
+    assert_within_float32_sums(got, a.expand(*want.shape[:-2], 20, 31),
+                               b.expand(*want.shape[:-2], 31, 40))
+
+
+def test_bfloat16_addmm_baddbmm_and_out(gemm_family):
+    (ea, a), (eb, b) = layout((33, 45), False, 5), layout((45, 50), True, 6)
+    ec, c = layout((33, 50), False, 7)
+    assert_within_float32_sums(ember.addmm(ec, ea, eb, beta=0.5, alpha=-2), a, b, c,
+                               alpha=-2, beta=0.5)
+    out = ember.empty(33, 50, dtype=ember.bfloat16).t().contiguous().t()  # column-major
+    ember.matmul(ea, eb, out=out)
+    assert_within_float32_sums(out, a, b)
+    (ebatch1, b1), (ebatch2, b2) = layout((2, 9, 17), True, 8), layout((2, 17, 5), False, 9)
+    ebias, bias = layout((2, 9, 5), False, 10)
+    assert_within_float32_sums(ember.baddbmm(ebias, ebatch1, ebatch2, beta=2, alpha=0.25),
+                               b1, b2, bias, alpha=0.25, beta=2)
+
+
+def test_bfloat16_degenerate_products(gemm_family):
+    ea, eb = ember.ones(4, 0, dtype=ember.bfloat16), ember.ones(0, 3, dtype=ember.bfloat16)
+    assert (ea @ eb).tolist() == [[0.0] * 3] * 4
+    nan = ember.full((4, 3), float("nan"), dtype=ember.bfloat16)
+    # beta == 0 never reads c; alpha == 0 never reads a and b (BLAS's rules)
+    got = ember.addmm(nan, ember.ones(4, 5, dtype=ember.bfloat16),
+                      ember.ones(5, 3, dtype=ember.bfloat16), beta=0)
+    assert got.tolist() == [[5.0] * 3] * 4
+    got = ember.addmm(ember.ones(4, 3, dtype=ember.bfloat16),
+                      ember.full((4, 5), float("nan"), dtype=ember.bfloat16),
+                      ember.ones(5, 3, dtype=ember.bfloat16), alpha=0, beta=3)
+    assert got.tolist() == [[3.0] * 3] * 4
+
+
+def test_bfloat16_products_agree_with_torch_on_every_path(gemm_family):
+    (ea, a), (eb, b) = layout((70, 130), False, 11), layout((130, 90), True, 12)
+    check(ea @ eb, a @ b, torch.bfloat16)

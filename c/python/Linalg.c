@@ -928,7 +928,9 @@ THPLinalg_gemm_kernel(PyObject *module, PyObject *args)
 
 /* _gemm_blocking() -> dict: the family in use, the cache sizes (bytes,
  * L1 to L3) and, per packed dtype, the tile (mr x nr) and blocks (mc, kc,
- * nc) derived from them (Note [GEMM blocking from the cache sizes]). */
+ * nc) derived from them (Note [GEMM blocking from the cache sizes]), and
+ * whether bfloat16 products run on the CPU's bfloat16 dot-product
+ * instruction (Note [Half-precision matmul]). */
 static PyObject *
 THPLinalg_gemm_blocking(PyObject *module, PyObject *unused)
 {
@@ -942,12 +944,13 @@ THPLinalg_gemm_blocking(PyObject *module, PyObject *unused)
         return THPUtils_setErrorFromTH();
     }
     return Py_BuildValue(
-        "{s:s,s:(LLL),s:{s:i,s:i,s:L,s:L,s:L},s:{s:i,s:i,s:L,s:L,s:L}}",
+        "{s:s,s:(LLL),s:{s:i,s:i,s:L,s:L,s:L},s:{s:i,s:i,s:L,s:L,s:L},s:O}",
         "kernel", THBlas_kernelName(), "caches", (long long)caches[0],
         (long long)caches[1], (long long)caches[2], "float32", "mr", f.mr,
         "nr", f.nr, "mc", (long long)f.mc, "kc", (long long)f.kc, "nc",
         (long long)f.nc, "float64", "mr", d.mr, "nr", d.nr, "mc",
-        (long long)d.mc, "kc", (long long)d.kc, "nc", (long long)d.nc);
+        (long long)d.mc, "kc", (long long)d.kc, "nc", (long long)d.nc,
+        "bfloat16_dot", THBlas_bf16DotAvailable() ? Py_True : Py_False);
 }
 
 /* ---- tables -------------------------------------------------------------------- */

@@ -4,8 +4,9 @@
  * steps) of A, B and C, alpha/beta, beta == 0 over NaN, k == 0, every
  * kernel family this CPU supports (its wide and its narrow tile), one and
  * two threads, every dtype;
- * THBlas_gemmTensor's batch handling (broadcast and folded batch dims); and
- * THBlas_gemmGathered with B and C through callbacks.
+ * THBlas_gemmTensor's batch handling (broadcast and folded batch dims);
+ * THBlas_gemmGathered with B and C through callbacks; and the bfloat16
+ * GEMM on the dot-product instruction where the CPU has it.
  */
 #include "th_test.h"
 
@@ -744,6 +745,138 @@ test_gemm_gathered_matches_naive(void)
                 TH_ERR_VALUE, "does not take the packed GEMM");
 }
 
+/* ---- bfloat16 on the dot-product instruction -------------------------------- */
+
+/* THBlas_gemmBF16Batched on one product of every odd size and a spread of
+ * layouts, against the triple loop: value()'s numbers and their sums are
+ * exact in bfloat16 and float32, so the float32 C must match exactly;
+ * beta == 0 over NaN, and a second product of the batch (offsets). */
+static void
+check_bf16_case(int64_t m, int64_t n, int64_t k, const int *layouts,
+                double alpha, double beta)
+{
+    Mat a = mat_new(m, k, layouts[0]);
+    Mat b = mat_new(k, n, layouts[1]);
+    Mat c = mat_new(m, n, layouts[2]);
+    fill_operands(TH_BFloat16, &a, &b);
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            store(TH_Float32, c.buf, at(&c, i, j),
+                  beta == 0 ? NAN : value(TH_Float32, i, j, 3));
+        }
+    }
+    CHECK_OK(THBlas_gemmBF16Batched(1, m, n, k, (float)alpha, as_blas(&a),
+                                    NULL, as_blas(&b), NULL, (float)beta,
+                                    as_blas(&c), NULL));
+    int reported = 0;
+    for (int64_t i = 0; i < m && reported < 3; i++) {
+        for (int64_t j = 0; j < n && reported < 3; j++) {
+            double sum = 0;
+            for (int64_t p = 0; p < k; p++) {
+                sum += load(TH_BFloat16, a.buf, at(&a, i, p))
+                       * load(TH_BFloat16, b.buf, at(&b, p, j));
+            }
+            double expect = alpha * sum
+                            + (beta == 0 ? 0 : beta * value(TH_Float32, i, j, 3));
+            double got = load(TH_Float32, c.buf, at(&c, i, j));
+            if (!(got == expect)) {
+                CHECK_MSG(false,
+                          "bfloat16 dot m=%lld n=%lld k=%lld layouts %d%d%d: "
+                          "C[%lld,%lld] = %g, want %g",
+                          (long long)m, (long long)n, (long long)k, layouts[0],
+                          layouts[1], layouts[2], (long long)i, (long long)j,
+                          got, expect);
+                reported++;
+            }
+        }
+    }
+    free(a.buf);
+    free(b.buf);
+    free(c.buf);
+}
+
+static void
+check_bf16_odd_sizes(void)
+{
+    static const double coefficients[][2] = {{1, 0}, {0.5, 2}, {-1, 1}};
+    for (int s = 0; s < NUM_ODD_SIZES; s++) {
+        for (int l = 0; l < NUM_LAYOUTS; l++) {
+            int layouts[3] = {(s + l) % NUM_LAYOUTS, l, (s + 1) % NUM_LAYOUTS};
+            const double *ab = coefficients[(s + l) % 3];
+            check_bf16_case(odd_sizes[s][0], odd_sizes[s][1], odd_sizes[s][2],
+                            layouts, ab[0], ab[1]);
+        }
+    }
+}
+
+/* Two products of a batch from one buffer each: product 1 is offset. */
+static void
+check_bf16_batch(void)
+{
+    enum { M = 17, N = 40, K = 33 };
+    THBFloat16 a[2 * M * K], b[2 * K * N];
+    float c[2 * M * N];
+    for (int i = 0; i < 2 * M * K; i++) {
+        a[i] = THBFloat16_fromFloat((float)((i * 7) % 11 - 5) / 4);
+    }
+    for (int i = 0; i < 2 * K * N; i++) {
+        b[i] = THBFloat16_fromFloat((float)((i * 3) % 13 - 6) / 2);
+    }
+    const int64_t a_offsets[2] = {0, M * K}, b_offsets[2] = {K * N, 0};
+    const int64_t c_offsets[2] = {0, M * N};
+    THBlasMatrix ma = {(char *)a, K, 1}, mb = {(char *)b, N, 1};
+    THBlasMatrix mc = {(char *)c, N, 1};
+    CHECK_OK(THBlas_gemmBF16Batched(2, M, N, K, 1.0f, ma, a_offsets, mb,
+                                    b_offsets, 0.0f, mc, c_offsets));
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < N; j++) {
+                double sum = 0;
+                for (int p = 0; p < K; p++) {
+                    sum += (double)THBFloat16_toFloat(a[a_offsets[t] + i * K + p])
+                           * THBFloat16_toFloat(b[b_offsets[t] + p * N + j]);
+                }
+                CHECK_EQ_DBL(c[c_offsets[t] + i * N + j], sum);
+            }
+        }
+    }
+}
+
+/* The dot path runs exactly when the avx512 family is in use on a CPU with
+ * AVX512-BF16 (and is refused otherwise); it is run on every size, with
+ * blocks from tiny caches (every KC, MC and NC edge), and on two threads. */
+static void
+test_gemm_bfloat16_dot_matches_naive(void)
+{
+    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
+    const char *saved = THBlas_kernelName();
+    int saved_threads = THParallel_getNumThreads();
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (!use_family(f)) {
+            continue;
+        }
+        if (!THBlas_bf16DotAvailable()) {
+            THBlasMatrix none = {NULL, 0, 1};
+            CHECK_FAILS(THBlas_gemmBF16Batched(1, 2, 2, 2, 1.0f, none, NULL,
+                                               none, NULL, 0.0f, none, NULL),
+                        TH_ERR_RUNTIME, "dot-product");
+            continue;
+        }
+        printf("  bfloat16 dot-product GEMM run (%s)\n", all_families[f]);
+        check_bf16_odd_sizes();
+        check_bf16_batch();
+        THBlas_setCacheSizes(tiny_caches);
+        check_bf16_odd_sizes();
+        THBlas_setCacheSizes(NULL);
+        CHECK_OK(THParallel_setNumThreads(2));
+        int layouts[3] = {LAYOUT_COLS, LAYOUT_ROWS, LAYOUT_STEPPED};
+        check_bf16_case(301, 97, 1100, layouts, 1, 0);
+        check_bf16_case(45, 260, 70, layouts, 2, 0.5);
+        CHECK_OK(THParallel_setNumThreads(saved_threads));
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+}
+
 TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_floating_matches_naive),
     TH_TEST(test_gemm_blocking_follows_the_caches),
@@ -761,5 +894,6 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_kernel_selection),
     TH_TEST(test_gemm_tensor_batches),
     TH_TEST(test_gemm_gathered_matches_naive),
+    TH_TEST(test_gemm_bfloat16_dot_matches_naive),
     TH_TEST_END,
 };

@@ -1818,30 +1818,40 @@ fold_batch_dims(const THTensor *a, const THTensor *b, const THTensor *c,
     }
 }
 
+/* A tensor product as matrices: `count` products of one m x n x k shape,
+ * product i offset by offsets[i], offsets[count + i] and
+ * offsets[2 * count + i] elements in a, b and c (offsets is NULL when
+ * count == 1; the caller frees it). */
+typedef struct {
+    int64_t m, n, k, count;
+    THBlasMatrix a, b, c;
+    int64_t *offsets;
+} TensorProduct;
+
+/* c's, a's and b's product (checked by check_gemm_tensors, c nonempty;
+ * c may have another dtype than a and b). */
 static int
-gemm_tensor_native(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
-                   THScalar alpha)
+tensor_product(const THTensor *c, const THTensor *a, const THTensor *b,
+               TensorProduct *p)
 {
-    if (check_gemm_tensors(c, a, b) < 0) {
-        return -1;
-    }
-    if (c->numel == 0) {
+    int nd = c->ndim;
+    p->m = a->sizes[nd - 2];
+    p->k = a->sizes[nd - 1];
+    p->n = b->sizes[nd - 1];
+    p->a = (THBlasMatrix){THTensor_data(a), a->strides[nd - 2],
+                          a->strides[nd - 1]};
+    p->b = (THBlasMatrix){THTensor_data(b), b->strides[nd - 2],
+                          b->strides[nd - 1]};
+    p->c = (THBlasMatrix){THTensor_data(c), c->strides[nd - 2],
+                          c->strides[nd - 1]};
+    p->count = 1;
+    p->offsets = NULL;
+    BatchDims batch;
+    fold_batch_dims(a, b, c, &p->m, &p->a, &p->c, &batch);
+    if (batch.ndim == 0) {
         return 0;
     }
-    int nd = c->ndim;
-    int64_t m = a->sizes[nd - 2], k = a->sizes[nd - 1], n = b->sizes[nd - 1];
-    THBlasMatrix ma = {THTensor_data(a), a->strides[nd - 2],
-                       a->strides[nd - 1]};
-    THBlasMatrix mb = {THTensor_data(b), b->strides[nd - 2],
-                       b->strides[nd - 1]};
-    THBlasMatrix mc = {THTensor_data(c), c->strides[nd - 2],
-                       c->strides[nd - 1]};
-    BatchDims batch;
-    fold_batch_dims(a, b, c, &m, &ma, &mc, &batch);
-    if (batch.ndim == 0) {
-        return THBlas_gemm(c->dtype, m, n, k, alpha, ma, mb, beta, mc);
-    }
-    int64_t count = c->numel / (m * n);
+    int64_t count = c->numel / (p->m * p->n);
     /* count <= c's numel, but c may be an out= view (Note [Counts to
      * bytes]) */
     int64_t *offsets = count <= INT64_MAX / 3
@@ -1871,40 +1881,94 @@ gemm_tensor_native(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
             index[d] = 0;
         }
     }
-    int status = THBlas_gemmBatched(c->dtype, count, m, n, k, alpha, ma,
-                                    offsets, mb, offsets + count, beta, mc,
-                                    offsets + 2 * count);
-    free(offsets);
+    p->count = count;
+    p->offsets = offsets;
+    return 0;
+}
+
+static int
+gemm_tensor_native(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
+                   THScalar alpha)
+{
+    if (check_gemm_tensors(c, a, b) < 0) {
+        return -1;
+    }
+    if (c->numel == 0) {
+        return 0;
+    }
+    TensorProduct p;
+    if (tensor_product(c, a, b, &p) < 0) {
+        return -1;
+    }
+    if (p.offsets == NULL) {
+        return THBlas_gemm(c->dtype, p.m, p.n, p.k, alpha, p.a, p.b, beta,
+                           p.c);
+    }
+    int status = THBlas_gemmBatched(c->dtype, p.count, p.m, p.n, p.k, alpha,
+                                    p.a, p.offsets, p.b, p.offsets + p.count,
+                                    beta, p.c, p.offsets + 2 * p.count);
+    free(p.offsets);
     return status;
 }
 
 /* Note [Half-precision matmul]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
- * float16 and bfloat16 products run the float32 GEMM: the operands are
- * converted to float32 first (F16C's vcvtph2ps for float16, a 16-bit shift
- * for bfloat16: THHalf_toFloatN), the micro-kernel accumulates in float32,
- * and each result is rounded once into c.  The conversions cost O(mk + kn)
- * against the product's O(mkn); the price is a float32 copy of each
- * operand. */
+ * float16 and bfloat16 products accumulate in float32 and round each
+ * result once into c.  bfloat16 runs on the CPU's bfloat16 dot-product
+ * instruction where the avx512 family is in use and the CPU has
+ * AVX512-BF16 (Note [bfloat16 GEMM on the dot-product instruction] in
+ * THBlasBF16.c), into a float32 copy of c.  Otherwise the product runs
+ * the float32 GEMM: the operands are converted to float32 first (F16C's
+ * vcvtph2ps for float16, a 16-bit shift for bfloat16: THHalf_toFloatN),
+ * which costs O(mk + kn) against the product's O(mkn), and a float32
+ * copy of each operand. */
+static int
+gemm_tensor_bf16_dot(THTensor *wide_c, THTensor *a, THTensor *b,
+                     THScalar beta, THScalar alpha)
+{
+    if (wide_c->numel == 0) {
+        return 0;
+    }
+    TensorProduct p;
+    if (tensor_product(wide_c, a, b, &p) < 0) {
+        return -1;
+    }
+    bool batched = p.offsets != NULL;
+    int status = THBlas_gemmBF16Batched(
+        p.count, p.m, p.n, p.k, (float)scalar_as_double(alpha), p.a,
+        p.offsets, p.b, batched ? p.offsets + p.count : NULL,
+        (float)scalar_as_double(beta), p.c,
+        batched ? p.offsets + 2 * p.count : NULL);
+    free(p.offsets);
+    return status;
+}
+
 static int
 gemm_tensor_half(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                  THScalar alpha)
 {
-    THTensor *wide_a = THTensor_newCast(a, TH_Float32, false);
-    THTensor *wide_b = THTensor_newCast(b, TH_Float32, false);
     /* beta == 0: c is only written, so its old values are not converted */
     THTensor *wide_c = scalar_is_zero(beta)
                            ? THTensor_newEmptyLike(c, TH_Float32)
                            : THTensor_newCast(c, TH_Float32, false);
+    if (wide_c == NULL) {
+        return -1;
+    }
     int status = -1;
-    if (wide_a != NULL && wide_b != NULL && wide_c != NULL) {
-        status = gemm_tensor_native(wide_c, wide_a, wide_b, beta, alpha);
+    if (c->dtype == TH_BFloat16 && THBlas_bf16DotAvailable()) {
+        status = gemm_tensor_bf16_dot(wide_c, a, b, beta, alpha);
+    } else {
+        THTensor *wide_a = THTensor_newCast(a, TH_Float32, false);
+        THTensor *wide_b = THTensor_newCast(b, TH_Float32, false);
+        if (wide_a != NULL && wide_b != NULL) {
+            status = gemm_tensor_native(wide_c, wide_a, wide_b, beta, alpha);
+        }
+        THTensor_release(wide_a);
+        THTensor_release(wide_b);
     }
     if (status == 0) {
         status = THTensor_copy(c, wide_c);
     }
-    THTensor_release(wide_a);
-    THTensor_release(wide_b);
     THTensor_release(wide_c);
     return status;
 }

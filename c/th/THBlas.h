@@ -28,6 +28,7 @@
 #include "THDtype.h"
 #include "THTensor.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -71,6 +72,21 @@ int THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * into m, so a (B, m, k) @ (k, n) product runs as one (B*m, k) GEMM. */
 int THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                       THScalar alpha);
+
+/* Whether bfloat16 products run on the CPU's bfloat16 dot-product
+ * instruction: the avx512 family is in use (THBlas_setKernel) and the CPU
+ * has AVX512-BF16 (THBlasBF16.c). */
+bool THBlas_bf16DotAvailable(void);
+
+/* THBlas_gemmBatched for bfloat16 a and b and a float32 c, on that
+ * instruction (Note [bfloat16 GEMM on the dot-product instruction]);
+ * offsets may all be NULL for one product.  -1 with a TH error when the
+ * instruction is not in use or out of memory. */
+int THBlas_gemmBF16Batched(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           float alpha, THBlasMatrix a,
+                           const int64_t *a_offsets, THBlasMatrix b,
+                           const int64_t *b_offsets, float beta,
+                           THBlasMatrix c, const int64_t *c_offsets);
 
 
 /* Fills one packed micro-panel of B: dst[p * nr + j] = B[p0 + p][j0 + j]
