@@ -905,16 +905,7 @@ workspace_alloc(GemmWorkspace *ws, int itemsize, int64_t m, int64_t n,
                               * itemsize);
     size_t b_bytes = (size_t)(round_up(min64(n, bl->nc), bl->nr) * kc
                               * itemsize);
-    ws->a_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up(
-                                               (int64_t)a_bytes, GEMM_ALIGN));
-    ws->b_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up(
-                                               (int64_t)b_bytes, GEMM_ALIGN));
-    if (ws->a_pack == NULL || ws->b_pack == NULL) {
-        free(ws->a_pack);
-        free(ws->b_pack);
-        return false;
-    }
-    return true;
+    return THBlas_allocPackBuffers(&ws->a_pack, a_bytes, &ws->b_pack, b_bytes);
 }
 
 static void
@@ -922,6 +913,22 @@ workspace_free(GemmWorkspace *ws)
 {
     free(ws->a_pack);
     free(ws->b_pack);
+}
+
+bool
+THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
+                        size_t b_bytes)
+{
+    *a_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up((int64_t)a_bytes,
+                                                         GEMM_ALIGN));
+    *b_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up((int64_t)b_bytes,
+                                                         GEMM_ALIGN));
+    if (*a_pack == NULL || *b_pack == NULL) {
+        free(*a_pack);
+        free(*b_pack);
+        return false;
+    }
+    return true;
 }
 
 /* One full row of a B micro-panel: memcpy with a size known at compile

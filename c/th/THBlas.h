@@ -29,6 +29,7 @@
 #include "THTensor.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -72,6 +73,11 @@ int THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * into m, so a (B, m, k) @ (k, n) product runs as one (B*m, k) GEMM. */
 int THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                       THScalar alpha);
+
+/* Two 64-byte-aligned packing buffers of the given sizes, or neither
+ * (false: out of memory); free() releases them.  For THBlas*.c. */
+bool THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
+                             size_t b_bytes);
 
 /* Whether bfloat16 products run on the CPU's bfloat16 dot-product
  * instruction: the avx512 family is in use (THBlas_setKernel) and the CPU

@@ -42,7 +42,6 @@
 
 #define BF16_MR 14 /* rows of the tile: 28 accumulators + 2 B vectors */
 #define BF16_NR 32 /* columns: two vectors of 16 float32 */
-#define BF16_ALIGN 64
 /* Products with fewer multiply-adds than this stay on one thread (the
  * float32 GEMM's threshold). */
 #define BF16_PARALLEL_WORK ((int64_t)1 << 18)
@@ -281,18 +280,10 @@ workspace_alloc(BF16Workspace *ws, const BF16Blocking *bl, int64_t m,
                 int64_t n, int64_t k)
 {
     int64_t pairs = (min64(k, bl->kc) + 1) / 2;
-    size_t a_bytes = (size_t)round_up(round_up(min64(m, bl->mc), BF16_MR)
-                                          * pairs * 4, BF16_ALIGN);
-    size_t b_bytes = (size_t)round_up(round_up(min64(n, bl->nc), BF16_NR)
-                                          * pairs * 4, BF16_ALIGN);
-    ws->a_pack = aligned_alloc(BF16_ALIGN, a_bytes);
-    ws->b_pack = aligned_alloc(BF16_ALIGN, b_bytes);
-    if (ws->a_pack == NULL || ws->b_pack == NULL) {
-        free(ws->a_pack);
-        free(ws->b_pack);
-        return false;
-    }
-    return true;
+    size_t a_bytes = (size_t)(round_up(min64(m, bl->mc), BF16_MR) * pairs * 4);
+    size_t b_bytes = (size_t)(round_up(min64(n, bl->nc), BF16_NR) * pairs * 4);
+    return THBlas_allocPackBuffers((void **)&ws->a_pack, a_bytes,
+                                   (void **)&ws->b_pack, b_bytes);
 }
 
 static void
