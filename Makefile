@@ -98,6 +98,7 @@ PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_nn_rnn.py \
                     --ignore=tests/test_nn_attention.py \
                     --ignore=tests/test_nn_conv.py \
+                    --ignore=tests/test_nn_conv3d.py \
                     --ignore=tests/test_nn_pooling.py \
                     --ignore=tests/test_nn_init_more.py \
                     --ignore=tests/test_training_programs.py \

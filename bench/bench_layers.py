@@ -42,6 +42,12 @@ def conv_case(lib, batch, channels, size, kernel):
     return lambda: conv(x).sum().backward()
 
 
+def conv3d_case(lib, batch, channels, depth, size, kernel):
+    conv = lib.nn.Conv3d(channels, channels, kernel, padding=kernel // 2)
+    x = lib.randn(batch, channels, depth, size, size, requires_grad=True)
+    return lambda: conv(x).sum().backward()
+
+
 def maxpool_case(lib, batch, channels, size):
     x = lib.randn(batch, channels, size, size, requires_grad=True)
     return _step(lib, lambda: lib.nn.functional.max_pool2d(x, 2))
@@ -120,6 +126,8 @@ def cases(quick):
     yield "conv2d 3x3 256ch 14x14", conv_case, (batch, 256, 14, 3)
     yield "conv2d 3x3 512ch 7x7", conv_case, (batch, 512, 7, 3)
     yield "conv2d 5x5 32ch 28x28 (MNIST-style)", conv_case, (batch, 32, 28, 5)
+    # a video / volumetric layer: C3D-style 3x3x3, 16 frames of 28x28, batch 8
+    yield "conv3d 3x3x3 32ch 16x28x28", conv3d_case, (batch // 4, 32, 8 if quick else 16, 28, 3)
     yield "max_pool2d 64ch 56x56", maxpool_case, (batch, 64, 56)
     yield "avg_pool2d 3x3/2 pad 1 64ch 56x56", avgpool_case, (batch, 64, 56)
     yield "batch_norm2d 64ch 56x56", batchnorm_case, (batch, 64, 56)

@@ -1,9 +1,12 @@
-"""The C convolution kernels (c/th/THConv.c through _C._conv2d and its two
-backward products) checked against NumPy, with the bad arguments and the
-re-entrant ones a direct caller can pass.  Small, for the leak gates."""
+"""The C convolution kernels (c/th/THConv.c through _C._conv2d, _C._conv3d
+and their backward products) checked against NumPy, with the bad arguments
+and the re-entrant ones a direct caller can pass.  Small, for the leak
+gates."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember import _C
@@ -251,3 +254,188 @@ def test_an_index_that_rebinds_the_input_sees_the_pinned_tensor():
 
     out = _C._conv2d(x, w, None, Rebinding(), 1, 0, 0, 1, 1, 1)
     assert out.tolist() == np.full((1, 1, 2, 2), 4.0).tolist()
+
+
+# ---- 3-D (Note [Three spatial dims, one code path]) ---------------------------------
+
+def reference_conv(x, w, stride, pad, dilation, groups, grad=None):
+    """The definition for any number of spatial dims, one kernel tap and one
+    group at a time: tap t reads the padded input at position * stride +
+    t * dilation.  The output, or with `grad` (output-shaped) the input and
+    weight gradients."""
+    o, cg = w.shape[:2]
+    og = o // groups
+    padded = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    out_size = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
+                zip(x.shape[2:], pad, dilation, w.shape[2:], stride)]
+    out = np.zeros((x.shape[0], o, *out_size))
+    grad_x, grad_w = np.zeros_like(padded), np.zeros_like(w)
+    for tap in np.ndindex(*w.shape[2:]):
+        window = (Ellipsis, *(slice(t * d, t * d + s * (m - 1) + 1, s)
+                              for t, d, s, m in zip(tap, dilation, stride, out_size)))
+        for g in range(groups):
+            ins, outs = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+            taps = w[(outs, slice(None), *tap)]             # og x cg
+            if grad is None:
+                out[:, outs] += np.einsum("nc...,oc->no...", padded[:, ins][window], taps)
+                continue
+            grad_x[:, ins][window] += np.einsum("no...,oc->nc...", grad[:, outs], taps)
+            reads, grads = padded[:, ins][window], grad[:, outs]
+            grad_w[(outs, slice(None), *tap)] += np.einsum(
+                "ncp,nop->oc", reads.reshape(*reads.shape[:2], np.prod(out_size)),
+                grads.reshape(*grads.shape[:2], np.prod(out_size)))
+    if grad is None:
+        return out
+    inside = (Ellipsis, *(slice(p, p + n) for p, n in zip(pad, x.shape[2:])))
+    return grad_x[inside], grad_w
+
+
+@st.composite
+def conv3d_geometries(draw):
+    """(batch, in, out, volume, kernel, stride, pad, dilation, groups) whose
+    kernel fits the padded volume; each dim drawn on its own."""
+    groups = draw(st.integers(1, 2))
+    cin, cout = groups * draw(st.integers(1, 3)), groups * draw(st.integers(1, 3))
+    kernel, stride, pad, dilation, volume = [], [], [], [], []
+    for _ in range(3):
+        k, d, p = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(0, 2))
+        kernel.append(k), dilation.append(d), pad.append(p), stride.append(
+            draw(st.integers(1, 3)))
+        volume.append(max(1, d * (k - 1) + 1 - 2 * p) + draw(st.integers(0, 4)))
+    return (draw(st.integers(0, 2)), cin, cout, tuple(volume), tuple(kernel), tuple(stride),
+            tuple(pad), tuple(dilation), groups)
+
+
+def _conv3d_products(x, w, b, g, geometry):
+    """ember's output, input gradient and weight gradient through _C._conv3d*."""
+    _, _, _, volume, kernel, stride, pad, dilation, groups = geometry
+    ints = (*stride, *pad, *dilation, groups)
+    out = _C._conv3d(ember.tensor(x), ember.tensor(w), ember.tensor(b), *ints).numpy()
+    grad_x = _C._conv3d_backward_input(ember.tensor(g), ember.tensor(w), *volume, *ints)
+    grad_w = _C._conv3d_backward_weight(ember.tensor(g), ember.tensor(x), *kernel, *ints)
+    return out, grad_x.numpy(), grad_w.numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(geometry=conv3d_geometries(), dtype=st.sampled_from([np.float64, np.float32]),
+       seed=st.integers(0, 2**16))
+def test_conv3d_products_match_numpy(geometry, dtype, seed):
+    """All three products on NCDHW volumes: strides, padding, dilation and
+    groups per dim, both input-gradient routes (stride 1 or not), empty
+    batches, 1x1x1 kernels (the direct path when unpadded)."""
+    _, _, _, _, _, stride, pad, dilation, groups = geometry
+    x, w, b, _ = _operands(dtype, geometry)
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal(x.shape).astype(dtype), rng.standard_normal(w.shape).astype(dtype)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out = reference_conv(x64, w64, stride, pad, dilation, groups)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    expected = (out + b.reshape(1, -1, 1, 1, 1),
+                *reference_conv(x64, w64, stride, pad, dilation, groups, grad=g.astype(np.float64)))
+    _assert_products_close(_conv3d_products(x, w, b, g, geometry), expected, dtype)
+
+
+def test_reference_conv_agrees_with_the_2d_loops():
+    """The tap-at-a-time definition above is the one the 2-D tests use."""
+    geometry = GEOMETRIES[1]
+    x, w, _, rng = _operands(np.float64, geometry)
+    stride, pad, dilation, groups = geometry[5:]
+    out = reference_conv2d(x, w, stride, pad, dilation, groups)
+    g = rng.standard_normal(out.shape)
+    np.testing.assert_allclose(reference_conv(x, w, stride, pad, dilation, groups), out)
+    for ours, theirs in zip(reference_conv(x, w, stride, pad, dilation, groups, grad=g),
+                            reference_conv2d(x, w, stride, pad, dilation, groups, grad=g)):
+        np.testing.assert_allclose(ours, theirs)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES[:4])
+def test_depth_one_volumes_are_the_2d_products(geometry):
+    """A 2-D convolution is a 3-D one of depth 1: the 3-D entry points on
+    the same data give the 2-D ones' results, bit for bit."""
+    x, w, b, rng = _operands(np.float64, geometry)
+    _, _, _, image, kernel, stride, pad, dilation, groups = geometry
+    ints2 = (*stride, *pad, *dilation, groups)
+    ints3 = (1, *stride, 0, *pad, 1, *dilation, groups)
+    out = _C._conv2d(ember.tensor(x), ember.tensor(w), ember.tensor(b), *ints2).numpy()
+    g = rng.standard_normal(out.shape)
+    x3, w3, g3 = x[:, :, None], w[:, :, None], g[:, :, None]
+    pairs = [
+        (out, _C._conv3d(ember.tensor(x3), ember.tensor(w3), ember.tensor(b), *ints3)),
+        (_C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), *image, *ints2),
+         _C._conv3d_backward_input(ember.tensor(g3), ember.tensor(w3), 1, *image, *ints3)),
+        (_C._conv2d_backward_weight(ember.tensor(g), ember.tensor(x), *kernel, *ints2),
+         _C._conv3d_backward_weight(ember.tensor(g3), ember.tensor(x3), 1, *kernel, *ints3)),
+    ]
+    for flat, volume in pairs:
+        assert np.array_equal(np.asarray(flat)[:, :, None], volume.numpy())
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_conv3d_every_gemm_kernel_and_thread_count(dtype):
+    """The 3-D gathers on each GEMM family this CPU runs, one thread and
+    two: 5 output channels (a partial MR tile), 4 x 6 x 7 outputs of 2
+    samples side by side (a partial last panel)."""
+    geometry = (2, 3, 5, (4, 6, 7), (3, 2, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1)
+    x, w, b, rng = _operands(dtype, geometry)
+    stride, pad, dilation, groups = geometry[5:]
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    g = rng.standard_normal((2, 5, 4, 5, 7)).astype(dtype)
+    expected = (reference_conv(x64, w64, stride, pad, dilation, groups) + b.reshape(1, -1, 1, 1, 1),
+                *reference_conv(x64, w64, stride, pad, dilation, groups, grad=g.astype(np.float64)))
+    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in ("generic", "avx2", "avx512"):
+            try:
+                _C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                _assert_products_close(_conv3d_products(x, w, b, g, geometry), expected, dtype)
+    finally:
+        _C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
+
+
+_ONES5 = (1, 1, 1, 0, 0, 0, 1, 1, 1, 1)   # stride, padding, dilation, groups
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 1, 1, 1), None,
+                        1, 1, 0, 0, 1, 1, 1), TypeError, "takes 13 arguments"),
+    (lambda: _C._conv3d(ember.ones(1, 2, 3, 3), ember.ones(1, 2, 1, 1), None, *_ONES5),
+     RuntimeError, "contiguous 5-D"),
+    (lambda: _C._conv2d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 1, 1, 1), None,
+                        1, 1, 0, 0, 1, 1, 1), RuntimeError, "contiguous 4-D"),
+    (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 4, 1, 1), None, *_ONES5),
+     RuntimeError, "larger than the padded input"),
+    (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 1, 1, 1), None,
+                        1, 1, 1, -1, 0, 0, 1, 1, 1, 1), RuntimeError, "padding non-negative"),
+    (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 1, 1, 1), None,
+                        1, 1, 1, 0, 0, 0, 0, 1, 1, 1), RuntimeError, "dilation must be positive"),
+    (lambda: _C._conv3d_backward_input(ember.ones(1, 1, 2, 3, 3), ember.ones(1, 2, 1, 1, 1),
+                                       3, 3, 3, *_ONES5), RuntimeError, "wrong shape"),
+    (lambda: _C._conv3d_backward_weight(ember.ones(1, 1, 3, 3, 2), ember.ones(1, 2, 3, 3, 3),
+                                        1, 1, 1, *_ONES5), RuntimeError, "wrong shape"),
+    (lambda: _C._conv3d_backward_weight(ember.ones(1, 1, 3, 3, 3), ember.ones(1, 3, 3, 3, 3),
+                                        1, 1, 1, *_ONES5[:-1], 2), RuntimeError,
+     "groups must divide"),
+])
+def test_conv3d_bad_arguments_raise(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_conv3d_index_that_rebinds_the_input_sees_the_pinned_tensor():
+    """As the 2-D test above, through the 3-D entry point's last int."""
+    x = ember.ones(1, 1, 2, 3, 3)
+    w = ember.ones(1, 1, 2, 2, 2)
+
+    class Rebinding:
+        def __index__(self):
+            x.data = ember.zeros(1, 1, 1, 1, 1)   # frees the old THTensor unless pinned
+            return 1
+
+    out = _C._conv3d(x, w, None, 1, 1, 1, 0, 0, 0, 1, 1, 1, Rebinding())
+    assert out.tolist() == np.full((1, 1, 1, 2, 2), 8.0).tolist()

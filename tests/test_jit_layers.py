@@ -48,6 +48,9 @@ LAYERS = {
                            (1, 4, 5, 6)),
     "conv2d_circular": (lambda: nn.Conv2d(3, 2, 3, padding=1, padding_mode="circular"),
                         (2, 3, 5, 5)),
+    "conv3d_strided_replicate": (lambda: nn.Conv3d(2, 3, (3, 2, 3), stride=(2, 1, 1),
+                                                   padding=1, padding_mode="replicate"),
+                                 (2, 2, 5, 4, 5)),
     "batchnorm1d": (lambda: nn.BatchNorm1d(3), (5, 3)),
     "batchnorm1d_3d": (lambda: nn.BatchNorm1d(3, affine=False), (4, 3, 2)),
     "batchnorm2d": (lambda: nn.BatchNorm2d(3), (2, 3, 4, 4)),
@@ -265,6 +268,17 @@ def test_freeze_folds_conv1d_and_batch_norm1d_without_bias_or_affine():
     frozen = ember.jit.freeze(ember.jit.script(model))
     assert "aten::batch_norm" not in _kinds(frozen.graph)
     x = ember.randn(4, 2, 7, dtype=ember.float64)
+    np.testing.assert_allclose(frozen(x).numpy(), model(x).detach().numpy(),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_freeze_folds_conv3d_and_batch_norm3d():
+    model = nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.BatchNorm3d(3), nn.ReLU()).double()
+    _randomise_batch_norms(model).eval()
+    frozen = ember.jit.freeze(ember.jit.script(model))
+    kinds = _kinds(frozen.graph)
+    assert "aten::batch_norm" not in kinds and kinds.count("aten::conv3d") == 1
+    x = ember.randn(2, 2, 3, 4, 5, dtype=ember.float64)
     np.testing.assert_allclose(frozen(x).numpy(), model(x).detach().numpy(),
                                rtol=1e-12, atol=1e-12)
 

@@ -196,6 +196,17 @@ def test_grouped_strided_dilated_conv_and_avg_pool():
     assert_runs_like_ember(proto, f, x)
 
 
+def test_conv3d_with_per_dim_geometry_and_same_padding():
+    ember.manual_seed(6)
+    model = nn.Sequential(nn.Conv3d(2, 4, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 2),
+                                    dilation=(2, 1, 1), groups=2), nn.ReLU(),
+                          nn.Conv3d(4, 3, (2, 3, 4), padding="same")).eval()
+    x = ember.randn(2, 2, 5, 6, 5)
+    proto = export_to_proto(model, (x,))
+    assert op_types(proto) == ["Conv", "Relu", "Conv"]
+    assert_runs_like_ember(proto, model, x)
+
+
 @pytest.mark.filterwarnings("ignore::ember.jit.TracerWarning")
 def test_library_transformer_layer_with_dynamic_batch_and_sequence():
     # Its attention reshapes (B, T, E) -> (T, B * heads, E / heads) and

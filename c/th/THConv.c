@@ -1,6 +1,6 @@
 /*
- * THConv.c -- 2-D convolution through GEMM (Note [Convolution as GEMM] in
- * THConv.h).
+ * THConv.c -- 1-, 2- and 3-D convolution through GEMM (Note [Convolution
+ * as GEMM] and Note [Three spatial dims, one code path] in THConv.h).
  */
 #include "THConv.h"
 
@@ -25,16 +25,17 @@
 /* The columns of one sample and one group, for col2im. */
 typedef struct {
     const THConvShape *s;
-    int64_t out_plane; /* out_h * out_w: the columns */
-    char *image;       /* the sample's group block: channels x in_h x in_w */
-    char *col;         /* (channels * kh * kw) x out_plane */
+    int64_t out_plane; /* out_d * out_h * out_w: the columns */
+    char *image;       /* the sample's group block: channels x in_d x in_h x in_w */
+    char *col;         /* (channels * kd * kh * kw) x out_plane */
 } ColumnJob;
 
-/* Where one kernel tap (i, j) reads: output (y, x) reads input
- * (y * stride_h + y_off, x * stride_w + x_off), which is on the image for
- * y in [y_lo, y_hi) and x in [x_lo, x_hi) and padding elsewhere. */
+/* Where one kernel tap (k, i, j) reads: output (z, y, x) reads input
+ * (z * stride_d + z_off, y * stride_h + y_off, x * stride_w + x_off), which
+ * is on the volume for z in [z_lo, z_hi), y in [y_lo, y_hi) and x in
+ * [x_lo, x_hi) and padding elsewhere. */
 typedef struct {
-    int64_t y_off, x_off, y_lo, y_hi, x_lo, x_hi;
+    int64_t z_off, y_off, x_off, z_lo, z_hi, y_lo, y_hi, x_lo, x_hi;
 } TapSpan;
 
 /* [*lo, *hi): the outputs of one dim (out of `out`) whose input
@@ -53,8 +54,10 @@ static TapSpan
 tap_span(const THConvShape *s, int64_t tap)
 {
     TapSpan t;
-    t.y_off = tap / s->kernel_w * s->dilation_h - s->pad_h;
+    t.z_off = tap / (s->kernel_h * s->kernel_w) * s->dilation_d - s->pad_d;
+    t.y_off = tap / s->kernel_w % s->kernel_h * s->dilation_h - s->pad_h;
     t.x_off = tap % s->kernel_w * s->dilation_w - s->pad_w;
+    valid_span(s->out_d, s->in_d, s->stride_d, t.z_off, &t.z_lo, &t.z_hi);
     valid_span(s->out_h, s->in_h, s->stride_h, t.y_off, &t.y_lo, &t.y_hi);
     valid_span(s->out_w, s->in_w, s->stride_w, t.x_off, &t.x_lo, &t.x_hi);
     return t;
@@ -69,18 +72,22 @@ tap_span(const THConvShape *s, int64_t tap)
     {                                                                       \
         const ColumnJob *job = ctx;                                         \
         const THConvShape *s = job->s;                                      \
-        int64_t taps = s->kernel_h * s->kernel_w;                           \
+        int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;             \
         for (int64_t c = begin; c < end; c++) {                             \
-            ctype *plane = (ctype *)job->image + c * s->in_h * s->in_w;     \
+            ctype *volume = (ctype *)job->image + c * s->in_d * s->in_h * s->in_w; \
             for (int64_t tap = 0; tap < taps; tap++) {                      \
                 TapSpan t = tap_span(s, tap);                               \
                 const ctype *src =                                          \
                     (const ctype *)job->col + (c * taps + tap) * job->out_plane; \
-                for (int64_t y = t.y_lo; y < t.y_hi; y++) {                 \
-                    ctype *line = plane + (y * s->stride_h + t.y_off) * s->in_w; \
-                    const ctype *from = src + y * s->out_w;                 \
-                    for (int64_t x = t.x_lo; x < t.x_hi; x++) {             \
-                        line[x * s->stride_w + t.x_off] += from[x];         \
+                for (int64_t z = t.z_lo; z < t.z_hi; z++) {                 \
+                    ctype *plane = volume                                   \
+                                   + (z * s->stride_d + t.z_off) * s->in_h * s->in_w; \
+                    for (int64_t y = t.y_lo; y < t.y_hi; y++) {             \
+                        ctype *line = plane + (y * s->stride_h + t.y_off) * s->in_w; \
+                        const ctype *from = src + (z * s->out_h + y) * s->out_w; \
+                        for (int64_t x = t.x_lo; x < t.x_hi; x++) {         \
+                            line[x * s->stride_w + t.x_off] += from[x];     \
+                        }                                                   \
                     }                                                       \
                 }                                                           \
             }                                                               \
@@ -106,18 +113,18 @@ tap_span(const THConvShape *s, int64_t tap)
 
 /* The forward product of a few samples and one group as a
  * THBlas_gemmGathered: B's column q is output position q of those samples
- * side by side, and its row (c, i, j) is their zero-padded images read
- * from tap_offsets[(c, i, j)] on. */
+ * side by side, and its row (c, k, i, j) is their zero-padded images read
+ * from tap_offsets[(c, k, i, j)] on. */
 typedef struct {
     const THConvShape *s;
-    int64_t out_plane;          /* out_h * out_w */
+    int64_t out_plane;          /* out_d * out_h * out_w */
     int64_t out_group;          /* the rows of C */
-    int64_t padded_h, padded_w; /* in_h + 2 pad_h, in_w + 2 pad_w */
-    int64_t padded_image;       /* in_group * padded_h * padded_w */
-    const int64_t *tap_offsets; /* in_group * kh * kw entries */
+    int64_t padded_d, padded_h, padded_w; /* in_d + 2 pad_d, ... */
+    int64_t padded_image;       /* in_group * padded_d * padded_h * padded_w */
+    const int64_t *tap_offsets; /* in_group * kd * kh * kw entries */
     char *padded;               /* the samples' padded images, one after another */
     int64_t columns;            /* samples * out_plane */
-    int64_t depth;              /* in_group * kh * kw */
+    int64_t depth;              /* in_group * kd * kh * kw */
     char *out;                  /* where C goes: the first sample's group block
                                    of the output, or the group's weight gradient */
     const char *bias;           /* the group's first bias value, or NULL */
@@ -137,9 +144,11 @@ line_run_at(const GatherJob *job, int64_t q, int64_t end)
 {
     const THConvShape *s = job->s;
     int64_t b = q / job->out_plane, r = q % job->out_plane;
-    int64_t y = r / s->out_w, x = r % s->out_w;
+    int64_t line = r / s->out_w, x = r % s->out_w;
+    int64_t z = line / s->out_h, y = line % s->out_h;
     LineRun run = {q, s->out_w - x < end - q ? s->out_w - x : end - q,
-                   b * job->padded_image + y * s->stride_h * job->padded_w
+                   b * job->padded_image
+                       + (z * s->stride_d * job->padded_h + y * s->stride_h) * job->padded_w
                        + x * s->stride_w};
     return run;
 }
@@ -398,10 +407,10 @@ typedef struct {
     const ConvKernels *kernels;
     int64_t in_group;    /* in_channels / groups */
     int64_t out_group;   /* out_channels / groups */
-    int64_t depth;       /* in_group * kh * kw: the GEMM's inner dim */
-    int64_t out_plane;   /* out_h * out_w */
-    int64_t in_plane;    /* in_h * in_w */
-    bool direct;         /* 1x1, stride 1, no padding: the input is B */
+    int64_t depth;       /* in_group * kd * kh * kw: the GEMM's inner dim */
+    int64_t out_plane;   /* out_d * out_h * out_w: one channel's outputs */
+    int64_t in_plane;    /* in_d * in_h * in_w */
+    bool direct;         /* 1x1(x1), stride 1, no padding: the input is B */
 } ConvPlan;
 
 static ConvPlan
@@ -413,11 +422,12 @@ plan_of(const THConvShape *s, THDtype dtype)
     p.kernels = kernels_for(dtype);
     p.in_group = s->in_channels / s->groups;
     p.out_group = s->out_channels / s->groups;
-    p.depth = p.in_group * s->kernel_h * s->kernel_w;
-    p.out_plane = s->out_h * s->out_w;
-    p.in_plane = s->in_h * s->in_w;
-    p.direct = s->kernel_h == 1 && s->kernel_w == 1 && s->stride_h == 1
-               && s->stride_w == 1 && s->pad_h == 0 && s->pad_w == 0;
+    p.depth = p.in_group * s->kernel_d * s->kernel_h * s->kernel_w;
+    p.out_plane = s->out_d * s->out_h * s->out_w;
+    p.in_plane = s->in_d * s->in_h * s->in_w;
+    p.direct = s->kernel_d == 1 && s->kernel_h == 1 && s->kernel_w == 1
+               && s->stride_d == 1 && s->stride_h == 1 && s->stride_w == 1
+               && s->pad_d == 0 && s->pad_h == 0 && s->pad_w == 0;
     return p;
 }
 
@@ -451,9 +461,9 @@ check_dtype(THDtype dtype)
 
 /* ---- the three products -------------------------------------------------------- */
 
-/* Where sample n's group g starts: in the image-side operand (N x C_in x H x W:
- * input or grad_input), the output-side one (N x C_out x out_h x out_w:
- * output or grad_output) and the weight (or its gradient). */
+/* Where sample n's group g starts: in the image-side operand (N x C_in x
+ * in_plane: input or grad_input), the output-side one (N x C_out x
+ * out_plane: output or grad_output) and the weight (or its gradient). */
 typedef struct {
     char *image, *out, *weight;
 } GroupBlock;
@@ -542,10 +552,13 @@ pad_planes(int64_t begin, int64_t end, void *ctx)
         const char *src = job->image
                           + (b * s->in_channels + c) * job->p->in_plane * job->p->itemsize;
         char *dst = gather->padded
-                    + ((t * gather->padded_h + s->pad_h) * gather->padded_w + s->pad_w)
-                          * job->p->itemsize;
-        for (int64_t y = 0; y < s->in_h; y++) {
-            memcpy(dst + y * gather->padded_w * job->p->itemsize, src + y * line, line);
+                    + (((t * gather->padded_d + s->pad_d) * gather->padded_h + s->pad_h)
+                           * gather->padded_w + s->pad_w) * job->p->itemsize;
+        for (int64_t z = 0; z < s->in_d; z++) {
+            for (int64_t y = 0; y < s->in_h; y++) {
+                memcpy(dst + (z * gather->padded_h + y) * gather->padded_w * job->p->itemsize,
+                       src + (z * s->in_h + y) * line, line);
+            }
         }
     }
 }
@@ -583,10 +596,12 @@ gather_buffers(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t 
         return -1;
     }
     memset(job->padded, 0, (size_t)count * p->itemsize);
-    int64_t taps = s->kernel_h * s->kernel_w;
+    int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;
     for (int64_t row = 0; row < p->depth; row++) {
-        int64_t c = row / taps, i = row % taps / s->kernel_w, j = row % s->kernel_w;
-        offsets[row] = (c * job->padded_h + i * s->dilation_h) * job->padded_w
+        int64_t c = row / taps, k = row % taps / (s->kernel_h * s->kernel_w);
+        int64_t i = row / s->kernel_w % s->kernel_h, j = row % s->kernel_w;
+        offsets[row] = ((c * job->padded_d + k * s->dilation_d) * job->padded_h
+                        + i * s->dilation_h) * job->padded_w
                        + j * s->dilation_w;
     }
     job->tap_offsets = offsets;
@@ -600,9 +615,12 @@ gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t *c
 {
     *job = (GatherJob){.s = s, .out_plane = p->out_plane, .out_group = p->out_group,
                        .depth = p->depth};
+    job->padded_d = s->in_d + 2 * s->pad_d;
     job->padded_h = s->in_h + 2 * s->pad_h;
     job->padded_w = s->in_w + 2 * s->pad_w;
-    if (TH_mul_overflows(p->in_group, job->padded_h * job->padded_w, &job->padded_image)) {
+    int64_t padded_volume;
+    if (TH_mul_overflows(job->padded_d, job->padded_h * job->padded_w, &padded_volume)
+        || TH_mul_overflows(p->in_group, padded_volume, &job->padded_image)) {
         return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
     }
     *chunk = gathered_images(p, s, job->padded_image);
@@ -672,9 +690,8 @@ forward_products(const THConvShape *s, THDtype dtype, char *input, char *weight,
 }
 
 int
-THConv2d_forward(THTensor *output, const THTensor *input,
-                 const THTensor *weight, const THTensor *bias,
-                 const THConvShape *s)
+THConv_forward(THTensor *output, const THTensor *input, const THTensor *weight,
+               const THTensor *bias, const THConvShape *s)
 {
     return forward_products(s, input->dtype, THTensor_data(input),
                             THTensor_data(weight),
@@ -683,11 +700,12 @@ THConv2d_forward(THTensor *output, const THTensor *input,
 }
 
 /* Note [Input gradient as a convolution] in THConv.h: with stride 1 and
- * pad <= dilation * (kernel - 1) in both dims. */
+ * pad <= dilation * (kernel - 1) in every dim. */
 static bool
 input_grad_is_a_convolution(const THConvShape *s)
 {
-    return s->stride_h == 1 && s->stride_w == 1
+    return s->stride_d == 1 && s->stride_h == 1 && s->stride_w == 1
+           && s->pad_d <= s->dilation_d * (s->kernel_d - 1)
            && s->pad_h <= s->dilation_h * (s->kernel_h - 1)
            && s->pad_w <= s->dilation_w * (s->kernel_w - 1);
 }
@@ -699,10 +717,13 @@ input_grad_shape(const THConvShape *s)
     THConvShape t = *s;
     t.in_channels = s->out_channels;
     t.out_channels = s->in_channels;
+    t.in_d = s->out_d;
     t.in_h = s->out_h;
     t.in_w = s->out_w;
+    t.out_d = s->in_d;
     t.out_h = s->in_h;
     t.out_w = s->in_w;
+    t.pad_d = s->dilation_d * (s->kernel_d - 1) - s->pad_d;
     t.pad_h = s->dilation_h * (s->kernel_h - 1) - s->pad_h;
     t.pad_w = s->dilation_w * (s->kernel_w - 1) - s->pad_w;
     return t;
@@ -719,13 +740,14 @@ copy_item(char *dst, const char *src, size_t itemsize)
     }
 }
 
-/* W' (groups * in_group) x out_group x kh x kw, the weight of that
- * convolution: W'[g, ci][co][i][j] = W[g, co][ci][kh - 1 - i][kw - 1 - j].
+/* W' (groups * in_group) x out_group x kd x kh x kw, the weight of that
+ * convolution: W'[g, ci][co][k][i][j] = W[g, co][ci][kd - 1 - k][kh - 1 - i]
+ * [kw - 1 - j], which reverses each (ci, co) block's taps as one run.
  * NULL with an error when out of memory. */
 static char *
 flipped_weight(const ConvPlan *p, const THConvShape *s, const char *weight)
 {
-    int64_t taps = s->kernel_h * s->kernel_w;
+    int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;
     char *flipped = TH_mallocArray(s->groups * p->in_group * p->out_group * taps,
                                    p->itemsize, "the convolution's flipped weight");
     if (flipped == NULL) {
@@ -798,8 +820,8 @@ backward_input_by_columns(THTensor *grad_input, const THTensor *grad_output,
 }
 
 int
-THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
-                       const THTensor *weight, const THConvShape *s)
+THConv_backwardInput(THTensor *grad_input, const THTensor *grad_output,
+                     const THTensor *weight, const THConvShape *s)
 {
     if (check_dtype(grad_output->dtype) < 0) {
         return -1;
@@ -815,8 +837,8 @@ THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
  * side by side at a time (Note [Samples side by side]); the first chunk
  * sets gW, the others add to it. */
 int
-THConv2d_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
-                        const THTensor *input, const THConvShape *s)
+THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
+                      const THTensor *input, const THConvShape *s)
 {
     if (check_dtype(input->dtype) < 0) {
         return -1;

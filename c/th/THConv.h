@@ -1,6 +1,7 @@
 /*
- * THConv.h -- 2-D convolution (cross-correlation, as PyTorch's) on NCHW
- * tensors: the forward product and both backward products.
+ * THConv.h -- 1-, 2- and 3-D convolution (cross-correlation, as PyTorch's)
+ * on NCDHW tensors: the forward product and both backward products.  One
+ * code path for all three: Note [Three spatial dims, one code path].
  *
  * Note [Convolution as GEMM]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -73,7 +74,19 @@
  * take the col2im route, one sample at a time.
  *
  * A transposed convolution is the input-gradient product run forward
- * (THConv2d_backwardInput), as in PyTorch.
+ * (THConv_backwardInput), as in PyTorch.
+ *
+ * Note [Three spatial dims, one code path]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The notes above speak of a 2-D image; the kernels run on volumes
+ * (depth d x height h x width w, NCDHW), and a 2-D convolution is a 3-D one
+ * of depth 1 (kernel depth 1, stride and dilation 1, no padding), a 1-D one
+ * a 2-D one of height 1.  Nothing above changes with the extra dim: a
+ * column row is a tap (c, k, i, j), a channel's positions (its "plane")
+ * are d x h x w of them, the padded buffer pads all three dims, and a
+ * micro-panel's columns are still runs along output lines (x), which is
+ * all the gathers need.  A depth-1 volume costs the 2-D case nothing but a
+ * few integer multiplications by 1 per line run.
  */
 #ifndef TH_CONV_H
 #define TH_CONV_H
@@ -82,14 +95,25 @@
 
 #include <stdint.h>
 
+/* A 2-D shape has depth 1 in every _d field but pad_d (0): THConvShape_flat
+ * says so (Note [Three spatial dims, one code path]). */
 typedef struct {
     int64_t batch, in_channels, out_channels, groups;
-    int64_t in_h, in_w, out_h, out_w;
-    int64_t kernel_h, kernel_w;
-    int64_t stride_h, stride_w;
-    int64_t pad_h, pad_w;
-    int64_t dilation_h, dilation_w;
+    int64_t in_d, in_h, in_w, out_d, out_h, out_w;
+    int64_t kernel_d, kernel_h, kernel_w;
+    int64_t stride_d, stride_h, stride_w;
+    int64_t pad_d, pad_h, pad_w;
+    int64_t dilation_d, dilation_h, dilation_w;
 } THConvShape;
+
+/* `s` with its depth fields those of a 2-D convolution (depth 1). */
+static inline THConvShape
+THConvShape_flat(THConvShape s)
+{
+    s.in_d = s.out_d = s.kernel_d = s.stride_d = s.dilation_d = 1;
+    s.pad_d = 0;
+    return s;
+}
 
 /* The output extent of one spatial dim; negative when the (dilated)
  * kernel does not fit the padded input. */
@@ -101,16 +125,16 @@ THConv_outputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
 }
 
 /* Each takes contiguous float32 or float64 tensors of one dtype, shaped as
- * `shape` says (input N x C x H x W, weight O x C/groups x kh x kw, output
- * N x O x out_h x out_w); bias may be NULL.  The result tensor is written
- * whole.  0, or -1 with a MemoryError-kind error. */
-int THConv2d_forward(THTensor *output, const THTensor *input,
-                     const THTensor *weight, const THTensor *bias,
-                     const THConvShape *shape);
-int THConv2d_backwardInput(THTensor *grad_input, const THTensor *grad_output,
-                           const THTensor *weight, const THConvShape *shape);
-int THConv2d_backwardWeight(THTensor *grad_weight,
-                            const THTensor *grad_output,
-                            const THTensor *input, const THConvShape *shape);
+ * `shape` says (input N x C x D x H x W, weight O x C/groups x kd x kh x kw,
+ * output N x O x out_d x out_h x out_w; a 2-D tensor's sizes are those with
+ * the depths of 1 left out); bias may be NULL.  The result tensor is
+ * written whole.  0, or -1 with a MemoryError-kind error. */
+int THConv_forward(THTensor *output, const THTensor *input,
+                   const THTensor *weight, const THTensor *bias,
+                   const THConvShape *shape);
+int THConv_backwardInput(THTensor *grad_input, const THTensor *grad_output,
+                         const THTensor *weight, const THConvShape *shape);
+int THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
+                          const THTensor *input, const THConvShape *shape);
 
 #endif /* TH_CONV_H */

@@ -484,7 +484,8 @@ _SAME_RANK_VIEWS = frozenset({"t", "transpose", "contiguous", "clone",
                               "detach", "T", "view_as", "expand_as"})
 # nn layers whose result has their input's dtype and number of dimensions
 # (max pooling is not here: return_indices=True gives a tuple)
-_SAME_RANK_LAYERS = frozenset({"F.conv1d", "F.conv2d", "F.batch_norm", "F.avg_pool1d",
+_SAME_RANK_LAYERS = frozenset({"F.conv1d", "F.conv2d", "F.conv3d", "F.batch_norm",
+                               "F.avg_pool1d",
                                "F.avg_pool2d", "F.adaptive_avg_pool1d",
                                "F.adaptive_avg_pool2d"})
 

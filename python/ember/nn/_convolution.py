@@ -1,9 +1,11 @@
 """Convolutions and padding for ember.nn.functional: PyTorch's argument forms
-and messages in front of the C kernels (_C._conv2d and its two backward
-products, c/th/THConv.c, Note [Convolution as GEMM]).
+and messages in front of the C kernels (_C._conv2d, _C._conv3d and their
+backward products, c/th/THConv.c, Note [Convolution as GEMM]).
 
-A 1-D convolution is a 2-D one over a height-1 image; a transposed
-convolution runs the input-gradient product forward.
+A 1-D convolution is a 2-D one over a height-1 image; 2-D and 3-D ones
+reach the same C code (Note [Three spatial dims, one code path] in
+c/th/THConv.h) through the entry points of their rank (_products); a
+transposed convolution runs the input-gradient product forward.
 
 Note [Convolution's three products]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -22,18 +24,27 @@ import ember
 from ember import _C
 from ember.autograd.function import Function
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "pad"]
 
 
 # ---- argument forms --------------------------------------------------------------
 
-def _pair(value, name="argument"):
+def _ntuple(value, n):
+    """An int or a 1-tuple repeated n times; an n-tuple as it is."""
     if isinstance(value, int):
-        return (value, value)
+        return (value,) * n
     value = tuple(int(v) for v in value)
-    if len(value) == 1:
-        return value * 2
-    return value
+    return value * n if len(value) == 1 else value
+
+
+def _check_arity(spatial, **arguments):
+    """Each tuple argument has one value or one per spatial dim."""
+    for name, value in arguments.items():
+        if isinstance(value, (tuple, list)) and len(value) not in (1, spatial):
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of "
+                               f"{spatial} values to match the convolution dimensions, but "
+                               f"got {name}={list(value)}")
 
 
 def _single_as_pair(value):
@@ -43,16 +54,18 @@ def _single_as_pair(value):
     return value
 
 
-def _geometry(stride, padding, dilation, groups):
-    stride, dilation = _pair(stride), _pair(dilation)
+def _geometry(stride, padding, dilation, groups, spatial):
+    """stride, padding and dilation as `spatial`-tuples (padding may stay a
+    string), checked as PyTorch does."""
+    stride, dilation = _ntuple(stride, spatial), _ntuple(dilation, spatial)
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
+        raise RuntimeError("non-positive dilation is not supported")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if not isinstance(padding, str):
-        padding = _pair(padding)
+        padding = _ntuple(padding, spatial)
         if any(p < 0 for p in padding):
             raise RuntimeError("negative padding is not supported")
     return stride, padding, dilation
@@ -124,16 +137,31 @@ def _remember(ctx, input, weight, bias, stride, padding, dilation, groups):
 
 
 def _bias_grad(ctx, grad):
-    return grad.sum((0, 2, 3)) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    if not (ctx.has_bias and ctx.needs_input_grad[2]):
+        return None
+    return grad.sum((0, *range(2, grad.dim())))
+
+
+# The C products by spatial dims: (forward, input gradient, weight gradient).
+_PRODUCTS = {
+    2: (_C._conv2d, _C._conv2d_backward_input, _C._conv2d_backward_weight),
+    3: (_C._conv3d, _C._conv3d_backward_input, _C._conv3d_backward_weight),
+}
+
+
+def _products(operand):
+    """The C products for an N x C x *spatial operand."""
+    return _PRODUCTS[operand.dim() - 2]
 
 
 class Convolution(Function):
-    """out = conv2d(input, weight) + bias on contiguous NCHW tensors."""
+    """out = conv2d/conv3d(input, weight) + bias on contiguous NC(D)HW
+    tensors."""
 
     @staticmethod
     def forward(ctx, input, weight, bias, stride, padding, dilation, groups):
         _remember(ctx, input, weight, bias, stride, padding, dilation, groups)
-        return _C._conv2d(input, weight, bias, *ctx.geometry)
+        return _products(input)[0](input, weight, bias, *ctx.geometry)
 
     @staticmethod
     def backward(ctx, grad):
@@ -149,14 +177,16 @@ class Convolution(Function):
 
 
 class ConvolutionTranspose(Function):
-    """out = conv_transpose2d(input, weight) + bias, out_h x out_w given:
-    the input-gradient product I(input, weight) run forward."""
+    """out = conv_transpose2d/3d(input, weight) + bias, the output's spatial
+    size given: the input-gradient product I(input, weight) run forward."""
 
     @staticmethod
     def forward(ctx, input, weight, bias, out_size, stride, padding, dilation, groups):
         _remember(ctx, input, weight, bias, stride, padding, dilation, groups)
-        out = _C._conv2d_backward_input(input, weight, *out_size, *ctx.geometry)
-        return out if bias is None else out.add_(bias.reshape(1, -1, 1, 1))
+        out = _products(input)[1](input, weight, *out_size, *ctx.geometry)
+        if bias is None:
+            return out
+        return out.add_(bias.reshape(1, -1, *[1] * len(out_size)))
 
     @staticmethod
     def backward(ctx, grad):
@@ -172,7 +202,7 @@ class ConvolutionTranspose(Function):
 
 
 class ConvolutionWeight(Function):
-    """The weight-gradient product V(grad, input) (kernel_h x kernel_w
+    """The weight-gradient product V(grad, input) (the kernel's spatial size
     given), as a Function so that a convolution's backward is
     differentiable (Note [Convolution's three products])."""
 
@@ -180,7 +210,7 @@ class ConvolutionWeight(Function):
     def forward(ctx, grad, input, kernel_size, geometry):
         ctx.save_for_backward(grad, input)
         ctx.geometry = geometry
-        return _C._conv2d_backward_weight(grad, input, *kernel_size, *geometry)
+        return _products(input)[2](grad, input, *kernel_size, *geometry)
 
     @staticmethod
     def backward(ctx, grad_weight):
@@ -205,28 +235,29 @@ def _conv_product(input, weight, geometry):
     if _recording():
         stride, padding, dilation, groups = _split_geometry(geometry)
         return Convolution.apply(input, weight, None, stride, padding, dilation, groups)
-    return _C._conv2d(input, weight, None, *geometry)
+    return _products(input)[0](input, weight, None, *geometry)
 
 
 def _input_product(grad, weight, input_size, geometry):
-    """I(grad, weight) with the input's height and width."""
+    """I(grad, weight) with the input's spatial size."""
     if _recording():
         stride, padding, dilation, groups = _split_geometry(geometry)
         return ConvolutionTranspose.apply(grad, weight, None, tuple(input_size), stride,
                                           padding, dilation, groups)
-    return _C._conv2d_backward_input(grad, weight, *input_size, *geometry)
+    return _products(grad)[1](grad, weight, *input_size, *geometry)
 
 
 def _weight_product(grad, input, kernel_size, geometry):
-    """V(grad, input) with the weight's kernel height and width."""
+    """V(grad, input) with the weight's kernel size."""
     if _recording():
         return ConvolutionWeight.apply(grad, input, tuple(kernel_size), geometry)
-    return _C._conv2d_backward_weight(grad, input, *kernel_size, *geometry)
+    return _products(input)[2](grad, input, *kernel_size, *geometry)
 
 
 def _split_geometry(geometry):
     """(stride, padding, dilation, groups) from _remember's flat tuple."""
-    return geometry[0:2], geometry[2:4], geometry[4:6], geometry[6]
+    n = (len(geometry) - 1) // 3
+    return geometry[0:n], geometry[n:2 * n], geometry[2 * n:3 * n], geometry[-1]
 
 
 def _contiguous(t):
@@ -255,10 +286,16 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
+
+
 def _convnd(name, input, weight, bias, stride, padding, dilation, groups, spatial):
     _check_conv(name, input, weight, bias, padding, dilation, groups, spatial)
     if isinstance(padding, str) and padding not in ("same", "valid"):
         raise RuntimeError(f"Invalid padding string: '{padding}'")
+    _check_arity(spatial, stride=stride, dilation=dilation,
+                 **({} if isinstance(padding, str) else {"padding": padding}))
     unbatched = input.dim() == spatial + 1
     if unbatched:
         input = input.unsqueeze(0)
@@ -267,13 +304,14 @@ def _convnd(name, input, weight, bias, stride, padding, dilation, groups, spatia
         stride, dilation = (1, _single_as_pair(stride)), (1, _single_as_pair(dilation))
         if not isinstance(padding, str):
             padding = (0, _single_as_pair(padding))
-    stride, padding, dilation = _geometry(stride, padding, dilation, groups)
+    dims = input.dim() - 2   # the kernel's: a 1-D convolution runs as a 2-D one
+    stride, padding, dilation = _geometry(stride, padding, dilation, groups, dims)
     if padding == "valid":
-        padding = (0, 0)
+        padding = (0,) * dims
     elif padding == "same":
         padding, extra = _same_padding(weight, stride, dilation)
-        if any(extra):
-            input = pad(input, (0, extra[1], 0, extra[0]))
+        if any(extra):  # the odd one of each dim's padding goes at its end
+            input = pad(input, [amount for e in reversed(extra) for amount in (0, e)])
     _check_kernel_fits(input, weight, padding, dilation)
     out = _in_compute_dtype(Convolution.apply, input, weight, bias, stride, padding,
                             dilation, groups)
@@ -294,12 +332,24 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                              output_padding, groups, dilation, 1)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transposend("conv_transpose3d", input, weight, bias, stride, padding,
+                             output_padding, groups, dilation, 3)
+
+
+# The dims PyTorch's output_padding message names, by spatial dims.
+_DIM_NAMES = {2: ("height", "width"), 3: ("depth", "height", "width")}
+
+
 def _conv_transposend(name, input, weight, bias, stride, padding, output_padding, groups,
                       dilation, spatial):
     batched = spatial + 2
     if input.dim() not in (batched - 1, batched):
         raise RuntimeError(f"Expected {batched - 1}D (unbatched) or {batched}D (batched) input "
                            f"to {name}, but got input of size: {list(input.shape)}")
+    _check_arity(spatial, stride=stride, padding=padding, dilation=dilation,
+                 output_padding=output_padding)
     unbatched = input.dim() == batched - 1
     if unbatched:
         input = input.unsqueeze(0)
@@ -313,14 +363,17 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
         stride, dilation = (1, _single_as_pair(stride)), (1, _single_as_pair(dilation))
         padding = (0, _single_as_pair(padding))
         output_padding = (0, _single_as_pair(output_padding))
-    stride, padding, dilation = _geometry(stride, padding, dilation, groups)
-    output_padding = _pair(output_padding)
+    dims = input.dim() - 2   # the kernel's: a 1-D convolution runs as a 2-D one
+    stride, padding, dilation = _geometry(stride, padding, dilation, groups, dims)
+    output_padding = _ntuple(output_padding, dims)
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        raise RuntimeError(
-            f"output padding must be smaller than either stride or dilation, but got "
-            f"output_padding_height: {output_padding[0]} output_padding_width: "
-            f"{output_padding[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
-            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+        names = _DIM_NAMES[dims]
+        listed = [f"{what}_{dim}: {v}"
+                  for what, values in (("output_padding", output_padding),
+                                       ("stride", stride), ("dilation", dilation))
+                  for dim, v in zip(names, values)]
+        raise RuntimeError("output padding must be smaller than either stride or "
+                           "dilation, but got " + " ".join(listed))
     out_size = [(n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, s, p, d, k, op in
                 zip(input.shape[2:], stride, padding, dilation, weight.shape[2:],
                     output_padding)]

@@ -1108,15 +1108,18 @@ def _softmax_allowing_empty_rows(scores):
 __all__ += ["scaled_dot_product_attention"]
 
 
-from ._convolution import (conv1d, conv2d, conv_transpose1d, conv_transpose2d,  # noqa: E402
-                           pad)
+from ._convolution import (conv1d, conv2d, conv3d, conv_transpose1d,  # noqa: E402
+                           conv_transpose2d, conv_transpose3d, pad)
 
 conv1d = _autocast_policy("conv1d")(conv1d)
 conv2d = _autocast_policy("conv2d")(conv2d)
+conv3d = _autocast_policy("conv3d")(conv3d)
 conv_transpose1d = _autocast_policy("conv_transpose1d")(conv_transpose1d)
 conv_transpose2d = _autocast_policy("conv_transpose2d")(conv_transpose2d)
+conv_transpose3d = _autocast_policy("conv_transpose3d")(conv_transpose3d)
 
-__all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pad"]
+__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+            "conv_transpose3d", "pad"]
 
 from . import _attention as _attention_kernel  # noqa: E402
 from . import _batch_norm as _batch_norm_kernel  # noqa: E402

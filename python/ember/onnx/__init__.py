@@ -57,7 +57,7 @@ What it translates (symbolic.py): Linear (Gemm, or MatMul and Add above
 2-D), matmul/mm/bmm, add/sub/mul/div/pow with broadcasting and Python
 scalars, relu, gelu (Gelu at opset 20, Erf or Tanh below), tanh, sigmoid,
 silu, leaky_relu, elu, hardtanh/clamp, exp, log, sqrt, rsqrt, neg, abs,
-softmax/log_softmax, conv1d/conv2d (pads, strides, dilations, groups,
+softmax/log_softmax, conv1d/2d/3d (pads, strides, dilations, groups,
 "same"/"valid"), max_pool2d, avg_pool2d, adaptive_avg_pool2d (global or
 dividing), batch_norm in eval (BatchNormalization), layer_norm
 (LayerNormalization, opset 17 and above), embedding (Gather), dropout in

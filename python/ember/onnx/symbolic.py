@@ -21,7 +21,7 @@ from .._tensor import Tensor
 from ..jit.ir import Value
 
 # Functional layers recorded as one node each (Note [Exporting a trace]).
-COMPOSITES = ("linear", "conv1d", "conv2d", "batch_norm", "layer_norm", "embedding",
+COMPOSITES = ("linear", "conv1d", "conv2d", "conv3d", "batch_norm", "layer_norm", "embedding",
               "dropout", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu",
               "elu", "hardtanh")
 
@@ -471,7 +471,7 @@ def _pair(v, n):
     return list(v) if isinstance(v, (list, tuple)) else [v] * n
 
 
-@symbolic("conv1d", "conv2d")
+@symbolic("conv1d", "conv2d", "conv3d")
 def _conv(g, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     w = g.example(weight)
     spatial = w.dim() - 2

@@ -21,7 +21,7 @@ and buffers; in a graph that takes them as inputs nothing folds.
 The rewrite fires only when it is exact up to rounding:
 
 * the batch_norm normalises with its running statistics (training=False);
-* its input is the output of a conv1d/conv2d whose weight (and bias, if
+* its input is the output of a conv1d/2d/3d whose weight (and bias, if
   any) are constants, and whose arguments are positional;
 * the convolution's output has no other reader, except ones that look only
   at its shape (`.dim()`, `.shape`, `.size()`: the folded convolution has
@@ -35,7 +35,8 @@ so a constant weight shared with another convolution is never changed.
 from .log import log_or_default
 from . import util
 
-CONVOLUTIONS = {"F.conv1d", "ember.conv1d", "F.conv2d", "ember.conv2d"}
+CONVOLUTIONS = {"F.conv1d", "ember.conv1d", "F.conv2d", "ember.conv2d", "F.conv3d",
+                "ember.conv3d"}
 BATCH_NORMS = {"F.batch_norm", "ember.batch_norm"}
 SHAPE_READERS = {"Tensor.dim", "attr.ndim", "attr.shape", "Tensor.size"}
 

@@ -1,6 +1,6 @@
 """Convolution layers (PyTorch's torch.nn.modules.conv): Conv1d, Conv2d,
-ConvTranspose1d, ConvTranspose2d, with PyTorch's parameters, init, reprs
-and padding modes."""
+Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, with PyTorch's
+parameters, init, reprs and padding modes."""
 
 import math
 
@@ -11,7 +11,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 # A set, as PyTorch's, so the error message lists it in the same order.
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
@@ -129,6 +130,9 @@ class _Conv(_ConvNd):
         if self._spatial == 1:
             return F.conv1d(input, self.weight, self.bias, self.stride, self._conv_padding,
                             self.dilation, self.groups)
+        if self._spatial == 3:
+            return F.conv3d(input, self.weight, self.bias, self.stride, self._conv_padding,
+                            self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self._conv_padding,
                         self.dilation, self.groups)
 
@@ -139,6 +143,10 @@ class Conv1d(_Conv):
 
 class Conv2d(_Conv):
     _spatial = 2
+
+
+class Conv3d(_Conv):
+    _spatial = 3
 
 
 class _ConvTranspose(_ConvNd):
@@ -154,26 +162,30 @@ class _ConvTranspose(_ConvNd):
                          groups, bias, padding_mode, output_padding, device, dtype)
 
     def _output_padding(self, input, output_size):
-        """output_padding, or the one that makes the output `output_size`."""
+        """output_padding, or the one that makes the output `output_size`
+        (its spatial sizes, or all of the output's), as PyTorch's."""
         if output_size is None:
             return self.output_padding
         n = self._spatial
-        output_size = list(output_size)[-n:]
-        padding = []
-        for i in range(n):
-            size = input.shape[input.dim() - n + i]
-            smallest = ((size - 1) * self.stride[i] - 2 * self.padding[i]
-                        + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
-            if not smallest <= output_size[i] < smallest + self.stride[i]:
-                raise ValueError(f"requested an output size of {output_size}, but valid "
-                                 f"sizes range from {smallest} to "
-                                 f"{smallest + self.stride[i] - 1} (for an input of "
-                                 f"{list(input.shape[2:])})")
-            padding.append(output_size[i] - smallest)
-        return tuple(padding)
+        leading = 2 if input.dim() == n + 2 else 1
+        if len(output_size) == leading + n:
+            output_size = output_size[leading:]
+        if len(output_size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.dim()}D input, output_size must "
+                             f"have {n} or {leading + n} elements (got {len(output_size)})")
+        smallest = [(input.shape[leading + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        largest = [low + s - 1 for low, s in zip(smallest, self.stride)]
+        if any(not low <= size <= high
+               for size, low, high in zip(output_size, smallest, largest)):
+            raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                             f"range from {smallest} to {largest} (for an input of "
+                             f"{input.size()[2:]})")
+        return tuple(size - low for size, low in zip(output_size, smallest))
 
     def forward(self, input, output_size=None):
-        conv = F.conv_transpose1d if self._spatial == 1 else F.conv_transpose2d
+        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d,
+                3: F.conv_transpose3d}[self._spatial]
         return conv(input, self.weight, self.bias, self.stride, self.padding,
                     self._output_padding(input, output_size), self.groups, self.dilation)
 
@@ -184,3 +196,7 @@ class ConvTranspose1d(_ConvTranspose):
 
 class ConvTranspose2d(_ConvTranspose):
     _spatial = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    _spatial = 3
