@@ -33,7 +33,7 @@ import ember
 
 from .. import _C
 from .._tensor import _contiguous_strides
-from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime
+from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime, _sort
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -1151,6 +1151,87 @@ _OPERATORS.update(gather=_gather, index_select=_index_select, scatter_add=_scatt
                   index_add=_index_add, masked_fill=_masked_fill, any=_any_or_all("amax"),
                   all=_any_or_all("amin"), index_put=_index_put, nonzero=_nonzero,
                   argwhere=_nonzero, masked_select=_masked_select, where=_where)
+
+
+# ---- sorting along a dim: one bitonic network per lane (_sort.py) ---------------------
+
+@functools.cache
+def _sort_kernel(dtype):
+    return _runtime.Kernel(_sort.kernel_name(dtype), _sort.kernel_source(dtype),
+                           _sort.headers(), _sort.kernel_parameters(dtype), True)
+
+
+def _sorted_lanes(input, dim, descending, count, op):
+    """The first `count` items of each lane of `input` along `dim` in
+    sorted order (Note [Sort keys] in c/th/THSort.h): (values, indices),
+    new dense tensors shaped like input with dim's size `count`.  The
+    lanes are made rows of a dense matrix first (a copy kernel when dim
+    is not innermost)."""
+    dtype = _dtype_name(input.dtype)
+    if dtype not in _sort.DTYPES:
+        raise NotImplementedError(f"ember.cuda: {op} of a {dtype} tensor (ember's CUDA sort "
+                                  f"takes {', '.join(_sort.DTYPES)})")
+    dim = _wrap(dim, input.ndim)
+    # dim moved innermost, and back: permutations (views on any device)
+    order = [d for d in range(input.ndim) if d != dim] + [dim]
+    back = [order.index(d) for d in range(input.ndim)]
+    lanes_last = input.reshape(1) if input.ndim == 0 else input.permute(order)
+    n = lanes_last.shape[-1]
+    rows = _dense_on_device(lanes_last)
+    lanes = rows.numel() // n if n else 0
+    shape = tuple(lanes_last.shape[:-1]) + (count,)
+    values = ember.empty(shape, dtype=input.dtype, device="cuda")
+    indices = ember.empty(shape, dtype=ember.int64, device="cuda")
+    if lanes and count:
+        padded = _sort.padded_length(n)
+        config = _sort.launch_config(lanes)
+        keys = ember.empty(config[0][0] * padded, dtype=ember.int64, device="cuda")
+        positions = ember.empty(config[0][0] * padded, dtype=ember.int64, device="cuda")
+        _launch_kernel(_sort_kernel(dtype), config,
+                       _sort.arguments(rows.data_ptr(), values.data_ptr(), indices.data_ptr(),
+                                       keys.data_ptr(), positions.data_ptr(), lanes, n, padded,
+                                       count, descending))
+    if input.ndim == 0:
+        return values.reshape(()), indices.reshape(())
+    return _dense_on_device(values.permute(back)), _dense_on_device(indices.permute(back))
+
+
+def _into(out, results, op):
+    """A (values, indices) result, copied into out= when one is given."""
+    if out is None:
+        return results
+    for target, result in zip(out, results):
+        _copy_(_destination(target, tuple(result.shape), _dtype_name(result.dtype), op),
+               result)
+    return out
+
+
+def _sort_call(input, dim=-1, descending=False, stable=False, *, out=None):
+    """sort: every ember sort is stable (Note [Sort keys])."""
+    n = input.shape[_wrap(dim, input.ndim)] if input.ndim else 1
+    results = _sorted_lanes(input, dim, descending, n, "sort")
+    return ember.return_types.sort(_into(out, results, "sort"))
+
+
+def _argsort(input, dim=-1, descending=False, stable=False):
+    return _sort_call(input, dim, descending, stable).indices
+
+
+def _topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """topk: the first k of the sorted lane (always in sorted order)."""
+    n = input.shape[_wrap(dim, input.ndim)] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    results = _sorted_lanes(input, dim, largest, k if input.ndim else 1, "topk")
+    return ember.return_types.topk(_into(out, results, "topk"))
+
+
+def _msort(input, *, out=None):
+    values = _sort_call(input, 0).values
+    return values if out is None else _copy_(out, values)
+
+
+_OPERATORS.update(sort=_sort_call, argsort=_argsort, topk=_topk, msort=_msort)
 
 
 # ---- the jit's fusion groups: one generated kernel (_fused.py) ----------------------
