@@ -43,7 +43,7 @@ from . import _kernels, _pointwise
 
 __all__ = ["DTYPES", "INDEX_DTYPES", "KINDS", "NONZERO_THREADS", "kernel_name",
            "kernel_keys", "kernel_source", "kernel_parameters", "nonzero_kernel_name", "nonzero_source",
-           "nonzero_parameters", "headers", "EmberIndexGeometry", "geometry"]
+           "nonzero_parameters", "nonzero_launch_config", "headers", "EmberIndexGeometry", "geometry"]
 
 PRELUDE_NAME = "ember_index.h"
 DTYPES = _pointwise.DTYPES
@@ -353,6 +353,13 @@ def nonzero_source(dtype):
         raise ValueError(f"no nonzero kernel for {dtype}")
     return _NONZERO.format(prelude=PRELUDE_NAME, name=nonzero_kernel_name(dtype),
                            ctype=DTYPES[dtype][1], threads=NONZERO_THREADS)
+
+
+def nonzero_launch_config(n):
+    """((1,), (block,)): one block, of a thread per 16 elements between a
+    warp and NONZERO_THREADS (a power of two)."""
+    threads = 1 << max(0, (-(-n // 16) - 1).bit_length())
+    return (1,), (max(32, min(NONZERO_THREADS, threads)),)
 
 
 def nonzero_parameters(dtype):

@@ -1084,7 +1084,7 @@ def _nonzero_launch(tensor, out, count):
     dtype = _dtype_name(tensor.dtype)
     zeros = (0,) * tensor.ndim
     g = _index.geometry(tuple(tensor.shape), None, 0, tensor.stride(), zeros, zeros)
-    _launch_kernel(_nonzero_kernel(dtype), ((1,), (_index.NONZERO_THREADS,)),
+    _launch_kernel(_nonzero_kernel(dtype), _index.nonzero_launch_config(tensor.numel()),
                    [ctypes.c_void_p(tensor.data_ptr()), ctypes.c_int64(tensor.numel()), g,
                     ctypes.c_void_p(None if out is None else out.data_ptr()),
                     ctypes.c_void_p(count.data_ptr())])
@@ -1184,7 +1184,7 @@ def _sorted_lanes(input, dim, descending, count, op):
     indices = ember.empty(shape, dtype=ember.int64, device="cuda")
     if lanes and count:
         padded = _sort.padded_length(n)
-        config = _sort.launch_config(lanes)
+        config = _sort.launch_config(lanes, padded)
         keys = ember.empty(config[0][0] * padded, dtype=ember.int64, device="cuda")
         positions = ember.empty(config[0][0] * padded, dtype=ember.int64, device="cuda")
         _launch_kernel(_sort_kernel(dtype), config,

@@ -170,9 +170,11 @@ def padded_length(n):
     return max(2, 1 << (n - 1).bit_length())
 
 
-def launch_config(lanes):
-    """((grid,), (block,)): a block per lane, up to MAX_BLOCKS at once."""
-    return (max(1, min(lanes, MAX_BLOCKS)),), (SORT_THREADS,)
+def launch_config(lanes, padded):
+    """((grid,), (block,)): a block per lane, up to MAX_BLOCKS at once, of
+    a thread per pair of the network (padded / 2) up to SORT_THREADS, and
+    at least a warp."""
+    return (max(1, min(lanes, MAX_BLOCKS)),), (max(32, min(SORT_THREADS, padded // 2)),)
 
 
 def arguments(values_in, values, indices, keys, positions, lanes, n, padded, count,
