@@ -104,6 +104,9 @@ def test_index_errors_are_the_cpus(device):
         cuda_index = tuple(x.cuda() if isinstance(x, ember.Tensor) else x for x in index) \
             if isinstance(index, tuple) else index.cuda()
         _same_error(lambda: a[index], lambda: da[cuda_index])
+    for bad_item in ("x", 1.5):
+        _same_error(lambda: a[bad_item], lambda: da[bad_item])
+    _same_error(lambda: a[0, 0, 0][0], lambda: da[0, 0, 0][0])  # a 0-d tensor
     _same_error(lambda: a.__setitem__(ember.tensor([0, 1]), ember.ones(3, 3)),
                 lambda: da.__setitem__(ember.tensor([0, 1]).cuda(), ember.ones(3, 3).cuda()))
     _same_error(lambda: a.index_put((ember.tensor([0]),), ember.ones(1, dtype=ember.int64)),

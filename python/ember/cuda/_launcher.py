@@ -501,12 +501,14 @@ def _index_item(item):
     if isinstance(item, int):
         return item
     if not isinstance(item, ember.Tensor):
-        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__"):
-            if hasattr(item, "__index__") and not isinstance(item, (str, bytes)):
-                return item.__index__()  # a NumPy integer
+        if hasattr(item, "__len__") and not isinstance(item, (str, bytes)):
+            # no positions: int64, not the float dtype ember.tensor([]) gives
+            item = ember.tensor(item) if len(item) else ember.empty(0, dtype=ember.int64)
+        elif hasattr(item, "__index__"):
+            return item.__index__()  # a NumPy integer
+        else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(item).__name__})")
-        item = ember.tensor(item) if len(item) else ember.empty(0, dtype=ember.int64)
     if item.ndim == 0 and item.dtype == ember.bool:
         return _BoolItem(bool(item))
     if item.ndim == 0 and not item.dtype.is_floating_point:
@@ -515,13 +517,12 @@ def _index_item(item):
 
 
 def _index_items(tensor, index):
-    if not isinstance(index, tuple):
-        if tensor.ndim == 0 and isinstance(_index_item(index), int):
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
-                             "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
-                             "number")
-        index = (index,)
-    return [_index_item(item) for item in index]
+    """The items of `index` (a tuple, or one item standing for a tuple of one)."""
+    items = [_index_item(item) for item in (index if isinstance(index, tuple) else (index,))]
+    if not isinstance(index, tuple) and tensor.ndim == 0 and isinstance(items[0], int):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    return items
 
 
 def _consumed_dims(item):
