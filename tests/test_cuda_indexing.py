@@ -116,9 +116,10 @@ def test_index_errors_are_the_cpus(device):
                 lambda: da.masked_select(ember.ones(4, dtype=ember.int64).cuda()))
     _same_error(lambda: a.masked_select(ember.ones(5, 1, dtype=ember.bool)),
                 lambda: da.masked_select(ember.ones(5, 1, dtype=ember.bool).cuda()))
-    assert _error_of(lambda: a[ember.tensor([0]).cuda()]) == (
-        RuntimeError, "indices should be either on cpu or on the same device as the indexed "
-                      "tensor (cpu)")
+    wrong_device = (RuntimeError, "indices should be either on cpu or on the same device as "
+                                  "the indexed tensor (cpu)")
+    assert _error_of(lambda: a[ember.tensor([0]).cuda()]) == wrong_device
+    assert _error_of(lambda: a.__setitem__(ember.tensor([0]).cuda(), 1.0)) == wrong_device
 
 
 # ---- t[index] = value, index_put ------------------------------------------------------

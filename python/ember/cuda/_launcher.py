@@ -589,12 +589,18 @@ def _basic_view(tensor, index):
     return view
 
 
-def _getitem(tensor, index):
-    """t[index]: the view of the basic items, then (with index tensors)
-    one gather through element offsets (_index_gather)."""
+def _check_indexed_on_device(tensor):
+    """A CUDA index tensor can only index a CUDA tensor (a CPU one may
+    index either)."""
     if not tensor.is_cuda:
         raise RuntimeError("indices should be either on cpu or on the same device as the "
                            f"indexed tensor ({tensor.device.type})")
+
+
+def _getitem(tensor, index):
+    """t[index]: the view of the basic items, then (with index tensors)
+    one gather through element offsets (_index_gather)."""
+    _check_indexed_on_device(tensor)
     view, advanced = _index_view(tensor, _index_items(tensor, index))
     return _index_gather(view, advanced) if advanced else view
 
@@ -602,6 +608,7 @@ def _getitem(tensor, index):
 def _setitem(tensor, index, value):
     view, advanced = _index_view(tensor, _index_items(tensor, index))
     if advanced:
+        _check_indexed_on_device(tensor)
         if not isinstance(value, ember.Tensor):
             value = ember.tensor(value, dtype=tensor.dtype)
         if value.dtype != tensor.dtype:
