@@ -558,3 +558,21 @@ def test_streams_and_events_need_a_gpu_and_say_why():
             make()
     with ember.cuda.stream(None):  # None changes nothing, as in PyTorch
         pass
+
+
+def test_autograd_records_a_device_getitem_before_the_launcher_runs_it(cuda_memory):
+    """t[index] on a device tensor that requires grad goes through autograd's
+    handler first (c/python/Pin.c:THPPin_callBinary), which calls the
+    launcher with grad mode off, as the CPU's getitem does."""
+    t = ember.empty(2, 3, device="cuda").requires_grad_()
+    launcher = RecordingLauncher(lambda name, args, kwargs: args[0].select(0, 0))
+    previous = use_launcher(launcher)
+    try:
+        row = t[0]
+        assert [name for name, _, _ in launcher.calls] == ["__getitem__"]
+        assert type(row.grad_fn).__name__ == "SelectBackward0" and row.is_cuda
+        with ember.no_grad():
+            assert t[0].grad_fn is None
+    finally:
+        use_launcher(previous)
+    del row, t
