@@ -1,6 +1,7 @@
 """Indexing on the GPU from one kernel template: gather (and index_select),
 scatter-add (and index_add), and advanced indexing's gather and put
-through byte-free element offsets; plus nonzero's block kernel.
+through element offsets (not bytes: the CPU's are); plus nonzero's block
+kernel.
 
 Every kind walks a shape S element by element (linear index i, innermost
 dim first) and reads one index k per element:

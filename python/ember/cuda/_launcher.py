@@ -19,7 +19,11 @@ Two kinds of calls have handlers here:
               in-place methods, out= and the number protocol.  Each is a
               plan (metadata only: _pointwise.plan, _reduce.plan), a result
               tensor from the CUDA allocator and one kernel launch by the
-              installed runtime (_runtime.py).
+              installed runtime (_runtime.py).  Besides them: matrix
+              products (cuBLAS), factories, random numbers (_random.py),
+              joins, indexing (views; gathers and scatters along a dim;
+              index tensors and masks, planned as the CPU's Note [Advanced
+              indexing], and nonzero: _index.py) and sorting (_sort.py).
 
 Everything else raises NotImplementedError naming the operator.
 """
