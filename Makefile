@@ -79,11 +79,13 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_cuda_launcher.py    ember.cuda's launcher and runtime end to end on
 #                            the emulated kernels (Python; the C dispatch it
 #                            reaches is test_cuda_host.py's, which the gates run)
+#   test_cuda_indexing.py    the same for advanced indexing and sorting
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_cuda_binary_reduce_kernels.py \
                     --ignore=tests/test_cuda_reduce_scan_kernels.py \
                     --ignore=tests/test_cuda_launcher.py \
+                    --ignore=tests/test_cuda_indexing.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \
                     --ignore=tests/test_distributed_sampler.py \

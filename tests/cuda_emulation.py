@@ -54,13 +54,22 @@ static ember_dim3 blockIdx, blockDim, gridDim;
 static thread_local ember_dim3 threadIdx;
 static std::unique_ptr<std::barrier<>> ember_block_barrier;
 
-/* Sequential launches need no atomicity: a read, an add, a write. */
+/* Sequential launches need no atomicity: a read, an add (or a compare),
+ * a write. */
 template <typename T>
 static inline T
 atomicAdd(T *address, T value)
 {
     T old = *address;
     *address = old + value;
+    return old;
+}
+
+static inline unsigned int
+atomicCAS(unsigned int *address, unsigned int compare, unsigned int value)
+{
+    unsigned int old = *address;
+    *address = old == compare ? value : old;
     return old;
 }
 

@@ -354,8 +354,8 @@ def test_ember_cuda_launcher_names_what_has_no_kernel(cuda_memory):
         ("cuda", ember.int8)
     previous = use_launcher(_launcher.launch)
     try:
-        with pytest.raises(NotImplementedError, match="'sort' has no CUDA kernel yet"):
-            ember.sort(t)
+        with pytest.raises(NotImplementedError, match="'kthvalue' has no CUDA kernel yet"):
+            ember.kthvalue(t, 1)
         if not ember.cuda.is_available():  # a kernel needs the runtime, which needs CuPy
             for needs_a_kernel in (lambda: ember.exp(t), lambda: t.t().cpu()):
                 with pytest.raises(RuntimeError, match=re.escape(ember.cuda._probe()[1])):
@@ -558,3 +558,21 @@ def test_streams_and_events_need_a_gpu_and_say_why():
             make()
     with ember.cuda.stream(None):  # None changes nothing, as in PyTorch
         pass
+
+
+def test_autograd_records_a_device_getitem_before_the_launcher_runs_it(cuda_memory):
+    """t[index] on a device tensor that requires grad goes through autograd's
+    handler first (c/python/Pin.c:THPPin_callBinary), which calls the
+    launcher with grad mode off, as the CPU's getitem does."""
+    t = ember.empty(2, 3, device="cuda").requires_grad_()
+    launcher = RecordingLauncher(lambda name, args, kwargs: args[0].select(0, 0))
+    previous = use_launcher(launcher)
+    try:
+        row = t[0]
+        assert [name for name, _, _ in launcher.calls] == ["__getitem__"]
+        assert type(row.grad_fn).__name__ == "SelectBackward0" and row.is_cuda
+        with ember.no_grad():
+            assert t[0].grad_fn is None
+    finally:
+        use_launcher(previous)
+    del row, t

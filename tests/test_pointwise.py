@@ -405,6 +405,18 @@ def test_where_with_scalars_and_bad_condition(torch):
     assert str(ours.value) == str(theirs.value)
 
 
+def test_where_of_a_condition_alone_is_nonzero_as_tuple():
+    c = np.array([[0, 3, 0], [1, 0, -2]])
+    positions = ember.where(ember.tensor(c))
+    assert isinstance(positions, tuple) and len(positions) == 2
+    for got, expected in zip(positions, np.nonzero(c)):
+        assert got.dtype == ember.int64 and got.tolist() == expected.tolist()
+    assert [p.tolist() for p in ember.where(condition=ember.tensor(True))] == [[0]]
+    with pytest.raises(TypeError, match=r"^where\(\): argument 'condition' \(position 1\) "
+                                        "must be Tensor, not int$"):  # PyTorch's
+        ember.where(3)
+
+
 @HYP
 @given(data=st.data(), lo=st.integers(-50, 50), hi=st.integers(-50, 50))
 def test_clamp_matches_numpy(data, lo, hi):

@@ -566,8 +566,11 @@ THPVariable_setitem(PyObject *self, PyObject *index, PyObject *value)
     if (status == 0) {
         status = setitem_pinned(self, index, value);
     }
-    else if (status == 1) {
-        PyObject *result = THPDevice_launchSlot("__setitem__", objects, 3);
+    else if (status == 1) { /* another device: autograd first, as here */
+        PyObject *result;
+        if (!THPAutograd_maybeDispatch("__setitem__", objects, 3, &result)) {
+            result = THPDevice_launchSlot("__setitem__", objects, 3);
+        }
         status = result == NULL ? -1 : 0;
         Py_XDECREF(result);
     }

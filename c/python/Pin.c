@@ -307,10 +307,14 @@ THPPin_callBinary(const char *name, binaryfunc fn, PyObject *a, PyObject *b,
     THPPinFrame frame;
     THPPin_enter(&frame);
     frame.allows_mixed_devices = allows_mixed_devices;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *routed;
     switch (THPPin_objects(&frame, objects, 2)) {
     case 0: result = fn(a, b); break;
-    case 1: result = THPDevice_launchSlot(name, objects, 2); break;
+    case 1: /* another device: autograd first, as fn does on the CPU */
+        result = THPAutograd_maybeDispatch(name, objects, 2, &routed)
+                     ? routed
+                     : THPDevice_launchSlot(name, objects, 2);
+        break;
     default: break;
     }
     THPPin_exit(&frame);

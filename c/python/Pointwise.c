@@ -565,7 +565,31 @@ where(PyObject *condition, PyObject *input, PyObject *other,
                          out != NULL ? out_obj : NULL);
 }
 
-/* ember.where(condition, input, other, *, out=None) */
+/* where(condition) is condition.nonzero(as_tuple=True), as in PyTorch. */
+static PyObject *
+where_positions(PyObject *condition)
+{
+    if (!THPVariable_Check(condition)) {
+        PyErr_Format(PyExc_TypeError,
+                     "where(): argument 'condition' (position 1) must be "
+                     "Tensor, not %.100s",
+                     Py_TYPE(condition)->tp_name);
+        return NULL;
+    }
+    PyObject *method = PyObject_GetAttrString(condition, "nonzero");
+    PyObject *kwargs = method == NULL
+                           ? NULL
+                           : Py_BuildValue("{s:O}", "as_tuple", Py_True);
+    PyObject *empty = kwargs == NULL ? NULL : PyTuple_New(0);
+    PyObject *result = empty == NULL ? NULL
+                                     : PyObject_Call(method, empty, kwargs);
+    Py_XDECREF(empty);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(method);
+    return result;
+}
+
+/* ember.where(condition, input, other, *, out=None), or where(condition) */
 static PyObject *
 THPFunction_where(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames)
@@ -577,6 +601,10 @@ THPFunction_where(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (THPUtils_parseArgs("where", args, nargs, kwnames, names, 4, 3, objs)
         < 0) {
         return NULL;
+    }
+    if (objs[0] != NULL && objs[1] == NULL && objs[2] == NULL
+        && objs[3] == NULL) {
+        return where_positions(objs[0]);
     }
     for (int i = 0; i < 3; i++) {
         if (objs[i] == NULL) {

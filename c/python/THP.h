@@ -606,7 +606,8 @@ int THPPin_objects(THPPinFrame *frame, PyObject *const *objects,
 int THPPin_keepAlive(THTensor *tensor);
 void THPPin_exit(THPPinFrame *frame);
 /* fn(a, b) inside a frame that pins a and b (and tensors in tuples); on
- * device tensors, the device's launcher runs `name` (a's method) instead.
+ * device tensors, autograd's handler for `name` (when it applies) or the
+ * device's launcher runs `name` (a's method) instead.
  * allows_mixed_devices: as the frame's field (a CPU index into a CUDA
  * tensor is fine, a CPU operand of a CUDA matmul is not). */
 PyObject *THPPin_callBinary(const char *name, binaryfunc fn, PyObject *a,

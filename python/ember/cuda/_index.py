@@ -1,37 +1,56 @@
-"""Indexing along a dim on the GPU: gather (and index_select) and scatter-add
-(and index_add), from two kernel templates.
+"""Indexing on the GPU from one kernel template: gather (and index_select),
+scatter-add (and index_add), and advanced indexing's gather and put
+through element offsets (not bytes: the CPU's are); plus nonzero's block
+kernel.
 
-Both walk a shape S element by element (linear index i, innermost dim
-first) and read one index k per element:
+Every kind walks a shape S element by element (linear index i, innermost
+dim first) and reads one index k per element:
 
   gather      out[i] = input[c with c[dim] = k]        S = the result's shape
   scatter_add target[c with c[dim] = k] += alpha * source[i]    S = source's
+  offsets     offsets[i] += wrap(k) * alpha     S = B, the index tensors'
+                                                broadcast shape (alpha: the
+                                                indexed dim's stride)
+  take        out[i] = input[c + k]             k an element offset that
+  put         target[c + k] = source[i]         `offsets` computed and
+  put_add     target[c + k] += source[i]        checked
 
 where c are i's coordinates and k = index[i's offset by the index's
 strides].  index_select(input, dim, idx) is the gather whose index has
-stride 0 in every dim but `dim`; index_add the scatter-add likewise.  The
-sums of scatter-add are atomicAdd: with repeated indices the order of the
+stride 0 in every dim but `dim`; index_add the scatter-add likewise.
+Advanced indexing (t[idx], t[idx] = v, index_put) is the CPU's plan of
+Note [Advanced indexing] in c/th/THIndex.c: one `offsets` launch per
+indexed dim sums the offsets of the positions (shape B), then one `take`
+or `put` launch runs over the result's shape, where the indexed tensor has
+stride 0 along B and the offsets stride 0 elsewhere.  The additions of
+scatter_add and put_add are atomic: with repeated indices the order of the
 additions (and so a float result's last bit) varies between runs, as in
-PyTorch's CUDA kernels.
+PyTorch's CUDA kernels; put with repeated indices stores one of the values.
 
-An index outside [0, size) stops nothing on the device; the kernel
-records it in a two-word error slot (flag, value), and the host reads the
-slot after the launch and raises the CPU operators' errors.
+An index outside [0, size) (gather, scatter_add) or [-size, size)
+(offsets: negative indices count from the end, as in t[idx]) stops nothing
+on the device; the kernel records it in a two-word error slot (flag,
+value), and the host reads the slot after the launch and raises the CPU
+operators' errors.
+
+nonzero runs in one block (Note [Nonzero in one block]).
 """
 
 import ctypes
 import functools
+from collections import namedtuple
 
 from . import _kernels, _pointwise
 
-__all__ = ["DTYPES", "INDEX_DTYPES", "kernel_name", "kernel_source", "kernel_parameters",
-           "headers", "EmberIndexGeometry", "geometry"]
+__all__ = ["DTYPES", "INDEX_DTYPES", "KINDS", "NONZERO_THREADS", "kernel_name",
+           "kernel_keys", "kernel_source", "kernel_parameters", "nonzero_kernel_name", "nonzero_source",
+           "nonzero_parameters", "nonzero_launch_config", "headers", "EmberIndexGeometry", "geometry"]
 
 PRELUDE_NAME = "ember_index.h"
 DTYPES = _pointwise.DTYPES
 INDEX_DTYPES = ("int32", "int64")
-ATOMIC_DTYPES = ("float32", "float64", "int32")  # atomicAdd's types
 MAX_DIMS = _kernels.MAX_DIMS
+NONZERO_THREADS = 512
 
 _PRELUDE = f"""\
 #ifndef EMBER_INDEX_H
@@ -40,7 +59,8 @@ _PRELUDE = f"""\
 
 /* S's sizes and three tensors' element strides, innermost dim first: the
  * tensor indexed along `dim` (gathered from or scattered into), the other
- * one (the result or the source, walked in order) and the index. */
+ * one (the result or the source, walked in order) and the index.  dim is
+ * -1 for the kinds that index through element offsets (no dim). */
 typedef struct {{
     int64_t sizes[EMBER_MAX_DIMS];
     int64_t indexed_strides[EMBER_MAX_DIMS];
@@ -75,27 +95,162 @@ ember_index_offsets(int64_t i, const EmberIndexGeometry &g)
     return o;
 }}
 
-/* k itself when in [0, size) (no wrapping of negative indices, as in
- * PyTorch's gather and scatter), else -1 after recording the bad value. */
+/* -1 for a position k outside [0, size), after recording k. */
 static __device__ __forceinline__ int64_t
-ember_checked_index(int64_t k, int64_t size, int64_t *error)
+ember_index_in_range(int64_t k, int64_t position, int64_t size, int64_t *error)
 {{
-    if (k < 0 || k >= size) {{
+    if (position < 0 || position >= size) {{
         error[1] = k;
         error[0] = 1;
         return -1;
     }}
-    return k;
+    return position;
+}}
+
+/* gather and scatter: k itself when in [0, size) (no wrapping of negative
+ * indices, as in PyTorch's), else -1 after recording the bad value. */
+static __device__ __forceinline__ int64_t
+ember_checked_index(int64_t k, int64_t size, int64_t *error)
+{{
+    return ember_index_in_range(k, k, size, error);
+}}
+
+/* t[idx]: k in [-size, size) as a position in [0, size) (negative ones
+ * count from the end), else -1 after recording the bad value. */
+static __device__ __forceinline__ int64_t
+ember_wrapped_index(int64_t k, int64_t size, int64_t *error)
+{{
+    return ember_index_in_range(k, k < 0 ? k + size : k, size, error);
+}}
+
+/* *address += value, atomically.  The hardware adds float, double, 32-
+ * and 64-bit integers (two's complement: the unsigned add is the signed
+ * one); narrower types are added in the aligned 32-bit word that holds
+ * them, by compare-and-swap until no other thread changed the word in
+ * between.  bool adds as `or`, as THPointwiseFormulas.h's EXPR_ADD. */
+static __device__ __forceinline__ void
+ember_atomic_add(float *address, float value)
+{{
+    atomicAdd(address, value);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(double *address, double value)
+{{
+    atomicAdd(address, value);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(int32_t *address, int32_t value)
+{{
+    atomicAdd(address, value);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(int64_t *address, int64_t value)
+{{
+    atomicAdd((unsigned long long *)address, (unsigned long long)value);
+}}
+
+template <typename T>
+static __device__ __forceinline__ T
+ember_narrow_sum(T a, T b)
+{{
+    return (T)(a + b); /* wraps: the int sum converted back */
+}}
+
+static __device__ __forceinline__ bool
+ember_narrow_sum(bool a, bool b)
+{{
+    return a || b;
+}}
+
+template <typename T>
+static __device__ __forceinline__ void
+ember_atomic_add_narrow(T *address, T value)
+{{
+    unsigned long long at = (unsigned long long)address;
+    unsigned int *word = (unsigned int *)(at & ~3ull);
+    unsigned int shift = (unsigned int)(at & 3ull) * 8u; /* little-endian */
+    unsigned int low = sizeof(T) == 1 ? 0xffu : 0xffffu;
+    unsigned int old = *word, assumed;
+    do {{
+        assumed = old;
+        T sum = ember_narrow_sum((T)((assumed >> shift) & low), value);
+        unsigned int bits = ((unsigned int)sum & low) << shift;
+        old = atomicCAS(word, assumed, (assumed & ~(low << shift)) | bits);
+    }} while (old != assumed);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(int16_t *address, int16_t value)
+{{
+    ember_atomic_add_narrow<int16_t>(address, value);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(int8_t *address, int8_t value)
+{{
+    ember_atomic_add_narrow<int8_t>(address, value);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(uint8_t *address, uint8_t value)
+{{
+    ember_atomic_add_narrow<uint8_t>(address, value);
+}}
+
+static __device__ __forceinline__ void
+ember_atomic_add(bool *address, bool value)
+{{
+    ember_atomic_add_narrow<bool>(address, value);
 }}
 #endif
 """
 
+# kind -> its pointer parameters [(name, const)], how it reads k (checked
+# against [0, size), wrapped into [-size, size), or an offset already
+# checked) and its per-element statement.
+Kind = namedtuple("Kind", "pointers index_rule body")
+KINDS = {
+    "gather": Kind((("out", False), ("in", True)), "checked",
+                   "out[o.other] = in[o.indexed + k * g.indexed_strides[g.dim]];"),
+    "scatter_add": Kind((("target", False), ("source", True)), "checked",
+                        "ember_atomic_add(&target[o.indexed + k * g.indexed_strides[g.dim]],\n"
+                        "                             ({ctype})(alpha * source[o.other]));"),
+    "offsets": Kind((("offsets", False),), "wrapped", "offsets[o.other] += k * alpha;"),
+    "take": Kind((("out", False), ("in", True)), "offset", "out[o.other] = in[o.indexed + k];"),
+    "put": Kind((("target", False), ("source", True)), "offset",
+                "target[o.indexed + k] = source[o.other];"),
+    "put_add": Kind((("target", False), ("source", True)), "offset",
+                    "ember_atomic_add(&target[o.indexed + k], source[o.other]);"),
+}
+_READ_INDEX = {
+    "checked": "ember_checked_index((int64_t)index[o.index], g.dim_size, error)",
+    "wrapped": "ember_wrapped_index((int64_t)index[o.index], g.dim_size, error)",
+    "offset": "(int64_t)index[o.index]",
+}
+
 
 def _check_key(kind, dtype, index_dtype):
-    if kind not in ("gather", "scatter_add") or dtype not in DTYPES \
-            or index_dtype not in INDEX_DTYPES \
-            or (kind == "scatter_add" and dtype not in ATOMIC_DTYPES):
+    if kind not in KINDS or dtype not in DTYPES or index_dtype not in INDEX_DTYPES \
+            or (kind == "offsets" and dtype != "int64") \
+            or (KINDS[kind].index_rule == "offset" and index_dtype != "int64"):
         raise ValueError(f"no {kind} kernel for {dtype} with {index_dtype} indices")
+
+
+def kernel_keys():
+    """Every (kind, dtype, index dtype) with a kernel."""
+    keys = []
+    for kind in KINDS:
+        for dtype in DTYPES:
+            for index_dtype in INDEX_DTYPES:
+                try:
+                    _check_key(kind, dtype, index_dtype)
+                except ValueError:
+                    continue
+                keys.append((kind, dtype, index_dtype))
+    return keys
 
 
 def kernel_name(kind, dtype, index_dtype):
@@ -105,25 +260,21 @@ def kernel_name(kind, dtype, index_dtype):
 @functools.cache
 def kernel_source(kind, dtype, index_dtype):
     _check_key(kind, dtype, index_dtype)
-    ctype, itype = DTYPES[dtype][1], DTYPES[index_dtype][1]
+    ctype = DTYPES[dtype][1]
     name = kernel_name(kind, dtype, index_dtype)
-    if kind == "gather":
-        params = f"{ctype} *out, const {ctype} *in"
-        body = "out[o.other] = in[o.indexed + k * g.indexed_strides[g.dim]];"
-    else:
-        params = f"{ctype} *target, const {ctype} *source"
-        body = ("atomicAdd(&target[o.indexed + k * g.indexed_strides[g.dim]],\n"
-                "                  alpha * source[o.other]);")
+    params = ",\n".join(f"{' ' * (len(name) + 1)}{t} {n}" if k else f"{t} {n}"
+                        for k, (t, n) in enumerate(kernel_parameters(kind, dtype, index_dtype)))
+    body = KINDS[kind].body.format(ctype=ctype)
     return (f'#include "{PRELUDE_NAME}"\n\n'
             f'extern "C" __global__ void\n'
-            f"{name}({params}, const {itype} *index, int64_t n, EmberIndexGeometry g,\n"
-            f"{' ' * (len(name) + 1)}{ctype} alpha, int64_t *error)\n"
+            f"{name}({params})\n"
             f"{{\n"
             f"    (void)alpha;\n"
+            f"    (void)error;\n"
             f"    EMBER_FOR_EACH_INDEX(i, n) {{\n"
             f"        EmberIndexOffsets o = ember_index_offsets(i, g);\n"
-            f"        int64_t k = ember_checked_index((int64_t)index[o.index], g.dim_size, error);\n"
-            f"        if (k >= 0) {{\n"
+            f"        int64_t k = {_READ_INDEX[KINDS[kind].index_rule]};\n"
+            f"        if (k >= 0) {{ /* -1: a bad index, recorded */\n"
             f"            {body}\n"
             f"        }}\n"
             f"    }}\n"
@@ -132,10 +283,89 @@ def kernel_source(kind, dtype, index_dtype):
 
 def kernel_parameters(kind, dtype, index_dtype):
     ctype, itype = DTYPES[dtype][1], DTYPES[index_dtype][1]
-    first = ("out", "in") if kind == "gather" else ("target", "source")
-    return [(f"{ctype} *", first[0]), (f"const {ctype} *", first[1]),
-            (f"const {itype} *", "index"), ("int64_t", "n"),
-            ("EmberIndexGeometry", "g"), (ctype, "alpha"), ("int64_t *", "error")]
+    pointers = [(f"const {ctype} *" if const else f"{ctype} *", name)
+                for name, const in KINDS[kind].pointers]
+    return pointers + [(f"const {itype} *", "index"), ("int64_t", "n"),
+                       ("EmberIndexGeometry", "g"), (ctype, "alpha"), ("int64_t *", "error")]
+# Note [Nonzero in one block]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# nonzero's result has one row per non-zero element, in row-major order, so
+# where an element's row goes depends on every element before it.  One
+# block of NONZERO_THREADS threads splits the elements into as many
+# consecutive chunks; each thread counts its chunk, thread 0 turns the
+# counts into each chunk's first row (a prefix sum over the block, in
+# shared memory), and each thread writes its chunk's coordinates from
+# there.  The host launches it twice: without `out` it only stores the
+# total (the result's row count, which the allocation needs, read back as
+# PyTorch's nonzero synchronises too), then with the result.  One block
+# keeps the kernel simple and every row in order; it uses one of the GPU's
+# multiprocessors, which is the kernel's limit on large inputs.
+_NONZERO = """\
+#include "{prelude}"
+
+extern "C" __global__ void
+{name}(const {ctype} *in, int64_t n, EmberIndexGeometry g, int64_t *out, int64_t *count)
+{{
+    __shared__ int64_t first_row[{threads}];
+    int64_t chunk = (n + blockDim.x - 1) / blockDim.x;
+    int64_t begin = (int64_t)threadIdx.x * chunk;
+    int64_t end = begin + chunk < n ? begin + chunk : n;
+    int64_t mine = 0;
+    for (int64_t i = begin; i < end; i++) {{
+        mine += in[ember_index_offsets(i, g).indexed] != ({ctype})0;
+    }}
+    first_row[threadIdx.x] = mine;
+    __syncthreads();
+    if (threadIdx.x == 0) {{
+        int64_t total = 0;
+        for (unsigned t = 0; t < blockDim.x; t++) {{
+            int64_t counted = first_row[t];
+            first_row[t] = total;
+            total += counted;
+        }}
+        *count = total;
+    }}
+    __syncthreads();
+    if (out == nullptr) {{
+        return;
+    }}
+    int64_t row = first_row[threadIdx.x];
+    for (int64_t i = begin; i < end; i++) {{
+        if (in[ember_index_offsets(i, g).indexed] != ({ctype})0) {{
+            int64_t rest = i;
+            for (int d = 0; d < g.ndim; d++) {{ /* innermost first */
+                out[row * g.ndim + g.ndim - 1 - d] = rest % g.sizes[d];
+                rest /= g.sizes[d];
+            }}
+            row++;
+        }}
+    }}
+}}
+"""
+
+
+def nonzero_kernel_name(dtype):
+    return f"ember_nonzero_{dtype}"
+
+
+@functools.cache
+def nonzero_source(dtype):
+    if dtype not in DTYPES:
+        raise ValueError(f"no nonzero kernel for {dtype}")
+    return _NONZERO.format(prelude=PRELUDE_NAME, name=nonzero_kernel_name(dtype),
+                           ctype=DTYPES[dtype][1], threads=NONZERO_THREADS)
+
+
+def nonzero_launch_config(n):
+    """((1,), (block,)): one block, of a thread per 16 elements between a
+    warp and NONZERO_THREADS (a power of two)."""
+    threads = 1 << max(0, (-(-n // 16) - 1).bit_length())
+    return (1,), (max(32, min(NONZERO_THREADS, threads)),)
+
+
+def nonzero_parameters(dtype):
+    return [(f"const {DTYPES[dtype][1]} *", "in"), ("int64_t", "n"),
+            ("EmberIndexGeometry", "g"), ("int64_t *", "out"), ("int64_t *", "count")]
 
 
 def headers():
@@ -152,11 +382,13 @@ class EmberIndexGeometry(ctypes.Structure):
 
 
 def geometry(shape, dim, dim_size, indexed_strides, other_strides, index_strides):
-    """The kernel's geometry from outermost-first sizes and strides."""
+    """The kernel's geometry from outermost-first sizes and strides (dim
+    None: the kinds that index through offsets)."""
     ndim = len(shape)
     if ndim > MAX_DIMS:
         raise ValueError(f"at most {MAX_DIMS} dimensions, got {ndim}")
-    g = EmberIndexGeometry(ndim=ndim, dim=ndim - 1 - dim, dim_size=dim_size)
+    g = EmberIndexGeometry(ndim=ndim, dim=-1 if dim is None else ndim - 1 - dim,
+                           dim_size=dim_size)
     for d in range(ndim):
         inner = ndim - 1 - d
         g.sizes[inner] = shape[d]

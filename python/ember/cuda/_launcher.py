@@ -19,7 +19,11 @@ Two kinds of calls have handlers here:
               in-place methods, out= and the number protocol.  Each is a
               plan (metadata only: _pointwise.plan, _reduce.plan), a result
               tensor from the CUDA allocator and one kernel launch by the
-              installed runtime (_runtime.py).
+              installed runtime (_runtime.py).  Besides them: matrix
+              products (cuBLAS), factories, random numbers (_random.py),
+              joins, indexing (views; gathers and scatters along a dim;
+              index tensors and masks, planned as the CPU's Note [Advanced
+              indexing], and nonzero: _index.py) and sorting (_sort.py).
 
 Everything else raises NotImplementedError naming the operator.
 """
@@ -27,11 +31,13 @@ Everything else raises NotImplementedError naming the operator.
 import ctypes
 import functools
 import math
+from collections import namedtuple
 
 import ember
 
 from .. import _C
-from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime
+from .._tensor import _contiguous_strides
+from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime, _sort
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -317,8 +323,9 @@ def _fill(result, value):
     """Stores `value` into every element of `result` (a CUDA tensor): the
     copy kernel over a CPU number expanded to result's shape (passed by
     value, so nothing is read from the host)."""
-    scalar = ember.tensor(value, dtype=result.dtype).expand(result.shape)
-    _pointwise_op("where", ember.tensor(True), scalar, scalar, out=result)
+    if result.numel():  # an empty result has no element to read the value from
+        scalar = ember.tensor(value, dtype=result.dtype).expand(result.shape)
+        _pointwise_op("where", ember.tensor(True), scalar, scalar, out=result)
     return result
 
 
@@ -473,59 +480,145 @@ def _addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                          out=out)
 
 
-# ---- basic indexing: views, no kernel ---------------------------------------------
+# ---- t[index]: the basic items make a view, index tensors a kernel ----------------
 
-def _is_basic(item):
-    return item is None or item is Ellipsis or isinstance(item, slice) or (
-        isinstance(item, int) and not isinstance(item, bool))
+class _BoolItem:
+    """t[True] is t[None][[0]] and t[False] is t[None][[]]: a new size-1
+    dim and the positions that index it (c/python/Indexing.c)."""
+
+    def __init__(self, value):
+        self.positions = ember.tensor([0] if value else [], dtype=ember.int64)
+
+
+_MASK_DTYPES = (ember.bool, ember.uint8)
+_POSITION_DTYPES = (ember.int64, ember.int32)
+
+
+def _index_item(item):
+    """One item of an index as c/python/Indexing.c:parse_item classifies
+    it: None, Ellipsis, a slice, an int, a _BoolItem or an index tensor
+    (sequences and arrays become tensors; a 0-d integer tensor is an int)."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return item
+    if isinstance(item, bool):
+        return _BoolItem(item)
+    if isinstance(item, int):
+        return item
+    if not isinstance(item, ember.Tensor):
+        if hasattr(item, "__len__") and not isinstance(item, (str, bytes)):
+            # no positions: int64, not the float dtype ember.tensor([]) gives
+            item = ember.tensor(item) if len(item) else ember.empty(0, dtype=ember.int64)
+        elif hasattr(item, "__index__"):
+            return item.__index__()  # a NumPy integer
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(item).__name__})")
+    if item.ndim == 0 and item.dtype == ember.bool:
+        return _BoolItem(bool(item))
+    if item.ndim == 0 and not item.dtype.is_floating_point:
+        return int(item)
+    return item
+
+
+def _index_items(tensor, index):
+    """The items of `index` (a tuple, or one item standing for a tuple of one)."""
+    items = [_index_item(item) for item in (index if isinstance(index, tuple) else (index,))]
+    if not isinstance(index, tuple) and tensor.ndim == 0 and isinstance(items[0], int):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    return items
+
+
+def _consumed_dims(item):
+    """How many of the tensor's dims an item consumes (a k-dim mask: k)."""
+    if isinstance(item, ember.Tensor):
+        return item.ndim if item.dtype in _MASK_DTYPES else 1
+    return int(isinstance(item, (int, slice)))
+
+
+def _basic_step(view, dim, position, item):
+    """The view one int, slice, None or bool makes at dim `dim`, and the
+    dim the next item starts at."""
+    if isinstance(item, int):
+        size = view.shape[dim]
+        if not -size <= item < size:
+            # PyTorch names the item's position in the index, not the dim
+            raise IndexError(f"index {item} is out of bounds for dimension {position} with "
+                             f"size {size}")
+        return view.select(dim, item % size), dim
+    if isinstance(item, slice):
+        start, stop, step = item.indices(view.shape[dim])
+        if step <= 0:
+            raise ValueError("step must be greater than zero")
+        sizes, strides = list(view.shape), list(view.stride())
+        offset = view.storage_offset() + start * strides[dim]
+        sizes[dim] = max(0, -(-(stop - start) // step))
+        strides[dim] *= step
+        return view.as_strided(sizes, strides, offset), dim + 1
+    return view.unsqueeze(dim), dim + 1  # None, or a bool's new dim
+
+
+def _index_view(tensor, items):
+    """c/python/Indexing.c:apply_basic_items: the view the basic items
+    make, and the index tensors standing at its leading dims (None for a
+    dim kept whole, a k-dim mask for k dims); [] when there are none."""
+    specified = sum(_consumed_dims(item) for item in items)
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if specified > tensor.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {tensor.ndim}")
+    view, dim, at_dim = tensor, 0, {}
+    for position, item in enumerate(items):
+        if item is Ellipsis:
+            dim += tensor.ndim - specified
+        elif isinstance(item, ember.Tensor):
+            at_dim[dim] = item
+            dim += _consumed_dims(item)
+        else:
+            if isinstance(item, _BoolItem):
+                at_dim[dim] = item.positions
+            view, dim = _basic_step(view, dim, position, item)
+    advanced, d = [], 0
+    while at_dim and d < dim:
+        advanced.append(at_dim.get(d))
+        d += 1 if d not in at_dim else _consumed_dims(at_dim[d])
+    return view, advanced
 
 
 def _basic_view(tensor, index):
     """t[index] for ints, slices, None and Ellipsis: a view (as_strided),
-    as the CPU's basic indexing.  Advanced indexing needs gather kernels,
-    which ember.cuda does not have yet."""
-    items = index if isinstance(index, tuple) else (index,)
-    if not all(_is_basic(i) for i in items):
-        raise NotImplementedError("ember.cuda: indexing a CUDA tensor with tensors, lists or "
-                                  "bools needs a gather kernel, which ember does not have yet")
-    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
-    if consumed > tensor.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {tensor.ndim}")
-    sizes, strides, offset = [], [], tensor.storage_offset()
-    d = 0
-    for item in items:
-        if item is None:
-            sizes.append(1)
-            strides.append(1)
-        elif item is Ellipsis:
-            for _ in range(tensor.ndim - consumed):
-                sizes.append(tensor.shape[d])
-                strides.append(tensor.stride(d))
-                d += 1
-            consumed = tensor.ndim  # a second Ellipsis adds nothing
-        elif isinstance(item, slice):
-            start, stop, step = item.indices(tensor.shape[d])
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            sizes.append(max(0, -(-(stop - start) // step)))
-            strides.append(tensor.stride(d) * step)
-            offset += start * tensor.stride(d)
-            d += 1
-        else:
-            size = tensor.shape[d]
-            if not -size <= item < size:
-                raise IndexError(f"index {item} is out of bounds for dimension {d} with size "
-                                 f"{size}")
-            offset += (item % size) * tensor.stride(d)
-            d += 1
-    sizes += tensor.shape[d:]
-    strides += tensor.stride()[d:]
-    return tensor.as_strided(sizes, strides, offset)
+    as the CPU's basic indexing."""
+    view, advanced = _index_view(tensor, _index_items(tensor, index))
+    assert not advanced, "an index of ints, slices, None and Ellipsis"
+    return view
+
+
+def _check_indexed_on_device(tensor):
+    """A CUDA index tensor can only index a CUDA tensor (a CPU one may
+    index either)."""
+    if not tensor.is_cuda:
+        raise RuntimeError("indices should be either on cpu or on the same device as the "
+                           f"indexed tensor ({tensor.device.type})")
+
+
+def _getitem(tensor, index):
+    """t[index]: the view of the basic items, then (with index tensors)
+    one gather through element offsets (_index_gather)."""
+    _check_indexed_on_device(tensor)
+    view, advanced = _index_view(tensor, _index_items(tensor, index))
+    return _index_gather(view, advanced) if advanced else view
 
 
 def _setitem(tensor, index, value):
-    view = _basic_view(tensor, index)
-    if isinstance(value, ember.Tensor):
+    view, advanced = _index_view(tensor, _index_items(tensor, index))
+    if advanced:
+        _check_indexed_on_device(tensor)
+        if not isinstance(value, ember.Tensor):
+            value = ember.tensor(value, dtype=tensor.dtype)
+        if value.dtype != tensor.dtype:
+            value = value.to(tensor.dtype)
+        _index_put_into(view, advanced, value, accumulate=False)
+    elif isinstance(value, ember.Tensor):
         _copy_(view, value)
     else:
         _fill(view, value)
@@ -571,7 +664,7 @@ def _unbind(tensor, dim=0):
     return tuple(tensor.select(dim, i) for i in range(tensor.shape[dim]))
 
 
-_OPERATORS.update(__getitem__=_basic_view, __setitem__=_setitem, narrow=_narrow,
+_OPERATORS.update(__getitem__=_getitem, __setitem__=_setitem, narrow=_narrow,
                   split=_split, chunk=_chunk, unbind=_unbind)
 
 
@@ -732,28 +825,43 @@ def _wrap(dim, ndim):
     return dim % max(ndim, 1)
 
 
-def _index_launch(kind, indexed, other, index, shape, dim, alpha, bad_index):
-    """One gather or scatter-add launch over `shape`; raises bad_index(k)
-    for an index out of range, read back from the kernel's error slot."""
-    dtype, index_dtype = _dtype_name(indexed.dtype), _dtype_name(index.dtype)
+def _index_launch(kind, operands, index, shape, strides, *, alpha=0, dim=None, dim_size=0,
+                  bad_index=None):
+    """One launch of the _index.py `kind` over `shape`: its pointer
+    operands in the kind's order, the index (or offsets) tensor and the
+    (indexed, other, index) strides.  With `bad_index`, raises
+    bad_index(k) for an index out of range, read back from the kernel's
+    error slot."""
+    dtype, index_dtype = _dtype_name(operands[0].dtype), _dtype_name(index.dtype)
     if index_dtype not in _index.INDEX_DTYPES:
         raise RuntimeError(f"{kind}(): Expected dtype int64 for index")
+    if dtype not in _index.DTYPES:
+        raise NotImplementedError(f"ember.cuda: indexing a {dtype} tensor (ember's CUDA index "
+                                  f"kernels take {', '.join(_index.DTYPES)})")
     n = math.prod(shape)
     if not n:
         return
-    error = ember.zeros(2, dtype=ember.int64, device="cuda")
-    g = _index.geometry(shape, dim, indexed.shape[dim] if indexed.ndim else 1,
-                        indexed.stride(), other.stride(), index.stride())
+    error = ember.zeros(2, dtype=ember.int64, device="cuda") if bad_index else None
+    g = _index.geometry(shape, dim, dim_size, *strides)
     scalar = _pointwise.CTYPES[dtype]
     _launch_kernel(_index_kernel(kind, dtype, index_dtype), _launch.launch_config(n),
-                   [ctypes.c_void_p(x.data_ptr()) for x in
-                    ((indexed, other) if kind == "scatter_add" else (other, indexed))]
+                   [ctypes.c_void_p(x.data_ptr()) for x in operands]
                    + [ctypes.c_void_p(index.data_ptr()), ctypes.c_int64(n), g,
                       scalar(_pointwise.number_as(alpha, dtype)),
-                      ctypes.c_void_p(error.data_ptr())])
-    flag, value = _to_host(error).tolist()
-    if flag:
-        raise bad_index(value)
+                      ctypes.c_void_p(None if error is None else error.data_ptr())])
+    if error is not None:
+        flag, value = _to_host(error).tolist()
+        if flag:
+            raise bad_index(value)
+
+
+def _along(kind, target, walked, index, shape, dim, alpha, bad_index):
+    """A gather (target: the result) or scatter-add (target: written)
+    along `dim` over `shape`, walking `walked` in order."""
+    indexed, other = (walked, target) if kind == "gather" else (target, walked)
+    _index_launch(kind, (target, walked), index, shape,
+                  (indexed.stride(), other.stride(), index.stride()), alpha=alpha, dim=dim,
+                  dim_size=indexed.shape[dim] if indexed.ndim else 1, bad_index=bad_index)
 
 
 def _out_of_bounds(dim, size):
@@ -776,8 +884,8 @@ def _gather(input, dim, index, *, sparse_grad=False, out=None):
                            "tensor")
     out = _destination(out, tuple(index.shape), _dtype_name(input.dtype), "gather")
     shape = tuple(index.shape)
-    _index_launch("gather", input, out, index.expand(shape), shape, dim, 0,
-                  _out_of_bounds(dim, input.shape[dim] if input.ndim else 1))
+    _along("gather", out, input, index.expand(shape), shape, dim, 0,
+           _out_of_bounds(dim, input.shape[dim] if input.ndim else 1))
     return out
 
 
@@ -789,8 +897,8 @@ def _index_select(input, dim, index, *, out=None):
     out = _destination(out, shape, _dtype_name(input.dtype), "index_select")
     if input.ndim:
         seen = _along_dim(index, input.ndim, dim).expand(shape)
-        _index_launch("gather", input, out, seen, shape, dim, 0,
-                      lambda k: IndexError("index out of range in self"))
+        _along("gather", out, input, seen, shape, dim, 0,
+               lambda k: IndexError("index out of range in self"))
     return out
 
 
@@ -799,8 +907,8 @@ def _scatter_add(input, dim, index, src, *, out=None):
     dim = _wrap(dim, input.ndim)
     target = _copy_kernel(input) if out is None else out
     shape = tuple(index.shape)
-    _index_launch("scatter_add", target, src, index, shape, dim, 1,
-                  _out_of_bounds(dim, target.shape[dim]))
+    _along("scatter_add", target, src, index, shape, dim, 1,
+           _out_of_bounds(dim, target.shape[dim]))
     return target
 
 
@@ -809,8 +917,8 @@ def _index_add(input, dim, index, source, *, alpha=1, out=None):
     target = _copy_kernel(input) if out is None else out
     shape = tuple(source.shape)
     seen = _along_dim(index, input.ndim, dim).expand(shape)
-    _index_launch("scatter_add", target, source, seen, shape, dim, alpha,
-                  _out_of_bounds(dim, target.shape[dim]))
+    _along("scatter_add", target, source, seen, shape, dim, alpha,
+           _out_of_bounds(dim, target.shape[dim]))
     return target
 
 
@@ -822,6 +930,228 @@ def _masked_fill(input, mask, value, *, out=None):
     return _pointwise_op("where", mask.expand(input.shape), value, input, out=out)
 
 
+# ---- advanced indexing: Note [Advanced indexing] (c/th/THIndex.c), on the device ------
+
+def _shape_text(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _on_device(tensor):
+    return tensor if tensor.is_cuda else _to_device(tensor)
+
+
+def _check_index_dtypes(tensor, advanced):
+    consumed = 0
+    for index in advanced:
+        if index is not None and index.dtype not in _POSITION_DTYPES + _MASK_DTYPES:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if index is not None and index.dtype in _MASK_DTYPES and index.ndim == 0:
+            raise IndexError("a 0-dim bool index is only supported by tensor[...] indexing")
+        consumed += 1 if index is None else _consumed_dims(index)
+    if consumed > tensor.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {tensor.ndim} "
+                         f"(got {consumed})")
+
+
+def _index_per_dim(tensor, advanced):
+    """The position tensor standing at each dim of `tensor` (None: kept
+    whole), on the device; a k-dim mask becomes the k columns of its
+    nonzero(), after its shape is checked against the dims it covers."""
+    _check_index_dtypes(tensor, advanced)
+    per_dim = []
+    for index in advanced:
+        if index is None or index.dtype not in _MASK_DTYPES:
+            per_dim.append(None if index is None else _on_device(index))
+            continue
+        dim = len(per_dim)
+        for j, size in enumerate(index.shape):
+            if size != tensor.shape[dim + j]:
+                raise IndexError(f"The shape of the mask {_shape_text(index.shape)} at index {j} "
+                                 f"does not match the shape of the indexed tensor "
+                                 f"{_shape_text(tensor.shape)} at index {dim + j}")
+        columns = _nonzero(_on_device(index))
+        per_dim += [columns.select(1, j) for j in range(index.ndim)]
+    return per_dim + [None] * (tensor.ndim - len(per_dim))
+
+
+def _broadcast_indices(indexed):
+    try:
+        return _pointwise._broadcast_shape([tuple(i.shape) for i in indexed])
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(_shape_text(i.shape) for i in indexed)) \
+            from None
+
+
+# tensor: the indexed tensor with its indexed dims adjacent; sizes: the
+# result's; tensor_strides (0 along B) and offset_strides (0 outside B)
+# lay the tensor and the offsets (int64, shape B) out in the result's shape.
+_IndexPlan = namedtuple("_IndexPlan", "tensor sizes tensor_strides offset_strides offsets")
+
+
+def _index_plan(tensor, advanced):
+    """c/th/THIndex.c:plan_init on the device: the result is (dims before
+    the indexed ones) + B + (dims after), B the index tensors' broadcast
+    shape, with the indexed dims made adjacent first when they are not
+    (then B comes first); one `offsets` launch per indexed dim sums each
+    position's element offset, checking it against the dim's size."""
+    per_dim = _index_per_dim(tensor, advanced)
+    positions = [d for d, index in enumerate(per_dim) if index is not None]
+    indexed = [per_dim[d] for d in positions]
+    b_shape = _broadcast_indices(indexed)
+    first = positions[0]
+    if positions[-1] - first != len(positions) - 1:  # not adjacent: B goes first
+        tensor = tensor.permute(positions + [d for d, i in enumerate(per_dim) if i is None])
+        first = 0
+    after = first + len(indexed)
+    sizes = tuple(tensor.shape[:first]) + b_shape + tuple(tensor.shape[after:])
+    b_strides = _contiguous_strides(b_shape)
+    offsets = ember.zeros(b_shape, dtype=ember.int64, device="cuda")
+    for k, index in enumerate(indexed):
+        size = tensor.shape[first + k]
+        _index_launch("offsets", (offsets,), index, b_shape,
+                      ((0,) * len(b_shape), b_strides,
+                       _pointwise._broadcast_strides(index, b_shape)),
+                      alpha=tensor.stride(first + k), dim_size=size,
+                      bad_index=lambda value, k=k, size=size: IndexError(
+                          f"index {value} is out of bounds for dimension {k} with size {size}"))
+    return _IndexPlan(tensor, sizes,
+                      tuple(tensor.stride()[:first]) + (0,) * len(b_shape)
+                      + tuple(tensor.stride()[after:]),
+                      (0,) * first + b_strides + (0,) * (len(sizes) - first - len(b_shape)),
+                      offsets)
+
+
+def _index_gather(tensor, advanced):
+    """tensor[advanced]: a new tensor, one `take` launch over its shape."""
+    plan = _index_plan(tensor, advanced)
+    out = ember.empty(plan.sizes, dtype=tensor.dtype, device="cuda")
+    _index_launch("take", (out, plan.tensor), plan.offsets, plan.sizes,
+                  (plan.tensor_strides, out.stride(), plan.offset_strides))
+    return out
+
+
+def _overlaps(a, b):
+    """Whether two tensors' memory spans meet."""
+    def span(t):
+        return t.data_ptr(), t.data_ptr() + t.element_size() * (
+            1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())))
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a.numel() and b.numel() and a0 < b1 and b0 < a1
+
+
+def _put_values(values, sizes, target):
+    """values (target's dtype) checked to broadcast to the indexing result
+    (extra leading size-1 dims dropped), on the device and apart from
+    target's memory: c/th/THIndex.c:new_put_values."""
+    extra = values.ndim - len(sizes)
+    if not all(size == 1 if d < extra else size in (1, sizes[d - extra])
+               for d, size in enumerate(values.shape)):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {_shape_text(values.shape)} "
+                           f"cannot be broadcast to indexing result of shape "
+                           f"{_shape_text(sizes)}")
+    if not values.is_cuda:
+        values = _to_device(values)
+    elif _overlaps(values, target):
+        values = _copy_kernel(values)
+    if extra > 0:
+        values = values.as_strided(values.shape[extra:], values.stride()[extra:],
+                                   values.storage_offset())
+    return values.expand(sizes)
+
+
+def _index_put_into(target, advanced, values, accumulate):
+    """target[advanced] = values (+= with accumulate): one `put` (or
+    atomic `put_add`) launch over the indexing result's shape."""
+    plan = _index_plan(target, advanced)
+    values = _put_values(values, plan.sizes, target)
+    _index_launch("put_add" if accumulate else "put", (plan.tensor, values), plan.offsets,
+                  plan.sizes, (plan.tensor_strides, values.stride(), plan.offset_strides))
+
+
+def _index_put(input, indices, values, accumulate=False, *, out=None):
+    """index_put (out=input: index_put_)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError("index_put_(): argument 'indices' (position 1) must be tuple of "
+                        f"Tensors, not {type(indices).__name__}")
+    if values.dtype != input.dtype:
+        names = _pointwise.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{names[_dtype_name(input.dtype)]} for the destination and "
+                           f"{names[_dtype_name(values.dtype)]} for the source.")
+    target = _copy_kernel(input) if out is None else out
+    _index_put_into(target, list(indices), values, accumulate)
+    return target
+
+
+@functools.cache
+def _nonzero_kernel(dtype):
+    return _runtime.Kernel(_index.nonzero_kernel_name(dtype), _index.nonzero_source(dtype),
+                           _index.headers(), _index.nonzero_parameters(dtype), True)
+
+
+def _nonzero_launch(tensor, out, count):
+    """Note [Nonzero in one block]: one block; without `out` it only
+    stores the count."""
+    dtype = _dtype_name(tensor.dtype)
+    zeros = (0,) * tensor.ndim
+    g = _index.geometry(tuple(tensor.shape), None, 0, tensor.stride(), zeros, zeros)
+    _launch_kernel(_nonzero_kernel(dtype), _index.nonzero_launch_config(tensor.numel()),
+                   [ctypes.c_void_p(tensor.data_ptr()), ctypes.c_int64(tensor.numel()), g,
+                    ctypes.c_void_p(None if out is None else out.data_ptr()),
+                    ctypes.c_void_p(count.data_ptr())])
+
+
+def _nonzero(input, *, out=None, as_tuple=False):
+    """The coordinates of input's non-zero elements, one row each, in
+    row-major order; as_tuple: one column per dim (a 0-d input counts as
+    1-d, as in PyTorch)."""
+    if as_tuple and out is not None:
+        raise TypeError("nonzero(): out= is not supported with as_tuple=True")
+    dtype = _dtype_name(input.dtype)
+    if dtype not in _index.DTYPES:
+        raise NotImplementedError(f"ember.cuda: nonzero of a {dtype} tensor")
+    count = ember.zeros(1, dtype=ember.int64, device="cuda")
+    if input.numel():
+        _nonzero_launch(input, None, count)
+    rows = int(_to_host(count).item())
+    positions = _destination(out, (rows, input.ndim), "int64", "nonzero")
+    if rows and input.ndim:
+        _nonzero_launch(input, positions, count)
+    if not as_tuple:
+        return positions
+    if input.ndim == 0:
+        return (_new_filled((rows,), ember.int64, 0, False),)
+    return tuple(positions.select(1, d) for d in range(input.ndim))
+
+
+def _masked_select(input, mask, *, out=None):
+    """input[mask] after both broadcast (a 0-d pair counts as 1-d)."""
+    if mask.dtype != ember.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    a, b = tuple(mask.shape), tuple(input.shape)
+    ndim = max(len(a), len(b))
+    a, b = (1,) * (ndim - len(a)) + a, (1,) * (ndim - len(b)) + b
+    for d in reversed(range(ndim)):
+        if a[d] != b[d] and 1 not in (a[d], b[d]):
+            raise RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b "
+                               f"({b[d]}) at non-singleton dimension {d}")
+    shape = tuple(y if x == 1 else x for x, y in zip(a, b)) or (1,)
+    result = _index_gather(input.expand(shape), [mask.expand(shape)])
+    if out is None:
+        return result
+    _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "masked_select"),
+           result)
+    return out
+
+
+def _where(condition, *operands, out=None):
+    """where(condition, x, y), or where(condition): nonzero(as_tuple=True)."""
+    if not operands:
+        return _nonzero(condition, as_tuple=True)
+    return _pointwise_op("where", condition, *operands, out=out)
+
+
 def _any_or_all(reduction):
     def run(tensor, dim=None, keepdim=False, *, out=None):
         nonzero = tensor if tensor.dtype == ember.bool else _pointwise_op("ne", tensor, 0)
@@ -831,7 +1161,89 @@ def _any_or_all(reduction):
 
 _OPERATORS.update(gather=_gather, index_select=_index_select, scatter_add=_scatter_add,
                   index_add=_index_add, masked_fill=_masked_fill, any=_any_or_all("amax"),
-                  all=_any_or_all("amin"))
+                  all=_any_or_all("amin"), index_put=_index_put, nonzero=_nonzero,
+                  argwhere=_nonzero, masked_select=_masked_select, where=_where)
+
+
+# ---- sorting along a dim: one bitonic network per lane (_sort.py) ---------------------
+
+@functools.cache
+def _sort_kernel(dtype):
+    return _runtime.Kernel(_sort.kernel_name(dtype), _sort.kernel_source(dtype),
+                           _sort.headers(), _sort.kernel_parameters(dtype), True)
+
+
+def _sorted_lanes(input, dim, descending, count, op):
+    """The first `count` items of each lane of `input` along `dim` in
+    sorted order (Note [Sort keys] in c/th/THSort.h): (values, indices),
+    new dense tensors shaped like input with dim's size `count`.  The
+    lanes are made rows of a dense matrix first (a copy kernel when dim
+    is not innermost)."""
+    dtype = _dtype_name(input.dtype)
+    if dtype not in _sort.DTYPES:
+        raise NotImplementedError(f"ember.cuda: {op} of a {dtype} tensor (ember's CUDA sort "
+                                  f"takes {', '.join(_sort.DTYPES)})")
+    dim = _wrap(dim, input.ndim)
+    # dim moved innermost, and back: permutations (views on any device)
+    order = [d for d in range(input.ndim) if d != dim] + [dim]
+    back = [order.index(d) for d in range(input.ndim)]
+    lanes_last = input.reshape(1) if input.ndim == 0 else input.permute(order)
+    n = lanes_last.shape[-1]
+    rows = _dense_on_device(lanes_last)
+    lanes = rows.numel() // n if n else 0
+    shape = tuple(lanes_last.shape[:-1]) + (count,)
+    values = ember.empty(shape, dtype=input.dtype, device="cuda")
+    indices = ember.empty(shape, dtype=ember.int64, device="cuda")
+    if lanes and count:
+        padded = _sort.padded_length(n)
+        config = _sort.launch_config(lanes, padded)
+        keys = ember.empty(config[0][0] * padded, dtype=ember.int64, device="cuda")
+        positions = ember.empty(config[0][0] * padded, dtype=ember.int64, device="cuda")
+        _launch_kernel(_sort_kernel(dtype), config,
+                       _sort.arguments(rows.data_ptr(), values.data_ptr(), indices.data_ptr(),
+                                       keys.data_ptr(), positions.data_ptr(), lanes, n, padded,
+                                       count, descending))
+    if input.ndim == 0:
+        return values.reshape(()), indices.reshape(())
+    return _dense_on_device(values.permute(back)), _dense_on_device(indices.permute(back))
+
+
+def _into(out, results, op):
+    """A (values, indices) result, copied into out= when one is given."""
+    if out is None:
+        return results
+    for target, result in zip(out, results):
+        _copy_(_destination(target, tuple(result.shape), _dtype_name(result.dtype), op),
+               result)
+    return out
+
+
+def _sort_call(input, dim=-1, descending=False, stable=False, *, out=None):
+    """sort: every ember sort is stable (Note [Sort keys])."""
+    n = input.shape[_wrap(dim, input.ndim)] if input.ndim else 1
+    results = _sorted_lanes(input, dim, descending, n, "sort")
+    return ember.return_types.sort(_into(out, results, "sort"))
+
+
+def _argsort(input, dim=-1, descending=False, stable=False):
+    return _sort_call(input, dim, descending, stable).indices
+
+
+def _topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """topk: the first k of the sorted lane (always in sorted order)."""
+    n = input.shape[_wrap(dim, input.ndim)] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    results = _sorted_lanes(input, dim, largest, k if input.ndim else 1, "topk")
+    return ember.return_types.topk(_into(out, results, "topk"))
+
+
+def _msort(input, *, out=None):
+    values = _sort_call(input, 0).values
+    return values if out is None else _copy_(out, values)
+
+
+_OPERATORS.update(sort=_sort_call, argsort=_argsort, topk=_topk, msort=_msort)
 
 
 # ---- the jit's fusion groups: one generated kernel (_fused.py) ----------------------

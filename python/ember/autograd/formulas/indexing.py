@@ -403,7 +403,7 @@ class IndexPutBackward0(Node):
 
     def _zero_region(self, grad):
         shape = self.input_shape
-        positions = element_positions(shape)[self.index].reshape(-1)
+        positions = element_positions(shape, grad.device)[self.index].reshape(-1)
         flat = grad.reshape(-1).index_put((positions,), ember.zeros((), dtype=grad.dtype))
         return flat.reshape(shape)
 

@@ -38,10 +38,11 @@ _set_grad_enabled = _C._set_grad_enabled
 
 # ---- shared helpers (also used by shape.py and indexing.py) ---------------------
 
-def element_positions(shape):
+def element_positions(shape, device=None):
     """arange(numel).reshape(shape): each element holds its own row-major
-    position (Note [Index maps])."""
-    return ember.arange(math.prod(shape)).reshape(shape)
+    position (Note [Index maps]), on `device` (the gradient's: a CUDA
+    gradient's index map runs on the GPU, its index tensors there too)."""
+    return ember.arange(math.prod(shape), device=device).reshape(shape)
 
 
 def scatter_positions(grad, positions, shape):
@@ -87,7 +88,7 @@ class IndexMapBackward(Node):
 
     def apply(self, grad):
         shape = self.input_shape
-        positions = self.forward_op(element_positions(shape), *self.args)
+        positions = self.forward_op(element_positions(shape, grad.device), *self.args)
         return (scatter_positions(grad, positions, shape),)
 
 
