@@ -292,7 +292,8 @@ OTHER_PYTHONS_JOBS ?= 1
 # Python version changes, and they are the slowest files of the suite.
 KERNEL_SOURCE_SUITES := --ignore=tests/test_cuda_kernels.py \
                         --ignore=tests/test_cuda_binary_reduce_kernels.py \
-                        --ignore=tests/test_cuda_reduce_scan_kernels.py
+                        --ignore=tests/test_cuda_reduce_scan_kernels.py \
+                        --ignore=tests/test_cuda_indexing.py
 test-pythons:
 	JOBS=$(OTHER_PYTHONS_JOBS) PYTEST_ARGS="$(PYTEST_ARGS) $(KERNEL_SOURCE_SUITES)" \
 	  tools/other_pythons.sh $(VPY)
