@@ -177,7 +177,7 @@ def test_a_tracer_hook_that_sets_the_tracer_keeps_that_choice():
     assert sys.getrefcount(second) == before
 
 
-# ---- Note [Indexing without a pin frame], Note [Factories with nothing to pin]
+# ---- Note [Plain indexes need no pin frame], Note [Factories with nothing to pin]
 
 
 def test_a_slice_bound_that_runs_python_still_gets_a_frame():

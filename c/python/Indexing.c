@@ -553,8 +553,8 @@ setitem_pinned(PyObject *self, PyObject *index, PyObject *value)
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
-/* Note [Indexing without a pin frame]
- * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/* Note [Plain indexes need no pin frame]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
  * A pin frame (Note [Pinned arguments] in THP.h) is needed because an
  * index item's __index__ or a sequence's items can run Python, which can
  * rebind self.data and free the THTensor being indexed.  t[i] and t[a:b]
@@ -596,7 +596,7 @@ takes_unpinned_path(const THTensor *tensor, PyObject *index)
            && tensor->storage->device == TH_DEVICE_CPU;
 }
 
-/* The view for Note [Indexing without a pin frame] (*taken true), or
+/* The view for Note [Plain indexes need no pin frame] (*taken true), or
  * NULL with no exception when the index needs the pinned path. */
 static PyObject *
 getitem_unpinned(PyObject *self, PyObject *index, bool *taken)
@@ -622,7 +622,7 @@ getitem_unpinned(PyObject *self, PyObject *index, bool *taken)
 
 /* Both run inside a pin frame (Note [Pinned arguments] in THP.h): an
  * index item's __index__ or a sequence's items can rebind self.data.
- * Plain t[i] and t[a:b] skip it (Note [Indexing without a pin frame]). */
+ * Plain t[i] and t[a:b] skip it (Note [Plain indexes need no pin frame]). */
 static PyObject *
 THPVariable_getitem(PyObject *self, PyObject *index)
 {
