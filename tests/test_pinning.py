@@ -175,3 +175,57 @@ def test_a_tracer_hook_that_sets_the_tracer_keeps_that_choice():
     finally:
         _C._set_tracer(None)
     assert sys.getrefcount(second) == before
+
+
+# ---- Note [Plain indexes need no pin frame], Note [Factories with nothing to pin]
+
+
+def test_a_slice_bound_that_runs_python_still_gets_a_frame():
+    # t[a:b] with plain ints skips the frame; a bound with __index__ must
+    # not: it rebinds x.data, and the slice is of the tensor x held when
+    # the call began (PyTorch: unpacked before the bounds are read).
+    x = ember.arange(6.)
+    depths = []
+
+    class RecordsAndSwaps(SwapsOnIndex):
+        def __index__(self):
+            depths.append(_C._pin_depth())
+            return super().__index__()
+
+    view = x[RecordsAndSwaps(1, x):3]
+    assert depths == [1]
+    np.testing.assert_array_equal(view.numpy(), [1., 2.])
+    assert x.shape == (1,)
+
+
+def test_plain_int_indexing_still_sees_autograd_and_devices():
+    x = ember.arange(6., requires_grad=True)
+    y = x[1:4:2]
+    assert y.grad_fn is not None
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 1, 0, 1, 0, 0])
+    with ember.no_grad():
+        assert x[2].grad_fn is None and x[2].item() == 2.0
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[6]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    assert _C._pin_depth() == 0
+
+
+def test_a_factory_with_only_numbers_runs_without_a_frame():
+    depths = []
+
+    class Records:
+        def __index__(self):
+            depths.append(_C._pin_depth())
+            return 2
+
+    # an object that is not a plain number takes the pinned path ...
+    assert ember.empty(Records(), 3).shape == (2, 3)
+    assert depths == [1]
+    # ... plain numbers and keywords give the same results either way
+    assert ember.zeros(2, 3).sum().item() == 0.0
+    assert ember.full((2,), 7.0).tolist() == [7.0, 7.0]
+    assert ember.ones(2, dtype=ember.int64).dtype == ember.int64
+    assert _C._pin_depth() == 0

@@ -685,15 +685,46 @@ static PyTypeObject THPOpMethodType = {
     .tp_descr_get = op_method_get,
 };
 
+/* Note [Factories with nothing to pin]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * empty(4), zeros(2, 3), arange(10): a module-level pinned function
+ * called with only ints, floats, None or slices and no keywords has no
+ * tensor to pin and none to unpack, and its result is a new tensor it
+ * owns; its frame would only be pushed and popped (a sixth of the cost of
+ * empty(4)).  So such a call runs its C implementation directly.  Python
+ * code it runs (a Python allocator's malloc) sees the frames of the calls
+ * around it, as it would anyway.  Its kernels fill the new tensor with
+ * the GIL held (THP_RUN_WITHOUT_GIL_IF needs a frame), as the factories
+ * do in any case.  A keyword (dtype=, generator=, out=) or any other
+ * argument takes the pinned path. */
+static bool
+holds_nothing_to_pin(PyObject *const *args, Py_ssize_t nargs,
+                     PyObject *kwnames)
+{
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
+        return false;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!THPPin_holdsNoTensor(args[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* A C function that is not an operator (a factory, size(), numpy()) runs
- * inside a pin frame too, but is neither traced nor differentiated. */
+ * inside a pin frame too (unless Note [Factories with nothing to pin]),
+ * but is neither traced nor differentiated. */
 static PyObject *
 pinned_function_vectorcall(PyObject *callable, PyObject *const *args,
                            size_t nargsf, PyObject *kwnames)
 {
     THPOp *op = (THPOp *)callable;
-    return call_pinned(op, op->module, args, PyVectorcall_NARGS(nargsf),
-                       kwnames, 0);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (holds_nothing_to_pin(args, nargs, kwnames)) {
+        return call_impl(op, op->module, args, nargs, kwnames);
+    }
+    return call_pinned(op, op->module, args, nargs, kwnames, 0);
 }
 
 static PyObject *

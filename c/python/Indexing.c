@@ -409,6 +409,25 @@ apply_basic_items(THTensor *tensor, const ParsedIndex *parsed,
 
 /* ---- __getitem__ and __setitem__ ------------------------------------------- */
 
+/* The commonest indexes, t[i] and t[a:b], on a tensor with a dim to
+ * index: the one view they make, without the general machinery. */
+static bool
+is_single_item(const THTensor *tensor, PyObject *index)
+{
+    return tensor->ndim > 0
+           && (PyLong_CheckExact(index) || PySlice_Check(index));
+}
+
+static PyObject *
+wrap_single_item_view(THTensor *tensor, PyObject *index)
+{
+    IndexItem item = {PyLong_CheckExact(index) ? ITEM_INT : ITEM_SLICE,
+                      index, NULL};
+    int dim = 0;
+    THTensor *view = new_item_view(tensor, &dim, 0, &item);
+    return view == NULL ? NULL : THPVariable_Wrap(view);
+}
+
 static PyObject *
 getitem_pinned(PyObject *self, PyObject *index)
 {
@@ -417,15 +436,8 @@ getitem_pinned(PyObject *self, PyObject *index)
         return routed;
     }
     THTensor *tensor = THPVariable_Unpack(self);
-    /* The commonest indexes, t[i] and t[a:b], on a tensor with a dim to
-     * index: the one view they make, without the general machinery. */
-    if (tensor->ndim > 0
-        && (PyLong_CheckExact(index) || PySlice_Check(index))) {
-        IndexItem item = {PyLong_CheckExact(index) ? ITEM_INT : ITEM_SLICE,
-                          index, NULL};
-        int dim = 0;
-        THTensor *view = new_item_view(tensor, &dim, 0, &item);
-        return view == NULL ? NULL : THPVariable_Wrap(view);
+    if (is_single_item(tensor, index)) {
+        return wrap_single_item_view(tensor, index);
     }
     ParsedIndex parsed;
     THTensor *advanced[THP_MAX_INDEX_ITEMS];
@@ -541,11 +553,84 @@ setitem_pinned(PyObject *self, PyObject *index, PyObject *value)
     return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
 }
 
+/* Note [Plain indexes need no pin frame]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A pin frame (Note [Pinned arguments] in THP.h) is needed because an
+ * index item's __index__ or a sequence's items can run Python, which can
+ * rebind self.data and free the THTensor being indexed.  t[i] and t[a:b]
+ * with exact ints (or None) for every bound run no Python at all between
+ * reading self's THTensor and making the view (the ints are read without
+ * __index__, the view takes its own references to the storage and the
+ * version counter), so on a CPU tensor they skip the frame, whose retain
+ * and release of self's THTensor were a third of the cost of t[1:3].
+ * The autograd and tracer check comes first: it may run Python (a
+ * handler, the tracer's hook), but then its result is returned and the
+ * tensor is never read; when it does not, the THTensor is read (and the
+ * conditions checked) after it.  Anything else, and any device tensor, takes the pinned path. */
+
+/* An exact int or None: read without running Python. */
+static bool
+is_plain_bound(PyObject *obj)
+{
+    return obj == Py_None || PyLong_CheckExact(obj);
+}
+
+static bool
+runs_no_python(PyObject *index)
+{
+    if (PyLong_CheckExact(index)) {
+        return true;
+    }
+    if (!PySlice_Check(index)) {
+        return false;
+    }
+    PySliceObject *slice = (PySliceObject *)index;
+    return is_plain_bound(slice->start) && is_plain_bound(slice->stop)
+           && is_plain_bound(slice->step);
+}
+
+static bool
+takes_unpinned_path(const THTensor *tensor, PyObject *index)
+{
+    return runs_no_python(index) && is_single_item(tensor, index)
+           && tensor->storage->device == TH_DEVICE_CPU;
+}
+
+/* The view for Note [Plain indexes need no pin frame] (*taken true), or
+ * NULL with no exception when the index needs the pinned path. */
+static PyObject *
+getitem_unpinned(PyObject *self, PyObject *index, bool *taken)
+{
+    *taken = false;
+    if (!takes_unpinned_path(THPVariable_CURRENT(self), index)) {
+        return NULL;
+    }
+    PyObject *operands[2] = {self, index}, *routed;
+    if (THPAutograd_maybeDispatch("__getitem__", operands, 2, &routed)) {
+        *taken = true;
+        return routed;
+    }
+    /* Read after the check, and checked again: it looks up dicts, and a
+     * lookup can run Python. */
+    THTensor *tensor = THPVariable_CURRENT(self);
+    if (!takes_unpinned_path(tensor, index)) {
+        return NULL;
+    }
+    *taken = true;
+    return wrap_single_item_view(tensor, index);
+}
+
 /* Both run inside a pin frame (Note [Pinned arguments] in THP.h): an
- * index item's __index__ or a sequence's items can rebind self.data. */
+ * index item's __index__ or a sequence's items can rebind self.data.
+ * Plain t[i] and t[a:b] skip it (Note [Plain indexes need no pin frame]). */
 static PyObject *
 THPVariable_getitem(PyObject *self, PyObject *index)
 {
+    bool taken;
+    PyObject *view = getitem_unpinned(self, index, &taken);
+    if (taken) {
+        return view;
+    }
     return THPPin_callBinary("__getitem__", getitem_pinned, self, index,
                              true);
 }

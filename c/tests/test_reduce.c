@@ -139,6 +139,83 @@ test_reduce_split_driver(void)
     THTensor_release(t);
 }
 
+/* The order of Note [Accurate sums], modelled lane by lane: a run longer
+ * than a leaf is halved at a multiple of the 64 lanes; a leaf adds element
+ * i to lane i % 64; the lanes of two halves are added lane by lane, and
+ * the 64 lanes are folded in halves at the end.  (The constants are
+ * THReduce.c's TH_PAIRWISE_LEAF and TH_PAIRWISE_LANES.) */
+enum { MODEL_LEAF = 4096, MODEL_LANES = 64 };
+
+static void
+model_lanes(const float *x, int64_t n, float *out)
+{
+    if (n > MODEL_LEAF) {
+        int64_t half = (n / 2) & ~(int64_t)(MODEL_LANES - 1);
+        float later[MODEL_LANES];
+        model_lanes(x, half, out);
+        model_lanes(x + half, n - half, later);
+        for (int l = 0; l < MODEL_LANES; l++) {
+            out[l] += later[l];
+        }
+        return;
+    }
+    for (int l = 0; l < MODEL_LANES; l++) {
+        out[l] = 0.0f;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        out[i % MODEL_LANES] += x[i];
+    }
+}
+
+static float
+model_sum(const float *x, int64_t n)
+{
+    float lane[MODEL_LANES];
+    model_lanes(x, n, lane);
+    for (int width = MODEL_LANES / 2; width >= 1; width /= 2) {
+        for (int l = 0; l < width; l++) {
+            lane[l] += lane[l + width];
+        }
+    }
+    return lane[0];
+}
+
+/* Bit for bit the modelled order, whichever clone runs: natively on an
+ * AVX-512 CPU one leaf at a time, under valgrind (no AVX-512) with the
+ * side-by-side leaves of Note [Two streams].  The values span many
+ * binades, so another order would round differently. */
+static void
+test_reduce_float_sum_adds_in_the_pairwise_order(void)
+{
+    int64_t sizes[] = {2 * MODEL_LEAF + 130, 3 * MODEL_LEAF + 77, 40000};
+    int saved = THParallel_getNumThreads();
+    CHECK_OK(THParallel_setNumThreads(1)); /* the split driver cuts runs */
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        int64_t n = sizes[k];
+        THTensor *t = THTensor_newEmpty(1, &n, TH_Float32, TH_DEVICE_CPU);
+        CHECK_NOT_NULL(t);
+        if (t == NULL) {
+            continue;
+        }
+        float *x = (float *)THTensor_data(t);
+        uint32_t state = 12345u;
+        for (int64_t i = 0; i < n; i++) {
+            state = state * 1664525u + 1013904223u;
+            x[i] = ldexpf((float)(state >> 8), (int)(state % 24) - 30);
+        }
+        bool mask[TH_MAX_DIMS];
+        CHECK_OK(THReduce_dimMask(t, 0, NULL, mask));
+        THTensor *s = THTensor_newSum(t, mask, false, -1);
+        CHECK_NOT_NULL(s);
+        if (s != NULL) {
+            CHECK(*(float *)THTensor_data(s) == model_sum(x, n));
+        }
+        THTensor_release(s);
+        THTensor_release(t);
+    }
+    CHECK_OK(THParallel_setNumThreads(saved));
+}
+
 static void
 test_reduce_softmax_rows_sum_to_one(void)
 {
@@ -162,6 +239,7 @@ TH_TEST_SUITE(reduce) = {
     TH_TEST(test_reduce_argmax_first_index_and_nan),
     TH_TEST(test_reduce_empty_errors),
     TH_TEST(test_reduce_split_driver),
+    TH_TEST(test_reduce_float_sum_adds_in_the_pairwise_order),
     TH_TEST(test_reduce_softmax_rows_sum_to_one),
     TH_TEST_END,
 };

@@ -311,7 +311,7 @@ THAllocator_release(THAllocator *allocator)
     if (allocator == NULL || allocator->is_static) {
         return;
     }
-    if (__atomic_sub_fetch(&allocator->refcount, 1, __ATOMIC_ACQ_REL) != 0) {
+    if (!TH_dropReference(&allocator->refcount)) {
         return;
     }
     if (allocator->release_context != NULL) {

@@ -93,6 +93,29 @@ TH_arrayNbytes(int64_t count, size_t itemsize, size_t *nbytes)
  * `what` when the size does not fit or malloc fails. */
 void *TH_mallocArray(int64_t count, size_t itemsize, const char *what);
 
+/* Note [Dropping the last reference]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Tensors, storages, version counters and allocators are counted with
+ * atomic increments and decrements, as any thread may hold them.  A locked
+ * read-modify-write costs tens of cycles (it drains the store buffer), and
+ * a fresh tensor freed by its only owner (empty(4), the header of a view)
+ * paid one per object.  When the count reads 1, the caller holds the only
+ * reference: no other thread can add one (that needs a reference to copy)
+ * or drop one, so the object is freed without writing the count at all,
+ * as PyTorch's intrusive_ptr does.  The load is an acquire, pairing with
+ * the release half of the last other owner's decrement, so everything that
+ * owner wrote happens before the free.  A freed header keeps its count of
+ * 1; every allocation of one sets the count anew. */
+
+/* Drops one reference from *refcount; true when it was the last one and
+ * the caller must free the object. */
+static inline bool
+TH_dropReference(int *refcount)
+{
+    return __atomic_load_n(refcount, __ATOMIC_ACQUIRE) == 1
+           || __atomic_sub_fetch(refcount, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
 /* Note [Vector clones]
  * ~~~~~~~~~~~~~~~~~~~~~
  * The build targets baseline x86-64 (SSE2, 4 floats a vector) so one

@@ -53,10 +53,22 @@
  * float32; wider accumulators, double and uint64, stay one leaf at a
  * time, as 32 registers would spill).  That took one thread's 16M-float
  * sum from ~15.5 to ~18.5 GB/s on Zen 1, PyTorch's being ~16 (software
- * prefetch alone gained ~8% in a C test).  Every lane still adds the same
- * elements in the same order, so the result is bit for bit the one of the
- * plain recursion (tests/test_memory_bound_kernels.py checks it against a
- * NumPy model of the order).
+ * prefetch alone gained ~8% in a C test).
+ *
+ * On Zen 4 (AVX-512) the pair cost instead: one thread's 16M-float sum,
+ * by thread CPU time side by side with PyTorch in one process, ran at
+ * 0.64-0.80x PyTorch's GB/s with the pair and at 0.79-1.0x one leaf at a
+ * time (two sessions' measurements; prefetching 1 to 16 KB ahead gained
+ * nothing there).  So the pair is taken only where
+ * the avx2 or baseline clone runs (two_streams_pay); the avx512f clone
+ * reads one leaf at a time, front to back, the pattern Zen 4's prefetchers
+ * follow best.  The split follows the clone, not the CPU model: no Intel
+ * AVX-512 machine has been measured either way.
+ *
+ * Either way every lane adds the same elements in the same order, so the
+ * result is bit for bit the one of the plain recursion on every CPU
+ * (tests/test_memory_bound_kernels.py checks it against a NumPy model of
+ * the order; under valgrind, which reports no AVX-512, the pair runs).
  */
 #include "THReduce.h"
 
@@ -174,6 +186,20 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_EXP_BLOCK)
  * the second stream gains (Note [Two streams]). */
 #define TH_PAIR_FITS(acc_t) (2 * TH_PAIRWISE_LANES * sizeof(acc_t) <= 512)
 
+/* Whether the side-by-side leaves pay on this CPU: not where the avx512f
+ * clone runs (Note [Two streams]).  The loader picks that clone by this
+ * same test, so inside a clone it answers "am I the AVX-512 one"; it is a
+ * load and a bit test, made once per pair of leaves. */
+static inline bool
+two_streams_pay(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    return !__builtin_cpu_supports("avx512f");
+#else
+    return true;
+#endif
+}
+
 /* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
  * may use `shift` (the mean, for the squared deviations of var).
  *
@@ -222,7 +248,7 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_EXP_BLOCK)
             int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);      \
             acc_t later[TH_PAIRWISE_LANES];                                  \
             if (TH_PAIR_FITS(acc_t) && stride == 1                           \
-                && n - half <= TH_PAIRWISE_LEAF) {                           \
+                && n - half <= TH_PAIRWISE_LEAF && two_streams_pay()) {      \
                 /* both halves are leaves (the left is the shorter) */      \
                 name##_leaf_pair(x, half, n - half, shift, out, later);      \
             }                                                                \

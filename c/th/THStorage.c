@@ -103,7 +103,7 @@ THStorage_release(THStorage *storage)
     if (storage == NULL) {
         return;
     }
-    if (__atomic_sub_fetch(&storage->refcount, 1, __ATOMIC_ACQ_REL) != 0) {
+    if (!TH_dropReference(&storage->refcount)) {
         return;
     }
     if (storage->allocator != NULL) {

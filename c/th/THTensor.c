@@ -117,8 +117,7 @@ version_counter_new(void)
 static void
 version_counter_release(THVersionCounter *counter)
 {
-    if (counter != NULL
-        && __atomic_sub_fetch(&counter->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (counter != NULL && TH_dropReference(&counter->refcount)) {
         THHeader_free(TH_HEADER_VERSION_COUNTER, counter);
     }
 }
@@ -603,7 +602,7 @@ THTensor_release(THTensor *tensor)
     if (tensor == NULL) {
         return;
     }
-    if (__atomic_sub_fetch(&tensor->refcount, 1, __ATOMIC_ACQ_REL) != 0) {
+    if (!TH_dropReference(&tensor->refcount)) {
         return;
     }
     THStorage_release(tensor->storage);
