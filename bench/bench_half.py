@@ -49,10 +49,20 @@ def cpu_flags():
     return "?"
 
 
+# PyTorch's OpenMP workers keep spinning on the cores for a while after a
+# parallel call returns, and ember's pool threads briefly too: run straight
+# after the other library, a two-thread call shares its cores with them
+# (on a 2-core Zen 4, ember's bfloat16 matmul measured 205 GFLOP/s right
+# after torch's and 290-340 with a pause).  So each call waits IDLE_PAUSE
+# seconds first, for both libraries alike.
+IDLE_PAUSE = 0.05
+
+
 def best_of(contenders, rounds):
     best = {name: float("inf") for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
+            time.sleep(IDLE_PAUSE)
             start = time.perf_counter()
             fn()
             best[name] = min(best[name], time.perf_counter() - start)

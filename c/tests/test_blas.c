@@ -870,9 +870,15 @@ test_gemm_bfloat16_dot_matches_naive(void)
         THBlas_setCacheSizes(tiny_caches);
         check_bf16_odd_sizes();
         THBlas_setCacheSizes(NULL);
+        /* two threads: one packed B shared by row bands (Note [One packed
+         * B for all threads]), over one and over many B blocks; and a
+         * wide product, split by columns */
         CHECK_OK(THParallel_setNumThreads(2));
         int layouts[3] = {LAYOUT_COLS, LAYOUT_ROWS, LAYOUT_STEPPED};
         check_bf16_case(301, 97, 1100, layouts, 1, 0);
+        THBlas_setCacheSizes(tiny_caches);
+        check_bf16_case(301, 97, 1100, layouts, 0.5, 2);
+        THBlas_setCacheSizes(NULL);
         check_bf16_case(45, 260, 70, layouts, 2, 0.5);
         CHECK_OK(THParallel_setNumThreads(saved_threads));
     }
