@@ -926,14 +926,19 @@ workspace_free(GemmWorkspace *ws)
     free(ws->b_pack);
 }
 
+void *
+THBlas_allocPack(size_t bytes)
+{
+    /* aligned_alloc wants a multiple of the alignment */
+    return aligned_alloc(GEMM_ALIGN, (size_t)round_up((int64_t)bytes, GEMM_ALIGN));
+}
+
 bool
 THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
                         size_t b_bytes)
 {
-    *a_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up((int64_t)a_bytes,
-                                                         GEMM_ALIGN));
-    *b_pack = aligned_alloc(GEMM_ALIGN, (size_t)round_up((int64_t)b_bytes,
-                                                         GEMM_ALIGN));
+    *a_pack = THBlas_allocPack(a_bytes);
+    *b_pack = THBlas_allocPack(b_bytes);
     if (*a_pack == NULL || *b_pack == NULL) {
         free(*a_pack);
         free(*b_pack);
@@ -1101,13 +1106,11 @@ pack_lines_float(int64_t count, int width, const float *src, int64_t stride,
         }                                                                  \
     }
 
-/* The step that cuts `extent` into as few blocks of at most `block` as
- * possible, all of about one size (a multiple of `multiple` up to the
- * last): k = 784 runs as 200 + 200 + 200 + 184 rather than 3 x 256 + 16,
- * whose thin last block would pay the C tiles' loads and stores for
+/* THBlas.h: k = 784 runs as 200 + 200 + 200 + 184 rather than 3 x 256 +
+ * 16, whose thin last block would pay the C tiles' loads and stores for
  * little work. */
-static int64_t
-balanced_step(int64_t extent, int64_t block, int64_t multiple)
+int64_t
+THBlas_balancedStep(int64_t extent, int64_t block, int64_t multiple)
 {
     int64_t blocks = (extent + block - 1) / block;
     return min64(round_up((extent + blocks - 1) / blocks, multiple), block);
@@ -1132,8 +1135,8 @@ balanced_step(int64_t extent, int64_t block, int64_t multiple)
         T *a_pack = ws->a_pack, *b_pack = ws->b_pack;                      \
         /* Note [GEMM small products] */                                   \
         bool b_in_place = b_cs == 1 && g->k * g->n <= bl->mc * bl->kc;     \
-        int64_t kc_step = balanced_step(g->k, bl->kc, 8);                  \
-        int64_t mc_step = balanced_step(g->m, bl->mc, mr_full);            \
+        int64_t kc_step = THBlas_balancedStep(g->k, bl->kc, 8);                  \
+        int64_t mc_step = THBlas_balancedStep(g->m, bl->mc, mr_full);            \
         for (int64_t jc = 0; jc < g->n; jc += bl->nc) {                    \
             int64_t nc = min64(bl->nc, g->n - jc);                         \
             for (int64_t pc = 0; pc < g->k; pc += kc_step) {               \
@@ -1672,21 +1675,19 @@ run_gathered(int64_t begin, int64_t end, void *ctx)
     int64_t nr = job->blocking.nr;
     /* (kc + 1) rows: gather_b may write one row past the panel */
     size_t b_bytes = (size_t)round_up((job->kc_step + 1) * nr * itemsize, GEMM_ALIGN);
-    size_t c_bytes =
-        (size_t)round_up(job->group * job->m_padded * nr * itemsize, GEMM_ALIGN);
-    void *b_panel = aligned_alloc(GEMM_ALIGN, b_bytes);
-    void *c_panels = aligned_alloc(GEMM_ALIGN, c_bytes);
-    if (b_panel == NULL || c_panels == NULL) {
+    size_t c_bytes = (size_t)(job->group * job->m_padded * nr * itemsize);
+    void *b_panel, *c_panels;
+    if (!THBlas_allocPackBuffers(&b_panel, b_bytes, &c_panels, c_bytes)) {
         atomic_store(&job->out_of_memory, true);
-    } else {
-        memset(b_panel, 0, b_bytes); /* the columns past n start defined */
-        for (int64_t first = begin; first < end; first += job->group) {
-            int64_t count = min64(job->group, end - first);
-            if (itemsize == 4) {
-                gathered_group_float(job, first, count, b_panel, c_panels);
-            } else {
-                gathered_group_double(job, first, count, b_panel, c_panels);
-            }
+        return;
+    }
+    memset(b_panel, 0, b_bytes); /* the columns past n start defined */
+    for (int64_t first = begin; first < end; first += job->group) {
+        int64_t count = min64(job->group, end - first);
+        if (itemsize == 4) {
+            gathered_group_float(job, first, count, b_panel, c_panels);
+        } else {
+            gathered_group_double(job, first, count, b_panel, c_panels);
         }
     }
     free(b_panel);
@@ -1729,7 +1730,7 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
     job.tile = tile_for(job.family, m);
     job.blocking = blocking_for(job.family, itemsize, job.tile.mr);
     job.m_padded = round_up(m, job.blocking.mr);
-    job.kc_step = k > 0 ? balanced_step(k, job.blocking.kc, 8) : 1;
+    job.kc_step = k > 0 ? THBlas_balancedStep(k, job.blocking.kc, 8) : 1;
     job.group = panel_group(&job);
     atomic_init(&job.out_of_memory, false);
     int64_t packed_count;

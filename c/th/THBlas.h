@@ -74,10 +74,16 @@ int THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
 int THBlas_gemmTensor(THTensor *c, THTensor *a, THTensor *b, THScalar beta,
                       THScalar alpha);
 
-/* Two 64-byte-aligned packing buffers of the given sizes, or neither
- * (false: out of memory); free() releases them.  For THBlas*.c. */
+/* For THBlas*.c, the packed GEMMs' shared pieces.  THBlas_allocPack: a
+ * 64-byte-aligned buffer of at least `bytes`, or NULL; free() releases
+ * it.  THBlas_allocPackBuffers: two of them, or neither (false: out of
+ * memory).  THBlas_balancedStep: the step that cuts `extent` into as few
+ * blocks of at most `block` as possible, all of about one size (a
+ * multiple of `multiple` up to the last). */
+void *THBlas_allocPack(size_t bytes);
 bool THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
                              size_t b_bytes);
+int64_t THBlas_balancedStep(int64_t extent, int64_t block, int64_t multiple);
 
 /* Whether bfloat16 products run on the CPU's bfloat16 dot-product
  * instruction: the avx512 family is in use (THBlas_setKernel) and the CPU

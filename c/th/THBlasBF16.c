@@ -254,15 +254,6 @@ bf16_blocking(void)
     return b;
 }
 
-/* The step that cuts `extent` into blocks of about one size, none above
- * `block` (THBlas.c's balanced_step). */
-static int64_t
-balanced(int64_t extent, int64_t block, int64_t multiple)
-{
-    int64_t blocks = (extent + block - 1) / block;
-    return min64(round_up((extent + blocks - 1) / blocks, multiple), block);
-}
-
 typedef struct {
     int64_t m, n, k;
     float alpha, beta;
@@ -319,7 +310,7 @@ multiply_packed_b(const BF16Product *g, const BF16Blocking *bl, int64_t row0,
 {
     int64_t pairs = (kc + 1) / 2;
     float beta_block = pc == 0 ? g->beta : 1.0f;
-    int64_t mc_step = balanced(row1 - row0, bl->mc, BF16_MR);
+    int64_t mc_step = THBlas_balancedStep(row1 - row0, bl->mc, BF16_MR);
     for (int64_t ic = row0; ic < row1; ic += mc_step) {
         int64_t mc = min64(mc_step, row1 - ic);
         const uint16_t *a_block = g->a + ic * g->a_rs + pc * g->a_cs;
@@ -345,7 +336,7 @@ BF16_TARGET static void
 gemm_blocked_bf16(const BF16Product *g, const BF16Blocking *bl,
                   const BF16Workspace *ws)
 {
-    int64_t kc_step = balanced(g->k, bl->kc, 16);
+    int64_t kc_step = THBlas_balancedStep(g->k, bl->kc, 16);
     for (int64_t jc = 0; jc < g->n; jc += bl->nc) {
         int64_t nc = min64(bl->nc, g->n - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc_step) {
@@ -469,8 +460,7 @@ run_row_bands(int64_t begin, int64_t end, void *ctx)
     SharedBJob *job = ctx;
     int64_t row0 = begin * BF16_MR, row1 = min64(end * BF16_MR, job->g->m);
     int64_t rows = round_up(min64(row1 - row0, job->bl->mc), BF16_MR);
-    size_t bytes = (size_t)round_up(rows * ((job->kc + 1) / 2) * 4, 64);
-    uint32_t *a_pack = aligned_alloc(64, bytes);
+    uint32_t *a_pack = THBlas_allocPack((size_t)(rows * ((job->kc + 1) / 2) * 4));
     if (a_pack == NULL) {
         atomic_store(&job->out_of_memory, true);
         return;
@@ -484,10 +474,10 @@ run_row_bands(int64_t begin, int64_t end, void *ctx)
 static bool
 gemm_shared_b(const BF16Product *g, const BF16Blocking *bl)
 {
-    int64_t kc_step = balanced(g->k, bl->kc, 16);
+    int64_t kc_step = THBlas_balancedStep(g->k, bl->kc, 16);
     int64_t b_words = round_up(min64(g->n, bl->nc), BF16_NR)
                       * ((kc_step + 1) / 2);
-    uint32_t *b_pack = aligned_alloc(64, (size_t)round_up(b_words * 4, 64));
+    uint32_t *b_pack = THBlas_allocPack((size_t)(b_words * 4));
     if (b_pack == NULL) {
         return false;
     }
