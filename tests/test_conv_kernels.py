@@ -235,6 +235,14 @@ def test_direct_path_and_empty_batch():
                                         0, 0, 1, 1, 2), RuntimeError, "groups must divide"),
     (lambda: _C._conv2d(ember.ones(1, 2, 3, 3), ember.ones(1, 2, 1, 1), None, 1, 1, 0, 0, 1, 1,
                         2**70), RuntimeError, "Overflow when unpacking long"),
+    # padded extents whose product wraps to 0 (the buffer would be sized 0)
+    (lambda: _C._conv2d(ember.ones(1, 1, 2, 2), ember.ones(1, 1, 1, 1), None, 2**33, 2**33,
+                        2**31 - 1, 2**31 - 1, 1, 1, 1), MemoryError, "padded input is too large"),
+    # in + 2 * pad and dilation * (kernel - 1) past int64
+    (lambda: _C._conv2d(ember.ones(1, 1, 2, 2), ember.ones(1, 1, 1, 1), None, 1, 1,
+                        2**62, 0, 1, 1, 1), RuntimeError, "padding or dilation is too large"),
+    (lambda: _C._conv2d(ember.ones(1, 1, 2, 2), ember.ones(1, 1, 3, 3), None, 1, 1, 0, 0,
+                        2**62, 1, 1), RuntimeError, "padding or dilation is too large"),
 ])
 def test_bad_arguments_raise(call, error, match):
     with pytest.raises(error, match=match):

@@ -140,6 +140,18 @@ volume_sizes(const int64_t *sizes, int spatial, int64_t out[2 + MAX_SPATIAL])
     }
 }
 
+/* in + 2 * pad and dilation * (kernel - 1) fit in int64, so
+ * THConv_outputSize and the padded buffer's extents are defined (the
+ * buffer's volume is checked where it is sized: THConv.c's gather_setup). */
+static bool
+extent_fits(int64_t in, int64_t kernel, int64_t pad, int64_t dilation)
+{
+    int64_t padded, reach;
+    return !__builtin_mul_overflow(pad, 2, &padded)
+           && !__builtin_add_overflow(padded, in, &padded)
+           && !__builtin_mul_overflow(dilation, kernel - 1, &reach);
+}
+
 /* Completes `s` from the input and weight sizes (N, C, D, H, W and
  * O, C/groups, kd, kh, kw); checks they agree. */
 static int
@@ -160,6 +172,13 @@ fill_shape(const char *fname, THConvShape *s, const ConvInts *ints,
         || s->kernel_d <= 0 || s->kernel_h <= 0 || s->kernel_w <= 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s: the weight does not match the input's channels and groups",
+                     fname);
+        return -1;
+    }
+    if (!extent_fits(s->in_d, s->kernel_d, s->pad_d, s->dilation_d)
+        || !extent_fits(s->in_h, s->kernel_h, s->pad_h, s->dilation_h)
+        || !extent_fits(s->in_w, s->kernel_w, s->pad_w, s->dilation_w)) {
+        PyErr_Format(PyExc_RuntimeError, "%s: the padding or dilation is too large",
                      fname);
         return -1;
     }

@@ -618,8 +618,9 @@ gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t *c
     job->padded_d = s->in_d + 2 * s->pad_d;
     job->padded_h = s->in_h + 2 * s->pad_h;
     job->padded_w = s->in_w + 2 * s->pad_w;
-    int64_t padded_volume;
-    if (TH_mul_overflows(job->padded_d, job->padded_h * job->padded_w, &padded_volume)
+    int64_t padded_plane, padded_volume;
+    if (TH_mul_overflows(job->padded_h, job->padded_w, &padded_plane)
+        || TH_mul_overflows(job->padded_d, padded_plane, &padded_volume)
         || TH_mul_overflows(p->in_group, padded_volume, &job->padded_image)) {
         return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
     }
