@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda import _index, _launch, _nvrtc, _sort
+from ember.cuda import _launch, _nvrtc, _sort
 
 import cuda_emulation
 from test_cuda_launcher import ROOT, device, runtime, same, seeded  # noqa: F401 (fixtures)
@@ -300,4 +300,3 @@ def test_the_sort_kernels_compile_without_spills(arch):
                                           name=f"{name}.cu", directory=cache)
         assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64, \
             (name, compiled.registers[name])
-    assert _index.DTYPES == _sort.DTYPES

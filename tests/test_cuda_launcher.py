@@ -663,3 +663,12 @@ def test_a_tiny_gpt_trains_on_the_device_as_on_the_cpu(device):
                                    atol=1e-10)
     del on_device
     gc.collect()
+
+
+def test_new_factories_keep_the_tensors_device(device):
+    t = ember.ones(2, 3, dtype=ember.float64).cuda()
+    for made in (t.new_zeros(2), t.new_ones((2, 2)), t.new_empty(3), t.new_full((2,), 4.0),
+                 t.new_tensor([1.0, 2.0])):
+        assert made.device == t.device and made.dtype == ember.float64
+    assert t.new_full((2,), 4.0).cpu().tolist() == [4.0, 4.0]
+    assert str(t.new_zeros(2, device="cpu").device) == "cpu"

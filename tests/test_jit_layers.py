@@ -20,7 +20,7 @@ def _randomise_batch_norms(module, seed=0):
     so a fold that ignored one of them would show."""
     rng = np.random.default_rng(seed)
     for sub in module.modules():
-        if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
             n = sub.num_features
             dtype = sub.running_mean.dtype
             with ember.no_grad():

@@ -377,7 +377,8 @@ static const char *const runs_on_any_device[] = {
     "nelement", "is_contiguous", "is_floating_point", "data_ptr",
     "element_size", "requires_grad_", "detach", "detach_", "view",
     "view_as", "transpose", "t", "permute", "squeeze", "unsqueeze",
-    "expand", "expand_as", "select", "as_strided", "unfold",
+    "expand", "expand_as", "select", "as_strided", "unfold", "narrow",
+    "split", "chunk", "tensor_split", "unbind",
     "result_type", /* dtypes only, any mix of devices as PyTorch's */
     /* these check the device themselves: */
     "numpy", "__array__", "__dlpack_device__", "__dlpack__", "from_dlpack",

@@ -158,13 +158,11 @@ def _broadcast_shapes(a, b):
     ndim = max(len(a), len(b))
     a = [1] * (ndim - len(a)) + list(a)
     b = [1] * (ndim - len(b)) + list(b)
-    out = []
-    for x, y in zip(a, b):
-        if x != y and 1 not in (x, y):
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {len(out)}")
-        out.append(y if x == 1 else x)
-    return out
+    for d in reversed(range(ndim)):  # PyTorch names the innermost mismatch
+        if a[d] != b[d] and 1 not in (a[d], b[d]):
+            raise RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b "
+                               f"({b[d]}) at non-singleton dimension {d}")
+    return [y if x == 1 else x for x, y in zip(a, b)]
 
 
 # ---- differences and products ---------------------------------------------------

@@ -117,20 +117,24 @@ class Tensor(_C._TensorBase):
                             f"not {type(other).__name__}")
         return self.to(other.dtype)
 
-    def new_tensor(self, data, dtype=None, requires_grad=False):
-        return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    # The new_* factories take this tensor's dtype and device unless told
+    # otherwise, as PyTorch's do.
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        return _C.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None):
-        return _C.empty(*size, dtype=dtype or self.dtype)
+    def new_empty(self, *size, dtype=None, device=None):
+        return _C.empty(*size, dtype=dtype or self.dtype, device=device or self.device)
 
-    def new_zeros(self, *size, dtype=None):
-        return _C.zeros(*size, dtype=dtype or self.dtype)
+    def new_zeros(self, *size, dtype=None, device=None):
+        return _C.zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
 
-    def new_ones(self, *size, dtype=None):
-        return _C.ones(*size, dtype=dtype or self.dtype)
+    def new_ones(self, *size, dtype=None, device=None):
+        return _C.ones(*size, dtype=dtype or self.dtype, device=device or self.device)
 
-    def new_full(self, size, fill_value, dtype=None):
-        return _C.full(size, fill_value, dtype=dtype or self.dtype)
+    def new_full(self, size, fill_value, dtype=None, device=None):
+        return _C.full(size, fill_value, dtype=dtype or self.dtype,
+                       device=device or self.device)
 
     def cpu(self):
         return self.to("cpu")

@@ -36,11 +36,13 @@ from collections import namedtuple
 import ember
 
 from .. import _C
+from .._functions import _broadcast_shapes
 from .._tensor import _contiguous_strides
 from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime, _sort
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
+from ._reduce import _wrap_dim as _wrap
 
 
 def _memcpy(destination, source, kind):
@@ -624,48 +626,7 @@ def _setitem(tensor, index, value):
         _fill(view, value)
 
 
-def _narrow(tensor, dim, start, length):
-    dim = dim % max(tensor.ndim, 1)
-    start = start.item() if isinstance(start, ember.Tensor) else start
-    if start < 0:
-        start += tensor.shape[dim]
-    if not 0 <= start <= start + length <= tensor.shape[dim]:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
-                           f"({tensor.shape[dim]}).")
-    return _basic_view(tensor, (slice(None),) * dim + (slice(start, start + length),))
-
-
-def _split(tensor, split_size_or_sections, dim=0):
-    """Views of consecutive pieces along dim (the last may be shorter)."""
-    dim = dim % max(tensor.ndim, 1)
-    n = tensor.shape[dim]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        sizes = [min(step, n - start) for start in range(0, n, step)] if step else [n]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
-                               f"(input tensor's size at dimension {dim}), but got "
-                               f"split_sizes={sizes}")
-    pieces, start = [], 0
-    for size in sizes or [0]:
-        pieces.append(_narrow(tensor, dim, start, size))
-        start += size
-    return tuple(pieces)
-
-
-def _chunk(tensor, chunks, dim=0):
-    n = tensor.shape[dim % max(tensor.ndim, 1)]
-    return _split(tensor, -(-n // chunks) if n else 1, dim)
-
-
-def _unbind(tensor, dim=0):
-    return tuple(tensor.select(dim, i) for i in range(tensor.shape[dim]))
-
-
-_OPERATORS.update(__getitem__=_getitem, __setitem__=_setitem, narrow=_narrow,
-                  split=_split, chunk=_chunk, unbind=_unbind)
+_OPERATORS.update(__getitem__=_getitem, __setitem__=_setitem)
 
 
 # ---- joining: one copy kernel per input, into views of the result -------------------
@@ -816,13 +777,6 @@ def _index_kernel(kind, dtype, index_dtype):
     return _runtime.Kernel(_index.kernel_name(kind, dtype, index_dtype),
                            _index.kernel_source(kind, dtype, index_dtype), _index.headers(),
                            _index.kernel_parameters(kind, dtype, index_dtype), False)
-
-
-def _wrap(dim, ndim):
-    if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(f"Dimension out of range (expected to be in range of "
-                         f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {dim})")
-    return dim % max(ndim, 1)
 
 
 def _index_launch(kind, operands, index, shape, strides, *, alpha=0, dim=None, dim_size=0,
@@ -1129,14 +1083,7 @@ def _masked_select(input, mask, *, out=None):
     """input[mask] after both broadcast (a 0-d pair counts as 1-d)."""
     if mask.dtype != ember.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    a, b = tuple(mask.shape), tuple(input.shape)
-    ndim = max(len(a), len(b))
-    a, b = (1,) * (ndim - len(a)) + a, (1,) * (ndim - len(b)) + b
-    for d in reversed(range(ndim)):
-        if a[d] != b[d] and 1 not in (a[d], b[d]):
-            raise RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b "
-                               f"({b[d]}) at non-singleton dimension {d}")
-    shape = tuple(y if x == 1 else x for x, y in zip(a, b)) or (1,)
+    shape = tuple(_broadcast_shapes(mask.shape, input.shape)) or (1,)
     result = _index_gather(input.expand(shape), [mask.expand(shape)])
     if out is None:
         return result

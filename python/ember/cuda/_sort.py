@@ -31,7 +31,7 @@ slow, though correct, for one very long lane.
 import ctypes
 import functools
 
-from . import _index, _pointwise
+from . import _pointwise
 
 __all__ = ["DTYPES", "SORT_THREADS", "kernel_name", "kernel_source", "kernel_parameters",
            "headers", "padded_length", "launch_config"]
@@ -162,7 +162,7 @@ def kernel_parameters(dtype):
 
 
 def headers():
-    return dict(_index.headers(), **{PRELUDE_NAME: _PRELUDE})
+    return dict(_pointwise.headers(), **{PRELUDE_NAME: _PRELUDE})
 
 
 def padded_length(n):
