@@ -4,13 +4,13 @@
  */
 #include "THStream.h"
 
+#include "THBlas.h"
 #include "THGeneral.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -155,26 +155,19 @@ THStream_fence(void)
 /* 0 until first use, or after THStream_setThreshold(0). */
 static _Atomic size_t threshold_bytes;
 
-/* Half the last-level cache the C library reports: a result that large
- * leaves no room for its inputs in the cache, so it would not be found
- * there by the next operation anyway.  (glibc reports the whole L3 of an
- * AMD socket, 64 MiB on an 8-CCX EPYC whose cores each see 8 MiB; the
- * threshold is then 32 MiB, still far below the 64 MiB results that
- * gain.) */
+/* Half the last-level cache that one core shares with its neighbours (the
+ * GEMM's blocking reads the same sizes, THBlas_cacheSizes): a result that
+ * large leaves no room for its inputs in the cache, so it would not be found
+ * there by the next operation anyway.  (The C library's sysconf reports 320
+ * MiB of L3 on this Zen 4 VM, whose cores share 32 MiB; with it no result
+ * under 160 MiB streamed, and a 64 MiB `add(out=)` ran at NumPy's rate
+ * instead of 1.14x it.) */
 static size_t
 default_threshold(void)
 {
-    long cache = -1;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    cache = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (cache <= 0) {
-        cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    }
-#endif
-    if (cache <= 0) {
-        cache = 8L << 20;
-    }
-    return (size_t)cache / 2;
+    int64_t caches[3];
+    THBlas_cacheSizes(caches);
+    return (size_t)caches[2] / 2;
 }
 
 size_t

@@ -10,11 +10,12 @@
  * written back) for three.  A non-temporal store fills a write-combining
  * buffer and sends whole lines to memory without reading them, and leaves
  * the cache to the inputs: one thread's `add(out=)` of 16M floats runs
- * ~1.3x faster with them on Zen 1.  They lose when the result would have
- * been read again from the cache, so the pointwise driver streams only a
- * result of at least THStream_threshold() bytes (half the last-level cache
- * the C library reports), and only when the result shares no memory with
- * an input (an in-place `a += b` has just loaded every line it writes).
+ * ~1.3x faster with them on Zen 1, ~1.1x on Zen 4.  They lose when the
+ * result would have been read again from the cache, so the pointwise driver
+ * streams only a result of at least THStream_threshold() bytes (half the
+ * last-level cache a core shares, as the GEMM's blocking detects it), and
+ * only when the result shares no memory with an input (an in-place
+ * `a += b` has just loaded every line it writes).
  *
  * The driver computes each block of TH_STREAM_BLOCK bytes with the
  * operator's ordinary loop into a buffer that stays in L1, then
