@@ -39,6 +39,11 @@ THP_DIR = "c/python"
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 # Note [No FMA contraction] in c/th/THFormulas.h.
 FLOAT_FLAGS = ["-ffp-contract=off"]
+# Flags of single files.  THOptim.c: its loop vectorises only when sqrt may
+# skip errno and both sides of a select may be computed (no trapping math);
+# the values are the same bits either way (Note [One pass per parameter]).
+# gcc ignores these two in `#pragma GCC optimize`.
+FILE_FLAGS = {"c/th/THOptim.c": ["-fno-math-errno", "-fno-trapping-math"]}
 
 
 def _mode_flags():
@@ -92,7 +97,7 @@ class IncrementalBuildExt(build_ext):
                 HERE, "build", f"temp.{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
         compiler = self.compiler
         # Everything besides the sources that changes the objects or the .so.
-        key = repr((ext.extra_compile_args, ext.extra_link_args, ext.define_macros,
+        key = repr((ext.extra_compile_args, FILE_FLAGS, ext.extra_link_args, ext.define_macros,
                     ext.include_dirs, ext.libraries, compiler.compiler_so,
                     compiler.linker_so, self.debug)).encode()
         fingerprint = hashlib.sha256(key).hexdigest()
@@ -121,7 +126,8 @@ class IncrementalBuildExt(build_ext):
                 original_compile([src], output_dir=output_dir, macros=macros,
                                  include_dirs=include_dirs, debug=debug,
                                  extra_preargs=extra_preargs,
-                                 extra_postargs=extra_postargs, depends=depends)
+                                 extra_postargs=(extra_postargs or []) + FILE_FLAGS.get(src, []),
+                                 depends=depends)
 
             todo = [src for src, obj in zip(sources, objects) if stale(src, obj)]
             with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as pool:

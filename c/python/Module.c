@@ -135,6 +135,7 @@ ember_module_exec(PyObject *module)
         || THPAutograd_addPinnedFunctions(module, THPNorm_methods) < 0
         || THPAutograd_addPinnedFunctions(module, THPAttention_methods) < 0
         || THPAutograd_addPinnedFunctions(module, THPRNN_methods) < 0
+        || THPAutograd_addPinnedFunctions(module, THPOptim_methods) < 0
         || PyModule_AddFunctions(module, THPAllocator_methods) < 0
         || PyModule_AddFunctions(module, THPDevice_methods) < 0
         || add_operator_functions(module) < 0

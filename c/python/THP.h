@@ -294,6 +294,8 @@ extern PyMethodDef THPNorm_methods[];
 /* Blockwise scaled dot product attention (Attention.c). */
 extern PyMethodDef THPAttention_methods[];
 extern PyMethodDef THPRNN_methods[];
+/* One-pass optimizer updates (Optim.c). */
+extern PyMethodDef THPOptim_methods[];
 /* Helpers of their pinned entry points (Conv.c).  checkArgs: exactly
  * `expected` positional arguments, the first `ntensors` tensors (argument
  * `optional` may be None); 0 or -1 (TypeError). */

@@ -35,6 +35,7 @@
     _(stream)             \
     _(attention)          \
     _(rnn)                \
+    _(optim)              \
     _(blas)
 
 #define TH_DECLARE_SUITE(name) extern const THTestCase th_suite_##name[];

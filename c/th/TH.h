@@ -14,6 +14,7 @@
 #include "THIndex.h"
 #include "THIter.h"
 #include "THNorm.h"
+#include "THOptim.h"
 #include "THParallel.h"
 #include "THPointwise.h"
 #include "THPool.h"

@@ -51,19 +51,34 @@ class Adam(_PerParameterOptimizer):
         state = self._lazy_state(param, buffers)
         beta1, beta2 = group["betas"]
         state["step"].add_(1)
+        step = state["step"].item()
+        step_size = group["lr"] / (1 - beta1**step)
+        bias_correction2_sqrt = (1 - beta2**step)**0.5
+        if self._one_pass(param, group, state, step_size, bias_correction2_sqrt):
+            return
         grad = _update_gradient(param, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         _lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-        step = state["step"].item()
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        step_size = group["lr"] / bias_correction1
         if group["amsgrad"]:
             ember.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
             second_moment = state["max_exp_avg_sq"]
         else:
             second_moment = exp_avg_sq
-        denom = second_moment.sqrt().div_(bias_correction2**0.5).add_(group["eps"])
+        denom = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
         # param.addcdiv_(exp_avg, denom, value=-step_size), reusing denom.
         param.add_(ember.div(exp_avg, denom, out=denom), alpha=-step_size)
+
+    @staticmethod
+    def _one_pass(param, group, state, step_size, bias_correction2_sqrt):
+        """The update above in one pass over memory, the same bits (Note [One
+        pass per parameter] in c/th/THOptim.h); False where the kernel does
+        not take the tensors (then nothing changed)."""
+        if group.get("differentiable") or isinstance(group["lr"], ember.Tensor):
+            return False
+        beta1, beta2 = group["betas"]
+        return ember._C._adam_step_(
+            param, param.grad, state["exp_avg"], state["exp_avg_sq"],
+            state.get("max_exp_avg_sq"), group["lr"], group["weight_decay"],
+            group["decoupled_weight_decay"], beta1, beta2, group["eps"], step_size,
+            bias_correction2_sqrt, group["amsgrad"], group["maximize"])
