@@ -21,9 +21,11 @@ Two kinds of calls have handlers here:
               tensor from the CUDA allocator and one kernel launch by the
               installed runtime (_runtime.py).  Besides them: matrix
               products (cuBLAS), factories, random numbers (_random.py),
-              joins, indexing (views; gathers and scatters along a dim;
-              index tensors and masks, planned as the CPU's Note [Advanced
-              indexing], and nonzero: _index.py) and sorting (_sort.py).
+              joins, indexing (views; gathers, scatters and scatter_reduce
+              along a dim; index tensors and masks, planned as the CPU's
+              Note [Advanced indexing], with index_fill and take on the
+              same plan; nonzero: _index.py) and sorting (_sort.py: sort,
+              topk, kthvalue, and unique with a scan).
 
 Everything else raises NotImplementedError naming the operator.
 """
