@@ -80,12 +80,15 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            the emulated kernels (Python; the C dispatch it
 #                            reaches is test_cuda_host.py's, which the gates run)
 #   test_cuda_indexing.py    the same for advanced indexing and sorting
+#   test_cuda_index_ops.py   the same for scatter/scatter_reduce, index_fill,
+#                            take, kthvalue and unique
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_cuda_binary_reduce_kernels.py \
                     --ignore=tests/test_cuda_reduce_scan_kernels.py \
                     --ignore=tests/test_cuda_launcher.py \
                     --ignore=tests/test_cuda_indexing.py \
+                    --ignore=tests/test_cuda_index_ops.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \
                     --ignore=tests/test_distributed_sampler.py \
@@ -293,7 +296,8 @@ OTHER_PYTHONS_JOBS ?= 1
 KERNEL_SOURCE_SUITES := --ignore=tests/test_cuda_kernels.py \
                         --ignore=tests/test_cuda_binary_reduce_kernels.py \
                         --ignore=tests/test_cuda_reduce_scan_kernels.py \
-                        --ignore=tests/test_cuda_indexing.py
+                        --ignore=tests/test_cuda_indexing.py \
+                        --ignore=tests/test_cuda_index_ops.py
 test-pythons:
 	JOBS=$(OTHER_PYTHONS_JOBS) PYTEST_ARGS="$(PYTEST_ARGS) $(KERNEL_SOURCE_SUITES)" \
 	  tools/other_pythons.sh $(VPY)

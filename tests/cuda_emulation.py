@@ -65,10 +65,11 @@ atomicAdd(T *address, T value)
     return old;
 }
 
-static inline unsigned int
-atomicCAS(unsigned int *address, unsigned int compare, unsigned int value)
+template <typename Word> /* unsigned int and unsigned long long, as CUDA's */
+static inline Word
+atomicCAS(Word *address, Word compare, Word value)
 {
-    unsigned int old = *address;
+    Word old = *address;
     *address = old == compare ? value : old;
     return old;
 }
@@ -232,6 +233,22 @@ class EmulatedRuntime:
 
     def memcpy(self, destination, source, nbytes, kind):
         ctypes.memmove(destination, source, nbytes)
+
+    def preload(self, stem, kernels):
+        """Compiles `kernels` (ember.cuda._runtime.Kernel values) into one
+        library `stem`, one g++ run for all (each run's cost is mostly the
+        headers), and launches them from it afterwards."""
+        kernels = [kernel for kernel in kernels if kernel.name not in self._functions]
+        if not kernels:
+            return
+        sources, headers = [], {}
+        for kernel in kernels:
+            sources += [kernel.source,
+                        params_launcher(kernel.name, kernel.parameters, kernel.cooperative)]
+            headers.update(kernel.headers)
+        library = build_sources(stem, sources, headers, self.directory)
+        for kernel in kernels:
+            self._functions[kernel.name] = getattr(library, f"emulate_{kernel.name}")
 
     def launch(self, kernel, grid, block, arguments):
         function = self._functions.get(kernel.name)

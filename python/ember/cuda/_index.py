@@ -1,13 +1,15 @@
 """Indexing on the GPU from one kernel template: gather (and index_select),
-scatter-add (and index_add), and advanced indexing's gather and put
-through element offsets (not bytes: the CPU's are); plus nonzero's block
-kernel.
+the scatters (scatter, scatter_add, scatter_reduce; index_add), and advanced
+indexing's gather and put through element offsets (not bytes: the CPU's
+are); plus nonzero's block kernel.
 
 Every kind walks a shape S element by element (linear index i, innermost
 dim first) and reads one index k per element:
 
   gather      out[i] = input[c with c[dim] = k]        S = the result's shape
+  scatter     target[c with c[dim] = k] = source[i]             S = index's
   scatter_add target[c with c[dim] = k] += alpha * source[i]    S = source's
+  scatter_multiply, scatter_amax, scatter_amin: the same with *=, max, min
   offsets     offsets[i] += wrap(k) * alpha     S = B, the index tensors'
                                                 broadcast shape (alpha: the
                                                 indexed dim's stride)
@@ -22,16 +24,20 @@ Advanced indexing (t[idx], t[idx] = v, index_put) is the CPU's plan of
 Note [Advanced indexing] in c/th/THIndex.c: one `offsets` launch per
 indexed dim sums the offsets of the positions (shape B), then one `take`
 or `put` launch runs over the result's shape, where the indexed tensor has
-stride 0 along B and the offsets stride 0 elsewhere.  The additions of
-scatter_add and put_add are atomic: with repeated indices the order of the
-additions (and so a float result's last bit) varies between runs, as in
-PyTorch's CUDA kernels; put with repeated indices stores one of the values.
+stride 0 along B and the offsets stride 0 elsewhere.  The combining
+scatters and put_add are atomic (Note [Atomic combines]): with repeated
+indices the order of the combines (and so a float sum's or product's last
+bit) varies between runs, as in PyTorch's CUDA kernels; scatter and put
+with repeated indices store one of the values.
 
-An index outside [0, size) (gather, scatter_add) or [-size, size)
+An index outside [0, size) (gather, the scatters) or [-size, size)
 (offsets: negative indices count from the end, as in t[idx]) stops nothing
 on the device; the kernel records it in a two-word error slot (flag,
 value), and the host reads the slot after the launch and raises the CPU
-operators' errors.
+operators' errors.  The launch still wrote every good index's element:
+unlike the CPU's (Note [Validate, then write] in c/th/THIndex.c), a
+failed in-place scatter leaves its target partly written, as a device-side
+assert leaves PyTorch's.
 
 nonzero runs in one block (Note [Nonzero in one block]).
 """
@@ -123,11 +129,87 @@ ember_wrapped_index(int64_t k, int64_t size, int64_t *error)
     return ember_index_in_range(k, k < 0 ? k + size : k, size, error);
 }}
 
-/* *address += value, atomically.  The hardware adds float, double, 32-
- * and 64-bit integers (two's complement: the unsigned add is the signed
- * one); narrower types are added in the aligned 32-bit word that holds
- * them, by compare-and-swap until no other thread changed the word in
- * between.  bool adds as `or`, as THPointwiseFormulas.h's EXPR_ADD. */
+/* Note [Atomic combines]
+ * ~~~~~~~~~~~~~~~~~~~~~~~
+ * Scatters with repeated indices combine many values into one element at
+ * once: *address = combine(*address, value) must be one atomic step.  The
+ * hardware adds float, double, 32- and 64-bit integers (two's complement:
+ * the unsigned add is the signed one); every other combine (a product, a
+ * maximum, a narrow type's sum) is a compare-and-swap loop on the aligned
+ * word that holds the element -- 64 bits for an 8-byte element, else 32
+ * bits with a narrower element in its byte lane (little-endian) -- retried
+ * until no other thread changed the word in between.  The combines are the
+ * CPU's put loops' (c/th/THIndex.c): bool sums as `or` and multiplies as
+ * `and`, integers wrap, and max/min let a NaN win as maximum does. */
+static __device__ __forceinline__ bool ember_sum(bool a, bool b) {{ return a || b; }}
+template <typename T>
+static __device__ __forceinline__ T ember_sum(T a, T b) {{ return (T)(a + b); }}
+
+static __device__ __forceinline__ bool ember_product(bool a, bool b) {{ return a && b; }}
+template <typename T>
+static __device__ __forceinline__ T ember_product(T a, T b) {{ return (T)(a * b); }}
+
+static __device__ __forceinline__ bool ember_is_nan(float v) {{ return v != v; }}
+static __device__ __forceinline__ bool ember_is_nan(double v) {{ return v != v; }}
+template <typename T>
+static __device__ __forceinline__ bool ember_is_nan(T) {{ return false; }}
+
+struct EmberSum {{
+    template <typename T>
+    static __device__ __forceinline__ T apply(T old, T value) {{ return ember_sum(old, value); }}
+}};
+struct EmberProduct {{
+    template <typename T>
+    static __device__ __forceinline__ T apply(T old, T value) {{ return ember_product(old, value); }}
+}};
+struct EmberMaximum {{
+    template <typename T>
+    static __device__ __forceinline__ T apply(T old, T value)
+    {{
+        bool wins = (value > old || ember_is_nan(value)) && !ember_is_nan(old);
+        return wins ? value : old;
+    }}
+}};
+struct EmberMinimum {{
+    template <typename T>
+    static __device__ __forceinline__ T apply(T old, T value)
+    {{
+        bool wins = (value < old || ember_is_nan(value)) && !ember_is_nan(old);
+        return wins ? value : old;
+    }}
+}};
+
+template <int Bytes>
+struct EmberWord {{
+    typedef unsigned int type;
+}};
+template <>
+struct EmberWord<8> {{
+    typedef unsigned long long type;
+}};
+
+template <typename Combine, typename T>
+static __device__ __forceinline__ void
+ember_atomic_combine(T *address, T value)
+{{
+    typedef typename EmberWord<sizeof(T)>::type word_t;
+    unsigned long long at = (unsigned long long)address;
+    word_t *word = (word_t *)(at & ~(unsigned long long)(sizeof(word_t) - 1));
+    unsigned int shift = (unsigned int)(at & (sizeof(word_t) - 1)) * 8u;
+    word_t lane = ~(word_t)0 >> (8 * (sizeof(word_t) - sizeof(T)));
+    word_t old = *word, assumed;
+    do {{
+        assumed = old;
+        word_t bits = (assumed >> shift) & lane;
+        T current;
+        memcpy(&current, &bits, sizeof(T)); /* the word's low bytes */
+        T combined = Combine::apply(current, value);
+        bits = 0;
+        memcpy(&bits, &combined, sizeof(T));
+        old = atomicCAS(word, assumed, (assumed & ~(lane << shift)) | (bits << shift));
+    }} while (old != assumed);
+}}
+
 static __device__ __forceinline__ void
 ember_atomic_add(float *address, float value)
 {{
@@ -152,58 +234,11 @@ ember_atomic_add(int64_t *address, int64_t value)
     atomicAdd((unsigned long long *)address, (unsigned long long)value);
 }}
 
-template <typename T>
-static __device__ __forceinline__ T
-ember_narrow_sum(T a, T b)
-{{
-    return (T)(a + b); /* wraps: the int sum converted back */
-}}
-
-static __device__ __forceinline__ bool
-ember_narrow_sum(bool a, bool b)
-{{
-    return a || b;
-}}
-
-template <typename T>
+template <typename T> /* bool and the 8- and 16-bit integers */
 static __device__ __forceinline__ void
-ember_atomic_add_narrow(T *address, T value)
+ember_atomic_add(T *address, T value)
 {{
-    unsigned long long at = (unsigned long long)address;
-    unsigned int *word = (unsigned int *)(at & ~3ull);
-    unsigned int shift = (unsigned int)(at & 3ull) * 8u; /* little-endian */
-    unsigned int low = sizeof(T) == 1 ? 0xffu : 0xffffu;
-    unsigned int old = *word, assumed;
-    do {{
-        assumed = old;
-        T sum = ember_narrow_sum((T)((assumed >> shift) & low), value);
-        unsigned int bits = ((unsigned int)sum & low) << shift;
-        old = atomicCAS(word, assumed, (assumed & ~(low << shift)) | bits);
-    }} while (old != assumed);
-}}
-
-static __device__ __forceinline__ void
-ember_atomic_add(int16_t *address, int16_t value)
-{{
-    ember_atomic_add_narrow<int16_t>(address, value);
-}}
-
-static __device__ __forceinline__ void
-ember_atomic_add(int8_t *address, int8_t value)
-{{
-    ember_atomic_add_narrow<int8_t>(address, value);
-}}
-
-static __device__ __forceinline__ void
-ember_atomic_add(uint8_t *address, uint8_t value)
-{{
-    ember_atomic_add_narrow<uint8_t>(address, value);
-}}
-
-static __device__ __forceinline__ void
-ember_atomic_add(bool *address, bool value)
-{{
-    ember_atomic_add_narrow<bool>(address, value);
+    ember_atomic_combine<EmberSum>(address, value);
 }}
 #endif
 """
@@ -212,12 +247,26 @@ ember_atomic_add(bool *address, bool value)
 # against [0, size), wrapped into [-size, size), or an offset already
 # checked) and its per-element statement.
 Kind = namedtuple("Kind", "pointers index_rule body")
+_AT_DIM = "target[o.indexed + k * g.indexed_strides[g.dim]]"  # scatter's element
+_SCATTER = (("target", False), ("source", True))
+
+
+def _scatter_combine(combine):
+    """A scatter whose element takes combine(element, value) atomically
+    (Note [Atomic combines])."""
+    return Kind(_SCATTER, "checked", f"ember_atomic_combine<{combine}>(&{_AT_DIM}, "
+                                     "source[o.other]);")
+
+
 KINDS = {
     "gather": Kind((("out", False), ("in", True)), "checked",
                    "out[o.other] = in[o.indexed + k * g.indexed_strides[g.dim]];"),
-    "scatter_add": Kind((("target", False), ("source", True)), "checked",
-                        "ember_atomic_add(&target[o.indexed + k * g.indexed_strides[g.dim]],\n"
-                        "                             ({ctype})(alpha * source[o.other]));"),
+    "scatter": Kind(_SCATTER, "checked", f"{_AT_DIM} = source[o.other];"),
+    "scatter_add": Kind(_SCATTER, "checked",
+                        f"ember_atomic_add(&{_AT_DIM}, ember_product(alpha, source[o.other]));"),
+    "scatter_multiply": _scatter_combine("EmberProduct"),
+    "scatter_amax": _scatter_combine("EmberMaximum"),
+    "scatter_amin": _scatter_combine("EmberMinimum"),
     "offsets": Kind((("offsets", False),), "wrapped", "offsets[o.other] += k * alpha;"),
     "take": Kind((("out", False), ("in", True)), "offset", "out[o.other] = in[o.indexed + k];"),
     "put": Kind((("target", False), ("source", True)), "offset",
@@ -260,11 +309,9 @@ def kernel_name(kind, dtype, index_dtype):
 @functools.cache
 def kernel_source(kind, dtype, index_dtype):
     _check_key(kind, dtype, index_dtype)
-    ctype = DTYPES[dtype][1]
     name = kernel_name(kind, dtype, index_dtype)
     params = ",\n".join(f"{' ' * (len(name) + 1)}{t} {n}" if k else f"{t} {n}"
                         for k, (t, n) in enumerate(kernel_parameters(kind, dtype, index_dtype)))
-    body = KINDS[kind].body.format(ctype=ctype)
     return (f'#include "{PRELUDE_NAME}"\n\n'
             f'extern "C" __global__ void\n'
             f"{name}({params})\n"
@@ -275,7 +322,7 @@ def kernel_source(kind, dtype, index_dtype):
             f"        EmberIndexOffsets o = ember_index_offsets(i, g);\n"
             f"        int64_t k = {_READ_INDEX[KINDS[kind].index_rule]};\n"
             f"        if (k >= 0) {{ /* -1: a bad index, recorded */\n"
-            f"            {body}\n"
+            f"            {KINDS[kind].body}\n"
             f"        }}\n"
             f"    }}\n"
             f"}}\n")

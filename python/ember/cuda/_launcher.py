@@ -21,9 +21,11 @@ Two kinds of calls have handlers here:
               tensor from the CUDA allocator and one kernel launch by the
               installed runtime (_runtime.py).  Besides them: matrix
               products (cuBLAS), factories, random numbers (_random.py),
-              joins, indexing (views; gathers and scatters along a dim;
-              index tensors and masks, planned as the CPU's Note [Advanced
-              indexing], and nonzero: _index.py) and sorting (_sort.py).
+              joins, indexing (views; gathers, scatters and scatter_reduce
+              along a dim; index tensors and masks, planned as the CPU's
+              Note [Advanced indexing], with index_fill and take on the
+              same plan; nonzero: _index.py) and sorting (_sort.py: sort,
+              topk, kthvalue, and unique with a scan).
 
 Everything else raises NotImplementedError naming the operator.
 """
@@ -812,6 +814,7 @@ def _index_launch(kind, operands, index, shape, strides, *, alpha=0, dim=None, d
 def _along(kind, target, walked, index, shape, dim, alpha, bad_index):
     """A gather (target: the result) or scatter-add (target: written)
     along `dim` over `shape`, walking `walked` in order."""
+    walked, index = _on_device(walked), _on_device(index)  # a CPU 0-d tensor may come along
     indexed, other = (walked, target) if kind == "gather" else (target, walked)
     _index_launch(kind, (target, walked), index, shape,
                   (indexed.stride(), other.stride(), index.stride()), alpha=alpha, dim=dim,
@@ -943,12 +946,18 @@ def _broadcast_indices(indexed):
 _IndexPlan = namedtuple("_IndexPlan", "tensor sizes tensor_strides offset_strides offsets")
 
 
-def _index_plan(tensor, advanced):
+def _out_of_bounds_at(value, k, size):
+    """t[idx]'s error: PyTorch names the index tensor's position k."""
+    return IndexError(f"index {value} is out of bounds for dimension {k} with size {size}")
+
+
+def _index_plan(tensor, advanced, bad_index=_out_of_bounds_at):
     """c/th/THIndex.c:plan_init on the device: the result is (dims before
     the indexed ones) + B + (dims after), B the index tensors' broadcast
     shape, with the indexed dims made adjacent first when they are not
     (then B comes first); one `offsets` launch per indexed dim sums each
-    position's element offset, checking it against the dim's size."""
+    position's element offset, checking it against the dim's size
+    (bad_index(value, k, size): the error for index tensor k's value)."""
     per_dim = _index_per_dim(tensor, advanced)
     positions = [d for d, index in enumerate(per_dim) if index is not None]
     indexed = [per_dim[d] for d in positions]
@@ -967,8 +976,7 @@ def _index_plan(tensor, advanced):
                       ((0,) * len(b_shape), b_strides,
                        _pointwise._broadcast_strides(index, b_shape)),
                       alpha=tensor.stride(first + k), dim_size=size,
-                      bad_index=lambda value, k=k, size=size: IndexError(
-                          f"index {value} is out of bounds for dimension {k} with size {size}"))
+                      bad_index=lambda value, k=k, size=size: bad_index(value, k, size))
     return _IndexPlan(tensor, sizes,
                       tuple(tensor.stride()[:first]) + (0,) * len(b_shape)
                       + tuple(tensor.stride()[after:]),
@@ -976,9 +984,9 @@ def _index_plan(tensor, advanced):
                       offsets)
 
 
-def _index_gather(tensor, advanced):
+def _index_gather(tensor, advanced, bad_index=_out_of_bounds_at):
     """tensor[advanced]: a new tensor, one `take` launch over its shape."""
-    plan = _index_plan(tensor, advanced)
+    plan = _index_plan(tensor, advanced, bad_index)
     out = ember.empty(plan.sizes, dtype=tensor.dtype, device="cuda")
     _index_launch("take", (out, plan.tensor), plan.offsets, plan.sizes,
                   (plan.tensor_strides, out.stride(), plan.offset_strides))
@@ -1014,10 +1022,10 @@ def _put_values(values, sizes, target):
     return values.expand(sizes)
 
 
-def _index_put_into(target, advanced, values, accumulate):
+def _index_put_into(target, advanced, values, accumulate, bad_index=_out_of_bounds_at):
     """target[advanced] = values (+= with accumulate): one `put` (or
     atomic `put_add`) launch over the indexing result's shape."""
-    plan = _index_plan(target, advanced)
+    plan = _index_plan(target, advanced, bad_index)
     values = _put_values(values, plan.sizes, target)
     _index_launch("put_add" if accumulate else "put", (plan.tensor, values), plan.offsets,
                   plan.sizes, (plan.tensor_strides, values.stride(), plan.offset_strides))
@@ -1112,6 +1120,185 @@ _OPERATORS.update(gather=_gather, index_select=_index_select, scatter_add=_scatt
                   argwhere=_nonzero, masked_select=_masked_select, where=_where)
 
 
+# ---- scatter, scatter_reduce, index_fill, take: the CPU's checks, then launches -----
+
+def _check_written(target):
+    """c/th/THCopy.c:THTensor_checkNoInternalOverlap: no write through an
+    expanded dim, whose result would depend on the order of the writes."""
+    if target.numel() and any(stride == 0 and size > 1
+                              for size, stride in zip(target.shape, target.stride())):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
+
+
+def _value_on_device(value, dtype):
+    """A number (or a 0-d tensor's) as a 0-d CUDA tensor of `dtype`,
+    converted and range-checked as the CPU's fills do (THTensor_fill)."""
+    if isinstance(value, ember.Tensor):
+        value = value.item()
+    return _to_device(ember.empty((), dtype=dtype).fill_(value))
+
+
+def _check_scatter(self, dim, index, src, written=None):
+    """c/th/THIndex.c:check_scatter_args (src None: the value form; written:
+    an in-place target): dim wrapped."""
+    dim = _wrap(dim, self.ndim)
+    if index.dtype not in _POSITION_DTYPES:
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src is not None and src.dtype != self.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if written is not None:
+        _check_written(written)
+    ndim = max(index.ndim, 1)
+    if ndim != max(self.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if src is not None and ndim != max(src.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    size_at = lambda t, d: t.shape[d] if t.ndim else 1  # noqa: E731 (0-d counts as 1-d)
+    if all((d == dim or size <= size_at(self, d)) and (src is None or size <= size_at(src, d))
+           for d, size in enumerate(index.shape)):
+        return dim
+    if src is None:
+        raise RuntimeError(f"Expected index {_shape_text(index.shape)} to be no larger than "
+                           f"self {_shape_text(self.shape)} apart from dimension {dim}")
+    raise RuntimeError(f"Expected index {_shape_text(index.shape)} to be no larger than self "
+                       f"{_shape_text(self.shape)} apart from dimension {dim} and to be no "
+                       f"larger size than src {_shape_text(src.shape)}")
+
+
+def _scatter_into(target, dim, index, source, kind):
+    """One _index.py scatter `kind` over index's shape, from source (src,
+    or a 0-d value that every position reads through stride 0) into target
+    along dim; a 0-d target, index or src counts as 1-d."""
+    size = target.shape[dim] if target.ndim else 1
+    if target.ndim == 0:
+        target = target.view(1)
+    if index.ndim == 0:
+        index = index.reshape(1)
+    shape = tuple(index.shape)
+    source = _on_device(source)
+    source = source.expand(shape) if source.ndim == 0 else source
+    if _overlaps(source, target):  # x.scatter_(0, i, x) reads x as it was
+        source = _copy_kernel(source)
+    _along(kind, target, source, index, shape, dim, 1, _out_of_bounds(dim, size))
+
+
+_SCATTER_REDUCE = {None: "scatter", "add": "scatter_add", "multiply": "scatter_multiply"}
+
+
+def _scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
+    """scatter (out=input: scatter_): src's values, or one value, written
+    (or added, or multiplied) at index's positions along dim."""
+    if reduce not in _SCATTER_REDUCE:
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if src is not None and not isinstance(src, ember.Tensor) and value is None:
+        src, value = None, src  # a number in src's place is the value
+    if (src is None) == (value is None):
+        raise TypeError("scatter() needs exactly one of 'src' (a Tensor) or 'value' (a number)")
+    source = src if value is None else _value_on_device(value, input.dtype)
+    dim = _check_scatter(input, dim, index, src, written=out)
+    target = _copy_kernel(input) if out is None else out
+    _scatter_into(target, dim, index, source, _SCATTER_REDUCE[reduce])
+    return target
+
+
+# scatter_reduce's reductions: the kernel kind, and what the positions
+# written start from without include_self (the reduction's identity).
+_REDUCTIONS = {"sum": "scatter_add", "prod": "scatter_multiply", "mean": "scatter_add",
+               "amax": "scatter_amax", "amin": "scatter_amin"}
+
+
+def _reduction_identity(reduce, dtype):
+    """c/th/THIndex.c:reduction_identity: 0, 1, or the dtype's lowest /
+    highest value (infinities for floats)."""
+    if reduce == "prod":
+        return 1
+    if reduce not in ("amax", "amin"):
+        return 0
+    if dtype.is_floating_point:
+        return -math.inf if reduce == "amax" else math.inf
+    if dtype == ember.bool:
+        return reduce == "amin"
+    import numpy
+    info = numpy.iinfo(_dtype_name(dtype))
+    return int(info.min) if reduce == "amax" else int(info.max)
+
+
+def _divide_by_counts(target, dim, index, include_self):
+    """scatter_reduce's mean: the sums divided by how many values each
+    position reduced, at least 1 (floor division for integers), as
+    c/th/THIndex.c:divide_by_counts."""
+    counts = _new_filled(tuple(target.shape), target.dtype, int(include_self), False)
+    _scatter_into(counts, dim, index, _value_on_device(1, target.dtype), "scatter_add")
+    divisor = _pointwise_op("maximum", counts, 1)
+    _pointwise_op("div" if target.dtype.is_floating_point else "div_floor", target, divisor,
+                  out=target)
+
+
+def _scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    """scatter_reduce (out=input: scatter_reduce_): without include_self the
+    positions written start from the identity (a scatter of it first)."""
+    if not isinstance(reduce, str):
+        raise TypeError(f"scatter_reduce(): argument 'reduce' must be str, not "
+                        f"{type(reduce).__name__}")
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    dim = _check_scatter(input, dim, index, src, written=out)
+    target = _copy_kernel(input) if out is None else out
+    if not include_self:
+        _scatter_into(target, dim, index,
+                      _value_on_device(_reduction_identity(reduce, target.dtype), target.dtype),
+                      "scatter")
+    _scatter_into(target, dim, index, src, _REDUCTIONS[reduce])
+    if reduce == "mean":
+        _divide_by_counts(target, dim, index, include_self)
+    return target
+
+
+def _index_fill(input, dim, index, value, *, out=None):
+    """index_fill (out=input: index_fill_): the slices at index along dim
+    set to value, negative positions counting from the end: the put of
+    t[(:,) * dim + (index,)] = value, as c/th/THIndex.c:dim_put."""
+    if isinstance(value, ember.Tensor) and value.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    if index.dtype != ember.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    dim = _wrap(dim, input.ndim)
+    if out is not None:
+        _check_written(out)
+    fill = _value_on_device(value, input.dtype)
+    target = _copy_kernel(input) if out is None else out
+    _index_put_into(target.view(1) if target.ndim == 0 else target,
+                    [None] * dim + [index.reshape(-1)], fill, False,
+                    lambda bad, k, size: IndexError(f"index {bad} is out of bounds for "
+                                                    f"dimension {dim} with size {size}"))
+    return target
+
+
+def _take(input, index, *, out=None):
+    """input.flatten()[index], shaped like index (negative positions count
+    from the end): one gather through element offsets."""
+    if index.dtype != ember.int64:
+        name = _pointwise.SCALAR_TYPE_NAMES.get(_dtype_name(index.dtype), str(index.dtype))
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {name}")
+    flat = _reshape(input, -1)
+    result = _index_gather(flat, [index], lambda bad, k, size: IndexError(
+        f"out of range: tried to access index {bad} on a tensor of {size} elements."))
+    if out is None:
+        return result
+    return _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "take"),
+                  result)
+
+
+_OPERATORS.update(scatter=_scatter, scatter_reduce=_scatter_reduce, index_fill=_index_fill,
+                  take=_take)
+
+
 # ---- sorting along a dim: one bitonic network per lane (_sort.py) ---------------------
 
 @functools.cache
@@ -1190,7 +1377,73 @@ def _msort(input, *, out=None):
     return values if out is None else _copy_(out, values)
 
 
-_OPERATORS.update(sort=_sort_call, argsort=_argsort, topk=_topk, msort=_msort)
+def _kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """The k-th smallest of each lane along dim (and its index): the last
+    of the lane's first k in sorted order, so ties and NaNs go as in sort."""
+    dim = _wrap(dim, input.ndim)
+    n = input.shape[dim] if input.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    results = _sorted_lanes(input, dim, False, k, "kthvalue")
+    if input.ndim:  # the lanes' last item, kept as a dim of size 1 or dropped
+        results = tuple(_dense_on_device(r.narrow(dim, k - 1, 1) if keepdim
+                                         else r.select(dim, k - 1)) for r in results)
+    return ember.return_types.kthvalue(_into(out, results, "kthvalue"))
+
+
+def _group_ids(values):
+    """Each element's group among runs of equal neighbours of a 1-d tensor,
+    counted from 0 (NaNs differ from everything, -0.0 equals 0.0, as the
+    CPU's same_value), and where each group starts: a comparison with the
+    left neighbour and a scan."""
+    n = values.shape[0]
+    starts = ember.empty(n, dtype=ember.bool, device="cuda")
+    if n:
+        _fill(starts.narrow(0, 0, 1), True)
+        _pointwise_op("ne", values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1),
+                      out=starts.narrow(0, 1, n - 1))
+    ids = _pointwise_op("sub", _reduction("cumsum", starts, 0), 1)
+    return ids, starts
+
+
+def _unique_impl(input, consecutive, return_inverse, return_counts, dim):
+    """unique's values (the first element of each group of equal values,
+    in sorted order unless consecutive), inverse and counts, from one sort
+    of the flattened input (none for unique_consecutive), _group_ids, a
+    masked_select, a scatter and a scatter_add."""
+    if dim is not None:
+        raise NotImplementedError("ember.cuda: unique(dim=...) has no CUDA kernel yet")
+    flat = _reshape(input, -1)
+    if consecutive:
+        values, order = _dense_on_device(flat), None
+    else:
+        values, order = _sorted_lanes(flat, 0, False, flat.shape[0], "unique")
+    ids, starts = _group_ids(values)
+    results = [_masked_select(values, starts)]
+    if return_inverse:
+        inverse = ids
+        if order is not None:  # sorted position i came from input position order[i]
+            inverse = ember.empty(ids.shape, dtype=ember.int64, device="cuda")
+            _scatter_into(inverse, 0, order, ids, "scatter")
+        results.append(inverse.view(tuple(input.shape)))
+    if return_counts:
+        counts = _new_filled(tuple(results[0].shape), ember.int64, 0, False)
+        _scatter_into(counts, 0, ids, _value_on_device(1, ember.int64), "scatter_add")
+        results.append(counts)
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """unique: always sorted, as ember's CPU unique."""
+    return _unique_impl(input, False, return_inverse, return_counts, dim)
+
+
+def _unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    return _unique_impl(input, True, return_inverse, return_counts, dim)
+
+
+_OPERATORS.update(sort=_sort_call, argsort=_argsort, topk=_topk, msort=_msort,
+                  kthvalue=_kthvalue, unique=_unique, unique_consecutive=_unique_consecutive)
 
 
 # ---- the jit's fusion groups: one generated kernel (_fused.py) ----------------------
