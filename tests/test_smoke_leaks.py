@@ -539,3 +539,22 @@ def test_jit_vm_fused_kernel_and_tracer():
         ember._C.FusedKernel(1, [("nope", 1, 0)], [1])
     traced = ember.jit.trace(lambda a: (a * 2).relu(), x)
     assert traced(x).shape == (5,)
+
+
+def test_optimizer_one_pass_update():
+    # c/python/Optim.c: Adam's one-pass kernel, the op-by-op fallback, and
+    # the entry point's refusals and errors.
+    params = [ember.nn.Parameter(ember.randn(4, 3)), ember.nn.Parameter(ember.randn(5).half())]
+    opt = ember.optim.AdamW(params, lr=0.1, amsgrad=True)
+    for p in params:
+        p.grad = ember.ones_like(p)
+    opt.step()
+    p = ember.zeros(3)
+    args = [p, ember.ones(3), ember.zeros(3), ember.zeros(3), None, 0.1, 0.0, False, 0.9,
+            0.999, 1e-8, 1.0, 0.03, False, False]
+    assert ember._C._adam_step_(*args)
+    assert not ember._C._adam_step_(*args[:1], ember.ones(4), *args[2:])
+    with pytest.raises(TypeError):
+        ember._C._adam_step_(*args[:5], "lr", *args[6:])
+    with pytest.raises(TypeError):
+        ember._C._adam_step_(*args[:-1])
