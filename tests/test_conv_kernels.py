@@ -122,14 +122,19 @@ def test_forward_and_backward_products_match_numpy(dtype, geometry):
 
 @pytest.mark.noleakcheck
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_gemm_kernel_and_thread_count(dtype):
+@pytest.mark.parametrize("geometry", [
+    (3, 3, 7, (9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (5, 2, 3, (4, 3), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+])
+def test_every_gemm_kernel_and_thread_count(dtype, geometry):
     """The implicit GEMM (Note [Convolution as an implicit GEMM]) packs
     micro-panels of each family's own width: every family this CPU runs,
     on one thread and two, with 7 output channels (a partial MR tile) and
-    297 columns (a partial last panel)."""
-    geometry = (3, 3, 7, (9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    297 columns (a partial last panel); and with 3-wide output lines,
+    several of which meet in one 32-byte chunk of a panel row (Note
+    [Gathering a panel row by selects])."""
     x, w, b, rng = _operands(dtype, geometry)
-    g = rng.standard_normal((3, 7, 9, 11)).astype(dtype)
+    g = rng.standard_normal((geometry[0], geometry[2], *geometry[3])).astype(dtype)
     expected = _expected_products(x, w, b, g, geometry)
     saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
     try:

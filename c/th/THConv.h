@@ -39,12 +39,13 @@
  * no read needs a bounds test: row (c, i, j) of col is the padded images
  * read from one offset on (tap_offsets), and a micro-panel's NR columns
  * are a few runs along output lines (line_runs), each a contiguous stretch
- * of a padded line when stride_w is 1 -- one fixed-size copy of NR values
- * per row and run.  The product's C arrives a column panel at a time and
- * is scattered into the NCHW output with the bias added (scatter_c).  The
- * weight gradient's B is col transposed (positions down, (c, i, j)
- * across): gather_bt reads each (c, i, j) along a line run and writes it
- * down the panel, and its column panels of C are added into gW.
+ * of a padded line when stride_w is 1 -- one vector load per run and
+ * chunk of a row, merged by selects (Note [Gathering a panel row by
+ * selects] in THConv.c).  The product's C arrives a column panel at a
+ * time and is scattered into the NCHW output with the bias added
+ * (scatter_c).  The weight gradient's B is col transposed (positions down,
+ * (c, i, j) across): gather_bt reads each (c, i, j) along a line run and
+ * writes it down the panel, and its column panels of C are added into gW.
  *
  * Note [Samples side by side]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~
