@@ -316,11 +316,11 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
  * sum_p a[i * a_rs + p] * b[j * b_cs + p] + beta * C[i][j] (beta == 0:
  * C is not read); rows and columns past `rows` and `cols` are computed on
  * a repeat of row or column 0 and dropped. */
-/* The scalar ends of dot_block, shared by the families: sums[r * cols
+/* The scalar end of dot_block, shared by the families: sums[r * cols
  * + s] += the products of row r and column s from p to k (the k % VLEN
- * values the vectors left), and the block's store.  Out of line and not
- * vectorised: a few values each, where the vectoriser's versions of these
- * loops cost more instructions than the block's multiply-adds. */
+ * values the vectors left).  Out of line and not vectorised: a few values
+ * each, where the vectoriser's version of these loops costs more
+ * instructions than the block's multiply-adds. */
 #define TH_DEFINE_DOT_BLOCK_ENDS(T)                                        \
     __attribute__((noinline, optimize("no-tree-vectorize"))) static void   \
     dot_block_tail_##T(int64_t p, int64_t k, const T *const *row,          \
@@ -331,19 +331,6 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
                 for (int64_t q = p; q < k; q++) {                          \
                     sums[r * cols + s] += row[r][q] * col[s][q];           \
                 }                                                          \
-            }                                                              \
-        }                                                                  \
-    }                                                                      \
-    __attribute__((noinline, optimize("no-tree-vectorize"))) static void   \
-    dot_block_store_##T(const T *sums, int cols_per_row, int rows,         \
-                        int cols, T alpha, T beta, T *c, int64_t c_rs,     \
-                        int64_t c_cs)                                      \
-    {                                                                      \
-        for (int r = 0; r < rows; r++) {                                   \
-            T *out = c + r * c_rs;                                         \
-            for (int s = 0; s < cols; s++) {                               \
-                T sum = alpha * sums[r * cols_per_row + s];                \
-                out[s * c_cs] = beta == 0 ? sum : sum + beta * out[s * c_cs]; \
             }                                                              \
         }                                                                  \
     }
@@ -405,13 +392,26 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
                    : VLEN == 4 ? quarter[0]                                \
                    : VLEN == 8 ? eighth[0]                                 \
                                : sixteenth[0];                             \
-        T sums[VLEN];                                                      \
-        memcpy(sums, &total, sizeof(sums));                                \
         if (p < k) {                                                       \
+            T sums[VLEN];                                                  \
+            memcpy(sums, &total, sizeof(sums));                            \
             dot_block_tail_##T(p, k, row, ROWS, col, COLS, sums);          \
+            memcpy(&total, sums, sizeof(sums));                            \
         }                                                                  \
-        dot_block_store_##T(sums, COLS, rows, cols, alpha, beta, c, c_rs,  \
-                            c_cs);                                         \
+        /* lanes taken from the register by constant indices: read back   \
+         * from memory, right after the vector store, they waited on      \
+         * store-to-load forwarding (a third of this function's time) */  \
+        _Pragma("GCC unroll 16")                                           \
+        for (int r = 0; r < ROWS; r++) {                                   \
+            _Pragma("GCC unroll 2")                                        \
+            for (int s = 0; s < COLS; s++) {                               \
+                if (r < rows && s < cols) {                                \
+                    T *out = c + r * c_rs + s * c_cs;                      \
+                    T sum = alpha * total[r * COLS + s];                   \
+                    *out = beta == 0 ? sum : sum + beta * *out;            \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
     }
 
 /* The even lanes of two vectors put end to end: lanes 0, 2, ..., 2 VLEN - 2
@@ -1121,7 +1121,8 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
 }
 
 /* The steps of Note [GEMM blocking]'s loop nest (THBlasLoopNest):
- * pack_b_block packs the panels not read in place; multiply_rows packs
+ * pack_b_block packs the panels not read in place (into b_pack from its
+ * start: B read in place needs room for one panel); multiply_rows packs
  * A's rows a block of MC at a time and runs the micro-kernel over the
  * tiles of those rows and the block's columns. */
 #define TH_DEFINE_BLOCK_STEPS(T)                                           \
@@ -1132,9 +1133,10 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
         const PackedProduct *pp = ctx;                                     \
         const GemmArgs *g = pp->g;                                         \
         int nr = pp->blocking.nr;                                          \
+        int64_t full = in_place_columns(pp, block);                        \
         int64_t first = panel0 * nr, end = min64(panel1 * nr, block->nc);  \
-        if (first < in_place_columns(pp, block)) {                         \
-            first = in_place_columns(pp, block);                           \
+        if (first < full) {                                                \
+            first = full;                                                  \
         }                                                                  \
         if (first >= end) {                                                \
             return;                                                        \
@@ -1142,7 +1144,7 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
         const T *b = (const T *)g->b.data + block->pc * g->b.row_stride    \
                      + (block->jc + first) * g->b.col_stride;              \
         pack_b_##T(block->kc, end - first, nr, b, g->b.row_stride,         \
-                   g->b.col_stride, (T *)b_pack + first * block->kc);      \
+                   g->b.col_stride, (T *)b_pack + (first - full) * block->kc); \
     }                                                                      \
     static void multiply_rows_##T(void *ctx, const THBlasBlockOfB *block,  \
                                   int64_t row0, int64_t row1,              \
@@ -1171,7 +1173,8 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
             for (int64_t jr = 0; jr < nc; jr += nr_full) {                 \
                 bool direct = jr < full;                                   \
                 const T *panel = direct ? b_block + jr                     \
-                                        : (const T *)b_pack + jr * kc;     \
+                                        : (const T *)b_pack                \
+                                              + (jr - full) * kc;          \
                 int64_t panel_rs = direct ? b_rs : nr_full;                \
                 for (int64_t ir = 0; ir < mc; ir += mr_full) {             \
                     T *tile = c + (ic + ir) * c_rs + jr * c_cs;            \
@@ -1224,7 +1227,9 @@ loop_nest_of(THDtype dtype, const PackedProduct *pp)
         .mr = bl->mr, .nr = bl->nr,
         .nc = bl->nc, .kc_step = THBlas_balancedStep(g->k, bl->kc, 8),
         .a_bytes = (size_t)(round_up(min64(g->m, bl->mc), bl->mr) * kc * itemsize),
-        .b_bytes = (size_t)(round_up(min64(g->n, bl->nc), bl->nr) * kc * itemsize),
+        .b_bytes = (size_t)((pp->b_in_place ? bl->nr
+                                            : round_up(min64(g->n, bl->nc), bl->nr))
+                            * kc * itemsize),
         .pack_b = single ? pack_b_block_float : pack_b_block_double,
         .multiply = single ? multiply_rows_float : multiply_rows_double,
         .ctx = (void *)pp,
