@@ -459,15 +459,32 @@ test_gemm_batched_large_products(void)
     free(c.buf);
 }
 
-/* Large enough to split into bands over two threads, both ways. */
+/* Large enough to split over two threads: row bands sharing one packed
+ * B (Note [One packed B for all threads]) in every family, wide and
+ * narrow tile, over one block of B and -- with tiny caches -- over many
+ * blocks of B and of each band's A; then column bands and gemv bands. */
 static void
 test_gemm_two_threads(void)
 {
+    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
+    const char *saved_kernel = THBlas_kernelName();
     int saved = THParallel_getNumThreads();
     CHECK_OK(THParallel_setNumThreads(2));
     int rows[3] = {LAYOUT_ROWS, LAYOUT_ROWS, LAYOUT_ROWS};
     int mixed[3] = {LAYOUT_COLS, LAYOUT_STEPPED, LAYOUT_COLS};
-    check_case(TH_Float32, 150, 70, 40, rows, 1, 0);  /* row bands */
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (!use_family(f)) {
+            continue;
+        }
+        for (int tiny = 0; tiny < 2; tiny++) {
+            THBlas_setCacheSizes(tiny ? tiny_caches : NULL);
+            check_case(TH_Float32, 150, 70, 40, rows, 1, 0);
+            check_case(TH_Float64, 301, 97, 300, mixed, 0.5, 2);
+            check_case(TH_Float32, 64, 40, 300, mixed, -1, 1);
+        }
+        THBlas_setCacheSizes(NULL);
+    }
+    CHECK_OK(THBlas_setKernel(saved_kernel));
     check_case(TH_Float64, 40, 170, 50, mixed, 0.5, 2); /* column bands */
     check_case(TH_Float32, 3000, 1, 100, rows, 1, 0);   /* gemv bands */
     CHECK_OK(THParallel_setNumThreads(saved));

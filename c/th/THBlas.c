@@ -316,11 +316,11 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
  * sum_p a[i * a_rs + p] * b[j * b_cs + p] + beta * C[i][j] (beta == 0:
  * C is not read); rows and columns past `rows` and `cols` are computed on
  * a repeat of row or column 0 and dropped. */
-/* The scalar ends of dot_block, shared by the families: sums[r * cols
+/* The scalar end of dot_block, shared by the families: sums[r * cols
  * + s] += the products of row r and column s from p to k (the k % VLEN
- * values the vectors left), and the block's store.  Out of line and not
- * vectorised: a few values each, where the vectoriser's versions of these
- * loops cost more instructions than the block's multiply-adds. */
+ * values the vectors left).  Out of line and not vectorised: a few values
+ * each, where the vectoriser's version of these loops costs more
+ * instructions than the block's multiply-adds. */
 #define TH_DEFINE_DOT_BLOCK_ENDS(T)                                        \
     __attribute__((noinline, optimize("no-tree-vectorize"))) static void   \
     dot_block_tail_##T(int64_t p, int64_t k, const T *const *row,          \
@@ -331,19 +331,6 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
                 for (int64_t q = p; q < k; q++) {                          \
                     sums[r * cols + s] += row[r][q] * col[s][q];           \
                 }                                                          \
-            }                                                              \
-        }                                                                  \
-    }                                                                      \
-    __attribute__((noinline, optimize("no-tree-vectorize"))) static void   \
-    dot_block_store_##T(const T *sums, int cols_per_row, int rows,         \
-                        int cols, T alpha, T beta, T *c, int64_t c_rs,     \
-                        int64_t c_cs)                                      \
-    {                                                                      \
-        for (int r = 0; r < rows; r++) {                                   \
-            T *out = c + r * c_rs;                                         \
-            for (int s = 0; s < cols; s++) {                               \
-                T sum = alpha * sums[r * cols_per_row + s];                \
-                out[s * c_cs] = beta == 0 ? sum : sum + beta * out[s * c_cs]; \
             }                                                              \
         }                                                                  \
     }
@@ -405,13 +392,26 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
                    : VLEN == 4 ? quarter[0]                                \
                    : VLEN == 8 ? eighth[0]                                 \
                                : sixteenth[0];                             \
-        T sums[VLEN];                                                      \
-        memcpy(sums, &total, sizeof(sums));                                \
         if (p < k) {                                                       \
+            T sums[VLEN];                                                  \
+            memcpy(sums, &total, sizeof(sums));                            \
             dot_block_tail_##T(p, k, row, ROWS, col, COLS, sums);          \
+            memcpy(&total, sums, sizeof(sums));                            \
         }                                                                  \
-        dot_block_store_##T(sums, COLS, rows, cols, alpha, beta, c, c_rs,  \
-                            c_cs);                                         \
+        /* lanes taken from the register by constant indices: read back   \
+         * from memory, right after the vector store, they waited on      \
+         * store-to-load forwarding (a third of this function's time) */  \
+        _Pragma("GCC unroll 16")                                           \
+        for (int r = 0; r < ROWS; r++) {                                   \
+            _Pragma("GCC unroll 2")                                        \
+            for (int s = 0; s < COLS; s++) {                               \
+                if (r < rows && s < cols) {                                \
+                    T *out = c + r * c_rs + s * c_cs;                      \
+                    T sum = alpha * total[r * COLS + s];                   \
+                    *out = beta == 0 ? sum : sum + beta * *out;            \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
     }
 
 /* The even lanes of two vectors put end to end: lanes 0, 2, ..., 2 VLEN - 2
@@ -885,12 +885,9 @@ static const RowwiseGemm rowwise_gemms[TH_NUM_DTYPES] = {
 
 /* ---- the packed kernel: float32 and float64 (Note [GEMM blocking]) ---------- */
 
-/* The packing buffers of one thread, and the kernel, tile and blocking
- * they were sized for. */
+/* The packing buffers of one thread (THBlasLoopNest's a_bytes and
+ * b_bytes). */
 typedef struct {
-    const KernelFamily *family;
-    GemmTile tile;
-    THBlasBlocking blocking; /* its mr: tile.mr */
     void *a_pack; /* mc x kc (rounded up to MR) */
     void *b_pack; /* kc x nc (rounded up to NR) */
 } GemmWorkspace;
@@ -901,22 +898,12 @@ min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* Allocates buffers just large enough for an m x n x k product (so small
- * products take small buffers).  Returns false when out of memory. */
+/* Returns false when out of memory. */
 static bool
-workspace_alloc(GemmWorkspace *ws, int itemsize, int64_t m, int64_t n,
-                int64_t k)
+workspace_alloc(GemmWorkspace *ws, const THBlasLoopNest *nest)
 {
-    ws->family = current_family();
-    ws->tile = tile_for(ws->family, m);
-    ws->blocking = blocking_for(ws->family, itemsize, ws->tile.mr);
-    const THBlasBlocking *bl = &ws->blocking;
-    int64_t kc = min64(k, bl->kc);
-    size_t a_bytes = (size_t)(round_up(min64(m, bl->mc), bl->mr) * kc
-                              * itemsize);
-    size_t b_bytes = (size_t)(round_up(min64(n, bl->nc), bl->nr) * kc
-                              * itemsize);
-    return THBlas_allocPackBuffers(&ws->a_pack, a_bytes, &ws->b_pack, b_bytes);
+    return THBlas_allocPackBuffers(&ws->a_pack, nest->a_bytes, &ws->b_pack,
+                                   nest->b_bytes);
 }
 
 static void
@@ -1116,56 +1103,85 @@ THBlas_balancedStep(int64_t extent, int64_t block, int64_t multiple)
     return min64(round_up((extent + blocks - 1) / blocks, multiple), block);
 }
 
-/* The loop nest of Note [GEMM blocking] on one thread, for C = beta * C +
- * alpha * A @ B with k >= 1. */
-#define TH_DEFINE_BLOCKED_GEMM(T)                                          \
-    static void gemm_blocked_##T(const GemmArgs *g, const GemmWorkspace *ws)  \
+/* What the float loop nests' steps read (THBlasLoopNest's ctx). */
+typedef struct {
+    const GemmArgs *g;
+    UKernel_float ukernel_float;
+    UKernel_double ukernel_double;
+    THBlasBlocking blocking; /* its mr: the tile's */
+    bool b_in_place; /* Note [GEMM small products] */
+} PackedProduct;
+
+/* The columns of a block of B that the micro-kernel reads in place: its
+ * full-width panels when B is read in place, else none. */
+static int64_t
+in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
+{
+    return pp->b_in_place ? block->nc / pp->blocking.nr * pp->blocking.nr : 0;
+}
+
+/* The steps of Note [GEMM blocking]'s loop nest (THBlasLoopNest):
+ * pack_b_block packs the panels not read in place (into b_pack from its
+ * start: B read in place needs room for one panel); multiply_rows packs
+ * A's rows a block of MC at a time and runs the micro-kernel over the
+ * tiles of those rows and the block's columns. */
+#define TH_DEFINE_BLOCK_STEPS(T)                                           \
+    static void pack_b_block_##T(void *ctx, const THBlasBlockOfB *block,   \
+                                 int64_t panel0, int64_t panel1,           \
+                                 void *b_pack)                             \
     {                                                                      \
-        UKernel_##T ukernel = ws->tile.ukernel_##T;                        \
-        const THBlasBlocking *bl = &ws->blocking;                          \
-        int mr_full = bl->mr, nr_full = bl->nr;                            \
+        const PackedProduct *pp = ctx;                                     \
+        const GemmArgs *g = pp->g;                                         \
+        int nr = pp->blocking.nr;                                          \
+        int64_t full = in_place_columns(pp, block);                        \
+        int64_t first = panel0 * nr, end = min64(panel1 * nr, block->nc);  \
+        if (first < full) {                                                \
+            first = full;                                                  \
+        }                                                                  \
+        if (first >= end) {                                                \
+            return;                                                        \
+        }                                                                  \
+        const T *b = (const T *)g->b.data + block->pc * g->b.row_stride    \
+                     + (block->jc + first) * g->b.col_stride;              \
+        pack_b_##T(block->kc, end - first, nr, b, g->b.row_stride,         \
+                   g->b.col_stride, (T *)b_pack + (first - full) * block->kc); \
+    }                                                                      \
+    static void multiply_rows_##T(void *ctx, const THBlasBlockOfB *block,  \
+                                  int64_t row0, int64_t row1,              \
+                                  const void *b_pack, void *a_pack)        \
+    {                                                                      \
+        const PackedProduct *pp = ctx;                                     \
+        const GemmArgs *g = pp->g;                                         \
+        UKernel_##T ukernel = pp->ukernel_##T;                             \
+        int mr_full = pp->blocking.mr, nr_full = pp->blocking.nr;          \
+        int64_t kc = block->kc, nc = block->nc;                            \
         T alpha = (T)scalar_as_double(g->alpha);                           \
-        T beta = (T)scalar_as_double(g->beta);                             \
-        const T *a = (const T *)g->a.data;                                 \
-        const T *b = (const T *)g->b.data;                                 \
-        T *c = (T *)g->c.data;                                             \
+        T beta = block->pc == 0 ? (T)scalar_as_double(g->beta) : (T)1;     \
         int64_t a_rs = g->a.row_stride, a_cs = g->a.col_stride;            \
-        int64_t b_rs = g->b.row_stride, b_cs = g->b.col_stride;            \
+        int64_t b_rs = g->b.row_stride;                                    \
         int64_t c_rs = g->c.row_stride, c_cs = g->c.col_stride;            \
-        T *a_pack = ws->a_pack, *b_pack = ws->b_pack;                      \
-        /* Note [GEMM small products] */                                   \
-        bool b_in_place = b_cs == 1 && g->k * g->n <= bl->mc * bl->kc;     \
-        int64_t kc_step = THBlas_balancedStep(g->k, bl->kc, 8);                  \
-        int64_t mc_step = THBlas_balancedStep(g->m, bl->mc, mr_full);            \
-        for (int64_t jc = 0; jc < g->n; jc += bl->nc) {                    \
-            int64_t nc = min64(bl->nc, g->n - jc);                         \
-            for (int64_t pc = 0; pc < g->k; pc += kc_step) {               \
-                int64_t kc = min64(kc_step, g->k - pc);                    \
-                T beta_block = pc == 0 ? beta : (T)1;                      \
-                const T *b_block = b + pc * b_rs + jc * b_cs;              \
-                int64_t full = b_in_place ? nc / nr_full * nr_full : 0;    \
-                if (full < nc) { /* what is not read in place */           \
-                    pack_b_##T(kc, nc - full, nr_full, b_block + full * b_cs, \
-                               b_rs, b_cs, b_pack + full * kc);            \
-                }                                                          \
-                for (int64_t ic = 0; ic < g->m; ic += mc_step) {           \
-                    int64_t mc = min64(mc_step, g->m - ic);                \
-                    pack_a_##T(mc, kc, mr_full, a + ic * a_rs + pc * a_cs, \
-                               a_rs, a_cs, a_pack);                        \
-                    for (int64_t jr = 0; jr < nc; jr += nr_full) {         \
-                        bool direct = jr < full;                           \
-                        const T *panel = direct ? b_block + jr             \
-                                                : b_pack + jr * kc;        \
-                        int64_t panel_rs = direct ? b_rs : nr_full;        \
-                        for (int64_t ir = 0; ir < mc; ir += mr_full) {     \
-                            T *tile = c + (ic + ir) * c_rs                 \
-                                      + (jc + jr) * c_cs;                  \
-                            ukernel(kc, a_pack + ir * kc, panel, panel_rs, \
-                                    alpha, beta_block, tile, c_rs, c_cs,   \
-                                    (int)min64(mr_full, mc - ir),          \
-                                    (int)min64(nr_full, nc - jr));         \
-                        }                                                  \
-                    }                                                      \
+        const T *a = (const T *)g->a.data + block->pc * a_cs;              \
+        const T *b_block = (const T *)g->b.data + block->pc * b_rs         \
+                           + block->jc * g->b.col_stride;                  \
+        T *c = (T *)g->c.data + block->jc * c_cs;                          \
+        int64_t full = in_place_columns(pp, block);                        \
+        int64_t mc_step = THBlas_balancedStep(row1 - row0,                 \
+                                              pp->blocking.mc, mr_full);   \
+        for (int64_t ic = row0; ic < row1; ic += mc_step) {                \
+            int64_t mc = min64(mc_step, row1 - ic);                        \
+            pack_a_##T(mc, kc, mr_full, a + ic * a_rs, a_rs, a_cs, a_pack); \
+            for (int64_t jr = 0; jr < nc; jr += nr_full) {                 \
+                bool direct = jr < full;                                   \
+                const T *panel = direct ? b_block + jr                     \
+                                        : (const T *)b_pack                \
+                                              + (jr - full) * kc;          \
+                int64_t panel_rs = direct ? b_rs : nr_full;                \
+                for (int64_t ir = 0; ir < mc; ir += mr_full) {             \
+                    T *tile = c + (ic + ir) * c_rs + jr * c_cs;            \
+                    ukernel(kc, (const T *)a_pack + ir * kc, panel,        \
+                            panel_rs, alpha, beta, tile, c_rs, c_cs,       \
+                            (int)min64(mr_full, mc - ir),                  \
+                            (int)min64(nr_full, nc - jr));                 \
                 }                                                          \
             }                                                              \
         }                                                                  \
@@ -1175,8 +1191,142 @@ TH_DEFINE_COPY_PANEL_ROW(float)
 TH_DEFINE_COPY_PANEL_ROW(double)
 TH_DEFINE_PACKING(float)
 TH_DEFINE_PACKING(double)
-TH_DEFINE_BLOCKED_GEMM(float)
-TH_DEFINE_BLOCKED_GEMM(double)
+TH_DEFINE_BLOCK_STEPS(float)
+TH_DEFINE_BLOCK_STEPS(double)
+
+/* A float32 or float64 product's packed path: the family's tile for its
+ * m (Note [The narrow tile]), the blocking for that tile, and whether B
+ * is read in place (Note [GEMM small products]). */
+static PackedProduct
+packed_product(THDtype dtype, const GemmArgs *g)
+{
+    const KernelFamily *family = current_family();
+    GemmTile tile = tile_for(family, g->m);
+    PackedProduct pp = {
+        .g = g,
+        .ukernel_float = tile.ukernel_float,
+        .ukernel_double = tile.ukernel_double,
+        .blocking = blocking_for(family, THDtype_itemsize(dtype), tile.mr),
+    };
+    pp.b_in_place = g->b.col_stride == 1
+                    && g->k * g->n <= pp.blocking.mc * pp.blocking.kc;
+    return pp;
+}
+
+/* Its loop nest, whose steps read *pp. */
+static THBlasLoopNest
+loop_nest_of(THDtype dtype, const PackedProduct *pp)
+{
+    const GemmArgs *g = pp->g;
+    const THBlasBlocking *bl = &pp->blocking;
+    int itemsize = THDtype_itemsize(dtype);
+    int64_t kc = min64(g->k, bl->kc);
+    bool single = dtype == TH_Float32;
+    return (THBlasLoopNest){
+        .m = g->m, .n = g->n, .k = g->k,
+        .mr = bl->mr, .nr = bl->nr,
+        .nc = bl->nc, .kc_step = THBlas_balancedStep(g->k, bl->kc, 8),
+        .a_bytes = (size_t)(round_up(min64(g->m, bl->mc), bl->mr) * kc * itemsize),
+        .b_bytes = (size_t)((pp->b_in_place ? bl->nr
+                                            : round_up(min64(g->n, bl->nc), bl->nr))
+                            * kc * itemsize),
+        .pack_b = single ? pack_b_block_float : pack_b_block_double,
+        .multiply = single ? multiply_rows_float : multiply_rows_double,
+        .ctx = (void *)pp,
+    };
+}
+
+/* Note [One packed B for all threads]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Split into bands of rows that are independent GEMMs, each thread
+ * would pack all of B for its band: at two threads, the bfloat16
+ * 1024 x 1024 x 1024 scaled from 180 to about 290 GFLOP/s on a Zen 4,
+ * and float32 by 1.69-1.81x.  So a large product packs each (jc, pc)
+ * block of B once, the threads taking shares of its micro-panels, and
+ * then each thread multiplies its band of rows against the shared block,
+ * packing its own A: two parallel loops per block of B, as BLIS shares
+ * the B block among the threads of its inner loops.  The bands are
+ * whole tiles (MR rows) cut as evenly as THParallel_for cuts; each
+ * thread keeps one A buffer for all blocks (a slot taken in the order
+ * the threads start, allocated on first use). */
+typedef struct {
+    const THBlasLoopNest *nest;
+    THBlasBlockOfB block;
+    void *b_pack;
+    void *a_packs[TH_PARALLEL_MAX_THREADS];
+    atomic_int next_slot; /* of a_packs, per parallel loop */
+    atomic_bool out_of_memory;
+} SharedBJob;
+
+static void
+run_pack_share(int64_t begin, int64_t end, void *ctx)
+{
+    SharedBJob *job = ctx;
+    job->nest->pack_b(job->nest->ctx, &job->block, begin, end, job->b_pack);
+}
+
+static void
+run_row_band(int64_t begin, int64_t end, void *ctx)
+{
+    SharedBJob *job = ctx;
+    const THBlasLoopNest *nest = job->nest;
+    /* at most one loop's chunks, so at most TH_PARALLEL_MAX_THREADS */
+    int slot = atomic_fetch_add(&job->next_slot, 1);
+    if (job->a_packs[slot] == NULL) {
+        job->a_packs[slot] = THBlas_allocPack(nest->a_bytes);
+        if (job->a_packs[slot] == NULL) {
+            atomic_store(&job->out_of_memory, true);
+            return;
+        }
+    }
+    nest->multiply(nest->ctx, &job->block, begin * nest->mr,
+                   min64(end * nest->mr, nest->m), job->b_pack,
+                   job->a_packs[slot]);
+}
+
+/* One block of B: packed, then multiplied by all of A's rows. */
+static void
+run_block(SharedBJob *job, void *a_pack)
+{
+    const THBlasLoopNest *nest = job->nest;
+    int64_t panels = (job->block.nc + nest->nr - 1) / nest->nr;
+    if (a_pack != NULL) { /* on this thread */
+        nest->pack_b(nest->ctx, &job->block, 0, panels, job->b_pack);
+        nest->multiply(nest->ctx, &job->block, 0, nest->m, job->b_pack,
+                       a_pack);
+        return;
+    }
+    THParallel_for(panels, 1, run_pack_share, job);
+    atomic_store(&job->next_slot, 0);
+    THParallel_for((nest->m + nest->mr - 1) / nest->mr, 1, run_row_band, job);
+}
+
+bool
+THBlas_runLoopNest(const THBlasLoopNest *nest, void *a_pack, void *b_pack)
+{
+    SharedBJob job = {.nest = nest, .b_pack = b_pack};
+    atomic_init(&job.out_of_memory, false);
+    atomic_init(&job.next_slot, 0);
+    bool shared = a_pack == NULL;
+    if (shared && (job.b_pack = THBlas_allocPack(nest->b_bytes)) == NULL) {
+        return false;
+    }
+    for (int64_t jc = 0; jc < nest->n; jc += nest->nc) {
+        for (int64_t pc = 0; pc < nest->k && !atomic_load(&job.out_of_memory);
+             pc += nest->kc_step) {
+            job.block = (THBlasBlockOfB){jc, min64(nest->nc, nest->n - jc), pc,
+                                         min64(nest->kc_step, nest->k - pc)};
+            run_block(&job, a_pack);
+        }
+    }
+    if (shared) {
+        free(job.b_pack);
+        for (int slot = 0; slot < TH_PARALLEL_MAX_THREADS; slot++) {
+            free(job.a_packs[slot]);
+        }
+    }
+    return !atomic_load(&job.out_of_memory);
+}
 
 /* C^T = B^T @ A^T: the same product with rows and columns swapped. */
 static GemmArgs
@@ -1286,17 +1436,29 @@ mr_for(void)
     return current_family()->mr;
 }
 
-static bool
-needs_packing(THDtype dtype, const GemmArgs *g)
-{
-    return is_packed_dtype(dtype) && g->m > 1 && g->n > 1
-           && g->m * g->n * g->k >= GEMM_SMALL_WORK;
-}
+/* The kernel a product runs on (Note [GEMM small products]). */
+typedef enum {
+    GEMM_PATH_ROWWISE, /* small products, other dtypes, k == 0 */
+    GEMM_PATH_GEMV,    /* m == 1 or n == 1 */
+    GEMM_PATH_DOT_BLOCKS,
+    GEMM_PATH_PACKED,
+} GemmPath;
 
-static bool
-workspace_alloc_for(GemmWorkspace *ws, THDtype dtype, const GemmArgs *g)
+static GemmPath
+gemm_path(THDtype dtype, const GemmArgs *g)
 {
-    return workspace_alloc(ws, THDtype_itemsize(dtype), g->m, g->n, g->k);
+    if (!is_packed_dtype(dtype)) {
+        return GEMM_PATH_ROWWISE;
+    }
+    if (g->m == 1 || g->n == 1) {
+        return GEMM_PATH_GEMV;
+    }
+    if (g->n < nr_for(dtype) && g->a.col_stride == 1
+        && g->b.row_stride == 1) {
+        return GEMM_PATH_DOT_BLOCKS;
+    }
+    return g->m * g->n * g->k >= GEMM_SMALL_WORK ? GEMM_PATH_PACKED
+                                                 : GEMM_PATH_ROWWISE;
 }
 
 /* Note [GEMM small products]
@@ -1341,58 +1503,47 @@ TH_DEFINE_DOT_BLOCKS(float)
 TH_DEFINE_DOT_BLOCKS(double)
 
 /* One product on the calling thread.  `ws` is a workspace sized for it
- * (workspace_alloc_for), or NULL to allocate one.  Returns false when that
- * allocation failed (nothing written then).  Small products and the
- * non-floating dtypes (and k == 0) take the row-wise kernel. */
+ * (the loop nest's a_bytes and b_bytes), or NULL to allocate one.
+ * Returns false when that allocation failed (nothing written then). */
 static bool
 gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
 {
     if (g->m == 0 || g->n == 0) {
         return true;
     }
-    if (is_packed_dtype(dtype) && (g->m == 1 || g->n == 1)) {
-        if (dtype == TH_Float32) {
-            gemv_float(g);
-        } else {
-            gemv_double(g);
-        }
-        return true;
-    }
-    if (is_packed_dtype(dtype) && g->n < nr_for(dtype)
-        && g->a.col_stride == 1 && g->b.row_stride == 1) {
-        /* Note [GEMM small products] */
-        if (dtype == TH_Float32) {
-            gemm_dot_blocks_float(g);
-        } else {
-            gemm_dot_blocks_double(g);
-        }
-        return true;
-    }
-    if (!needs_packing(dtype, g)) {
+    bool single = dtype == TH_Float32;
+    switch (gemm_path(dtype, g)) {
+    case GEMM_PATH_ROWWISE:
         rowwise_gemms[dtype](g);
         return true;
+    case GEMM_PATH_GEMV:
+        single ? gemv_float(g) : gemv_double(g);
+        return true;
+    case GEMM_PATH_DOT_BLOCKS:
+        single ? gemm_dot_blocks_float(g) : gemm_dot_blocks_double(g);
+        return true;
+    case GEMM_PATH_PACKED:
+        break;
     }
+    PackedProduct pp = packed_product(dtype, g);
+    THBlasLoopNest nest = loop_nest_of(dtype, &pp);
     GemmWorkspace own;
     if (ws == NULL) {
-        if (!workspace_alloc_for(&own, dtype, g)) {
+        if (!workspace_alloc(&own, &nest)) {
             return false;
         }
         ws = &own;
     }
-    if (dtype == TH_Float32) {
-        gemm_blocked_float(g, ws);
-    } else {
-        gemm_blocked_double(g, ws);
-    }
+    THBlas_runLoopNest(&nest, ws->a_pack, ws->b_pack);
     if (ws == &own) {
         workspace_free(&own);
     }
     return true;
 }
 
-/* One large product split over threads: C is cut into bands of rows (or of
- * columns, when it is wider than tall), and each band is an independent
- * GEMM with its own packing buffers. */
+/* One large product split over threads by bands of columns (when it is
+ * wider than tall), or of rows when it does not take the packed path:
+ * each band is an independent GEMM with its own packing buffers. */
 typedef struct {
     THDtype dtype;
     GemmArgs whole;
@@ -1449,8 +1600,15 @@ THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
         k = 0; /* A and B are not read (THBlas.h) */
     }
     GemmArgs g = {m, n, k, alpha, beta, a, b, c};
-    if (!is_packed_dtype(dtype) || work_of(m, n, k) < GEMM_PARALLEL_WORK) {
+    if (!is_packed_dtype(dtype) || work_of(m, n, k) < GEMM_PARALLEL_WORK
+        || THParallel_getNumThreads() == 1) {
         return gemm_one_thread(dtype, &g, NULL) ? 0 : out_of_memory();
+    }
+    if (m >= n && gemm_path(dtype, &g) == GEMM_PATH_PACKED) {
+        /* Note [One packed B for all threads] */
+        PackedProduct pp = packed_product(dtype, &g);
+        THBlasLoopNest nest = loop_nest_of(dtype, &pp);
+        return THBlas_runLoopNest(&nest, NULL, NULL) ? 0 : out_of_memory();
     }
     BandJob job = {.dtype = dtype, .whole = g, .split_rows = m >= n};
     job.unit = job.split_rows ? mr_for() : nr_for(dtype);
@@ -1479,8 +1637,10 @@ run_batch(int64_t begin, int64_t end, void *ctx)
     int itemsize = THDtype_itemsize(job->dtype);
     /* one workspace serves every product of the range */
     GemmWorkspace ws, *shared = NULL;
-    if (needs_packing(job->dtype, &job->first)) {
-        if (!workspace_alloc_for(&ws, job->dtype, &job->first)) {
+    if (gemm_path(job->dtype, &job->first) == GEMM_PATH_PACKED) {
+        PackedProduct pp = packed_product(job->dtype, &job->first);
+        THBlasLoopNest nest = loop_nest_of(job->dtype, &pp);
+        if (!workspace_alloc(&ws, &nest)) {
             atomic_store(&job->out_of_memory, true);
             return;
         }

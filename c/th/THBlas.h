@@ -85,6 +85,41 @@ bool THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
                              size_t b_bytes);
 int64_t THBlas_balancedStep(int64_t extent, int64_t block, int64_t multiple);
 
+/* The loop nest of Note [GEMM blocking] (THBlas.c) over the blocks of B,
+ * for every packed GEMM (float32, float64 and the bfloat16 one): the
+ * dtype's code packs B's micro-panels and multiplies rows of A against a
+ * packed block; THBlas_runLoopNest walks the blocks, on one thread or
+ * shared by all (Note [One packed B for all threads] in THBlas.c). */
+typedef struct {
+    int64_t jc, nc; /* B's columns [jc, jc + nc) */
+    int64_t pc, kc; /* and its rows, the k [pc, pc + kc) */
+} THBlasBlockOfB;
+
+typedef struct {
+    int64_t m, n, k;         /* k >= 1 */
+    int64_t mr, nr;          /* the tile: rows per unit of a thread's band,
+                                columns per micro-panel of B */
+    int64_t nc, kc_step;     /* the blocks of B */
+    size_t a_bytes, b_bytes; /* a packed A block and B block, any block */
+    /* Packs the block's micro-panels [panel0, panel1) into b_pack (at
+     * panel * nr * kc elements, the block's own layout). */
+    void (*pack_b)(void *ctx, const THBlasBlockOfB *block, int64_t panel0,
+                   int64_t panel1, void *b_pack);
+    /* C's rows [row0, row1) in the block's columns, from A's rows
+     * (packed into a_pack a block of rows at a time) and the packed
+     * block; beta applies to the first block of k, pc == 0. */
+    void (*multiply)(void *ctx, const THBlasBlockOfB *block, int64_t row0,
+                     int64_t row1, const void *b_pack, void *a_pack);
+    void *ctx;
+} THBlasLoopNest;
+
+/* With buffers of a_bytes and b_bytes: the loop nest on the calling
+ * thread.  With a_pack and b_pack NULL: split over the threads by rows,
+ * with one packed B block shared by all; false when out of memory (C is
+ * then partly written). */
+bool THBlas_runLoopNest(const THBlasLoopNest *nest, void *a_pack,
+                        void *b_pack);
+
 /* Whether bfloat16 products run on the CPU's bfloat16 dot-product
  * instruction: the avx512 family is in use (THBlas_setKernel) and the CPU
  * has AVX512-BF16 (THBlasBF16.c). */

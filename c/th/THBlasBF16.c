@@ -262,28 +262,6 @@ typedef struct {
     int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
 } BF16Product;
 
-typedef struct {
-    uint32_t *a_pack, *b_pack;
-} BF16Workspace;
-
-static bool
-workspace_alloc(BF16Workspace *ws, const BF16Blocking *bl, int64_t m,
-                int64_t n, int64_t k)
-{
-    int64_t pairs = (min64(k, bl->kc) + 1) / 2;
-    size_t a_bytes = (size_t)(round_up(min64(m, bl->mc), BF16_MR) * pairs * 4);
-    size_t b_bytes = (size_t)(round_up(min64(n, bl->nc), BF16_NR) * pairs * 4);
-    return THBlas_allocPackBuffers((void **)&ws->a_pack, a_bytes,
-                                   (void **)&ws->b_pack, b_bytes);
-}
-
-static void
-workspace_free(BF16Workspace *ws)
-{
-    free(ws->a_pack);
-    free(ws->b_pack);
-}
-
 /* Packs B's micro-panels [panel0, panel1) of the block at columns jc
  * (nc wide) and k pc (kc long) into b_pack (the block's layout). */
 BF16_TARGET static void
@@ -331,22 +309,47 @@ multiply_packed_b(const BF16Product *g, const BF16Blocking *bl, int64_t row0,
     }
 }
 
-/* Note [GEMM blocking]'s loop nest on one thread, k >= 1. */
-BF16_TARGET static void
-gemm_blocked_bf16(const BF16Product *g, const BF16Blocking *bl,
-                  const BF16Workspace *ws)
+/* THBlasLoopNest's steps, on a BF16Nest. */
+typedef struct {
+    const BF16Product *g;
+    const BF16Blocking *bl;
+} BF16Nest;
+
+static void
+pack_b_step(void *ctx, const THBlasBlockOfB *block, int64_t panel0,
+            int64_t panel1, void *b_pack)
 {
-    int64_t kc_step = THBlas_balancedStep(g->k, bl->kc, 16);
-    for (int64_t jc = 0; jc < g->n; jc += bl->nc) {
-        int64_t nc = min64(bl->nc, g->n - jc);
-        for (int64_t pc = 0; pc < g->k; pc += kc_step) {
-            int64_t kc = min64(kc_step, g->k - pc);
-            pack_b_panels(g, jc, nc, pc, kc, 0, (nc + BF16_NR - 1) / BF16_NR,
-                          ws->b_pack);
-            multiply_packed_b(g, bl, 0, g->m, jc, nc, pc, kc, ws->b_pack,
-                              ws->a_pack);
-        }
-    }
+    const BF16Nest *bn = ctx;
+    pack_b_panels(bn->g, block->jc, block->nc, block->pc, block->kc, panel0,
+                  panel1, b_pack);
+}
+
+static void
+multiply_step(void *ctx, const THBlasBlockOfB *block, int64_t row0,
+              int64_t row1, const void *b_pack, void *a_pack)
+{
+    const BF16Nest *bn = ctx;
+    multiply_packed_b(bn->g, bn->bl, row0, row1, block->jc, block->nc,
+                      block->pc, block->kc, b_pack, a_pack);
+}
+
+/* Note [GEMM blocking]'s loop nest for *bn's product, k >= 1. */
+static THBlasLoopNest
+loop_nest_of(const BF16Nest *bn)
+{
+    const BF16Product *g = bn->g;
+    const BF16Blocking *bl = bn->bl;
+    int64_t pairs = (min64(g->k, bl->kc) + 1) / 2;
+    return (THBlasLoopNest){
+        .m = g->m, .n = g->n, .k = g->k,
+        .mr = BF16_MR, .nr = BF16_NR,
+        .nc = bl->nc, .kc_step = THBlas_balancedStep(g->k, bl->kc, 16),
+        .a_bytes = (size_t)(round_up(min64(g->m, bl->mc), BF16_MR) * pairs * 4),
+        .b_bytes = (size_t)(round_up(min64(g->n, bl->nc), BF16_NR) * pairs * 4),
+        .pack_b = pack_b_step,
+        .multiply = multiply_step,
+        .ctx = (void *)bn,
+    };
 }
 
 /* k == 0: c = beta * c (beta == 0 writes zeros without reading c). */
@@ -405,96 +408,35 @@ static void
 run_units(int64_t begin, int64_t end, void *ctx)
 {
     BF16Job *job = ctx;
-    BF16Workspace ws;
+    /* one workspace for every band: they all have the first's shape or
+     * a smaller one */
+    BF16Nest first = {&job->first, &job->blocking};
+    void *a_pack = NULL, *b_pack = NULL;
     bool packed = job->first.k > 0;
-    if (packed && !workspace_alloc(&ws, &job->blocking, job->first.m,
-                                   job->first.n, job->first.k)) {
-        atomic_store(&job->out_of_memory, true);
-        return;
+    if (packed) {
+        THBlasLoopNest nest = loop_nest_of(&first);
+        if (!THBlas_allocPackBuffers(&a_pack, nest.a_bytes, &b_pack,
+                                     nest.b_bytes)) {
+            atomic_store(&job->out_of_memory, true);
+            return;
+        }
     }
     int64_t per = job->units_per_product;
     for (int64_t u = begin; u < end;) {
-        int64_t product = u / per, first = u % per;
+        int64_t product = u / per, first_unit = u % per;
         int64_t stop = min64(end - product * per, per);
-        BF16Product band = band_of(job, product, first, stop);
+        BF16Product band = band_of(job, product, first_unit, stop);
         if (packed) {
-            gemm_blocked_bf16(&band, &job->blocking, &ws);
+            BF16Nest bn = {&band, &job->blocking};
+            THBlasLoopNest band_nest = loop_nest_of(&bn);
+            THBlas_runLoopNest(&band_nest, a_pack, b_pack);
         } else {
             scale_c(&band);
         }
         u = product * per + stop;
     }
-    if (packed) {
-        workspace_free(&ws);
-    }
-}
-
-/* Note [One packed B for all threads]
- * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
- * Split by bands of rows, each thread would pack all of B for its band:
- * at two threads, 1024 x 1024 x 1024 scaled from 180 to about 290
- * GFLOP/s on a Zen 4.  So one large product packs each (jc, pc) block of
- * B once, the threads taking shares of its micro-panels, and then each
- * thread multiplies its band of rows against the shared block, packing
- * its own A: two parallel loops per block of B, as BLIS shares the B
- * block among the threads of its inner loops. */
-typedef struct {
-    const BF16Product *g;
-    const BF16Blocking *bl;
-    uint32_t *b_pack;
-    int64_t jc, nc, pc, kc;
-    atomic_bool out_of_memory;
-} SharedBJob;
-
-static void
-run_pack_b(int64_t begin, int64_t end, void *ctx)
-{
-    SharedBJob *job = ctx;
-    pack_b_panels(job->g, job->jc, job->nc, job->pc, job->kc, begin, end,
-                  job->b_pack);
-}
-
-static void
-run_row_bands(int64_t begin, int64_t end, void *ctx)
-{
-    SharedBJob *job = ctx;
-    int64_t row0 = begin * BF16_MR, row1 = min64(end * BF16_MR, job->g->m);
-    int64_t rows = round_up(min64(row1 - row0, job->bl->mc), BF16_MR);
-    uint32_t *a_pack = THBlas_allocPack((size_t)(rows * ((job->kc + 1) / 2) * 4));
-    if (a_pack == NULL) {
-        atomic_store(&job->out_of_memory, true);
-        return;
-    }
-    multiply_packed_b(job->g, job->bl, row0, row1, job->jc, job->nc, job->pc,
-                      job->kc, job->b_pack, a_pack);
     free(a_pack);
-}
-
-/* One product, k >= 1, split over the threads by rows. */
-static bool
-gemm_shared_b(const BF16Product *g, const BF16Blocking *bl)
-{
-    int64_t kc_step = THBlas_balancedStep(g->k, bl->kc, 16);
-    int64_t b_words = round_up(min64(g->n, bl->nc), BF16_NR)
-                      * ((kc_step + 1) / 2);
-    uint32_t *b_pack = THBlas_allocPack((size_t)(b_words * 4));
-    if (b_pack == NULL) {
-        return false;
-    }
-    SharedBJob job = {.g = g, .bl = bl, .b_pack = b_pack};
-    atomic_init(&job.out_of_memory, false);
-    for (job.jc = 0; job.jc < g->n; job.jc += bl->nc) {
-        job.nc = min64(bl->nc, g->n - job.jc);
-        for (job.pc = 0; job.pc < g->k; job.pc += kc_step) {
-            job.kc = min64(kc_step, g->k - job.pc);
-            THParallel_for((job.nc + BF16_NR - 1) / BF16_NR, 1, run_pack_b,
-                           &job);
-            THParallel_for((g->m + BF16_MR - 1) / BF16_MR, 1, run_row_bands,
-                           &job);
-        }
-    }
     free(b_pack);
-    return !atomic_load(&job.out_of_memory);
 }
 
 #endif /* BF16_HAVE_KERNEL */
@@ -529,8 +471,10 @@ THBlas_gemmBF16Batched(int64_t batch, int64_t m, int64_t n, int64_t k,
     int64_t work = m * n * (k > 0 ? k : 1);
     if (batch == 1 && k > 0 && job.split_rows && work >= BF16_PARALLEL_WORK
         && THParallel_getNumThreads() > 1) {
-        /* Note [One packed B for all threads] */
-        return gemm_shared_b(&job.first, &job.blocking)
+        /* Note [One packed B for all threads] in THBlas.c */
+        BF16Nest whole = {&job.first, &job.blocking};
+        THBlasLoopNest nest = loop_nest_of(&whole);
+        return THBlas_runLoopNest(&nest, NULL, NULL)
                    ? 0
                    : THError_set(TH_ERR_MEMORY, "out of memory allocating "
                                                 "GEMM packing buffers");
