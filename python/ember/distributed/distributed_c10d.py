@@ -56,7 +56,7 @@ _LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
 # Gloo, PyTorch's CPU backend, waits in the kernel, so PyTorch's processes
 # never spin either.  Set before MPI starts (mpi4py starts it on import),
 # and only as a default: OMPI_MCA_mpi_yield_when_idle=0 in the environment
-# keeps the spinning.
+# keeps the spinning (bench/bench_distributed.py measures DDP both ways).
 _YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
 
 
