@@ -7,7 +7,10 @@ Rows:
                                                (plain model, same per-process batch);
                                                and vs 2 processes that skip the
                                                all-reduce (no_sync): communication's cost;
-                                               and with gradient_as_bucket_view=True
+                                               and with gradient_as_bucket_view=True;
+                                               and with MPI's waits spinning (ember makes
+                                               them yield: Note [Waiting processes yield
+                                               their core] in distributed_c10d.py)
     DDP step parts, 2 processes                per-step thread CPU and wall time of the
                                                gradient hooks and of the final callback
                                                (the waits), and MPI's Allreduce of each
@@ -183,10 +186,14 @@ def measure_ddp_parts():
     dist.destroy_process_group()
 
 
-def launch(nproc, what):
+SPINNING = {"OMPI_MCA_mpi_yield_when_idle": "0"}
+
+
+def launch(nproc, what, **environment):
     here = os.path.dirname(os.path.abspath(__file__))
     python_dir = os.path.join(os.path.dirname(here), "python")
-    env = dict(os.environ, PYTHONPATH=python_dir + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=python_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               **environment)
     output = subprocess.run(
         [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
          os.path.abspath(__file__), what],
@@ -207,17 +214,20 @@ def main():
     print(f"    mpi4py Allreduce on the tensor's own memory "
           f"{reduce['mpi4py_tensor_memory_GBps']:.2f} GB/s: ember / that "
           f"{reduce['ember_GBps'] / reduce['mpi4py_tensor_memory_GBps']:.2f}x")
-    one = two = alone = as_view = 0.0
+    one = two = alone = as_view = spinning = 0.0
     for _ in range(JOB_ROUNDS):  # jobs interleaved: a busy spell hits all
         one = max(one, launch(1, "ddp")["samples_per_s"])
         two = max(two, launch(2, "ddp")["samples_per_s"])
         alone = max(alone, launch(2, "ddp_no_sync")["samples_per_s"])
         as_view = max(as_view, launch(2, "ddp_as_view")["samples_per_s"])
+        spinning = max(spinning, launch(2, "ddp", **SPINNING)["samples_per_s"])
     print(f"DDP MLP step, batch {MLP_BATCH}/process: 1 process {one:.0f} samples/s, "
           f"2 processes {two:.0f} samples/s, ratio {two / one:.2f}x "
           f"{_against(two / one, 1.6)}")
     print(f"    gradient_as_bucket_view=True: 2 processes {as_view:.0f} samples/s, "
           f"ratio {as_view / one:.2f}x {_against(as_view / one, 1.6)}")
+    print(f"    MPI's waits spinning (OMPI_MCA_mpi_yield_when_idle=0): 2 processes "
+          f"{spinning:.0f} samples/s, ratio {spinning / one:.2f}x")
     print(f"    2 processes under no_sync (no communication) {alone:.0f} samples/s, "
           f"ratio {alone / one:.2f}x: DDP keeps {two / alone:.2f}x of that "
           f"(what the machine's cores allow)")

@@ -94,21 +94,42 @@ def test_a_crashing_rank_stops_the_job():
     assert _shared_memory_segments() <= before, "MPI left shared memory behind"
 
 
+def _run_alone(program, **environment):
+    """Runs `program` as a world of one (no launcher), in an environment
+    without MPI's launcher variables nor ember's MPI defaults, plus
+    `environment`; returns its stdout."""
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "OMPI_MCA_btl",
+                 "OMPI_MCA_mpi_yield_when_idle"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", program], env={**env, **environment},
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def test_one_process_without_a_launcher():
     before = _shared_memory_segments()
-    program = ("import datetime, ember, ember.distributed as dist\n"
+    _run_alone("import datetime, ember, ember.distributed as dist\n"
                "dist.init_process_group(timeout=datetime.timedelta(seconds=60))\n"
                "t = ember.ones(2)\n"
                "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
                "assert (dist.get_rank(), dist.get_world_size(), t.tolist()) == (0, 1, [1.0, 1.0])\n"
                "dist.destroy_process_group()\n")
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
-    for name in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "OMPI_MCA_btl"):
-        env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT)
-    assert done.returncode == 0, done.stdout + done.stderr
     assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+
+
+def test_waiting_processes_yield_their_core_by_default():
+    # Note [Waiting processes yield their core]: a default set before MPI
+    # starts, which the environment overrides.
+    program = ("import os, ember.distributed as dist\n"
+               "dist.init_process_group()\n"
+               "from mpi4py import MPI\n"
+               "assert MPI.Is_initialized()\n"
+               "print('yield', os.environ['OMPI_MCA_mpi_yield_when_idle'])\n"
+               "dist.destroy_process_group()\n")
+    assert "yield 1" in _run_alone(program)
+    assert "yield 0" in _run_alone(program, OMPI_MCA_mpi_yield_when_idle="0")
 
 
 def test_timeout_must_be_a_timedelta():

@@ -39,14 +39,35 @@ _TYPE_NAMES = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int"
 # Set by mpirun (Open MPI), by PMIx launchers and by MPICH's Hydra.
 _LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
 
+# Note [Waiting processes yield their core]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A process waiting in an MPI call polls: Open MPI spins on its progress
+# engine until the peer's data arrives.  Alone on its core that costs
+# nothing, but a collective over shared memory needs every process of the
+# group running to move on, so when the machine is shared with other work
+# (more runnable threads than cores), a spinning process keeps its core for
+# the rest of its time slice while the peer it waits for is queued behind
+# someone else: a training step that synchronises its processes every step
+# (DistributedDataParallel) then loses whole time slices.  Open MPI's
+# mpi_yield_when_idle makes a poll that found nothing call sched_yield,
+# which hands the core to another runnable thread and returns at once when
+# there is none; Open MPI turns it on itself only when a node is
+# oversubscribed at launch, which a machine loaded by other jobs is not.
+# Gloo, PyTorch's CPU backend, waits in the kernel, so PyTorch's processes
+# never spin either.  Set before MPI starts (mpi4py starts it on import),
+# and only as a default: OMPI_MCA_mpi_yield_when_idle=0 in the environment
+# keeps the spinning (bench/bench_distributed.py measures DDP both ways).
+_YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
+
 
 def _mpi():
-    if "mpi4py.MPI" not in sys.modules and \
-            not any(name in os.environ for name in _LAUNCHER_VARIABLES):
-        # A process started without mpirun is a world of one (an MPI
-        # "singleton"); Open MPI would still map a shared-memory segment
-        # for it and leave it in /dev/shm at exit.  Alone, it needs none.
-        os.environ.setdefault("OMPI_MCA_btl", "self")
+    if "mpi4py.MPI" not in sys.modules:
+        os.environ.setdefault(_YIELD_WHEN_IDLE, "1")  # Note [Waiting processes yield their core]
+        if not any(name in os.environ for name in _LAUNCHER_VARIABLES):
+            # A process started without mpirun is a world of one (an MPI
+            # "singleton"); Open MPI would still map a shared-memory segment
+            # for it and leave it in /dev/shm at exit.  Alone, it needs none.
+            os.environ.setdefault("OMPI_MCA_btl", "self")
     try:
         from mpi4py import MPI
     except ImportError as exc:

@@ -38,6 +38,21 @@ gradient left to compute, nothing would overlap it.  A nonblocking
 collective never matches a blocking one, so a joined process shadowing a
 backward (shadow_backward) issues each bucket's all-reduce as the same kind.
 
+Two alternatives were measured against this on the 2-core machine of
+bench/bench_distributed.py (2 processes, the bench's MLP, 1.6 MB of
+gradients) and did not win, so they are not here: one blocking
+all-reduce of all buckets in the final callback (no overlap at all:
+the same samples/s within the noise, as the blocking all-reduce of the
+last bucket already carries nearly all the bytes); and an all-reduce
+through an MPI-3 shared-memory window (MPI_Win_allocate_shared: each
+process sums its share of the elements straight from its peers'
+segments between two barriers), which takes as long as Open MPI's own
+blocking MPI_Allreduce of 1.6 MB (0.15 ms, both processes arriving
+together) and longer at 16 MB.  What a training step loses to
+communication on a machine shared with other jobs is mostly waiting for
+a peer that is not running: Note [Waiting processes yield their core]
+in ember/distributed/distributed_c10d.py.
+
 With uneven inputs, `with ddp.join():` lets processes that ran out of
 batches shadow these all-reduces with zeros (Note [Shadowing the
 collectives of a joined process] in ember/distributed/algorithms/join.py):
