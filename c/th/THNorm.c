@@ -518,7 +518,7 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
             gb[c] += sum_dy;                                                  \
         }                                                                     \
     }                                                                         \
-    /* LANES channels of a layer norm row from `at` (Note [Sums in blocks]):  \
+    /* LANES channels of a layer norm row (Note [Sums in blocks]):            \
      * g = dy w and g (x - mean) into the lanes pg, pgx; dy (x - mean) rstd   \
      * and dy into the row block's sums bw, bb (Note [Row blocks of the       \
      * affine gradients]) */                                                  \
