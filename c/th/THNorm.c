@@ -2,8 +2,8 @@
  * THNorm.c -- batch normalisation's statistics, forward and backward
  * (Note [Batch norm in three kernels] in THNorm.h).  The per-channel
  * passes run channels in parallel, the elementwise ones (sample, channel)
- * rows; every sum is accumulated in double over 8 independent lanes, which
- * the compiler can vectorise without reassociating one running sum.
+ * rows; every sum is accumulated in independent lanes, in double (across
+ * blocks: Note [Sums in blocks]).
  */
 #include "THNorm.h"
 
@@ -19,7 +19,26 @@
     _(Float32, float)                                                         \
     _(Float64, double)
 
-#define LANES 8
+/*
+ * Note [Sums in blocks]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * A row's sums run LANES independent accumulators (one running sum would
+ * be a chain of dependent additions, and reassociating it is not the
+ * compiler's to do).  Converting every float32 term to double halves the
+ * vector width and adds a conversion per element, which made layer
+ * norm's statistics twice as slow as PyTorch's; so each lane adds the
+ * terms of a block of BLOCK elements (BLOCK / LANES = 8 terms a lane) in
+ * the row's dtype, and the block's lanes are then added into double
+ * lanes.  float32 rounds only inside a block of 8 terms; the long sums
+ * over the row stay in double.  (The variance stays two-pass: Note [Batch
+ * norm in three kernels].)  row_sum, row_squares and layer norm's
+ * backward sums (row_layer_sums) work so.  row_sum_dot (batch and group
+ * norm's backward) converts each term: gcc vectorised its blocked form,
+ * two sums over two inputs, with a permutation per load, and group
+ * norm's backward ran 1.4x slower than with double lanes.
+ */
+#define LANES 16
+#define BLOCK (8 * LANES)
 
 /* The per-channel numbers one pass leaves for the next. */
 typedef struct {
@@ -46,16 +65,34 @@ per_channel(const NormJob *job)
 /* ---- the kernels, one typed copy per dtype ----------------------------------- */
 
 #define TH_DEFINE_NORM_KERNELS(Name, ctype)                                   \
-    /* sum(row) and sum((row - mean)^2) of one row */                          \
+    /* a block's lanes added into the double lanes */                         \
+    static inline void add_block_##Name(double acc[LANES], const ctype part[LANES]) \
+    {                                                                         \
+        for (int k = 0; k < LANES; k++) {                                     \
+            acc[k] += (double)part[k];                                        \
+        }                                                                     \
+    }                                                                         \
+    /* sum(row) and sum((row - mean)^2) of one row (Note [Sums in blocks]) */ \
     TH_VECTOR_CLONES static double row_sum_##Name(const ctype *row, int64_t len) \
     {                                                                         \
         double acc[LANES] = {0};                                              \
         int64_t i = 0;                                                        \
+        for (; i + BLOCK <= len; i += BLOCK) {                                \
+            ctype part[LANES] = {0};                                          \
+            for (int j = 0; j < BLOCK; j += LANES) {                          \
+                for (int k = 0; k < LANES; k++) {                             \
+                    part[k] += row[i + j + k];                                \
+                }                                                             \
+            }                                                                 \
+            add_block_##Name(acc, part);                                      \
+        }                                                                     \
+        ctype part[LANES] = {0}; /* the last, partial block */                \
         for (; i + LANES <= len; i += LANES) {                                \
             for (int k = 0; k < LANES; k++) {                                 \
-                acc[k] += (double)row[i + k];                                 \
+                part[k] += row[i + k];                                        \
             }                                                                 \
         }                                                                     \
+        add_block_##Name(acc, part);                                          \
         for (; i < len; i++) {                                                \
             acc[0] += (double)row[i];                                         \
         }                                                                     \
@@ -64,13 +101,26 @@ per_channel(const NormJob *job)
     TH_VECTOR_CLONES static double row_squares_##Name(const ctype *row, int64_t len, double mean) \
     {                                                                         \
         double acc[LANES] = {0};                                              \
+        ctype mean_c = (ctype)mean;                                           \
         int64_t i = 0;                                                        \
+        for (; i + BLOCK <= len; i += BLOCK) {                                \
+            ctype part[LANES] = {0};                                          \
+            for (int j = 0; j < BLOCK; j += LANES) {                          \
+                for (int k = 0; k < LANES; k++) {                             \
+                    ctype d = row[i + j + k] - mean_c;                        \
+                    part[k] += d * d;                                         \
+                }                                                             \
+            }                                                                 \
+            add_block_##Name(acc, part);                                      \
+        }                                                                     \
+        ctype part[LANES] = {0};                                              \
         for (; i + LANES <= len; i += LANES) {                                \
             for (int k = 0; k < LANES; k++) {                                 \
-                double d = (double)row[i + k] - mean;                         \
-                acc[k] += d * d;                                              \
+                ctype d = row[i + k] - mean_c;                                \
+                part[k] += d * d;                                             \
             }                                                                 \
         }                                                                     \
+        add_block_##Name(acc, part);                                          \
         for (; i < len; i++) {                                                \
             double d = (double)row[i] - mean;                                 \
             acc[0] += d * d;                                                  \
@@ -447,62 +497,77 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
         }                                                                     \
     }                                                                         \
                                                                                 \
-    /* One read of a row: sums[0] = sum(dy w), sums[1] = sum(dy w (x - mean)); \
-     * with spatial > 1, each channel's sum(dy (x - mean)) rstd and sum(dy) \
-     * added to gw, gb (spatial 1 adds them in row_block_sums). */           \
-    TH_VECTOR_CLONES static void row_grad_sums_##Name(const RowJob *job, const ctype *x, \
-                                     const ctype *dy, const ctype *w,         \
-                                     double mean, double rstd,                \
-                                     double *restrict gw,                     \
-                                     double *restrict gb, double sums[2])     \
+    /* spatial > 1 (group norm), one read of a row: sums[0] = sum(dy w),      \
+     * sums[1] = sum(dy w (x - mean)), and each channel's sum(dy (x - mean))  \
+     * rstd and sum(dy) added to gw, gb */                                    \
+    TH_VECTOR_CLONES static void row_group_sums_##Name(const RowJob *job, const ctype *x, \
+                                                       const ctype *dy, const ctype *w, \
+                                                       double mean, double rstd, \
+                                                       double *restrict gw, double *restrict gb, \
+                                                       double sums[2])        \
     {                                                                         \
-        int64_t spatial = job->s.spatial, channels = job->s.channels;         \
-        if (spatial > 1) {                                                    \
-            sums[0] = sums[1] = 0.0;                                          \
-            for (int64_t c = 0; c < channels; c++) {                          \
-                double both[2];                                               \
-                row_sum_dot_##Name(dy + c * spatial, x + c * spatial, spatial, \
-                                   mean, both);                               \
-                double sum_dy = both[0], dot = both[1];                       \
-                sums[0] += sum_dy * (double)w[c];                             \
-                sums[1] += dot * (double)w[c];                                \
-                gw[c] += dot * rstd;                                          \
-                gb[c] += sum_dy;                                              \
-            }                                                                 \
-            return;                                                           \
+        int64_t spatial = job->s.spatial;                                     \
+        sums[0] = sums[1] = 0.0;                                              \
+        for (int64_t c = 0; c < job->s.channels; c++) {                       \
+            double both[2];                                                   \
+            row_sum_dot_##Name(dy + c * spatial, x + c * spatial, spatial, mean, both); \
+            double sum_dy = both[0], dot = both[1];                           \
+            sums[0] += sum_dy * (double)w[c];                                 \
+            sums[1] += dot * (double)w[c];                                    \
+            gw[c] += dot * rstd;                                              \
+            gb[c] += sum_dy;                                                  \
         }                                                                     \
-        /* the products in the row's dtype (x - mean is exact or rounds \
-         * relative to itself), their sums in double */                     \
-        double acc_g[LANES] = {0}, acc_gx[LANES] = {0}, tail_g = 0.0, tail_gx = 0.0; \
-        ctype mean_c = (ctype)mean;                                           \
-        int64_t c = 0;                                                        \
-        for (; c + LANES <= channels; c += LANES) {                           \
-            for (int k = 0; k < LANES; k++) {                                 \
-                ctype g = dy[c + k] * w[c + k];                               \
-                acc_g[k] += (double)g;                                        \
-                acc_gx[k] += (double)(g * (x[c + k] - mean_c));               \
-            }                                                                 \
-        }                                                                     \
-        for (; c < channels; c++) {                                           \
-            ctype g = dy[c] * w[c];                                           \
-            tail_g += (double)g;                                              \
-            tail_gx += (double)(g * (x[c] - mean_c));                         \
-        }                                                                     \
-        sums[0] = lanes_total(acc_g) + tail_g;                                \
-        sums[1] = lanes_total(acc_gx) + tail_gx;                              \
     }                                                                         \
-                                                                              \
-    /* spatial 1: the row's dy (x - mean) rstd and dy added into the block's \
-     * sums, in the row's dtype (Note [Row blocks of the affine gradients]) */ \
-    TH_VECTOR_CLONES static void row_block_sums_##Name(const ctype *x, const ctype *dy, \
-                                      int64_t channels, ctype mean,           \
-                                      ctype rstd, ctype *restrict bw,         \
-                                      ctype *restrict bb)                     \
+    /* LANES channels of a layer norm row (Note [Sums in blocks]):            \
+     * g = dy w and g (x - mean) into the lanes pg, pgx; dy (x - mean) rstd   \
+     * and dy into the row block's sums bw, bb (Note [Row blocks of the       \
+     * affine gradients]) */                                                  \
+    static inline void layer_lanes_##Name(const ctype *restrict x, const ctype *restrict dy, \
+                                          const ctype *restrict w, ctype mean, ctype rstd, \
+                                          ctype *restrict bw, ctype *restrict bb, \
+                                          ctype pg[LANES], ctype pgx[LANES])  \
     {                                                                         \
-        for (int64_t c = 0; c < channels; c++) {                              \
-            bw[c] += dy[c] * (x[c] - mean) * rstd;                            \
+        for (int k = 0; k < LANES; k++) {                                     \
+            ctype d = x[k] - mean, g = dy[k] * w[k];                          \
+            pg[k] += g;                                                       \
+            pgx[k] += g * d;                                                  \
+            bw[k] += dy[k] * d * rstd;                                        \
+            bb[k] += dy[k];                                                   \
+        }                                                                     \
+    }                                                                         \
+    /* spatial 1, one read of the row: sums[0] = sum(dy w), sums[1] = sum(dy w \
+     * (x - mean)), and the row's terms of the affine gradients added into bw, bb */ \
+    TH_VECTOR_CLONES static void row_layer_sums_##Name(const ctype *x, const ctype *dy, \
+                                                       const ctype *w, int64_t channels, \
+                                                       ctype mean, ctype rstd, ctype *bw, \
+                                                       ctype *bb, double sums[2]) \
+    {                                                                         \
+        double acc_g[LANES] = {0}, acc_gx[LANES] = {0};                       \
+        int64_t c = 0;                                                        \
+        for (; c + BLOCK <= channels; c += BLOCK) {                           \
+            ctype pg[LANES] = {0}, pgx[LANES] = {0};                          \
+            for (int j = 0; j < BLOCK; j += LANES) {                          \
+                layer_lanes_##Name(x + c + j, dy + c + j, w + c + j, mean, rstd, bw + c + j, \
+                                   bb + c + j, pg, pgx);                      \
+            }                                                                 \
+            add_block_##Name(acc_g, pg);                                      \
+            add_block_##Name(acc_gx, pgx);                                    \
+        }                                                                     \
+        ctype pg[LANES] = {0}, pgx[LANES] = {0}; /* the last, partial block */ \
+        for (; c + LANES <= channels; c += LANES) {                           \
+            layer_lanes_##Name(x + c, dy + c, w + c, mean, rstd, bw + c, bb + c, pg, pgx); \
+        }                                                                     \
+        add_block_##Name(acc_g, pg);                                          \
+        add_block_##Name(acc_gx, pgx);                                        \
+        for (; c < channels; c++) {                                           \
+            ctype d = x[c] - mean, g = dy[c] * w[c];                          \
+            acc_g[0] += (double)g;                                            \
+            acc_gx[0] += (double)(g * d);                                     \
+            bw[c] += dy[c] * d * rstd;                                        \
             bb[c] += dy[c];                                                   \
         }                                                                     \
+        sums[0] = lanes_total(acc_g);                                         \
+        sums[1] = lanes_total(acc_gx);                                        \
     }                                                                         \
                                                                               \
     /* a block's sums into the chunk's double partial sums; the block reset */ \
@@ -558,11 +623,13 @@ chunk_rows(const RowJob *job, int64_t k, int64_t *begin, int64_t *end)
                 double mean = (double)((const ctype *)job->mean)[r];          \
                 double rstd = (double)((const ctype *)job->rstd)[r];          \
                 double sums[2];                                               \
-                row_grad_sums_##Name(job, x, dy, w, mean, rstd, gw + first,   \
-                                     gb + first, sums);                       \
-                if (job->s.spatial == 1) {                                    \
-                    row_block_sums_##Name(x, dy, job->s.channels, (ctype)mean, \
-                                          (ctype)rstd, bw + first, bb + first); \
+                if (job->s.spatial > 1) {                                     \
+                    row_group_sums_##Name(job, x, dy, w, mean, rstd, gw + first, \
+                                          gb + first, sums);                  \
+                }                                                             \
+                else {                                                        \
+                    row_layer_sums_##Name(x, dy, w, job->s.channels, (ctype)mean, \
+                                          (ctype)rstd, bw + first, bb + first, sums); \
                     if ((r - first_row + 1) % block_rows == 0 || r + 1 == end_row) { \
                         flush_block_##Name(bw + first, bb + first, gw + first, \
                                            gb + first, job->s.channels);      \

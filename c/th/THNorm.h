@@ -54,7 +54,8 @@ int THBatchNorm_backward(THTensor *grad_input, THTensor *grad_weight,
  *   group norm   rows = N * G, groups = G, channels = C / G, spatial = S
  *
  * Statistics: two passes over the row (sum, then sum of squared
- * deviations from the mean), accumulated in double.  A row is read twice
+ * deviations from the mean), accumulated in double across blocks (Note
+ * [Sums in blocks] in THNorm.c).  A row is read twice
  * but it is cache-resident (a GPT row is 1.5 KB, a group of a 56x56 image
  * 25 KB), both passes vectorise, and the result does not cancel for a
  * large mean; Welford's one pass would need a division per element and a
@@ -63,7 +64,8 @@ int THBatchNorm_backward(THTensor *grad_input, THTensor *grad_weight,
  *   forward    y = (x - m) r w_c + b_c,  r = 1 / sqrt(v + eps)
  *   backward   with g = dy w_c, xhat = (x - m) r, one read of the row for
  *              sum(g), sum(g (x - m)) and each channel's sum(dy) and
- *              sum(dy (x - m)), then one write:
+ *              sum(dy (x - m)) (for layer norm, in the same loop as the
+ *              affine gradients' terms), then one write:
  *                dx = r (g - mean(g) - xhat mean(g xhat))
  *              grad_weight_c = sum over rows of r sum(dy (x - m)),
  *              grad_bias_c   = sum over rows of sum(dy), each thread

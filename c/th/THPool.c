@@ -247,12 +247,56 @@ avg_divisor(const PoolJob *job, AvgExtent rows, AvgExtent cols)
         }                                                                    \
     }
 
+/* Note [Whole-plane means]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~
+ * Adaptive average pooling to 1 x 1 (a CNN's global average pooling)
+ * has one window, the whole plane: each output is a plain mean of
+ * in_h * in_w contiguous values.  The window loop above adds them one
+ * after another, a chain of dependent additions (49 of them, ~150 cycles,
+ * for a 7x7 plane); plane_mean adds them in PLANE_LANES independent
+ * double accumulators, which vectorise, and its sum rounds once.  The
+ * backward needs no kernel: every input element's gradient is its
+ * plane's output gradient / (in_h * in_w), an expand (ember/nn/_pooling.py). */
+#define PLANE_LANES 8
+
+#define TH_DEFINE_PLANE_MEAN(Name, ctype)                                    \
+    TH_VECTOR_CLONES static void plane_mean_##Name(int64_t begin, int64_t end, \
+                                                   void *ctx)               \
+    {                                                                        \
+        PoolJob *job = ctx;                                                  \
+        int64_t plane = job->s->in_h * job->s->in_w;                         \
+        for (int64_t p = begin; p < end; p++) {                              \
+            const ctype *in = (const ctype *)job->in + p * plane;            \
+            double lanes[PLANE_LANES] = {0}, total = 0.0;                    \
+            int64_t i = 0;                                                   \
+            for (; i + PLANE_LANES <= plane; i += PLANE_LANES) {             \
+                for (int k = 0; k < PLANE_LANES; k++) {                      \
+                    lanes[k] += (double)in[i + k];                           \
+                }                                                            \
+            }                                                                \
+            for (; i < plane; i++) {                                         \
+                total += (double)in[i];                                      \
+            }                                                                \
+            for (int k = 0; k < PLANE_LANES; k++) {                          \
+                total += lanes[k];                                           \
+            }                                                                \
+            ((ctype *)job->out)[p] = (ctype)(total / (double)plane);        \
+        }                                                                    \
+    }
+
 TH_POOL_DTYPES(TH_DEFINE_MAX_FORWARD)
 TH_POOL_DTYPES(TH_DEFINE_MAX_BACKWARD)
 TH_POOL_DTYPES(TH_DEFINE_AVG_FORWARD)
 TH_POOL_DTYPES(TH_DEFINE_AVG_BACKWARD)
+TH_POOL_DTYPES(TH_DEFINE_PLANE_MEAN)
 
-typedef enum { MAX_FORWARD, MAX_BACKWARD, AVG_FORWARD, AVG_BACKWARD } PoolKernel;
+typedef enum {
+    MAX_FORWARD,
+    MAX_BACKWARD,
+    AVG_FORWARD,
+    AVG_BACKWARD,
+    PLANE_MEAN
+} PoolKernel;
 
 static THParallelFn
 kernel_for(PoolKernel kernel, THDtype dtype)
@@ -262,7 +306,8 @@ kernel_for(PoolKernel kernel, THDtype dtype)
         return kernel == MAX_FORWARD    ? max_forward_##Name                \
                : kernel == MAX_BACKWARD ? max_backward_##Name               \
                : kernel == AVG_FORWARD  ? avg_forward_##Name                \
-                                        : avg_backward_##Name;
+               : kernel == AVG_BACKWARD ? avg_backward_##Name               \
+                                        : plane_mean_##Name;
     switch (dtype) {
         TH_POOL_DTYPES(TH_POOL_CASE)
     default:
@@ -352,7 +397,8 @@ THPool2d_adaptiveAvgForward(THTensor *output, const THTensor *input, const THPoo
     THPoolShape a = adaptive_shape(s);
     PoolJob job = {.s = &a, .divisor = adaptive_divisor, .in = THTensor_data(input),
                    .out = THTensor_data(output), .adaptive = true};
-    return run(AVG_FORWARD, input->dtype, &job);
+    bool whole_plane = s->out_h == 1 && s->out_w == 1; /* Note [Whole-plane means] */
+    return run(whole_plane ? PLANE_MEAN : AVG_FORWARD, input->dtype, &job);
 }
 
 int

@@ -288,16 +288,22 @@ class _AdaptiveMaxPool2d(Function):
 
 
 class _AdaptiveAvgPool2d(Function):
-    """The mean of each adaptive window."""
+    """The mean of each adaptive window.  A 1 x 1 output is the mean of the
+    whole plane, whose gradient is the output's spread over the plane: an
+    expand, which the gradient's accumulation reads without a full-size
+    copy (Note [Whole-plane means] in c/th/THPool.c)."""
 
     @staticmethod
     def forward(ctx, x, out_size):
-        ctx.input_size = tuple(x.shape[2:])
+        ctx.input_shape = tuple(x.shape)
         return _C._adaptive_avg_pool2d(x, *out_size)
 
     @staticmethod
     def backward(ctx, grad):
-        return _AdaptiveAvgPool2dBackward.apply(grad, ctx.input_size), None
+        height, width = ctx.input_shape[2:]
+        if tuple(grad.shape[2:]) == (1, 1):
+            return grad.div(height * width).expand(ctx.input_shape), None
+        return _AdaptiveAvgPool2dBackward.apply(grad, (height, width)), None
 
 
 class _AdaptiveAvgPool2dBackward(Function):
