@@ -383,6 +383,7 @@ static const char *const runs_on_any_device[] = {
     /* these check the device themselves: */
     "numpy", "__array__", "__dlpack_device__", "__dlpack__", "from_dlpack",
     "to", "empty_like",
+    "_adam_step_", /* False off the CPU: Python runs the op-by-op update */
 };
 
 /* Move data between devices: their tensors may sit on several. */
