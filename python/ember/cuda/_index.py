@@ -53,7 +53,7 @@ __all__ = ["DTYPES", "INDEX_DTYPES", "KINDS", "NONZERO_THREADS", "kernel_name",
            "nonzero_parameters", "nonzero_launch_config", "headers", "EmberIndexGeometry", "geometry"]
 
 PRELUDE_NAME = "ember_index.h"
-DTYPES = _pointwise.DTYPES
+DTYPES = _pointwise.ARITH_DTYPES
 INDEX_DTYPES = ("int32", "int64")
 MAX_DIMS = _kernels.MAX_DIMS
 NONZERO_THREADS = 512

@@ -33,9 +33,15 @@ __all__ = ["DTYPES", "RANK_CLASSES", "MAX_DIMS", "float_formulas", "kernel_name"
 
 HEADER_NAME = "THFloatFormulas.h"
 PRELUDE_NAME = "ember_elementwise.h"
+HALF_NAME = "ember_half.h"
 
-# ember dtype name -> the C type the formulas compute in.
-DTYPES = {"float32": "float", "float64": "double"}
+# ember dtype name -> the C type of an element in memory; the formulas
+# compute in COMPUTE_CTYPES (float32 for the half-precision dtypes, Note
+# [Half precision on the device]).
+DTYPES = {"float32": "float", "float64": "double", "float16": "ember_float16",
+          "bfloat16": "ember_bfloat16"}
+COMPUTE_CTYPES = {"float32": "float", "float64": "double", "float16": "float",
+                  "bfloat16": "float"}
 RANK_CLASSES = ("contiguous", "strided")
 # Every ember tensor has at most this many dimensions (TH_MAX_DIMS in
 # c/th/THTensor.h), so one strided kernel serves them all.
@@ -113,6 +119,8 @@ _PRELUDE = f"""\
 #define EMBER_ELEMENTWISE_H
 #include "{HEADER_NAME}"
 
+#include "{HALF_NAME}"
+
 #define EMBER_MAX_DIMS {MAX_DIMS}
 
 /* Sizes and element strides, innermost dimension first (pack_strides). */
@@ -160,7 +168,7 @@ extern "C" __global__ void
 {name}(const {ctype} *in, {ctype} *out, int64_t n, THUnaryParams params)
 {{
     EMBER_FOR_EACH_INDEX(i, n) {{
-        out[i] = {ns}::formula(in[i], &params);
+        ember_store(out[i], {ns}::formula(({ns}::scalar_t)ember_widen(in[i]), &params));
     }}
 }}
 """
@@ -172,7 +180,7 @@ extern "C" __global__ void
 {{
     EMBER_FOR_EACH_INDEX(i, n) {{
         EmberOffsets o = ember_offsets(i, strides);
-        out[o.out] = {ns}::formula(in[o.in], &params);
+        ember_store(out[o.out], {ns}::formula(({ns}::scalar_t)ember_widen(in[o.in]), &params));
     }}
 }}
 """
@@ -196,10 +204,11 @@ def kernel_source(op, dtype, rank_class):
     _check_key(op, dtype, rank_class)
     name, ctype = kernel_name(op, dtype, rank_class), DTYPES[dtype]
     ns = f"{name}_formula"
+    scalar_t = COMPUTE_CTYPES[dtype]
     # The formula reads `x` (a scalar_t) and `p` (the THUnaryParams), as in
     # THUnary.c's loops (Note [Unary formulas]).
     formula = (f"namespace {ns} {{\n"
-               f"typedef {ctype} scalar_t;\n"
+               f"typedef {scalar_t} scalar_t;\n"
                f"TH_FORMULA_FN scalar_t\n"
                f"formula(scalar_t x, const THUnaryParams *p)\n"
                f"{{\n"
@@ -212,9 +221,150 @@ def kernel_source(op, dtype, rank_class):
     return f'#include "{PRELUDE_NAME}"\n\n{formula}\n{kernel}'
 
 
+# Note [Half precision on the device]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# float16 and bfloat16 are storage formats on the device as on the CPU
+# (Note [Half-precision dtypes] in c/th/THDtype.h): an element is a struct
+# holding its 16 bits, so arithmetic on it does not compile by accident;
+# ember_widen turns it into the float32 the formulas compute in, exactly,
+# and ember_store rounds a float32 result into it once, to nearest even.
+# Both are c/th/THHalf.h's scalar conversions (Note [Half conversions bit
+# for bit]) written as integer operations only: no cuda_fp16.h, so the
+# same text compiles under NVRTC and g++ (the emulation), and the bits,
+# NaNs and subnormals included, are the CPU's.  For every other type
+# ember_widen is the identity and ember_store a C conversion.
+_HALF = """\
+#ifndef EMBER_HALF_H
+#define EMBER_HALF_H
+#if defined(__CUDACC_RTC__)
+typedef unsigned short uint16_t;
+#endif
+
+typedef struct {
+    uint16_t bits;
+} ember_float16;
+
+typedef struct {
+    uint16_t bits;
+} ember_bfloat16;
+
+static __device__ __forceinline__ uint32_t
+ember_float_bits(float value)
+{
+    union {
+        float value;
+        uint32_t bits;
+    } pun;
+    pun.value = value;
+    return pun.bits;
+}
+
+static __device__ __forceinline__ float
+ember_float_from_bits(uint32_t bits)
+{
+    union {
+        uint32_t bits;
+        float value;
+    } pun;
+    pun.bits = bits;
+    return pun.value;
+}
+
+/* float16 -> float32, exact; a NaN keeps its payload and becomes quiet. */
+static __device__ __forceinline__ float
+ember_widen(ember_float16 half)
+{
+    uint32_t sign = (uint32_t)(half.bits & 0x8000) << 16;
+    uint32_t exponent = (half.bits >> 10) & 0x1f;
+    uint32_t mantissa = half.bits & 0x3ff;
+    if (exponent == 0x1f) {
+        uint32_t quiet = mantissa != 0 ? 0x400000 : 0;
+        return ember_float_from_bits(sign | 0x7f800000 | quiet | (mantissa << 13));
+    }
+    if (exponent == 0) {
+        if (mantissa == 0) {
+            return ember_float_from_bits(sign);
+        }
+        /* a subnormal, mantissa * 2^-24: normalise the significand */
+        uint32_t biased = 113; /* float32's biased exponent of 2^-14 */
+        while ((mantissa & 0x400) == 0) {
+            mantissa <<= 1;
+            biased--;
+        }
+        return ember_float_from_bits(sign | (biased << 23) | ((mantissa & 0x3ff) << 13));
+    }
+    return ember_float_from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+static __device__ __forceinline__ float
+ember_widen(ember_bfloat16 value)
+{
+    return ember_float_from_bits((uint32_t)value.bits << 16);
+}
+
+template <typename T>
+static __device__ __forceinline__ T
+ember_widen(T value)
+{
+    return value;
+}
+
+/* float32 -> float16, to nearest even: inf from 65520 up, subnormals
+ * below 2^-14, a NaN quiet with the top 10 bits of its payload. */
+static __device__ __forceinline__ void
+ember_store(ember_float16 &out, float value)
+{
+    uint32_t bits = ember_float_bits(value);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000);
+    uint32_t abs = bits & 0x7fffffff;
+    if (abs > 0x7f800000) {
+        out.bits = sign | 0x7e00 | (uint16_t)((abs >> 13) & 0x3ff);
+    }
+    else if (abs >= 0x477ff000) {
+        out.bits = sign | 0x7c00;
+    }
+    else if (abs < 0x38800000) {
+        uint32_t exponent = abs >> 23;
+        uint32_t kept = 0;
+        if (exponent >= 102) { /* else below 2^-25: zero */
+            uint32_t significand = (abs & 0x7fffff) | 0x800000;
+            uint32_t shift = 126 - exponent;
+            uint32_t dropped = significand & ((1u << shift) - 1);
+            uint32_t halfway = 1u << (shift - 1);
+            kept = significand >> shift;
+            kept += dropped > halfway || (dropped == halfway && (kept & 1));
+        }
+        out.bits = sign | (uint16_t)kept;
+    }
+    else {
+        uint32_t odd = (abs >> 13) & 1;
+        out.bits = sign | (uint16_t)((abs - (112u << 23) + 0xfff + odd) >> 13);
+    }
+}
+
+/* float32 -> bfloat16, to nearest even on the bits; every NaN 0xffff. */
+static __device__ __forceinline__ void
+ember_store(ember_bfloat16 &out, float value)
+{
+    uint32_t bits = ember_float_bits(value);
+    out.bits = (bits & 0x7fffffff) > 0x7f800000
+                   ? 0xffff
+                   : (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+template <typename T, typename V>
+static __device__ __forceinline__ void
+ember_store(T &out, V value)
+{
+    out = (T)value;
+}
+#endif
+"""
+
+
 def headers():
     """{include name: text} for every header the kernel sources include."""
-    return {HEADER_NAME: header_text(), PRELUDE_NAME: _PRELUDE}
+    return {HEADER_NAME: header_text(), PRELUDE_NAME: _PRELUDE, HALF_NAME: _HALF}
 
 
 # ---- compiling -------------------------------------------------------------------

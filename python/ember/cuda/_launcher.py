@@ -216,7 +216,7 @@ def _unary_op(op, tensor, out=None):
     dtype = _dtype_name(tensor.dtype)
     if dtype not in _kernels.DTYPES:
         raise NotImplementedError(f"ember.cuda: {op} of a {dtype} tensor (ember's CUDA unary "
-                                  "kernels take float32 and float64)")
+                                  "kernels take float32, float64, float16 and bfloat16)")
     out = _destination(out, tuple(tensor.shape), dtype, op)
     dense = tensor.is_contiguous() and out.is_contiguous()
     rank_class = "contiguous" if dense else "strided"

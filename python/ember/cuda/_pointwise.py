@@ -34,27 +34,38 @@ from ember._tensor import _contiguous_strides
 
 from . import _kernels
 
-__all__ = ["DTYPES", "OPS", "MAX_OPERANDS", "ops", "kernel_dtypes", "kernel_name",
+__all__ = ["ARITH_DTYPES", "DTYPES", "LOOP_DTYPES", "OPS", "MAX_OPERANDS", "ops", "kernel_dtypes", "kernel_name",
            "kernel_source", "headers", "EmberOperandStrides", "EmberInput", "plan"]
 
 HEADER_NAME = "THPointwiseFormulas.h"
 PRELUDE_NAME = "ember_pointwise.h"
 
-# ember dtype name -> (THTensor.h's Name, C type).  float16/bfloat16 compute
-# in float32 on the CPU (THDtype_computeDtype) and have no kernel here yet.
-DTYPES = {
+# ember dtype name -> (THTensor.h's Name, C type of an element in memory).
+# ARITH_DTYPES are the ones C arithmetic computes in (the other kernel
+# families take these); DTYPES adds the half-precision storage formats.
+ARITH_DTYPES = {
     "bool": ("Bool", "bool"), "uint8": ("UInt8", "uint8_t"), "int8": ("Int8", "int8_t"),
     "int16": ("Int16", "int16_t"), "int32": ("Int32", "int32_t"),
     "int64": ("Int64", "int64_t"), "float32": ("Float32", "float"),
     "float64": ("Float64", "double"),
 }
+DTYPES = dict(ARITH_DTYPES, float16=("Float16", "ember_float16"),
+              bfloat16=("BFloat16", "ember_bfloat16"))
+FLOATING = {"float32", "float64", "float16", "bfloat16"}
+# The dtype an operator computes in when its result has this one (the CPU's
+# THDtype_computeDtype): the half-precision dtypes are storage formats,
+# widened to float32 on load and rounded once on store (Note [Half
+# precision on the device]).
+LOOP_DTYPES = {"float16": "float32", "bfloat16": "float32"}
+# A half-precision number in ctypes is its 16 bits (number_as converts).
 CTYPES = {"bool": ctypes.c_bool, "uint8": ctypes.c_uint8, "int8": ctypes.c_int8,
           "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
-          "float32": ctypes.c_float, "float64": ctypes.c_double}
+          "float32": ctypes.c_float, "float64": ctypes.c_double,
+          "float16": ctypes.c_uint16, "bfloat16": ctypes.c_uint16}
 # PyTorch's ScalarType names, for "not implemented for 'Int'".
 SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                      "int32": "Int", "int64": "Long", "float32": "Float",
-                     "float64": "Double"}
+                     "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
 RANK_CLASSES = ("contiguous", "strided")
 MAX_OPERANDS = 4  # the output and up to three inputs
 # Operators whose integer and bool inputs compute in the default float
@@ -85,7 +96,12 @@ def ops():
 def _category_ok(info, dtype):
     if dtype == "bool":
         return info.bool_ok
-    return info.float_ok if dtype.startswith("float") else info.int_ok
+    return info.float_ok if dtype in FLOATING else info.int_ok
+
+
+def loop_dtype(dtype):
+    """The dtype the formulas compute in for a result of `dtype`."""
+    return LOOP_DTYPES.get(dtype, dtype)
 
 
 def kernel_dtypes(op):
@@ -94,9 +110,9 @@ def kernel_dtypes(op):
 
 
 def _input_types(op, compute):
-    """The types the formula takes its inputs in: the compute dtype's C
+    """The types the formula takes its inputs in: the loop dtype's C
     type, except where's condition (bool)."""
-    ctype = DTYPES[compute][1]
+    ctype = DTYPES[loop_dtype(compute)][1]
     types = [ctype] * ops()[op].arity
     if ops()[op].bool_first:
         types[0] = "bool"
@@ -132,6 +148,7 @@ typedef unsigned char uint8_t;
 typedef short int16_t;
 #endif
 #include "{_kernels.PRELUDE_NAME}"
+#include "{_kernels.HALF_NAME}"
 #include "{HEADER_NAME}"
 
 #define EMBER_MAX_OPERANDS {MAX_OPERANDS}
@@ -192,37 +209,39 @@ def kernel_source(op, in_dtypes, compute, rank_class):
     """The CUDA C++ source of one pointwise kernel (it includes PRELUDE_NAME)."""
     in_dtypes = tuple(in_dtypes)
     _check_key(op, in_dtypes, compute, rank_class)
-    info, (name_tag, ctype) = ops()[op], DTYPES[compute]
+    info, (name_tag, ctype) = ops()[op], DTYPES[loop_dtype(compute)]
     name = kernel_name(op, in_dtypes, compute, rank_class)
-    ns, out_t = f"{name}_formula", "bool" if info.bool_output else ctype
+    ns = f"{name}_formula"
+    out_t = "bool" if info.bool_output else DTYPES[compute][1]
+    formula_t = "bool" if info.bool_output else ctype
     types = _input_types(op, compute)
     params = ", ".join(f"{t} a{k}" for k, t in enumerate(types))
     expr_args = ", ".join([f"a{k}" for k in range(info.arity)] + ([] if info.arity == 1 else ["P"]))
     formula = (f"namespace {ns} {{\n"
                f"typedef {ctype} scalar_t;\n"
-               f"TH_FORMULA_FN {out_t}\n"
+               f"TH_FORMULA_FN {formula_t}\n"
                f"formula({params}, scalar_t P)\n"
                f"{{\n"
                f"    (void)P;\n"
-               f"    return ({out_t})(EXPR_{op.upper()}({name_tag}, {ctype}, {expr_args}));\n"
+               f"    return ({formula_t})(EXPR_{op.upper()}({name_tag}, {ctype}, {expr_args}));\n"
                f"}}\n"
                f"}}\n")
     inputs = "".join(f", EmberInput<{DTYPES[d][1]}> in{k}" for k, d in enumerate(in_dtypes))
     if rank_class == "contiguous":
         extra, offsets, out_at = "", "", "i"
-        loads = [f"({t})in{k}.at(i)" for k, t in enumerate(types)]
+        loads = [f"({t})ember_widen(in{k}.at(i))" for k, t in enumerate(types)]
     else:
         extra = ", EmberOperandStrides strides"
         offsets = (f"        EmberOperandOffsets<{info.arity + 1}> o =\n"
                    f"            ember_operand_offsets<{info.arity + 1}>(i, strides);\n")
         out_at = "o.at[0]"
-        loads = [f"({t})in{k}.at(o.at[{k + 1}])" for k, t in enumerate(types)]
+        loads = [f"({t})ember_widen(in{k}.at(o.at[{k + 1}]))" for k, t in enumerate(types)]
     kernel = (f'extern "C" __global__ void\n'
               f"{name}({out_t} *out{inputs}, int64_t n{extra}, {ctype} param)\n"
               f"{{\n"
               f"    EMBER_FOR_EACH_INDEX(i, n) {{\n"
               f"{offsets}"
-              f"        out[{out_at}] = {ns}::formula({', '.join(loads)}, param);\n"
+              f"        ember_store(out[{out_at}], {ns}::formula({', '.join(loads)}, param));\n"
               f"    }}\n"
               f"}}\n")
     return f'#include "{PRELUDE_NAME}"\n\n{formula}\n{kernel}'
@@ -231,8 +250,8 @@ def kernel_source(op, in_dtypes, compute, rank_class):
 def kernel_parameters(op, in_dtypes, compute, rank_class):
     """[(C type, name)] of the kernel's parameters, in order (the CPU
     emulation's launchers are generated from it)."""
-    info, ctype = ops()[op], DTYPES[compute][1]
-    out_t = "bool" if info.bool_output else ctype
+    info, ctype = ops()[op], DTYPES[loop_dtype(compute)][1]
+    out_t = "bool" if info.bool_output else DTYPES[compute][1]
     result = [(f"{out_t} *", "out")]
     result += [(f"EmberInput<{DTYPES[d][1]}>", f"in{k}") for k, d in enumerate(in_dtypes)]
     result.append(("int64_t", "n"))
@@ -273,7 +292,9 @@ def number_as(value, dtype):
     converts to a float directly, rounding once)."""
     if dtype == "bool":
         return bool(value)
-    if dtype.startswith("float"):
+    if dtype in LOOP_DTYPES:  # its bits, rounded as the CPU's casts round
+        return _half_bits(ember.tensor(number_as(value, "float32")).to(getattr(ember, dtype)))
+    if dtype in FLOATING:
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 53:
             # exact rounding of a big int: NumPy casts int64 -> float32 in C
             import numpy as np
@@ -284,6 +305,11 @@ def number_as(value, dtype):
     wrapped = int(value) & ((1 << bits) - 1)
     signed = not dtype.startswith("uint")
     return wrapped - (1 << bits) if signed and wrapped >> (bits - 1) else wrapped
+
+
+def _half_bits(tensor):
+    """The 16 bits of a one-element float16 or bfloat16 CPU tensor."""
+    return ctypes.c_uint16.from_address(tensor.data_ptr()).value
 
 
 def _result_type(args):
@@ -340,7 +366,7 @@ def plan(op, *args, alpha=1, out_strides=None):
         raise RuntimeError("where expected condition to be a boolean tensor")
     promoted = args[1:] if op == "where" else args
     compute = _dtype_name(_result_type(promoted))
-    if op in PROMOTES_TO_FLOAT and not compute.startswith("float"):
+    if op in PROMOTES_TO_FLOAT and compute not in FLOATING:
         compute = _dtype_name(ember.get_default_dtype())
     if compute not in DTYPES or not _category_ok(info, compute):
         raise RuntimeError(f'"{op}_cuda" not implemented for '
@@ -356,7 +382,7 @@ def plan(op, *args, alpha=1, out_strides=None):
             in_dtypes.append(_dtype_name(a.dtype))
             values.append(None)
         else:
-            d = "bool" if op == "where" and k == 0 else compute
+            d = "bool" if op == "where" and k == 0 else loop_dtype(compute)
             in_dtypes.append(d)
             values.append(number_as(a, d))
     strides = None
@@ -368,7 +394,7 @@ def plan(op, *args, alpha=1, out_strides=None):
     key = (op, tuple(in_dtypes), compute, rank_class)
     out_dtype = "bool" if info.bool_output else compute
     return Plan(op, key, out_dtype, shape, numel, rank_class, strides, values,
-                number_as(alpha, compute))
+                number_as(alpha, loop_dtype(compute)))
 
 
 def pack_operand_strides(shape, per_operand):
@@ -399,5 +425,5 @@ def arguments(p, out_ptr, in_ptrs):
     args.append(ctypes.c_int64(p.numel))
     if rank_class == "strided":
         args.append(p.strides)
-    args.append(CTYPES[compute](p.param))
+    args.append(CTYPES[loop_dtype(compute)](p.param))
     return args

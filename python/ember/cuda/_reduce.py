@@ -53,7 +53,7 @@ __all__ = ["REDUCTIONS", "RANK_CLASSES", "CALLS", "kernel_dtypes", "kernel_name"
 HEADER_NAME = "THReduceFormulas.h"
 PRELUDE_NAME = "ember_reduce.h"
 RANK_CLASSES = ("contiguous", "strided")
-DTYPES = _pointwise.DTYPES
+DTYPES = _pointwise.ARITH_DTYPES
 FLOATS = ("float32", "float64")
 ALL = tuple(DTYPES)
 

@@ -37,7 +37,7 @@ __all__ = ["DTYPES", "SORT_THREADS", "kernel_name", "kernel_source", "kernel_par
            "headers", "padded_length", "launch_config"]
 
 PRELUDE_NAME = "ember_sort.h"
-DTYPES = _pointwise.DTYPES
+DTYPES = _pointwise.ARITH_DTYPES
 SORT_THREADS = 256
 # Lanes sorted at once, one per block: the scratch holds one padded row
 # for each.
