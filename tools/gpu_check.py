@@ -18,7 +18,8 @@ import ember
 
 CUDA_TESTS = ["tests/test_cuda_host.py", "tests/test_cuda_kernels.py",
               "tests/test_cuda_binary_reduce_kernels.py", "tests/test_cuda_launcher.py",
-              "tests/test_cuda_indexing.py", "tests/test_cuda_index_ops.py"]
+              "tests/test_cuda_indexing.py", "tests/test_cuda_index_ops.py",
+              "tests/test_cuda_half.py"]
 GPU_BENCHMARKS = ["bench/bench_cuda.py"]
 
 
