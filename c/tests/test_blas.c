@@ -487,6 +487,11 @@ test_gemm_two_threads(void)
     CHECK_OK(THBlas_setKernel(saved_kernel));
     check_case(TH_Float64, 40, 170, 50, mixed, 0.5, 2); /* column bands */
     check_case(TH_Float32, 3000, 1, 100, rows, 1, 0);   /* gemv bands */
+    /* 16 threads, 22 row tiles: equal chunks of 2 would leave 5 threads
+     * an empty band (which once divided by zero in THBlas_balancedStep). */
+    CHECK_OK(THParallel_setNumThreads(16));
+    check_case(TH_Float32, 300, 300, 64, rows, 1, 0);
+    check_case(TH_Float64, 300, 290, 64, rows, 1, 0);
     CHECK_OK(THParallel_setNumThreads(saved));
 }
 

@@ -12,6 +12,7 @@ typedef struct {
     atomic_int *hits;
     atomic_int calls;
     atomic_int nested_serial; /* nested calls that ran on the caller */
+    atomic_int empty_calls;   /* begin >= end: THParallel_for never makes one */
 } Coverage;
 
 static void
@@ -19,6 +20,9 @@ mark_range(int64_t begin, int64_t end, void *arg)
 {
     Coverage *cov = arg;
     atomic_fetch_add(&cov->calls, 1);
+    if (begin >= end) {
+        atomic_fetch_add(&cov->empty_calls, 1);
+    }
     for (int64_t i = begin; i < end; i++) {
         atomic_fetch_add(&cov->hits[i], 1);
     }
@@ -27,7 +31,7 @@ mark_range(int64_t begin, int64_t end, void *arg)
 static void
 check_covers_once(int threads, int64_t n, int64_t grain, int max_calls)
 {
-    Coverage cov = {calloc((size_t)(n > 0 ? n : 1), sizeof(atomic_int)), 0, 0};
+    Coverage cov = {calloc((size_t)(n > 0 ? n : 1), sizeof(atomic_int)), 0, 0, 0};
     CHECK_OK(THParallel_setNumThreads(threads));
     THParallel_for(n, grain, mark_range, &cov);
     for (int64_t i = 0; i < n; i++) {
@@ -39,6 +43,7 @@ check_covers_once(int threads, int64_t n, int64_t grain, int max_calls)
         }
     }
     CHECK(atomic_load(&cov.calls) <= max_calls);
+    CHECK_EQ_INT(atomic_load(&cov.empty_calls), 0);
     free(cov.hits);
 }
 
@@ -50,6 +55,8 @@ test_parallel_for_covers_every_index_once(void)
     check_covers_once(2, 1000, 1, 2);
     check_covers_once(4, 1001, 10, 4);
     check_covers_once(3, 7, 1, 3);
+    check_covers_once(16, 22, 1, 11); /* 16 chunks of 2 would leave 5 empty */
+    check_covers_once(4, 9, 1, 3);    /* 4 chunks of 3 would leave 1 empty */
     check_covers_once(4, 100, 60, 1); /* below 2 * grain: serial */
     check_covers_once(4, 0, 1, 0);
     for (int rep = 0; rep < 50; rep++) { /* hand-offs back to back */
@@ -64,7 +71,7 @@ nested_body(int64_t begin, int64_t end, void *arg)
     Coverage *cov = arg;
     CHECK(THParallel_inParallelRegion());
     /* A call from inside a region runs serially on this thread. */
-    Coverage inner = {calloc(8, sizeof(atomic_int)), 0, 0};
+    Coverage inner = {calloc(8, sizeof(atomic_int)), 0, 0, 0};
     THParallel_for(8, 1, mark_range, &inner);
     if (atomic_load(&inner.calls) == 1) {
         atomic_fetch_add(&cov->nested_serial, 1);
@@ -78,7 +85,7 @@ test_parallel_nested_runs_serially(void)
 {
     int saved = THParallel_getNumThreads();
     CHECK_OK(THParallel_setNumThreads(2));
-    Coverage cov = {calloc(64, sizeof(atomic_int)), 0, 0};
+    Coverage cov = {calloc(64, sizeof(atomic_int)), 0, 0, 0};
     THParallel_for(64, 1, nested_body, &cov);
     CHECK_EQ_INT(atomic_load(&cov.nested_serial), atomic_load(&cov.calls));
     CHECK(!THParallel_inParallelRegion());

@@ -1102,6 +1102,9 @@ pack_lines_float(int64_t count, int width, const float *src, int64_t stride,
 int64_t
 THBlas_balancedStep(int64_t extent, int64_t block, int64_t multiple)
 {
+    if (extent <= 0) {
+        return block; /* nothing to split (and no zero to divide by) */
+    }
     int64_t blocks = (extent + block - 1) / block;
     return min64(round_up((extent + blocks - 1) / blocks, multiple), block);
 }

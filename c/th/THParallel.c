@@ -161,6 +161,18 @@ run_serially(int64_t n, THParallelFn fn, void *ctx)
     in_region = was_in_region;
 }
 
+/* The chunk length for splitting n into at most *nchunks equal chunks,
+ * lowering *nchunks so that none is empty: 22 on 16 threads is 11 chunks
+ * of 2, not 16 whose last five would start past n (a kernel given an
+ * empty or inverted range once divided by its zero length). */
+static int64_t
+equal_chunks(int64_t n, int *nchunks)
+{
+    int64_t chunk = (n + *nchunks - 1) / *nchunks;
+    *nchunks = (int)((n + chunk - 1) / chunk);
+    return chunk;
+}
+
 void
 THParallel_for(int64_t n, int64_t grain, THParallelFn fn, void *ctx)
 {
@@ -178,6 +190,7 @@ THParallel_for(int64_t n, int64_t grain, THParallelFn fn, void *ctx)
         return;
     }
     int nchunks = max_chunks < threads ? (int)max_chunks : threads;
+    equal_chunks(n, &nchunks);
 
     pthread_mutex_lock(&pool_lock);
     int started = ensure_workers(nchunks - 1);
@@ -187,7 +200,7 @@ THParallel_for(int64_t n, int64_t grain, THParallelFn fn, void *ctx)
     job.fn = fn;
     job.ctx = ctx;
     job.n = n;
-    job.chunk = (n + nchunks - 1) / nchunks;
+    job.chunk = equal_chunks(n, &nchunks);
     job.nchunks = nchunks;
     next_chunk = 1;
     chunks_left = nchunks - 1;
