@@ -58,7 +58,7 @@ convert_bulk(THDtype src, THDtype dst, const void *in, void *out, int64_t n)
         (void)ctx;                                                         \
         char *out = data[0];                                               \
         const char *in = data[1];                                          \
-        if (strides[1] == 0 && strides[0] == sizeof(dst_t)) {              \
+        if (strides[1] == 0 && strides[0] == sizeof(dst_t) && n > 0) {     \
             dst_t value;                                                   \
             if (TH_##Src == TH_##Dst) {                                    \
                 memcpy(&value, in, sizeof(dst_t));                         \
