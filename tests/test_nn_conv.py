@@ -153,13 +153,18 @@ def test_gradient_penalty_matches_torch():
                                  torch.nn.Tanh(), torch.nn.Conv2d(4, 2, 3)).double()
     ours = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.Tanh(),
                          nn.Conv2d(4, 2, 3)).double()
+    check_gradient_penalty(ours, theirs, np.random.default_rng(9).standard_normal((2, 3, 9, 8)))
+
+
+def check_gradient_penalty(ours, theirs, x):
+    """The penalty ((|d model(x).sum() / dx| - 1) ** 2).mean() per sample,
+    and its gradients with respect to the weights, the same in both."""
     copy_state(ours, theirs)
-    x = np.random.default_rng(9).standard_normal((2, 3, 9, 8))
     penalties = []
     for lib, model in ((ember, ours), (torch, theirs)):
         inputs = lib.tensor(x, requires_grad=True)
         grad, = lib.autograd.grad(model(inputs).sum(), inputs, create_graph=True)
-        penalty = ((grad.reshape(2, -1).norm(dim=1) - 1) ** 2).mean()
+        penalty = ((grad.reshape(len(x), -1).norm(dim=1) - 1) ** 2).mean()
         penalty.backward()
         penalties.append(penalty)
     check_same(*penalties)

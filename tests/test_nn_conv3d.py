@@ -16,7 +16,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
-from test_nn_conv import _same_error, check_same, compare_module, copy_state
+from test_nn_conv import _same_error, check_gradient_penalty, check_same, compare_module
 
 torch = pytest.importorskip("torch")
 
@@ -130,21 +130,8 @@ def test_conv3d_gradient_penalty_matches_torch():
                                  torch.nn.Tanh(), torch.nn.Conv3d(3, 2, 2)).double()
     ours = nn.Sequential(nn.Conv3d(2, 3, 3, stride=2, padding=1), nn.Tanh(),
                          nn.Conv3d(3, 2, 2)).double()
-    copy_state(ours, theirs)
-    x = np.random.default_rng(9).standard_normal((2, 2, 5, 6, 5))
-    penalties = []
-    for lib, model in ((ember, ours), (torch, theirs)):
-        inputs = lib.tensor(x, requires_grad=True)
-        grad, = lib.autograd.grad(model(inputs).sum(), inputs, create_graph=True)
-        penalty = ((grad.reshape(2, -1).norm(dim=1) - 1) ** 2).mean()
-        penalty.backward()
-        penalties.append(penalty)
-    check_same(*penalties)
-    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
-        if q.grad is None:  # the last bias: the input's gradient does not depend on it
-            assert p.grad is None, name
-            continue
-        check_same(p.grad, q.grad)
+    check_gradient_penalty(ours, theirs,
+                           np.random.default_rng(9).standard_normal((2, 2, 5, 6, 5)))
 
 
 @pytest.mark.parametrize("make", [

@@ -21,30 +21,28 @@
 #define ADAM_NTENSORS 5
 #define ADAM_MAX_EXP_AVG_SQ 4 /* the argument that may be None */
 
-/* args[first..]: lr, weight_decay, decoupled_weight_decay, beta1, beta2,
- * eps, step_size, bias_correction2_sqrt, amsgrad, maximize. */
+/* The numbers and flags after the tensors, read (which can run Python:
+ * __float__, __bool__) before any THTensor is taken. */
 static int
 unpack_adam_options(PyObject *const *args, THAdamOptions *o)
 {
-    double *numbers[] = {&o->lr, &o->weight_decay, NULL, &o->beta1, &o->beta2,
-                         &o->eps, &o->step_size, &o->bias_correction2_sqrt};
-    bool *flags[] = {&o->decoupled_weight_decay, &o->amsgrad, &o->maximize};
-    PyObject *flag_args[] = {args[7], args[13], args[14]};
-    for (int i = 0; i < 8; i++) {
-        if (numbers[i] == NULL) {
-            continue;
-        }
-        *numbers[i] = PyFloat_AsDouble(args[ADAM_NTENSORS + i]);
-        if (*numbers[i] == -1.0 && PyErr_Occurred()) {
+    struct { int arg; double *value; } numbers[] = {
+        {5, &o->lr}, {6, &o->weight_decay}, {8, &o->beta1}, {9, &o->beta2},
+        {10, &o->eps}, {11, &o->step_size}, {12, &o->bias_correction2_sqrt}};
+    struct { int arg; bool *value; } flags[] = {
+        {7, &o->decoupled_weight_decay}, {13, &o->amsgrad}, {14, &o->maximize}};
+    for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+        *numbers[i].value = PyFloat_AsDouble(args[numbers[i].arg]);
+        if (*numbers[i].value == -1.0 && PyErr_Occurred()) {
             return -1;
         }
     }
-    for (int i = 0; i < 3; i++) {
-        int truth = PyObject_IsTrue(flag_args[i]);
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        int truth = PyObject_IsTrue(args[flags[i].arg]);
         if (truth < 0) {
             return -1;
         }
-        *flags[i] = truth != 0;
+        *flags[i].value = truth != 0;
     }
     return 0;
 }

@@ -114,6 +114,10 @@ fill_operands(THDtype dtype, Mat *a, Mat *b)
     }
 }
 
+/* L1, L2, L3 small enough that every product crosses several KC, MC and
+ * NC blocks (set with THBlas_setCacheSizes, NULL restores the detected). */
+static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
+
 /* Runs one gemm and compares it with the triple loop, computed in double
  * (exact for these values) and converted to the dtype like the kernel's
  * result (wrap-around for integers, nonzero for bool). */
@@ -220,7 +224,6 @@ check_odd_sizes(void)
 static void
 test_gemm_floating_matches_naive(void)
 {
-    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
     const char *saved = THBlas_kernelName();
     printf("  GEMM kernel families run:");
     for (int f = 0; f < NUM_FAMILIES; f++) {
@@ -386,7 +389,6 @@ test_gemm_narrow_tile_every_family(void)
 {
     static const int64_t shapes[][3] = {
         {7, 37, 19}, {15, 33, 130}, {31, 65, 257}, {63, 50, 77}};
-    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
     const char *saved = THBlas_kernelName();
     for (int f = 0; f < NUM_FAMILIES; f++) {
         if (!use_family(f)) {
@@ -466,7 +468,6 @@ test_gemm_batched_large_products(void)
 static void
 test_gemm_two_threads(void)
 {
-    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
     const char *saved_kernel = THBlas_kernelName();
     int saved = THParallel_getNumThreads();
     CHECK_OK(THParallel_setNumThreads(2));
@@ -733,7 +734,6 @@ static const int64_t grouped_sizes[][3] = {{8, 300, 600}, {16, 333, 300}, {5, 70
 static void
 test_gemm_gathered_matches_naive(void)
 {
-    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
     const char *saved = THBlas_kernelName();
     int saved_threads = THParallel_getNumThreads();
     for (int f = 0; f < NUM_FAMILIES; f++) {
@@ -872,7 +872,6 @@ check_bf16_batch(void)
 static void
 test_gemm_bfloat16_dot_matches_naive(void)
 {
-    static const int64_t tiny_caches[3] = {4 << 10, 16 << 10, 64 << 10};
     const char *saved = THBlas_kernelName();
     int saved_threads = THParallel_getNumThreads();
     for (int f = 0; f < NUM_FAMILIES; f++) {
