@@ -267,11 +267,24 @@ def test_there_are_chapters():
     assert len(CHAPTERS) >= 9, [p.name for p in CHAPTERS]
 
 
+# Chapter 0 loads two extension modules it has just built from a new
+# temporary file each run.  CPython never unloads an extension (its module
+# definition stays in the import machinery's cache), so every run keeps ~74
+# references the refcount gate would count as leaked: it runs once there.
+RUN_ONCE_UNDER_THE_REFCOUNT_GATE = {"00-from-scratch.md"}
+
+
+def chapter_param(chapter):
+    if chapter.name in RUN_ONCE_UNDER_THE_REFCOUNT_GATE:
+        return pytest.param(chapter, marks=pytest.mark.noleakcheck)
+    return chapter
+
+
 # A file left open is a bug in the example (and, as a warning pytest keeps,
 # a leak to the refcount gate).
 @pytest.mark.filterwarnings("error::ResourceWarning")
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=chapter_id)
+@pytest.mark.parametrize("chapter", [chapter_param(c) for c in CHAPTERS], ids=chapter_id)
 def test_examples(chapter, in_repo_root):
     import numpy as np
 
