@@ -1,7 +1,8 @@
 /*
  * IndexOps.c -- indexing operators (index_select, gather, scatter,
- * index_add, index_fill, masked_fill, masked_select, nonzero, argwhere,
- * take, index_put): argument parsing around the kernels of THIndex.c.
+ * index_add, index_fill, index_copy, masked_fill, masked_select, nonzero,
+ * argwhere, take, put, index_put): argument parsing around the kernels of
+ * THIndex.c.
  * See Note [Function and method from one implementation] in THP.h.
  *
  * Each out-of-place operator that PyTorch defines by its in-place twin
@@ -186,7 +187,8 @@ finish_inplace(PyObject *self, int status)
 
 /* Note [Parse before the clone]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
- * scatter, scatter_add, index_add, index_fill and index_put share one body
+ * scatter, scatter_add, index_add, index_fill, index_copy, put and
+ * index_put share one body
  * with their in-place twins, which writes into a target.  The out-of-place
  * form's target is a clone of the input, made only after every argument
  * has been parsed and checked: a bad argument costs no copy of a large
@@ -577,6 +579,72 @@ THP_TARGET_IMPLS(index_fill, index_fill_)
 THP_DEFINE_METHOD_ONLY(index_fill_)
 THP_DEFINE_OP(index_fill)
 
+/* ---- index_copy, put ---------------------------------------------------------- */
+
+static int
+index_copy_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    static const char *const names[] = {"dim", "index", "source"};
+    PyObject *objs[3];
+    int64_t dim;
+    THTensor *index, *source;
+    if (THPUtils_parseArgs("index_copy", args, nargs, kwnames, names, 3, 3,
+                           objs)
+            < 0
+        || require_args("index_copy", objs, names, 3) < 0
+        || THPUtils_unpackLong(objs[0], "index_copy", "dim", &dim) < 0
+        || (index = tensor_arg("index_copy", "index", 3, objs[1])) == NULL
+        || (source = tensor_arg("index_copy", "source", 4, objs[2]))
+               == NULL) {
+        return -1;
+    }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
+    int status;
+    THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(source->numel),
+                              status = THTensor_indexCopy(t->target, dim,
+                                                          index, source));
+    return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
+}
+
+
+THP_TARGET_IMPLS(index_copy, index_copy_)
+THP_DEFINE_METHOD_ONLY(index_copy_)
+THP_DEFINE_OP(index_copy)
+
+static int
+put_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames)
+{
+    static const char *const names[] = {"index", "source", "accumulate"};
+    PyObject *objs[3];
+    THTensor *index, *source;
+    bool accumulate = false;
+    if (THPUtils_parseArgs("put_", args, nargs, kwnames, names, 3, 3, objs)
+            < 0
+        || require_args("put_", objs, names, 2) < 0
+        || (index = tensor_arg("put_", "index", 2, objs[0])) == NULL
+        || (source = tensor_arg("put_", "source", 3, objs[1])) == NULL
+        || bool_arg("put_", "accumulate", objs[2], &accumulate) < 0) {
+        return -1;
+    }
+    if (choose_target(t) < 0) { /* Note [Parse before the clone] */
+        return -1;
+    }
+    int status;
+    THP_RUN_MAYBE_WITHOUT_GIL(THP_LARGE(index->numel),
+                              status = THTensor_put(t->target, index, source,
+                                                    accumulate));
+    return status < 0 ? THPUtils_setErrorFromTH_int() : 0;
+}
+
+
+THP_TARGET_IMPLS(put, put_)
+THP_DEFINE_METHOD_ONLY(put_)
+THP_DEFINE_OP(put)
+
 /* ---- masks ------------------------------------------------------------------------- */
 
 static int
@@ -846,6 +914,8 @@ THP_DEFINE_OP(index_put)
     _("scatter_reduce", scatter_reduce, "Out-of-place scatter_reduce_.")    \
     _("index_add", index_add, "Out-of-place index_add_.")                   \
     _("index_fill", index_fill, "Out-of-place index_fill_.")                \
+    _("index_copy", index_copy, "Out-of-place index_copy_.")                \
+    _("put", put, "Out-of-place put_.")                                     \
     _("masked_fill", masked_fill, "Out-of-place masked_fill_.")             \
     _("masked_select", masked_select, "1-d tensor of input where mask.")    \
     _("nonzero", nonzero, "Positions of the non-zero elements.")            \
@@ -860,6 +930,8 @@ THP_DEFINE_OP(index_put)
       "Reduces src into self at index along dim.")                          \
     _("index_add_", index_add_, "Adds source at index along dim.")         \
     _("index_fill_", index_fill_, "Fills value at index along dim.")       \
+    _("index_copy_", index_copy_, "Copies source at index along dim.")     \
+    _("put_", put_, "Writes (or adds) source at flat positions index.")    \
     _("masked_fill_", masked_fill_, "Fills value where mask is true.")
 
 #define THP_FUNCTION_ROW(pyname, name, doc) \

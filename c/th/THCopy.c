@@ -181,6 +181,21 @@ THTensor_overlapsPartially(const THTensor *output, const THTensor *input)
            && !THTensor_isSameView(output, input);
 }
 
+int
+THTensor_checkNoOverlap(const THTensor *written, const THTensor *input)
+{
+    if (!THTensor_isNonOverlappingAndDense(written)
+        || !THTensor_isNonOverlappingAndDense(input)
+        || !THTensor_mayOverlap(written, input)) {
+        return 0;
+    }
+    return THError_set(TH_ERR_RUNTIME,
+                       "unsupported operation: some elements of the input "
+                       "tensor and the written-to tensor refer to a single "
+                       "memory location. Please clone() the tensor before "
+                       "performing the operation.");
+}
+
 /* The copy itself, once overlap is ruled out. */
 static int
 copy_disjoint(THTensor *dst, THTensor *src)

@@ -1,7 +1,7 @@
 /*
  * THIndex.c -- advanced indexing (t[idx], t[idx] = v) and the indexing
  * operators: index_select, gather, scatter, index_add_, index_fill_,
- * masked_fill_, masked_select, nonzero, take.
+ * index_copy_, masked_fill_, masked_select, nonzero, take, put_.
  *
  * Note [Validate, then write]
  * ~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -1153,11 +1153,27 @@ THTensor_newIndexSelect(THTensor *self, int64_t dim, THTensor *index)
     return result;
 }
 
-/* The put behind index_fill_ and index_add_, on self viewed as >= 1-d. */
+/* An index out of range along `dim`, worded as PyTorch's operator `fname`
+ * words it (kind and prefix differ: "index_copy_(): index 5 is ..."). */
+static int
+set_dim_bounds_error(THErrorKind kind, const char *prefix, int64_t dim,
+                     const BadIndex *bad)
+{
+    return THError_set(kind,
+                       "%sindex %lld is out of bounds for dimension %lld with "
+                       "size %lld",
+                       prefix, (long long)bad->value, (long long)dim,
+                       (long long)bad->size);
+}
+
+/* The put behind index_fill_, index_add_ and index_copy_, on self viewed
+ * as >= 1-d.  An index out of range fills `bad` (the caller words it). */
 static int
 dim_put(THTensor *self, int64_t dim, THTensor *index, THTensor *values,
-        THScatterReduce reduce, THScalar alpha, bool wrap_negative)
+        THScatterReduce reduce, THScalar alpha, bool wrap_negative,
+        BadIndex *bad)
 {
+    memset(bad, 0, sizeof(*bad));
     THTensor *indices[TH_MAX_DIMS];
     THTensor *self_1d = new_at_least_1d(self);
     if (self_1d == NULL || dim_index_list(index, dim, indices) < 0) {
@@ -1166,16 +1182,8 @@ dim_put(THTensor *self, int64_t dim, THTensor *index, THTensor *values,
         }
         return -1;
     }
-    BadIndex bad;
     int status = plan_put(self_1d, (int)dim + 1, indices, values, reduce,
-                          alpha, wrap_negative, &bad);
-    if (bad.found) {
-        THError_set(wrap_negative ? TH_ERR_INDEX : TH_ERR_RUNTIME,
-                    "index %lld is out of bounds for dimension %lld with "
-                    "size %lld",
-                    (long long)bad.value, (long long)dim,
-                    (long long)bad.size);
-    }
+                          alpha, wrap_negative, bad);
     THTensor_release(indices[dim]);
     THTensor_release(self_1d);
     return status;
@@ -1200,8 +1208,12 @@ THTensor_indexFill(THTensor *self, int64_t dim, THTensor *index,
     if (fill == NULL) {
         return -1;
     }
+    BadIndex bad;
     int status = dim_put(self, dim, index, fill, TH_SCATTER_ASSIGN,
-                         THScalar_fromInt(1), true);
+                         THScalar_fromInt(1), true, &bad);
+    if (bad.found) {
+        set_dim_bounds_error(TH_ERR_INDEX, "", dim, &bad);
+    }
     THTensor_release(fill);
     return status;
 }
@@ -1268,8 +1280,137 @@ THTensor_indexAdd(THTensor *self, int64_t dim, THTensor *index,
     if (source_1d == NULL) {
         return -1;
     }
+    BadIndex bad;
     int status = dim_put(self, dim, index, source_1d, TH_SCATTER_ADD, alpha,
-                         false);
+                         false, &bad);
+    if (bad.found) {
+        set_dim_bounds_error(TH_ERR_RUNTIME, "", dim, &bad);
+    }
+    THTensor_release(source_1d);
+    return status;
+}
+
+/* ---- index_copy_ ---------------------------------------------------------- */
+
+/* The sizes of t without dim (none for a 0-d t), as PyTorch prints a
+ * std::vector in index_copy_'s message: "2 4", "" when empty. */
+static ShapeText
+slice_text(const THTensor *t, int64_t dim)
+{
+    ShapeText s = {{0}};
+    size_t used = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d != dim) {
+            used += (size_t)snprintf(s.text + used, sizeof(s.text) - used,
+                                     "%s%lld", used == 0 ? "" : " ",
+                                     (long long)t->sizes[d]);
+        }
+    }
+    return s;
+}
+
+static bool
+same_slices(const THTensor *self, const THTensor *source, int64_t dim)
+{
+    int self_dims = self->ndim - (self->ndim > 0);
+    int source_dims = source->ndim - (source->ndim > 0);
+    if (self_dims != source_dims) {
+        return false;
+    }
+    for (int d = 0; d < self->ndim; d++) {
+        if (d != dim && self->sizes[d] != source->sizes[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* index_copy_'s checks, in PyTorch's order (dim already wrapped). */
+static int
+check_index_copy_args(THTensor *self, int64_t dim, THTensor *index,
+                      THTensor *source)
+{
+    if (check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
+        || THTensor_checkNoOverlap(self, source) < 0) {
+        return -1;
+    }
+    if (index->ndim > 1) {
+        return THError_set(TH_ERR_INDEX,
+                           "index_copy_(): Index should have dimension 1 or "
+                           "0 (got %d)",
+                           index->ndim);
+    }
+    if (source->ndim == 0 && index->numel != 1) {
+        return THError_set(TH_ERR_INDEX,
+                           "index_copy_(): When source is scalar, index "
+                           "should have one element (got %lld)",
+                           (long long)index->numel);
+    }
+    if (source->ndim != self->ndim && source->ndim != 0 && self->ndim != 0) {
+        return THError_set(TH_ERR_INDEX,
+                           "index_copy_(): When source and destination are "
+                           "not scalars, their dimensionality must match. "
+                           "Source dimensionality (%d), destination "
+                           "dimensionality (%d)",
+                           source->ndim, self->ndim);
+    }
+    if (index->dtype != TH_Int64) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "index_copy_(): Expected a long tensor for index, "
+                           "but got %s",
+                           THDtype_scalarTypeName(index->dtype));
+    }
+    if (self->dtype != source->dtype) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "index_copy_(): self and source expected to have "
+                           "the same dtype, but got (self) %s and (source) %s",
+                           THDtype_scalarTypeName(self->dtype),
+                           THDtype_scalarTypeName(source->dtype));
+    }
+    if (!same_slices(self, source, dim)) {
+        /* (PyTorch says "at dimension 0" of the source whatever dim is) */
+        return THError_set(TH_ERR_RUNTIME,
+                           "index_copy_(): Source/destination tensor must "
+                           "have same slice shapes. Destination slice shape: "
+                           "%s at dimension %lld and source slice shape: %s "
+                           "at dimension 0.",
+                           slice_text(self, dim).text, (long long)dim,
+                           slice_text(source, dim).text);
+    }
+    if (source->ndim != 0 && index->numel != source->sizes[dim]) {
+        return THError_set(TH_ERR_INDEX,
+                           "index_copy_(): Number of indices (%lld) should be "
+                           "equal to source.size(dim) (%lld)",
+                           (long long)index->numel,
+                           (long long)source->sizes[dim]);
+    }
+    return 0;
+}
+
+int
+THTensor_indexCopy(THTensor *self, int64_t dim, THTensor *index,
+                   THTensor *source)
+{
+    if (THTensor_wrapDim(dim, self->ndim, &dim) < 0
+        || check_index_copy_args(self, dim, index, source) < 0) {
+        return -1;
+    }
+    if (source->numel == 0) {
+        /* nothing to copy, so no position is read (PyTorch checks them
+         * only as it copies) */
+        THTensor_bumpVersion(self);
+        return 0;
+    }
+    THTensor *source_1d = new_at_least_1d(source);
+    if (source_1d == NULL) {
+        return -1;
+    }
+    BadIndex bad;
+    int status = dim_put(self, dim, index, source_1d, TH_SCATTER_ASSIGN,
+                         THScalar_fromInt(1), false, &bad);
+    if (bad.found) {
+        set_dim_bounds_error(TH_ERR_INDEX, "index_copy_(): ", dim, &bad);
+    }
     THTensor_release(source_1d);
     return status;
 }
@@ -1291,11 +1432,7 @@ new_dim_offsets(THTensor *self, int64_t dim, THTensor *index)
                           false, &bad)
         < 0) {
         if (bad.found) {
-            THError_set(TH_ERR_RUNTIME,
-                        "index %lld is out of bounds for dimension %lld "
-                        "with size %lld",
-                        (long long)bad.value, (long long)dim,
-                        (long long)bad.size);
+            set_dim_bounds_error(TH_ERR_RUNTIME, "", dim, &bad);
         }
         THTensor_release(offsets);
         return NULL;
@@ -1681,6 +1818,33 @@ THTensor_newMaskedSelect(THTensor *self, THTensor *mask)
     return result;
 }
 
+/* ---- take and put_: flat positions ----------------------------------------- */
+
+/* `tensor`'s elements in row-major order, as a 1-d tensor (a view when it
+ * is contiguous, else a contiguous copy). */
+static THTensor *
+new_flattened(THTensor *tensor)
+{
+    THTensor *values = THTensor_newContiguous(tensor);
+    if (values == NULL) {
+        return NULL;
+    }
+    int64_t numel = tensor->numel;
+    THTensor *flat = THTensor_newView(values, 1, &numel);
+    THTensor_release(values);
+    return flat;
+}
+
+/* take's and put_'s message for a flat position out of range. */
+static void
+set_flat_bounds_error(const BadIndex *bad)
+{
+    THError_set(TH_ERR_INDEX,
+                "out of range: tried to access index %lld on a tensor of "
+                "%lld elements.",
+                (long long)bad->value, (long long)bad->size);
+}
+
 THTensor *
 THTensor_newTake(THTensor *self, THTensor *index)
 {
@@ -1690,13 +1854,7 @@ THTensor_newTake(THTensor *self, THTensor *index)
                     THDtype_scalarTypeName(index->dtype));
         return NULL;
     }
-    THTensor *values = THTensor_newContiguous(self);
-    if (values == NULL) {
-        return NULL;
-    }
-    int64_t numel = self->numel;
-    THTensor *flat = THTensor_newView(values, 1, &numel);
-    THTensor_release(values);
+    THTensor *flat = new_flattened(self);
     if (flat == NULL) {
         return NULL;
     }
@@ -1708,11 +1866,137 @@ THTensor_newTake(THTensor *self, THTensor *index)
         plan_release(&plan);
     }
     else if (bad.found) {
-        THError_set(TH_ERR_INDEX,
-                    "out of range: tried to access index %lld on a tensor "
-                    "of %lld elements.",
-                    (long long)bad.value, (long long)numel);
+        set_flat_bounds_error(&bad);
     }
     THTensor_release(flat);
     return result;
+}
+
+/* put_'s checks, in PyTorch's order. */
+static int
+check_put_args(THTensor *self, THTensor *index, THTensor *source)
+{
+    if (index->dtype != TH_Int64) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "put_(): Expected a long tensor for index, but got "
+                           "%s",
+                           THDtype_scalarTypeName(index->dtype));
+    }
+    if (self->dtype != source->dtype) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "put_(): self and source expected to have the "
+                           "same dtype, but got self.dtype = %s and "
+                           "source.dtype = %s",
+                           THDtype_scalarTypeName(self->dtype),
+                           THDtype_scalarTypeName(source->dtype));
+    }
+    if (source->numel != index->numel) {
+        return THError_set(TH_ERR_INDEX,
+                           "put_(): Expected source and index to have the "
+                           "same number of elements, but got source.numel() "
+                           "= %lld, index.numel() = %lld",
+                           (long long)source->numel, (long long)index->numel);
+    }
+    if (self->numel == 0 && index->numel != 0) {
+        return THError_set(TH_ERR_INDEX,
+                           "put_(): Tried to put elements into an empty "
+                           "tensor");
+    }
+    if (check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
+        || THTensor_checkNoOverlap(self, source) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Turns flat (row-major) element numbers into byte offsets through the
+ * strides of `self` (which has elements). */
+static void
+flat_to_byte_offsets(int64_t *offsets, int64_t n, const THTensor *self)
+{
+    int64_t itemsize = THTensor_itemsize(self);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t rest = offsets[k], element = 0;
+        for (int d = self->ndim - 1; d >= 0; d--) {
+            element += rest % self->sizes[d] * self->strides[d];
+            rest /= self->sizes[d];
+        }
+        offsets[k] = element * itemsize;
+    }
+}
+
+/* The byte offsets into self of index's flat positions (negative ones
+ * count from the end), 1-d in index's row-major order; NULL with `bad`
+ * filled when one is out of range. */
+static THTensor *
+new_flat_offsets(THTensor *self, THTensor *index, BadIndex *bad)
+{
+    int64_t n = index->numel;
+    THTensor *offsets = new_zero_offsets(1, &n);
+    THTensor *positions = offsets == NULL ? NULL : new_flattened(index);
+    /* a contiguous self: a position's offset is position * itemsize */
+    int64_t step = self->is_contiguous ? THTensor_itemsize(self) : 1;
+    int status = positions == NULL
+                     ? -1
+                     : add_index_offsets(offsets, positions, self->numel,
+                                         step, true, bad);
+    THTensor_release(positions); /* (NULL is fine) */
+    if (status < 0) {
+        THTensor_release(offsets);
+        return NULL;
+    }
+    if (!self->is_contiguous) {
+        flat_to_byte_offsets((int64_t *)THTensor_data(offsets), n, self);
+    }
+    return offsets;
+}
+
+int
+THTensor_put(THTensor *self, THTensor *index, THTensor *source,
+             bool accumulate)
+{
+    if (check_put_args(self, index, source) < 0) {
+        return -1;
+    }
+    if (index->numel == 0) {
+        THTensor_bumpVersion(self);
+        return 0;
+    }
+    BadIndex bad = {0};
+    THTensor *offsets = new_flat_offsets(self, index, &bad);
+    if (offsets == NULL) {
+        if (bad.found) {
+            set_flat_bounds_error(&bad);
+        }
+        return -1;
+    }
+    THTensor *flat_source = new_flattened(source);
+    THTensor *values = flat_source == NULL
+                           ? NULL
+                           : new_source_apart_from(flat_source, self);
+    PutMode mode;
+    int status = values == NULL
+                     ? -1
+                     : put_mode(accumulate ? TH_SCATTER_ADD
+                                           : TH_SCATTER_ASSIGN,
+                                self->dtype, THScalar_fromInt(1), &mode);
+    if (status == 0) {
+        /* the destination: self's first element, stride 0 (the offsets
+         * move) */
+        int64_t no_stride = 0;
+        THIterOperand ops[3] = {
+            {.data = THTensor_data(self), .ndim = 1, .sizes = offsets->sizes,
+             .strides = &no_stride,
+             .itemsize = (int)THTensor_itemsize(self)},
+            THIterOperand_fromTensor(values),
+            THIterOperand_fromTensor(offsets)};
+        status = run_put(ops, 1, offsets->sizes, &mode);
+    }
+    THTensor_release(values); /* (NULL is fine) */
+    THTensor_release(flat_source);
+    THTensor_release(offsets);
+    if (status == 0) {
+        THTensor_bumpVersion(self);
+    }
+    return status;
 }

@@ -7,8 +7,8 @@
  * them against its dim's size (Note [Validate, then write]), and then a
  * THIter loop copies (or adds, or multiplies) one element per offset.
  *
- * Index tensors: int64 or int32 (int64 only for take and index_fill_, as
- * in PyTorch).  Masks are bool (uint8
+ * Index tensors: int64 or int32 (int64 only for take, put_, index_fill_
+ * and index_copy_, as in PyTorch).  Masks are bool (uint8
  * masks are accepted by advanced indexing, as in PyTorch).
  *
  * Functions named `new` return a new tensor; the others write into their
@@ -68,6 +68,12 @@ int THTensor_indexAdd(THTensor *self, int64_t dim, THTensor *index,
 /* self.select(dim, index[i]) = value */
 int THTensor_indexFill(THTensor *self, int64_t dim, THTensor *index,
                        THScalar value);
+/* self.select(dim, index[i]) = source.select(dim, i): index int64 and at
+ * most 1-d, positions in [0, size) (no negative ones, as in PyTorch);
+ * source is self with dim resized to len(index), of self's dtype.  With
+ * repeated positions one of the slices wins. */
+int THTensor_indexCopy(THTensor *self, int64_t dim, THTensor *index,
+                       THTensor *source);
 
 /* ---- masks and flat positions ------------------------------------------- */
 
@@ -80,6 +86,12 @@ THTensor *THTensor_newMaskedSelect(THTensor *self, THTensor *mask);
 THTensor *THTensor_newNonzero(THTensor *self);
 /* self.flatten()[index], shaped like index. */
 THTensor *THTensor_newTake(THTensor *self, THTensor *index);
+/* self.flatten()[index] = source (+= with accumulate, repeated positions
+ * adding up), written through self's own strides: index int64, negative
+ * positions counting from the end; source of self's dtype with as many
+ * elements as index, matched in row-major order. */
+int THTensor_put(THTensor *self, THTensor *index, THTensor *source,
+                 bool accumulate);
 
 
 #endif /* TH_INDEX_H */

@@ -243,6 +243,12 @@ bool THTensor_mayOverlap(const THTensor *a, const THTensor *b);
  * `input` before it is read: overlapping memory, but not the very same
  * view (an elementwise op reads each element just before writing it). */
 bool THTensor_overlapsPartially(const THTensor *output, const THTensor *input);
+/* Fails (RuntimeError, PyTorch's message) when an operator that writes
+ * `written` would read `input` from the same memory: PyTorch's
+ * assert_no_overlap, which tells only for two dense tensors (for others
+ * the overlap is "too hard" and it passes; such operators copy the input
+ * aside instead). */
+int THTensor_checkNoOverlap(const THTensor *written, const THTensor *input);
 int THTensor_fill(THTensor *tensor, THScalar value);
 
 /* ---- factories that fill a fresh contiguous tensor ----------------------

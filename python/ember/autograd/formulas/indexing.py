@@ -3,8 +3,9 @@ t[index] = value.
 
 Gathers (index_select, gather, take, t[index], masked_select) scatter their
 gradient back, adding the contributions of repeated indices; scatters
-(scatter, index_add, index_fill, masked_fill, index_put) pass the gradient
-through where the input survived and gather it for the values written.
+(scatter, index_add, index_fill, index_copy, put, masked_fill, index_put)
+pass the gradient through where the input survived and gather it for the
+values written.
 """
 
 import ember
@@ -303,6 +304,58 @@ def index_fill(input, dim, index, value):
     return record(node, result)
 
 
+# ---- index_copy, put ----------------------------------------------------------------------------
+
+class IndexCopyBackward0(_IndexNode):
+    """The copied slices replace the input's: those pass the input no
+    gradient, and each source slice gets the gradient of where it went."""
+
+    __slots__ = ("dim", "source_shape")
+
+    def apply(self, grad):
+        grad_source = None
+        if _needs(self, 1):
+            grad_source = grad.index_select(self.dim, self.index).reshape(self.source_shape)
+        return (grad.index_fill(self.dim, self.index, 0) if _needs(self, 0) else None,
+                grad_source)
+
+
+@register("index_copy")
+def index_copy(input, dim, index, source):
+    result = ember.index_copy(input, dim, index, source)
+    node = IndexCopyBackward0(edges_of(input, source))
+    node.dim, node.source_shape = wrap_dim(dim, input.dim()), source.shape
+    node.save(index)
+    return record(node, result)
+
+
+class PutBackward0(_IndexNode):
+    """put writes source at flat positions: the input keeps its gradient
+    where nothing was written (everywhere when accumulating), and source
+    gets the gradient of its positions (PyTorch's formula, itself a put
+    and a take, so that it has a derivative too)."""
+
+    __slots__ = ("accumulate", "source_shape")
+
+    def apply(self, grad):
+        grad_input = grad_source = None
+        if _needs(self, 0):
+            grad_input = grad if self.accumulate else grad.put(
+                self.index, _zeros(self.index.shape, grad), accumulate=False)
+        if _needs(self, 1):
+            grad_source = grad.take(self.index).reshape(self.source_shape)
+        return grad_input, grad_source
+
+
+@register("put")
+def put(input, index, source, accumulate=False):
+    result = ember.put(input, index, source, accumulate=accumulate)
+    node = PutBackward0(edges_of(input, source))
+    node.accumulate, node.source_shape = accumulate, source.shape
+    node.save(index)
+    return record(node, result)
+
+
 # ---- masked_fill, masked_select ---------------------------------------------------------------
 
 class MaskedFillBackward0(_MaskNode):
@@ -446,6 +499,7 @@ def setitem(self, index, value):
 for _name, _op in [("scatter_", ember.scatter), ("scatter_add_", ember.scatter_add),
                    ("scatter_reduce_", ember.scatter_reduce),
                    ("index_add_", ember.index_add), ("index_fill_", ember.index_fill),
+                   ("index_copy_", ember.index_copy), ("put_", ember.put),
                    ("masked_fill_", ember.masked_fill), ("index_put_", ember.index_put)]:
     register_inplace(_name, _op)
 
