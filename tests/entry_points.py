@@ -216,6 +216,8 @@ _add("scatter_reduce scatter_reduce_",
      Call(M, Int(1), IDX(3, 2, high=4), T(3, 2), "amax", include_self=False))
 _add("index_add index_add_", Call(T(4, 5), Int(0), IDX(3, high=4), T(3, 5), alpha=Float(2.0)))
 _add("index_fill index_fill_", Call(T(4, 5), Int(1), IDX(2, high=5), Float(2.5)))
+_add("index_copy index_copy_", Call(T(4, 5), Int(0), IDX(3, high=4), T(3, 5)))
+_add("put put_", Call(M, IDX(5, high=12), T(5), accumulate=True))
 _add("masked_fill masked_fill_", Call(M, MASK(3, 4), Float(1.5)))
 _add("masked_select", Call(M, MASK(3, 4)))
 _add("index_put index_put_",

@@ -381,9 +381,9 @@ SHAPE_OPS = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "split
              "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
              "_one_hot"]
 INDEX_OPS = ["index_select", "gather", "take", "scatter", "scatter_add", "index_add",
-             "index_fill", "masked_fill", "masked_select", "nonzero", "argwhere", "index_put_",
-             "index_put", "scatter_", "scatter_add_", "index_add_", "index_fill_",
-             "masked_fill_"]
+             "index_fill", "index_copy", "put", "masked_fill", "masked_select", "nonzero",
+             "argwhere", "index_put_", "index_put", "scatter_", "scatter_add_", "index_add_",
+             "index_fill_", "index_copy_", "put_", "masked_fill_"]
 ENTRY_POINTS = ["__getitem__", "__setitem__", "__iter__", "T"]
 
 

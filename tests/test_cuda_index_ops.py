@@ -1,5 +1,5 @@
-"""scatter, scatter_reduce, index_fill, take, kthvalue and unique on CUDA
-tensors, end to end without a GPU.
+"""scatter, scatter_reduce, index_fill, index_copy, take, put, kthvalue and
+unique on CUDA tensors, end to end without a GPU.
 
 The `device` fixture of tests/test_cuda_launcher.py: ember/cuda/_index.py's
 and _sort.py's kernel sources compiled by g++ (all in one run, `kernels`
@@ -229,6 +229,82 @@ def test_take_errors_are_the_cpus(device):
         _same_error(lambda: a.take(index), lambda: a.cuda().take(index.cuda()))
 
 
+# ---- index_copy, put ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_index_copy(device, dtype):
+    a = _strided((4, 5, 3), dtype)
+    for dim in (0, 1, -1):
+        size = a.shape[dim]
+        index = ember.randperm(size)[:size - 1]  # distinct: which repeat wins is open
+        source_shape = list(a.shape)
+        source_shape[dim] = size - 1
+        source = _strided(tuple(source_shape), dtype)
+        same(a.cuda().index_copy(dim, index.cuda(), source.cuda()),
+             a.index_copy(dim, index, source))
+    got, expected = a.cuda(), a.clone()
+    source = _values((4, 1, 3), dtype)
+    assert got.index_copy_(1, ember.tensor(3).cuda(), source.cuda()) is got
+    same(got, expected.index_copy_(1, ember.tensor(3), source))
+    scalar, value = ember.tensor(1, dtype=dtype), ember.tensor(0, dtype=dtype)
+    same(scalar.cuda().index_copy(0, ember.tensor([0]).cuda(), value.cuda()),
+         scalar.index_copy(0, ember.tensor([0]), value))
+    same(a.cuda()[:, 1, 0].index_copy(0, ember.tensor([2]).cuda(), value.cuda()),
+         a[:, 1, 0].index_copy(0, ember.tensor([2]), value))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_put(device, dtype):
+    a = _strided((4, 5, 3), dtype)  # no 1-d view: put through a dense copy
+    distinct = ember.tensor([[0, 59, -2], [-60, 7, 8]])
+    repeated = ember.tensor([[0, 59, -1], [-60, 7, 7]])  # (values small: exact sums)
+    source = _values((6,), dtype)
+    for target in (a, a.contiguous()):
+        same(target.cuda().put(distinct.cuda(), source.cuda()), target.put(distinct, source))
+        same(ember.put(target.cuda(), repeated.cuda(), source.cuda(), True),
+             ember.put(target, repeated, source, True))
+        got, expected = target.cuda(), target.clone()
+        assert got.put_(repeated.t().cuda(), source.view(3, 2).cuda(), accumulate=True) is got
+        same(got, expected.put_(repeated.t(), source.view(3, 2), accumulate=True))
+    scalar = ember.tensor(2, dtype=dtype)
+    same(scalar.cuda().put(ember.tensor([0, -1]).cuda(), source[:2].cuda(), True),
+         scalar.put(ember.tensor([0, -1]), source[:2], True))
+    empty = ember.zeros(0, dtype=ember.int64)
+    same(a.cuda().put(empty.cuda(), source[:0].cuda()), a.put(empty, source[:0]))
+
+
+def test_index_copy_and_put_errors_are_the_cpus(device):
+    a, source = ember.zeros(3, 4), ember.ones(3, 2)
+    index = ember.tensor([0, 2])
+    calls = [
+        lambda t, i, s: t.index_copy(1, i.int(), s),
+        lambda t, i, s: t.index_copy(1, i.view(2, 1), s),
+        lambda t, i, s: t.index_copy(1, i + 3, s),
+        lambda t, i, s: t.index_copy(1, i - 1, s),
+        lambda t, i, s: t.index_copy(2, i, s),
+        lambda t, i, s: t.index_copy(1, i, s.double()),
+        lambda t, i, s: t.index_copy(1, i, s[:2]),
+        lambda t, i, s: t.index_copy(1, i, s[:, :1]),
+        lambda t, i, s: t.index_copy(1, i, s.view(3, 2, 1)),
+        lambda t, i, s: t.index_copy(1, i, s[0, 0]),
+        lambda t, i, s: t[:1].expand(3, 4).index_copy_(1, i, s),
+        lambda t, i, s: t.put(i.int(), s[0]),
+        lambda t, i, s: t.put(i, s[0].double()),
+        lambda t, i, s: t.put(i, s),
+        lambda t, i, s: t.put(i + 11, s[0]),
+        lambda t, i, s: t.t().put_(i - 14, s[0], accumulate=True),
+        lambda t, i, s: t[:0].put_(i, s[0]),
+        lambda t, i, s: t[:1].expand(3, 4).put_(i, s[0]),
+    ]
+    for call in calls:
+        _same_error(lambda: call(a, index, source),
+                    lambda: call(a.cuda(), index.cuda(), source.cuda()))
+    got = a.cuda().t()
+    _same_error(lambda: a.t().put_(index + 11, source[0]),
+                lambda: got.put_(index.cuda() + 11, source[0].cuda()))
+    same(got, a.t())  # a bad position writes nothing, strided target included
+
+
 # ---- kthvalue ---------------------------------------------------------------------------
 
 def _same_pair(got, expected):
@@ -343,6 +419,11 @@ def test_autograd_through_the_scatters_fills_takes_and_selections(device):
     _same_grads(lambda x, v: x.index_fill(1, ember.tensor([3, 0, 1], device=x.device), v),
                 input, ember.tensor(1.5, dtype=ember.float64))
     _same_grads(lambda x: x.take(ember.tensor([[0, 11], [-1, 0]], device=x.device)), input)
+    _same_grads(lambda x, s: x.index_copy(1, ember.tensor([3, 0], device=x.device), s[:, :2]),
+                input, ember.cat([src, src[:1]]))
+    for accumulate in (False, True):
+        _same_grads(lambda x, s: x.put(ember.tensor([[0, 10], [-1, 5]], device=x.device),
+                                       s[:, :2], accumulate=accumulate), input, src)
     _same_grads(lambda x: x.kthvalue(2, 1).values, input)
     _same_grads(lambda x: x.sort(dim=0, descending=True).values, input)
     _same_grads(lambda x: x.topk(2).values, input)

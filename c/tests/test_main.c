@@ -25,6 +25,7 @@
     _(views)              \
     _(iter)               \
     _(copy)               \
+    _(index)              \
     _(factories)          \
     _(random)             \
     _(parallel)           \

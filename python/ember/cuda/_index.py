@@ -19,7 +19,9 @@ dim first) and reads one index k per element:
 
 where c are i's coordinates and k = index[i's offset by the index's
 strides].  index_select(input, dim, idx) is the gather whose index has
-stride 0 in every dim but `dim`; index_add the scatter-add likewise.
+stride 0 in every dim but `dim`; index_add the scatter-add likewise, and
+index_copy_ the scatter.  put_ is t[idx] = v (put_add with accumulate) on
+its target seen as 1-d.
 Advanced indexing (t[idx], t[idx] = v, index_put) is the CPU's plan of
 Note [Advanced indexing] in c/th/THIndex.c: one `offsets` launch per
 indexed dim sums the offsets of the positions (shape B), then one `take`

@@ -22,9 +22,10 @@ Two kinds of calls have handlers here:
               installed runtime (_runtime.py).  Besides them: matrix
               products (cuBLAS), factories, random numbers (_random.py),
               joins, indexing (views; gathers, scatters and scatter_reduce
-              along a dim; index tensors and masks, planned as the CPU's
-              Note [Advanced indexing], with index_fill and take on the
-              same plan; nonzero: _index.py) and sorting (_sort.py: sort,
+              along a dim, index_copy among them; index tensors and
+              masks, planned as the CPU's Note [Advanced indexing], with
+              index_fill, take and put on the same plan; nonzero:
+              _index.py) and sorting (_sort.py: sort,
               topk, kthvalue, and unique with a scan).
 
 Everything else raises NotImplementedError naming the operator.
@@ -1167,10 +1168,11 @@ def _check_scatter(self, dim, index, src, written=None):
                        f"larger size than src {_shape_text(src.shape)}")
 
 
-def _scatter_into(target, dim, index, source, kind):
+def _scatter_into(target, dim, index, source, kind, bad_index=None):
     """One _index.py scatter `kind` over index's shape, from source (src,
     or a 0-d value that every position reads through stride 0) into target
-    along dim; a 0-d target, index or src counts as 1-d."""
+    along dim; a 0-d target, index or src counts as 1-d.  bad_index(k):
+    the error for a position out of range (scatter's by default)."""
     size = target.shape[dim] if target.ndim else 1
     if target.ndim == 0:
         target = target.view(1)
@@ -1181,7 +1183,7 @@ def _scatter_into(target, dim, index, source, kind):
     source = source.expand(shape) if source.ndim == 0 else source
     if _overlaps(source, target):  # x.scatter_(0, i, x) reads x as it was
         source = _copy_kernel(source)
-    _along(kind, target, source, index, shape, dim, 1, _out_of_bounds(dim, size))
+    _along(kind, target, source, index, shape, dim, 1, bad_index or _out_of_bounds(dim, size))
 
 
 _SCATTER_REDUCE = {None: "scatter", "add": "scatter_add", "multiply": "scatter_multiply"}
@@ -1297,6 +1299,96 @@ def _take(input, index, *, out=None):
 
 _OPERATORS.update(scatter=_scatter, scatter_reduce=_scatter_reduce, index_fill=_index_fill,
                   take=_take)
+
+
+# ---- index_copy, put: the CPU's checks, then a scatter or a put launch ------------------
+
+def _type_name(dtype):
+    return _pointwise.SCALAR_TYPE_NAMES[_dtype_name(dtype)]
+
+
+def _check_index_copy(self, dim, index, source):
+    """c/th/THIndex.c:check_index_copy_args, in PyTorch's order (dim wrapped)."""
+    if index.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if source.ndim == 0 and index.numel() != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {index.numel()})")
+    if source.ndim != self.ndim and source.ndim and self.ndim:
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.ndim}), "
+                         f"destination dimensionality ({self.ndim})")
+    if index.dtype != ember.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{_type_name(index.dtype)}")
+    if source.dtype != self.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {_type_name(self.dtype)} and (source) "
+                           f"{_type_name(source.dtype)}")
+    slices = [" ".join(str(n) for d, n in enumerate(t.shape) if d != dim) for t in (self, source)]
+    if slices[0] != slices[1]:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {slices[0]} at dimension {dim} and "
+                           f"source slice shape: {slices[1]} at dimension 0.")
+    if source.ndim and index.numel() != source.shape[dim]:
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({source.shape[dim]})")
+
+
+def _index_copy(input, dim, index, source, *, out=None):
+    """index_copy (out=input: index_copy_): source's slices written at index
+    along dim, positions in [0, size): the scatter whose index has stride 0
+    in every dim but dim, as index_add is the scatter-add."""
+    dim = _wrap(dim, input.ndim)
+    if out is not None:
+        _check_written(out)
+    _check_index_copy(input, dim, index, source)
+    target = _copy_kernel(input) if out is None else out
+    if source.numel():  # else no position is read, as on the CPU
+        size = target.shape[dim] if target.ndim else 1
+        if source.ndim < max(target.ndim, 1):  # a 0-d source, or one into a 0-d target
+            source = source.reshape(index.numel())
+        shape = tuple(source.shape)
+        seen = _along_dim(_on_device(index), len(shape), dim).expand(shape)
+        _scatter_into(target, dim, seen, source, "scatter", lambda k: IndexError(
+            f"index_copy_(): index {k} is out of bounds for dimension {dim} with size {size}"))
+    return target
+
+
+def _put(input, index, source, accumulate=False, *, out=None):
+    """put (out=input: put_): source's elements written (added, atomically,
+    with accumulate) at index's flat positions of input, negative ones
+    counting from the end: t[idx] = v on input seen as 1-d.  A target
+    without a 1-d view is put into through a dense copy, copied back."""
+    if index.dtype != ember.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{_type_name(index.dtype)}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {_type_name(input.dtype)} and source.dtype = "
+                           f"{_type_name(source.dtype)}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                         f"{index.numel()}")
+    if input.numel() == 0 and index.numel():
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
+    if out is not None:
+        _check_written(out)
+    target = _copy_kernel(input) if out is None else out
+    if not index.numel():
+        return target
+    flat = target.view(-1) if target.is_contiguous() else _copy_kernel(target).view(-1)
+    _index_put_into(flat, [_reshape(_on_device(index), -1)], _reshape(source, -1), accumulate,
+                    lambda bad, k, size: IndexError(
+                        f"out of range: tried to access index {bad} on a tensor of {size} "
+                        f"elements."))
+    if not target.is_contiguous():  # (after a bad index raised, target is as it was)
+        _copy_(target, flat.view(target.shape))
+    return target
+
+
+_OPERATORS.update(index_copy=_index_copy, put=_put)
 
 
 # ---- sorting along a dim: one bitonic network per lane (_sort.py) ---------------------
