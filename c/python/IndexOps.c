@@ -407,21 +407,35 @@ THP_TARGET_IMPLS(scatter, scatter_)
 THP_DEFINE_METHOD_ONLY(scatter_)
 THP_DEFINE_OP(scatter)
 
+/* The arguments (dim, index, <tensor>) of scatter_add and index_copy;
+ * names[2] is the tensor's name.  0, or -1 with a TypeError. */
+static int
+parse_dim_index_tensor(const char *fname, const char *const *names,
+                       PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, int64_t *dim, THTensor **index,
+                       THTensor **tensor)
+{
+    PyObject *objs[3];
+    if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 3, objs) < 0
+        || require_args(fname, objs, names, 3) < 0
+        || THPUtils_unpackLong(objs[0], fname, "dim", dim) < 0
+        || (*index = tensor_arg(fname, "index", 3, objs[1])) == NULL
+        || (*tensor = tensor_arg(fname, names[2], 4, objs[2])) == NULL) {
+        return -1;
+    }
+    return 0;
+}
+
 static int
 scatter_add_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)
 {
     static const char *const names[] = {"dim", "index", "src"};
-    PyObject *objs[3];
     int64_t dim;
     THTensor *index, *src;
-    if (THPUtils_parseArgs("scatter_add", args, nargs, kwnames, names, 3, 3,
-                           objs)
-            < 0
-        || require_args("scatter_add", objs, names, 3) < 0
-        || THPUtils_unpackLong(objs[0], "scatter_add", "dim", &dim) < 0
-        || (index = tensor_arg("scatter_add", "index", 3, objs[1])) == NULL
-        || (src = tensor_arg("scatter_add", "src", 4, objs[2])) == NULL) {
+    if (parse_dim_index_tensor("scatter_add", names, args, nargs, kwnames,
+                               &dim, &index, &src)
+        < 0) {
         return -1;
     }
     if (choose_target(t) < 0) { /* Note [Parse before the clone] */
@@ -586,17 +600,11 @@ index_copy_into(IndexOpTarget *t, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
     static const char *const names[] = {"dim", "index", "source"};
-    PyObject *objs[3];
     int64_t dim;
     THTensor *index, *source;
-    if (THPUtils_parseArgs("index_copy", args, nargs, kwnames, names, 3, 3,
-                           objs)
-            < 0
-        || require_args("index_copy", objs, names, 3) < 0
-        || THPUtils_unpackLong(objs[0], "index_copy", "dim", &dim) < 0
-        || (index = tensor_arg("index_copy", "index", 3, objs[1])) == NULL
-        || (source = tensor_arg("index_copy", "source", 4, objs[2]))
-               == NULL) {
+    if (parse_dim_index_tensor("index_copy", names, args, nargs, kwnames,
+                               &dim, &index, &source)
+        < 0) {
         return -1;
     }
     if (choose_target(t) < 0) { /* Note [Parse before the clone] */
