@@ -1153,8 +1153,8 @@ THTensor_newIndexSelect(THTensor *self, int64_t dim, THTensor *index)
     return result;
 }
 
-/* An index out of range along `dim`, worded as PyTorch's operator `fname`
- * words it (kind and prefix differ: "index_copy_(): index 5 is ..."). */
+/* An index out of range along `dim`, as each PyTorch operator words it:
+ * the kind and the prefix vary ("index_copy_(): index 5 is ..."). */
 static int
 set_dim_bounds_error(THErrorKind kind, const char *prefix, int64_t dim,
                      const BadIndex *bad)
