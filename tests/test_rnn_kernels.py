@@ -307,7 +307,8 @@ def test_entry_points_refuse_bad_calls():
         _C._rnn_forward(*args)
     with pytest.raises(RuntimeError, match="w_hr must be None for mode GRU"):
         args = forward_args("GRU")
-        args[1], args[2], args[5] = ember.zeros(12, 3), ember.zeros(2, 3), ember.zeros(3, 4)
+        args[1:3] = ember.zeros(12, 3), ember.zeros(2, 3)
+        args[5] = ember.zeros(3, 4)
         _C._rnn_forward(*args)
     gates, w_hh, h0, c0, _, _, mode, _ = forward_args()
     output, saved = _C._rnn_forward(gates, w_hh, h0, c0, None, None, mode, False)

@@ -229,10 +229,10 @@ THPModule_rnn_backward(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                             projected ? THTensor_newEmpty(2, projection, s.dtype,
                                                           TH_DEVICE_CPU)
                                       : NULL};
-    int status = results[0] != NULL && (results[1] != NULL || !gru) && results[2] != NULL
-                         && (results[3] != NULL || !lstm) && (results[4] != NULL || !projected)
-                     ? 0
-                     : -1;
+    bool allocated = results[0] != NULL && (results[1] != NULL || !gru)
+                     && results[2] != NULL && (results[3] != NULL || !lstm)
+                     && (results[4] != NULL || !projected);
+    int status = allocated ? 0 : -1;
     if (status == 0) {
         THP_RUN_WITHOUT_GIL_IF(true, status = THRNN_backward(
                                          s.mode, reverse != 0, results[0], results[1],

@@ -2,9 +2,10 @@
  * THRNN.c -- the recurrent layers' time loops (Note [Recurrent layers in
  * one loop] in THRNN.h): per step one THBlas_gemm with W_hh and one fused
  * gate kernel, and an LSTM with a projection one GEMM more (Note [LSTM
- * projections] in THRNN.h).  The gate kernels run row by row over the batch; their
- * inner loops over the hidden units use THFormulas.h's vectorisable
- * sigmoid and tanh, compiled once more for AVX2 (Note [Vector clones]).
+ * projections] in THRNN.h).  The gate kernels run row by row over the
+ * batch; their inner loops over the hidden units use THFormulas.h's
+ * vectorisable sigmoid and tanh, compiled once more for AVX2 (Note [Vector
+ * clones]).
  */
 #include "THRNN.h"
 
@@ -340,6 +341,14 @@ data_at(const THTensor *t, int64_t step, int64_t step_bytes)
 
 TH_RNN_DTYPES(TH_DEFINE_TRANSPOSE)
 
+/* Runs CASE(Name, ctype), which ends in break, for the dtype's case. */
+#define TH_RNN_SWITCH(dtype, CASE)                                              \
+    switch (dtype) {                                                            \
+        TH_RNN_DTYPES(CASE)                                                     \
+    default:                                                                    \
+        break; /* layout_of admits only the dtypes above */                     \
+    }
+
 /* sum += addend, n elements. */
 #define TH_DEFINE_ADD_INTO(Name, ctype)                                         \
     static void add_into_##Name(ctype *restrict sum, const ctype *restrict addend, \
@@ -368,11 +377,7 @@ transposed_copy(const Layout *l, const THTensor *w, const char *what)
     case TH_##Name:                                                             \
         transpose_##Name((const ctype *)THTensor_data(w), rows, cols, (ctype *)copy); \
         break;
-    switch (l->dtype) {
-        TH_RNN_DTYPES(TH_TRANSPOSE_CASE)
-    default:
-        break; /* layout_of admits only the dtypes above */
-    }
+    TH_RNN_SWITCH(l->dtype, TH_TRANSPOSE_CASE)
 #undef TH_TRANSPOSE_CASE
     return copy;
 }
@@ -425,11 +430,7 @@ grad_projection_product(const Layout *l, const char *grad_out, char *dh,
     case TH_##Name:                                                             \
         add_into_##Name((ctype *)dh, (const ctype *)grad_out, n);               \
         break;
-    switch (l->dtype) {
-        TH_RNN_DTYPES(TH_ADD_CASE)
-    default:
-        break; /* layout_of admits only the dtypes above */
-    }
+    TH_RNN_SWITCH(l->dtype, TH_ADD_CASE)
 #undef TH_ADD_CASE
     return THBlas_gemm(l->dtype, l->batch, l->hidden, l->state_width,
                        THScalar_fromDouble(1.0),
@@ -442,7 +443,8 @@ grad_projection_product(const Layout *l, const char *grad_out, char *dh,
 static int
 accumulate_grad_w_hr(const Layout *l, const char *dh, const char *u, THTensor *grad_w_hr)
 {
-    THBlasMatrix dh_t = THBlasMatrix_transposed((THBlasMatrix){(char *)dh, l->state_width, 1});
+    THBlasMatrix dh_rows = {(char *)dh, l->state_width, 1};
+    THBlasMatrix dh_t = THBlasMatrix_transposed(dh_rows);
     return THBlas_gemm(l->dtype, l->state_width, l->hidden, l->batch,
                        THScalar_fromDouble(1.0), dh_t,
                        (THBlasMatrix){(char *)u, l->hidden, 1}, THScalar_fromDouble(1.0),
@@ -490,8 +492,9 @@ THRNN_forward(THRNNMode mode, bool reverse, THTensor *gates, THTensor *output,
     }
     if (ready && l.projected) {
         w_hr_t = transposed_copy(&l, w_hr, "the transposed W_hr");
-        unprojected = w_hr_t == NULL ? NULL
-                                     : TH_mallocArray(l.cell_bytes, 1, "LSTM's o tanh(c)");
+        if (w_hr_t != NULL) {
+            unprojected = TH_mallocArray(l.cell_bytes, 1, "LSTM's o tanh(c)");
+        }
         ready = unprojected != NULL;
     }
     Step s = {.batch = l.batch, .hidden = l.hidden, .hidden_gates = hidden_gates,
@@ -541,8 +544,9 @@ THRNN_backward(THRNNMode mode, bool reverse, THTensor *grad_gates,
     char *unprojected = NULL, *grad_unprojected = NULL;
     if (l.projected) {
         unprojected = TH_mallocArray(l.cell_bytes, 1, "LSTM's o tanh(c)");
-        grad_unprojected = unprojected == NULL ? NULL
-                           : TH_mallocArray(l.cell_bytes, 1, "the gradient of o tanh(c)");
+        if (unprojected != NULL) {
+            grad_unprojected = TH_mallocArray(l.cell_bytes, 1, "the gradient of u_t");
+        }
         if (grad_unprojected == NULL) {
             free(unprojected);
             return -1;

@@ -60,7 +60,8 @@ class _Direction(Function):
                                         _contiguous(c0), gru_bias, _contiguous(w_hr), mode,
                                         reverse)
         ctx.mode, ctx.reverse = mode, reverse
-        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, gates, output, saved)
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, gates, output,
+                              saved)
         last = 0 if reverse else x.shape[0] - 1
         if mode == "LSTM":
             return output, output[last].clone(), saved[last].clone()
