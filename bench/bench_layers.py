@@ -100,6 +100,12 @@ def lstm_case(lib, seq, batch, hidden):
     return lambda: lstm(x)[0].sum().backward()
 
 
+def lstm_proj_case(lib, seq, batch, features, hidden, proj):
+    lstm = lib.nn.LSTM(features, hidden, proj_size=proj)
+    x = lib.randn(seq, batch, features, requires_grad=True)
+    return lambda: lstm(x)[0].sum().backward()
+
+
 def attention_case(lib, batch, heads, seq, dim):
     q, k, v = (lib.randn(batch, heads, seq, dim, requires_grad=True) for _ in range(3))
     return lambda: lib.nn.functional.scaled_dot_product_attention(
@@ -137,6 +143,8 @@ def cases(quick):
     yield "adaptive_avg_pool2d 64ch 56x56 -> 7x7", adaptive_avgpool_case, (batch, 64, 56, 7)
     yield "adaptive_avg_pool2d 512ch 7x7 -> 1x1", adaptive_avgpool_case, (batch, 512, 7, 1)
     yield "LSTM 2x256 seq 35 batch 20", lstm_case, (35, 20, 128 if quick else 256)
+    yield "LSTM 128->256 proj 64 seq 50 batch 32", lstm_proj_case, (
+        50, batch, 128, 128 if quick else 256, 64)
     yield "sdpa b8 h8 seq256 d64", attention_case, (8, 8, 128 if quick else 256, 64)
     # the seq-2048 case at batch 1 (batch 8 takes seconds a step here)
     yield "sdpa b1 h8 seq2048 d64", attention_case, (1, 8, 512 if quick else 2048, 64)

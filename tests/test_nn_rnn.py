@@ -1,7 +1,9 @@
 """RNN, LSTM, GRU, their cells and packed sequences (issue 12) against
 PyTorch with the same weights: outputs, final states and every gradient,
 float64, batch_first, bidirectional, projections, packed input; gradchecks;
-errors.  Pure Python composites over existing C operators."""
+errors.  Layers without packed input run on the C time loop of
+c/th/THRNN.c (tests/test_rnn_kernels.py tests it closer); cells and packed
+sequences are composites of existing operators."""
 
 import numpy as np
 import pytest
@@ -36,6 +38,7 @@ LAYERS = [
     ("LSTM", dict()),
     ("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True)),
     ("LSTM", dict(proj_size=2, num_layers=2)),
+    ("LSTM", dict(proj_size=3, bidirectional=True, batch_first=True)),
     ("GRU", dict()),
     ("GRU", dict(num_layers=2, bidirectional=True, bias=False)),
 ]

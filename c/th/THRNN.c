@@ -1,9 +1,11 @@
 /*
  * THRNN.c -- the recurrent layers' time loops (Note [Recurrent layers in
  * one loop] in THRNN.h): per step one THBlas_gemm with W_hh and one fused
- * gate kernel.  The gate kernels run row by row over the batch; their
- * inner loops over the hidden units use THFormulas.h's vectorisable
- * sigmoid and tanh, compiled once more for AVX2 (Note [Vector clones]).
+ * gate kernel, and an LSTM with a projection one GEMM more (Note [LSTM
+ * projections] in THRNN.h).  The gate kernels run row by row over the
+ * batch; their inner loops over the hidden units use THFormulas.h's
+ * vectorisable sigmoid and tanh, compiled once more for AVX2 (Note [Vector
+ * clones]).
  */
 #include "THRNN.h"
 
@@ -12,6 +14,7 @@
 #include "THGeneral.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The dtypes the loops run in: (Name, ctype). */
 #define TH_RNN_DTYPES(_) \
@@ -26,12 +29,15 @@ typedef struct {
     char *gates;        /* (B, G) fwd: pre-activations in, activations out */
     char *hidden_gates; /* GRU (B, G): fwd a = h W_hh^T + b_hh; bwd its grad */
     const char *h_prev; /* (B, H) h_{t-1} */
-    char *h;            /* (B, H) h_t */
+    char *h;            /* (B, H) h_t; with a projection u_t = o tanh(c_t),
+                           out in the backward too */
     const char *c_prev; /* LSTM (B, H) c_{t-1} */
     char *c;            /* LSTM: c_t; GRU: a_n, kept for the backward */
-    const char *grad_out; /* (B, H) dL/dh_t from the layer's output */
+    const char *grad_out; /* (B, H) dL/dh_t from the layer's output; with a
+                             projection the whole dL/du_t */
     char *grad_h;       /* (B, H) dL/dh_t from step t + 1 in, dL/dh_{t-1} out
-                           (GRU: the part that bypasses W_hh) */
+                           (GRU: the part that bypasses W_hh); NULL with a
+                           projection (the loop keeps dL/dh_t) */
     char *grad_c;       /* LSTM (B, H) dL/dc_t in, dL/dc_{t-1} out */
     char *grad_gates;   /* (B, G) out */
 } Step;
@@ -114,18 +120,24 @@ typedef struct {
         }                                                                       \
     }                                                                           \
     /* a: the activations i, f, g, o; d: their gradients.  tanh(c_t) is     \
-     * recomputed rather than stored. */                                      \
+     * recomputed rather than stored.  `projected` (a constant at each call, \
+     * so each inlined copy vectorises without the branch): grad_out is all \
+     * of dL/du_t, dh is unused, and u_t = o tanh(c_t) goes to u. */         \
     static inline void lstm_backward_row_##Name(                                \
-        int64_t H, const ctype *restrict ai, const ctype *restrict af,          \
-        const ctype *restrict ag, const ctype *restrict ao,                     \
-        const ctype *restrict c_prev, const ctype *restrict c,                  \
-        const ctype *restrict grad_out, const ctype *restrict dh,               \
-        ctype *restrict dc, ctype *restrict di, ctype *restrict df,             \
-        ctype *restrict dg, ctype *restrict d_o)                                \
+        int64_t H, bool projected, const ctype *restrict ai,                    \
+        const ctype *restrict af, const ctype *restrict ag,                     \
+        const ctype *restrict ao, const ctype *restrict c_prev,                 \
+        const ctype *restrict c, const ctype *restrict grad_out,                \
+        const ctype *restrict dh, ctype *restrict dc, ctype *restrict di,       \
+        ctype *restrict df, ctype *restrict dg, ctype *restrict d_o,            \
+        ctype *restrict u)                                                      \
     {                                                                           \
         for (int64_t j = 0; j < H; j++) {                                       \
             ctype tanh_c = vtanh(c[j]);                                         \
-            ctype d_h = grad_out[j] + dh[j];                                    \
+            ctype d_h = projected ? grad_out[j] : grad_out[j] + dh[j];          \
+            if (projected) {                                                    \
+                u[j] = ao[j] * tanh_c;                                          \
+            }                                                                   \
             ctype d_c = dc[j] + d_h * ao[j] * (1 - tanh_c * tanh_c);            \
             di[j] = d_c * ag[j] * ai[j] * (1 - ai[j]);                          \
             df[j] = d_c * c_prev[j] * af[j] * (1 - af[j]);                      \
@@ -141,11 +153,22 @@ typedef struct {
         for (int64_t b = 0; b < s->batch; b++) {                                \
             const ctype *a = ROW(s->gates, ctype, b, 4 * H);                    \
             ctype *d = ROW(s->grad_gates, ctype, b, 4 * H);                     \
-            lstm_backward_row_##Name(                                           \
-                H, a, a + H, a + 2 * H, a + 3 * H, ROW(s->c_prev, ctype, b, H), \
-                ROW(s->c, ctype, b, H), ROW(s->grad_out, ctype, b, H),          \
-                ROW(s->grad_h, ctype, b, H), ROW(s->grad_c, ctype, b, H), d,    \
-                d + H, d + 2 * H, d + 3 * H);                                   \
+            const ctype *c_prev = ROW(s->c_prev, ctype, b, H);                  \
+            const ctype *c = ROW(s->c, ctype, b, H);                            \
+            const ctype *grad_out = ROW(s->grad_out, ctype, b, H);              \
+            ctype *dc = ROW(s->grad_c, ctype, b, H);                            \
+            if (s->grad_h == NULL) {                                            \
+                lstm_backward_row_##Name(H, true, a, a + H, a + 2 * H,          \
+                                         a + 3 * H, c_prev, c, grad_out, NULL,  \
+                                         dc, d, d + H, d + 2 * H, d + 3 * H,    \
+                                         ROW(s->h, ctype, b, H));               \
+            }                                                                   \
+            else {                                                              \
+                lstm_backward_row_##Name(H, false, a, a + H, a + 2 * H,         \
+                                         a + 3 * H, c_prev, c, grad_out,        \
+                                         ROW(s->grad_h, ctype, b, H), dc, d,    \
+                                         d + H, d + 2 * H, d + 3 * H, NULL);    \
+            }                                                                   \
         }                                                                       \
     }                                                                           \
                                                                                 \
@@ -258,15 +281,18 @@ THRNN_gateCount(THRNNMode mode)
 }
 
 /* The layout both loops share: sizes, element size and the byte size of
- * one step's (B, H) and (B, G) slices. */
+ * one step's (B, S), (B, H) and (B, G) slices, S the hidden state's width:
+ * the projection's, or H (Note [LSTM projections] in THRNN.h). */
 typedef struct {
     THDtype dtype;
-    int64_t steps, batch, hidden, gate_width;
-    int64_t item, state_bytes, gate_bytes;
+    int64_t steps, batch, hidden, gate_width, state_width;
+    bool projected;
+    int64_t item, state_bytes, cell_bytes, gate_bytes;
 } Layout;
 
 static int
-layout_of(Layout *l, THRNNMode mode, const THTensor *gates, const THTensor *output)
+layout_of(Layout *l, THRNNMode mode, const THTensor *gates, const THTensor *output,
+          const THTensor *w_hr)
 {
     if (!runs_in(gates->dtype)) {
         THError_set(TH_ERR_TYPE, "rnn: expected a float32 or float64 tensor");
@@ -275,11 +301,14 @@ layout_of(Layout *l, THRNNMode mode, const THTensor *gates, const THTensor *outp
     l->dtype = gates->dtype;
     l->steps = gates->sizes[0];
     l->batch = gates->sizes[1];
-    l->hidden = output->sizes[2];
+    l->state_width = output->sizes[2];
+    l->projected = w_hr != NULL;
+    l->hidden = l->projected ? w_hr->sizes[1] : l->state_width;
     l->gate_width = THRNN_gateCount(mode) * l->hidden;
     l->item = THDtype_itemsize(l->dtype);
     /* <= the tensors' byte sizes, which exist: no overflow */
-    l->state_bytes = l->batch * l->hidden * l->item;
+    l->state_bytes = l->batch * l->state_width * l->item;
+    l->cell_bytes = l->batch * l->hidden * l->item;
     l->gate_bytes = l->batch * l->gate_width * l->item;
     return 0;
 }
@@ -312,54 +341,114 @@ data_at(const THTensor *t, int64_t step, int64_t step_bytes)
 
 TH_RNN_DTYPES(TH_DEFINE_TRANSPOSE)
 
-/* W_hh^T (H x G) as a new row-major copy: the forward's GEMMs then read
- * contiguous rows of it (in place: Note [GEMM small products] in
- * THBlas.c), about 20% faster per step than reading W_hh's columns; one
- * copy serves every step.  NULL with an error. */
+/* Runs CASE(Name, ctype), which ends in break, for the dtype's case. */
+#define TH_RNN_SWITCH(dtype, CASE)                                              \
+    switch (dtype) {                                                            \
+        TH_RNN_DTYPES(CASE)                                                     \
+    default:                                                                    \
+        break; /* layout_of admits only the dtypes above */                     \
+    }
+
+/* sum += addend, n elements. */
+#define TH_DEFINE_ADD_INTO(Name, ctype)                                         \
+    static void add_into_##Name(ctype *restrict sum, const ctype *restrict addend, \
+                                int64_t n)                                      \
+    {                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            sum[i] += addend[i];                                                \
+        }                                                                       \
+    }
+
+TH_RNN_DTYPES(TH_DEFINE_ADD_INTO)
+
+/* w^T (cols x rows) as a new row-major copy of the (rows x cols) w: the
+ * forward's GEMMs then read contiguous rows of it (in place: Note [GEMM
+ * small products] in THBlas.c), about 20% faster per step than reading
+ * W_hh's columns; one copy serves every step.  NULL with an error. */
 static char *
-transposed_copy(const Layout *l, const THTensor *w_hh)
+transposed_copy(const Layout *l, const THTensor *w, const char *what)
 {
-    char *copy = TH_mallocArray(l->gate_width * l->hidden, (size_t)l->item,
-                                "the transposed W_hh");
+    int64_t rows = w->sizes[0], cols = w->sizes[1];
+    char *copy = TH_mallocArray(rows * cols, (size_t)l->item, what);
     if (copy == NULL) {
         return NULL;
     }
 #define TH_TRANSPOSE_CASE(Name, ctype)                                          \
     case TH_##Name:                                                             \
-        transpose_##Name((const ctype *)THTensor_data(w_hh), l->gate_width,     \
-                         l->hidden, (ctype *)copy);                             \
+        transpose_##Name((const ctype *)THTensor_data(w), rows, cols, (ctype *)copy); \
         break;
-    switch (l->dtype) {
-        TH_RNN_DTYPES(TH_TRANSPOSE_CASE)
-    default:
-        break; /* layout_of admits only the dtypes above */
-    }
+    TH_RNN_SWITCH(l->dtype, TH_TRANSPOSE_CASE)
 #undef TH_TRANSPOSE_CASE
     return copy;
 }
 
-/* (B x H) h @ W_hh^T (H x G) into `out` (B x G): out = beta out + h W_hh^T. */
+/* (B x S) h_{t-1} @ W_hh^T (S x G) into `out` (B x G): out = beta out +
+ * h W_hh^T. */
 static int
 hidden_product(const Layout *l, const char *h, const char *w_hh_t, double beta,
                char *out)
 {
-    return THBlas_gemm(l->dtype, l->batch, l->gate_width, l->hidden,
-                       THScalar_fromDouble(1.0), (THBlasMatrix){(char *)h, l->hidden, 1},
+    return THBlas_gemm(l->dtype, l->batch, l->gate_width, l->state_width,
+                       THScalar_fromDouble(1.0),
+                       (THBlasMatrix){(char *)h, l->state_width, 1},
                        (THBlasMatrix){(char *)w_hh_t, l->gate_width, 1},
                        THScalar_fromDouble(beta), (THBlasMatrix){out, l->gate_width, 1});
 }
 
-/* (B x G) grad @ W_hh (G x H) into grad_h (B x H), added when `accumulate`. */
+/* (B x G) grad @ W_hh (G x S) into grad_h (B x S), added when `accumulate`. */
 static int
 grad_hidden_product(const Layout *l, const char *grad, const THTensor *w_hh,
                     bool accumulate, char *grad_h)
 {
-    THBlasMatrix w = {THTensor_data(w_hh), l->hidden, 1};
-    return THBlas_gemm(l->dtype, l->batch, l->hidden, l->gate_width,
+    THBlasMatrix w = {THTensor_data(w_hh), l->state_width, 1};
+    return THBlas_gemm(l->dtype, l->batch, l->state_width, l->gate_width,
                        THScalar_fromDouble(1.0),
                        (THBlasMatrix){(char *)grad, l->gate_width, 1}, w,
                        THScalar_fromDouble(accumulate ? 1.0 : 0.0),
-                       (THBlasMatrix){grad_h, l->hidden, 1});
+                       (THBlasMatrix){grad_h, l->state_width, 1});
+}
+
+/* The projection h_t = u_t W_hr^T: (B x H) u @ (H x S) W_hr^T into h. */
+static int
+projection_product(const Layout *l, const char *u, const char *w_hr_t, char *h)
+{
+    return THBlas_gemm(l->dtype, l->batch, l->state_width, l->hidden,
+                       THScalar_fromDouble(1.0), (THBlasMatrix){(char *)u, l->hidden, 1},
+                       (THBlasMatrix){(char *)w_hr_t, l->state_width, 1},
+                       THScalar_fromDouble(0.0), (THBlasMatrix){h, l->state_width, 1});
+}
+
+/* The projection's backward into u_t: dh (B x S), dL/dh_t from step
+ * t + 1, gets the output's share grad_out added, then grad_u (B x H) =
+ * dh @ W_hr (S x H). */
+static int
+grad_projection_product(const Layout *l, const char *grad_out, char *dh,
+                        const THTensor *w_hr, char *grad_u)
+{
+    int64_t n = l->batch * l->state_width;
+#define TH_ADD_CASE(Name, ctype)                                                \
+    case TH_##Name:                                                             \
+        add_into_##Name((ctype *)dh, (const ctype *)grad_out, n);               \
+        break;
+    TH_RNN_SWITCH(l->dtype, TH_ADD_CASE)
+#undef TH_ADD_CASE
+    return THBlas_gemm(l->dtype, l->batch, l->hidden, l->state_width,
+                       THScalar_fromDouble(1.0),
+                       (THBlasMatrix){dh, l->state_width, 1},
+                       (THBlasMatrix){THTensor_data(w_hr), l->hidden, 1},
+                       THScalar_fromDouble(0.0), (THBlasMatrix){grad_u, l->hidden, 1});
+}
+
+/* dW_hr (S x H) += dh^T (S x B, dh read by columns) @ u_t (B x H). */
+static int
+accumulate_grad_w_hr(const Layout *l, const char *dh, const char *u, THTensor *grad_w_hr)
+{
+    THBlasMatrix dh_rows = {(char *)dh, l->state_width, 1};
+    THBlasMatrix dh_t = THBlasMatrix_transposed(dh_rows);
+    return THBlas_gemm(l->dtype, l->state_width, l->hidden, l->batch,
+                       THScalar_fromDouble(1.0), dh_t,
+                       (THBlasMatrix){(char *)u, l->hidden, 1}, THScalar_fromDouble(1.0),
+                       (THBlasMatrix){THTensor_data(grad_w_hr), l->hidden, 1});
 }
 
 /* GRU's a = b_hh (or 0) before the product adds h W_hh^T; the product's
@@ -387,29 +476,36 @@ step_at(const Layout *l, bool reverse, int64_t k)
 int
 THRNN_forward(THRNNMode mode, bool reverse, THTensor *gates, THTensor *output,
               THTensor *saved, const THTensor *w_hh, const THTensor *b_hh,
-              const THTensor *h0, const THTensor *c0)
+              const THTensor *w_hr, const THTensor *h0, const THTensor *c0)
 {
     Layout l;
-    if (layout_of(&l, mode, gates, output) < 0) {
+    if (layout_of(&l, mode, gates, output, w_hr) < 0) {
         return -1;
     }
-    char *w_hh_t = transposed_copy(&l, w_hh), *hidden_gates = NULL;
-    if (w_hh_t != NULL && mode == TH_RNN_GRU) {
-        hidden_gates = TH_mallocArray(l.gate_bytes, 1,
-                                      "GRU's hidden gates");
+    /* scratch: W_hh^T; GRU's a; with a projection W_hr^T and u_t */
+    char *w_hh_t = transposed_copy(&l, w_hh, "the transposed W_hh");
+    char *hidden_gates = NULL, *w_hr_t = NULL, *unprojected = NULL;
+    bool ready = w_hh_t != NULL;
+    if (ready && mode == TH_RNN_GRU) {
+        hidden_gates = TH_mallocArray(l.gate_bytes, 1, "GRU's hidden gates");
+        ready = hidden_gates != NULL;
     }
-    if (w_hh_t == NULL || (mode == TH_RNN_GRU && hidden_gates == NULL)) {
-        free(w_hh_t);
-        return -1;
+    if (ready && l.projected) {
+        w_hr_t = transposed_copy(&l, w_hr, "the transposed W_hr");
+        if (w_hr_t != NULL) {
+            unprojected = TH_mallocArray(l.cell_bytes, 1, "LSTM's o tanh(c)");
+        }
+        ready = unprojected != NULL;
     }
     Step s = {.batch = l.batch, .hidden = l.hidden, .hidden_gates = hidden_gates,
               .h_prev = THTensor_data(h0), .c_prev = data_at(c0, 0, 0)};
-    int status = 0;
+    int status = ready ? 0 : -1;
     for (int64_t k = 0; k < l.steps && status == 0; k++) {
         int64_t t = step_at(&l, reverse, k);
+        char *h = data_at(output, t, l.state_bytes);
         s.gates = data_at(gates, t, l.gate_bytes);
-        s.h = data_at(output, t, l.state_bytes);
-        s.c = data_at(saved, t, l.state_bytes);
+        s.h = l.projected ? unprojected : h;
+        s.c = data_at(saved, t, l.cell_bytes);
         if (mode == TH_RNN_GRU) {
             double beta = start_hidden_gates(&l, b_hh, hidden_gates);
             status = hidden_product(&l, s.h_prev, w_hh_t, beta, hidden_gates);
@@ -420,9 +516,14 @@ THRNN_forward(THRNNMode mode, bool reverse, THTensor *gates, THTensor *output,
         if (status == 0) {
             run_cell(mode, l.dtype, false, &s);
         }
-        s.h_prev = s.h;
+        if (status == 0 && l.projected) {
+            status = projection_product(&l, unprojected, w_hr_t, h);
+        }
+        s.h_prev = h;
         s.c_prev = s.c;
     }
+    free(unprojected);
+    free(w_hr_t);
     free(hidden_gates);
     free(w_hh_t);
     return status;
@@ -431,35 +532,62 @@ THRNN_forward(THRNNMode mode, bool reverse, THTensor *gates, THTensor *output,
 int
 THRNN_backward(THRNNMode mode, bool reverse, THTensor *grad_gates,
                THTensor *grad_hidden_gates, THTensor *grad_h, THTensor *grad_c,
-               const THTensor *grad_output, const THTensor *gates,
+               THTensor *grad_w_hr, const THTensor *grad_output, const THTensor *gates,
                const THTensor *output, const THTensor *saved, const THTensor *w_hh,
-               const THTensor *h0, const THTensor *c0)
+               const THTensor *w_hr, const THTensor *h0, const THTensor *c0)
 {
     Layout l;
-    if (layout_of(&l, mode, gates, output) < 0) {
+    if (layout_of(&l, mode, gates, output, w_hr) < 0) {
         return -1;
     }
-    Step s = {.batch = l.batch, .hidden = l.hidden, .grad_h = THTensor_data(grad_h),
-              .grad_c = data_at(grad_c, 0, 0)};
+    /* with a projection, u_t (recomputed by the gate kernel) and dL/du_t */
+    char *unprojected = NULL, *grad_unprojected = NULL;
+    if (l.projected) {
+        unprojected = TH_mallocArray(l.cell_bytes, 1, "LSTM's o tanh(c)");
+        if (unprojected != NULL) {
+            grad_unprojected = TH_mallocArray(l.cell_bytes, 1, "the gradient of u_t");
+        }
+        if (grad_unprojected == NULL) {
+            free(unprojected);
+            return -1;
+        }
+        memset(THTensor_data(grad_w_hr), 0, (size_t)(grad_w_hr->numel * l.item));
+    }
+    char *dh = THTensor_data(grad_h); /* dL/dh_t from step t + 1, then dL/dh_{t-1} */
+    Step s = {.batch = l.batch, .hidden = l.hidden, .grad_h = l.projected ? NULL : dh,
+              .grad_c = data_at(grad_c, 0, 0), .h = unprojected,
+              .grad_out = grad_unprojected};
     int status = 0;
     for (int64_t k = l.steps - 1; k >= 0 && status == 0; k--) {
         int64_t t = step_at(&l, reverse, k);
         int64_t prev = step_at(&l, reverse, k - 1); /* unused when k == 0 */
+        const char *grad_out = data_at(grad_output, t, l.state_bytes);
         s.gates = data_at(gates, t, l.gate_bytes);
-        s.h = data_at(output, t, l.state_bytes);
-        s.c = data_at(saved, t, l.state_bytes);
+        s.c = data_at(saved, t, l.cell_bytes);
         s.h_prev = k == 0 ? THTensor_data(h0) : data_at(output, prev, l.state_bytes);
-        s.c_prev = k == 0 ? data_at(c0, 0, 0) : data_at(saved, prev, l.state_bytes);
-        s.grad_out = data_at(grad_output, t, l.state_bytes);
+        s.c_prev = k == 0 ? data_at(c0, 0, 0) : data_at(saved, prev, l.cell_bytes);
         s.grad_gates = data_at(grad_gates, t, l.gate_bytes);
         s.hidden_gates = data_at(grad_hidden_gates, t, l.gate_bytes);
-        run_cell(mode, l.dtype, true, &s);
-        if (mode == TH_RNN_GRU) {
-            status = grad_hidden_product(&l, s.hidden_gates, w_hh, true, s.grad_h);
+        if (l.projected) {
+            status = grad_projection_product(&l, grad_out, dh, w_hr, grad_unprojected);
         }
         else {
-            status = grad_hidden_product(&l, s.grad_gates, w_hh, false, s.grad_h);
+            s.h = data_at(output, t, l.state_bytes);
+            s.grad_out = grad_out;
+        }
+        if (status == 0) {
+            run_cell(mode, l.dtype, true, &s);
+        }
+        if (status == 0 && l.projected) {
+            status = accumulate_grad_w_hr(&l, dh, unprojected, grad_w_hr);
+        }
+        if (status == 0) {
+            status = mode == TH_RNN_GRU
+                         ? grad_hidden_product(&l, s.hidden_gates, w_hh, true, dh)
+                         : grad_hidden_product(&l, s.grad_gates, w_hh, false, dh);
         }
     }
+    free(grad_unprojected);
+    free(unprojected);
     return status;
 }

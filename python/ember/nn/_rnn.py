@@ -3,17 +3,18 @@
 their cells.
 
 The forward is one GEMM for the input projection of every time step, then
-the C loop: per step one GEMM with W_hh and one fused gate kernel.  The
+the C loop: per step one GEMM with W_hh and one fused gate kernel (and an
+LSTM with proj_size one GEMM with W_hr, Note [LSTM projections]).  The
 backward runs the loop the other way in C, which gives the gradient of
-every step's gates; x's and the weights' gradients are then whole-sequence
-GEMMs (dW_ih = dgates^T x, dW_hh = dgates^T h_{t-1}, the biases sums), so
-there is one autograd node per layer and direction, not one per step.
+every step's gates (and W_hr's, summed over the steps in the loop); x's
+and the other weights' gradients are then whole-sequence GEMMs (dW_ih =
+dgates^T x, dW_hh = dgates^T h_{t-1}, the biases sums), so there is one
+autograd node per layer and direction, not one per step.
 
 A second-order gradient (backward with create_graph=True) re-derives the
 first through the per-step composite of ember/nn/modules/rnn.py, so double
 backward keeps working.  rnn.py sends here float32/float64 layers without
-projections (proj_size) and without packed sequences; those run the
-composite.
+packed sequences; those run the composite.
 """
 
 import ember
@@ -31,22 +32,20 @@ KERNEL_DTYPES = (ember.float32, ember.float64)
 
 def kernel_fits(x, h0, c0, weights):
     """Whether the C loop runs this layer: a float32/float64 input with at
-    least one step and one sequence, states and weights of its dtype, and
-    no projection (weight_hr); and no trace recording (the tracer cannot
-    see inside the loop)."""
-    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    least one step and one sequence, states and weights of its dtype; and
+    no trace recording (the tracer cannot see inside the loop)."""
     if _tracing():
         return False
-    tensors = (h0, c0, w_ih, w_hh, b_ih, b_hh)
-    return (w_hr is None and x.dtype in KERNEL_DTYPES and x.shape[0] > 0 and x.shape[1] > 0
+    tensors = (h0, c0, *weights)
+    return (x.dtype in KERNEL_DTYPES and x.shape[0] > 0 and x.shape[1] > 0
             and all(t is None or t.dtype == x.dtype for t in tensors))
 
 
 def run_direction(mode, x, h0, c0, weights, reverse):
     """(T, B, I) x through one layer and direction: (output, h_n, c_n),
-    c_n None except for LSTM."""
-    w_ih, w_hh, b_ih, b_hh, _ = weights
-    results = _Direction.apply(mode, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    c_n None except for LSTM.  weights: (w_ih, w_hh, b_ih, b_hh, w_hr),
+    w_hr None without a projection."""
+    results = _Direction.apply(mode, reverse, x, h0, c0, *weights)
     return results if mode == "LSTM" else (*results, None)
 
 
@@ -54,13 +53,15 @@ class _Direction(Function):
     """One layer and direction: (output, h_n) and for LSTM c_n."""
 
     @staticmethod
-    def forward(ctx, mode, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+    def forward(ctx, mode, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr):
         gates = _input_projection(mode, x, w_ih, b_ih, b_hh)
         gru_bias = _contiguous(b_hh) if mode == "GRU" else None
         output, saved = _C._rnn_forward(gates, w_hh.contiguous(), h0.contiguous(),
-                                        _contiguous(c0), gru_bias, mode, reverse)
+                                        _contiguous(c0), gru_bias, _contiguous(w_hr), mode,
+                                        reverse)
         ctx.mode, ctx.reverse = mode, reverse
-        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, gates, output, saved)
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, gates, output,
+                              saved)
         last = 0 if reverse else x.shape[0] - 1
         if mode == "LSTM":
             return output, output[last].clone(), saved[last].clone()
@@ -70,11 +71,11 @@ class _Direction(Function):
     def backward(ctx, grad_output, grad_h, grad_c=None):
         if ember.is_grad_enabled():     # create_graph: a differentiable first gradient
             return _composite_backward(ctx, grad_output, grad_h, grad_c)
-        x, h0, c0, w_ih, w_hh, _, _, gates, output, saved = ctx.saved_tensors
-        grad_gates, grad_hidden, grad_h0, grad_c0 = _C._rnn_backward(
+        x, h0, c0, w_ih, w_hh, _, _, w_hr, gates, output, saved = ctx.saved_tensors
+        grad_gates, grad_hidden, grad_h0, grad_c0, grad_w_hr = _C._rnn_backward(
             grad_output.contiguous(), grad_h.contiguous(), _contiguous(grad_c), gates,
-            output, saved, w_hh.contiguous(), h0.contiguous(), _contiguous(c0), ctx.mode,
-            ctx.reverse)
+            output, saved, w_hh.contiguous(), _contiguous(w_hr), h0.contiguous(),
+            _contiguous(c0), ctx.mode, ctx.reverse)
         steps, batch, features = x.shape
         grad_x_gates = grad_gates.reshape(steps * batch, -1)
         # GRU's W_hh h + b_hh has a gradient of its own; the others share one
@@ -94,7 +95,8 @@ class _Direction(Function):
         if needs[8]:
             grad_b_hh = grad_h_gates.sum(0)
         return (None, None, grad_x, grad_h0 if needs[3] else None,
-                grad_c0 if needs[4] else None, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh)
+                grad_c0 if needs[4] else None, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh,
+                grad_w_hr if needs[9] else None)
 
 
 def _contiguous(t):
@@ -126,12 +128,12 @@ def _composite_backward(ctx, grad_output, grad_h, grad_c):
     """The first gradient through the per-step composite, with its graph."""
     from .modules.rnn import _STEPS, _run_direction
 
-    x, h0, c0, w_ih, w_hh, b_ih, b_hh, *_ = ctx.saved_tensors
-    args = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, *_ = ctx.saved_tensors
+    args = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     with ember.enable_grad():
         inputs = [t for t in args if t is not None and t.requires_grad]
         out, h, c = _run_direction(_STEPS[ctx.mode], x, h0, c0,
-                                   (w_ih, w_hh, b_ih, b_hh, None), ctx.reverse, None)
+                                   (w_ih, w_hh, b_ih, b_hh, w_hr), ctx.reverse, None)
         outputs = [out, h] + ([c] if c is not None else [])
         grads = [grad_output, grad_h] + ([grad_c] if c is not None else [])
         found = iter(ember.autograd.grad(outputs, inputs, grads, create_graph=True,

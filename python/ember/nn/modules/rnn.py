@@ -4,11 +4,11 @@ torch.nn.modules.rnn, with its parameter names, shapes and init).
 Each layer and direction runs as in PyTorch's reference (non-cuDNN) path:
 the input projection W_ih x + b_ih of every time step is one matrix
 product, then a loop over time applies the recurrent product W_hh h + b_hh
-and the gate math.  float32/float64 layers without projections run that
-loop in C with one autograd node per layer and direction (ember/nn/_rnn.py,
-c/th/THRNN.c); projections (proj_size), packed sequences and other dtypes
-run it here, made of ember operators that autograd differentiates step by
-step.
+and the gate math (and an LSTM's projection W_hr h with proj_size).
+float32/float64 layers run that loop in C with one autograd node per layer
+and direction (ember/nn/_rnn.py, c/th/THRNN.c); packed sequences and other
+dtypes run it here, made of ember operators that autograd differentiates
+step by step.
 
 PackedSequence inputs run on the padded batch with a mask: a sequence's
 state stops changing after its last element (so h_n is its last state) and
