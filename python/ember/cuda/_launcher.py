@@ -10,7 +10,9 @@ Two kinds of calls have handlers here:
               values on the host (item(), float(), numpy(force=True),
               tolist(), printing).  A copy is one cudaMemcpy of a
               contiguous block: layout changes, dtype conversions and
-              broadcasting happen on the CPU side of the copy.
+              broadcasting happen on the CPU side of the copy.  Between
+              CUDA tensors a dtype conversion (to(dtype), half(), copy_)
+              is a cast kernel (_cast.py), strided and broadcasting.
   operators   the pointwise operators of c/th/THPointwiseFormulas.h
               (arithmetic with alpha and Python numbers, comparisons,
               logical and bitwise ops, where, clamp, lerp, addcmul,
@@ -40,7 +42,8 @@ import ember
 from .. import _C
 from .._functions import _broadcast_shapes
 from .._tensor import _contiguous_strides
-from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime, _sort
+from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime,
+               _sort)
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -103,9 +106,9 @@ def _to(tensor, *args, **kwargs):
     if device == "cpu":  # from CUDA: copy, then convert on the CPU
         return _to_host(tensor).to(dtype)
     if tensor.is_cuda:  # cuda -> cuda with another dtype, or copy=True
-        if dtype != tensor.dtype:
-            return _to_device(_to_host(tensor).to(dtype))
         result = ember.empty(tensor.shape, dtype=dtype, device="cuda")
+        if dtype != tensor.dtype:
+            return _cast_into(result, tensor)
         _memcpy(result, _dense_on_device(tensor), _DEVICE_TO_DEVICE)
         return result
     return _to_device(tensor.to(dtype))  # from the CPU: convert, then copy
@@ -115,14 +118,34 @@ def _copy_(destination, source, non_blocking=False):
     if not destination.is_cuda:  # device -> host: copy, then convert on the CPU
         destination.copy_(_to_host(source))
         return destination
-    if source.dtype != destination.dtype or not source.is_cuda:  # convert on the host
-        host = source if not source.is_cuda else _to_host(source)
-        source = _to_device(host.to(destination.dtype))
+    if source.dtype != destination.dtype:
+        if source.is_cuda:
+            return _cast_into(destination, source)
+        source = source.to(destination.dtype)  # a host source converts on the host
+    if not source.is_cuda:
+        source = _to_device(source)
     source = source.expand(destination.shape)
     if destination.is_contiguous() and source.is_contiguous():
         _memcpy(destination, source, _DEVICE_TO_DEVICE)
     else:  # the copy kernel stores through destination's strides
         _pointwise_op("where", ember.tensor(True), source, source, out=destination)
+    return destination
+
+
+@functools.cache
+def _cast_kernel(key):
+    return _runtime.Kernel(_cast.kernel_name(*key), _cast.kernel_source(*key), _cast.headers(),
+                           _cast.kernel_parameters(*key), False)
+
+
+def _cast_into(destination, source):
+    """Converts `source` (a CUDA tensor broadcastable to destination's
+    shape) into `destination` with one cast kernel."""
+    key, strides = _cast.plan(destination, source)
+    if destination.numel():
+        _launch_kernel(_cast_kernel(key), _launch.launch_config(destination.numel()),
+                       _cast.arguments(strides, destination.data_ptr(), source.data_ptr(),
+                                       destination.numel()))
     return destination
 
 
@@ -1486,14 +1509,15 @@ def _fused_call(kernel, *inputs):
 
 
 # Methods whose arguments differ from their function's, and the dtype
-# shorthands (t.float(): a copy through the host, as to(dtype) is).
+# shorthands (t.float(): a cast kernel, as to(dtype) is).
 _METHODS = {
     "where": lambda self, condition, other, out=None: _pointwise_op(
         "where", condition, self, other, out=out),
     **{name: (lambda dtype: lambda self: _to(self, dtype))(getattr(ember, dtype))
        for name, dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                            ("long", "int64"), ("int", "int32"), ("short", "int16"),
-                           ("char", "int8"), ("byte", "uint8"), ("bool", "bool"))},
+                           ("char", "int8"), ("byte", "uint8"), ("bool", "bool"),
+                           ("bfloat16", "bfloat16"))},
 }
 
 
