@@ -318,3 +318,21 @@ def test_copy_from_the_host_converts_there(device):
     same_bits(out.copy_(x).cpu(), x.half(), "host float64 -> device float16")
     empty = ember.empty((0, 3), device="cuda")
     assert empty.half().shape == (0, 3) and empty.half().dtype == ember.float16
+
+
+def test_reductions_with_dtype_convert_first_on_the_device(device, no_host_round_trip):
+    x = ember.arange(24, dtype=ember.int32).view(4, 6)
+    h = _values("bfloat16")
+    d, dh = x.cuda(), h.cuda()
+    no_host_round_trip.clear()
+    pairs = [(d.sum(dtype=ember.float16), x.sum(dtype=ember.float16)),
+             (d.prod(1, dtype=ember.bfloat16), x.prod(1, dtype=ember.bfloat16)),
+             (d.cumsum(0, dtype=ember.int8), x.cumsum(0, dtype=ember.int8)),
+             (d.mean(dtype=ember.float64), x.mean(dtype=ember.float64)),
+             (ember.softmax(dh, 1, dtype=ember.float32), ember.softmax(h, 1, dtype=ember.float32)),
+             (dh.amax(0), h.amax(0))]
+    assert _runtime.DEVICE_TO_HOST not in no_host_round_trip
+    for got, expected in pairs:
+        same_bits(got.cpu(), expected, str(expected.dtype))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dtype'"):
+        ember.logsumexp(d, 0, dtype=ember.float32)

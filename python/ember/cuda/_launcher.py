@@ -273,9 +273,18 @@ def _reduction(op, tensor, dim=None, keepdim=False, out=None):
 
 def _reduction_call(name):
     """A call named in _reduce.CALLS (sum, var, norm, softmax, cumsum, ...),
-    its arguments bound by _reduce.plan_call."""
+    its arguments bound by _reduce.plan_call.  A dtype= converts the input
+    (a cast kernel) and, where the kernel's result has another dtype (the
+    int64 sums of integers), the result, as the CPU's sum_or_prod does."""
     def run(tensor, *args, out=None, **kwargs):
-        return _run_reduction(_reduce.plan_call(name, (tensor, *args), kwargs), tensor, out)
+        dtype = _reduce.pop_dtype(name, kwargs)
+        if dtype is not None and dtype != tensor.dtype:
+            tensor = _cast_into(ember.empty(tensor.shape, dtype=dtype, device="cuda"), tensor)
+        plan = _reduce.plan_call(name, (tensor, *args), kwargs)
+        if dtype is None or plan.out_dtype == _dtype_name(dtype):
+            return _run_reduction(plan, tensor, out)
+        result = _destination(out, plan.out_shape, _dtype_name(dtype), plan.op)
+        return _cast_into(result, _run_reduction(plan, tensor))
     return run
 
 

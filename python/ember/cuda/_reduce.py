@@ -625,17 +625,33 @@ CALLS = {
 }
 
 
+# The calls with PyTorch's dtype= (the input is converted first, as the
+# CPU's new_input_as in THReduce.c does).
+DTYPE_CALLS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "norm"}
+
+
+def pop_dtype(name, kwargs):
+    """The dtype= of a call named in CALLS (removed from kwargs), or None."""
+    dtype = kwargs.pop("dtype", None)
+    op = CALLS[name.removeprefix("Tensor.")][0]
+    if dtype is not None and op not in DTYPE_CALLS:
+        raise TypeError(f"{op}() got an unexpected keyword argument 'dtype'")
+    return dtype
+
+
 def plan_call(name, args, kwargs):
     """plan() for a call as the launcher receives it: ("var", (t, 1),
-    {"correction": 0}) or ("Tensor.softmax", (t, -1), {})."""
+    {"correction": 0}) or ("Tensor.softmax", (t, -1), {}).  A dtype= must
+    be the input's: the launcher converts the input to it first."""
     op, names = CALLS[name.removeprefix("Tensor.")]
     tensor, *positional = args
     if len(positional) > len(names) or set(names[:len(positional)]) & set(kwargs):
         raise TypeError(f"{op}() got an unexpected combination of arguments")
+    kwargs = dict(kwargs)
+    dtype = pop_dtype(name, kwargs)
+    if dtype is not None and dtype != tensor.dtype:
+        raise ValueError(f"{op}(dtype={dtype}): convert the input to {dtype} first")
     bound = dict(zip(names, positional), **kwargs)
-    if bound.pop("dtype", None) is not None:
-        raise NotImplementedError(f"ember.cuda: {op}(dtype=...) needs a conversion kernel, "
-                                  "which ember does not have yet")
     unbiased = bound.pop("unbiased", None)
     if unbiased is not None:
         bound["correction"] = int(unbiased)
