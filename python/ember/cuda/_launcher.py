@@ -27,7 +27,8 @@ Two kinds of calls have handlers here:
               along a dim; index tensors and masks, planned as the CPU's
               Note [Advanced indexing], with index_fill and take on the
               same plan; nonzero: _index.py) and sorting (_sort.py: sort,
-              topk, kthvalue, and unique with a scan).
+              topk, kthvalue, and unique with a scan, along a dim by a
+              sort per column).
 
 Everything else raises NotImplementedError naming the operator.
 """
@@ -1424,42 +1425,87 @@ def _kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 
 def _group_ids(values):
-    """Each element's group among runs of equal neighbours of a 1-d tensor,
-    counted from 0 (NaNs differ from everything, -0.0 equals 0.0, as the
-    CPU's same_value), and where each group starts: a comparison with the
-    left neighbour and a scan."""
+    """Each element's group among runs of equal neighbours of a 1-d tensor
+    (each row's, of a 2-d one: rows are equal when all their elements
+    are), counted from 0 (NaNs differ from everything, -0.0 equals 0.0, as
+    the CPU's same_value), and where each group starts: a comparison with
+    the left neighbour and a scan."""
     n = values.shape[0]
     starts = ember.empty(n, dtype=ember.bool, device="cuda")
     if n:
         _fill(starts.narrow(0, 0, 1), True)
-        _pointwise_op("ne", values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1),
-                      out=starts.narrow(0, 1, n - 1))
+        later, earlier = values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1)
+        if values.ndim == 1:
+            _pointwise_op("ne", later, earlier, out=starts.narrow(0, 1, n - 1))
+        else:
+            differ = _pointwise_op("ne", later, earlier)
+            _run_reduction(_reduce.plan("amax", differ, 1), differ, starts.narrow(0, 1, n - 1))
     ids = _pointwise_op("sub", _reduction("cumsum", starts, 0), 1)
     return ids, starts
 
 
+def _slices_as_rows(input, dim):
+    """The slices of `input` along `dim` as the rows of a dense matrix, and
+    the permutation that moved dim to the front (THTensor_uniqueDim's
+    checks first)."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    dim = _wrap(dim, input.ndim)
+    rows = input.shape[dim]
+    cols = input.numel() // rows if rows else 0
+    if rows and not cols:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                           "unique cannot be applied")
+    front = [dim] + [d for d in range(input.ndim) if d != dim]
+    return _reshape(input.permute(front), rows, cols), front
+
+
+def _lexicographic_order(matrix):
+    """The rows' order, lexicographic and stable, as the CPU's sort_rows:
+    an LSD sort, the rows re-sorted by each column from the last to the
+    first with the (stable) sort kernel, so earlier columns decide."""
+    rows, cols = matrix.shape
+    order = _made_on_the_host("arange")(rows)
+    for c in reversed(range(cols if rows > 1 else 0)):
+        keys = _index_select(matrix.select(1, c), 0, order)
+        _, by_column = _sorted_lanes(keys, 0, False, rows, "unique")
+        order = _index_select(order, 0, by_column)
+    return order
+
+
 def _unique_impl(input, consecutive, return_inverse, return_counts, dim):
-    """unique's values (the first element of each group of equal values,
-    in sorted order unless consecutive), inverse and counts, from one sort
-    of the flattened input (none for unique_consecutive), _group_ids, a
-    masked_select, a scatter and a scatter_add."""
-    if dim is not None:
-        raise NotImplementedError("ember.cuda: unique(dim=...) has no CUDA kernel yet")
-    flat = _reshape(input, -1)
-    if consecutive:
-        values, order = _dense_on_device(flat), None
+    """unique's values (the first element, or slice along dim, of each
+    group of equal ones, in sorted order unless consecutive), inverse and
+    counts, from a sort (of the flattened input, or of the slices as rows,
+    lexicographically; none for unique_consecutive), _group_ids, a
+    selection, a scatter and a scatter_add."""
+    if dim is None:
+        flat = _reshape(input, -1)
+        if consecutive:
+            values, order = _dense_on_device(flat), None
+        else:
+            values, order = _sorted_lanes(flat, 0, False, flat.shape[0], "unique")
+        ids, starts = _group_ids(values)
+        results = [_masked_select(values, starts)]
+        inverse_shape, groups = tuple(input.shape), results[0].shape[0]
     else:
-        values, order = _sorted_lanes(flat, 0, False, flat.shape[0], "unique")
-    ids, starts = _group_ids(values)
-    results = [_masked_select(values, starts)]
+        matrix, front = _slices_as_rows(input, dim)
+        order = None if consecutive else _lexicographic_order(matrix)
+        values = matrix if order is None else _index_select(matrix, 0, order)
+        ids, starts = _group_ids(values)
+        firsts = _index_select(values, 0, _nonzero(starts).view(-1))
+        shape = [firsts.shape[0]] + [input.shape[d] for d in front[1:]]
+        back = [front.index(d) for d in range(input.ndim)]
+        results = [_dense_on_device(firsts.view(shape).permute(back))]
+        inverse_shape, groups = (matrix.shape[0],), firsts.shape[0]
     if return_inverse:
         inverse = ids
         if order is not None:  # sorted position i came from input position order[i]
             inverse = ember.empty(ids.shape, dtype=ember.int64, device="cuda")
             _scatter_into(inverse, 0, order, ids, "scatter")
-        results.append(inverse.view(tuple(input.shape)))
+        results.append(inverse.view(inverse_shape))
     if return_counts:
-        counts = _new_filled(tuple(results[0].shape), ember.int64, 0, False)
+        counts = _new_filled((groups,), ember.int64, 0, False)
         _scatter_into(counts, 0, ids, _value_on_device(1, ember.int64), "scatter_add")
         results.append(counts)
     return results[0] if len(results) == 1 else tuple(results)
