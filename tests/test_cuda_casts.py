@@ -336,3 +336,24 @@ def test_reductions_with_dtype_convert_first_on_the_device(device, no_host_round
         same_bits(got.cpu(), expected, str(expected.dtype))
     with pytest.raises(TypeError, match="unexpected keyword argument 'dtype'"):
         ember.logsumexp(d, 0, dtype=ember.float32)
+
+
+def test_out_and_in_place_of_another_dtype_convert_on_the_device(device, no_host_round_trip):
+    h, f = _values("float16"), _values("float32")
+    dh, df = h.cuda(), f.cuda()
+    no_host_round_trip.clear()
+    dh.add_(df)  # float16 += float32: computed in float32, rounded into float16
+    h.add_(f)
+    out = ember.empty((8, 6), dtype=ember.bfloat16, device="cuda").t()
+    ember.exp(df, out=out)
+    sums = ember.empty(8, dtype=ember.float64, device="cuda")
+    ember.sum(df, 0, out=sums)
+    assert _runtime.DEVICE_TO_HOST not in no_host_round_trip
+    same_bits(dh.cpu(), h, "float16 += float32")
+    same_bits(out.cpu(), ember.exp(f, out=ember.empty((8, 6), dtype=ember.bfloat16).t()),
+              "exp into bfloat16")
+    np.testing.assert_allclose(sums.cpu().numpy(), ember.sum(f, 0).double().numpy(),
+                               rtol=1e-6)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        ember.exp(df, out=ember.empty((6, 8), dtype=ember.int64, device="cuda"))

@@ -189,7 +189,9 @@ def _launch_kernel(kernel, config, arguments):
 def _destination(out, shape, dtype, op):
     """`out` checked for a result of `shape` and `dtype` (a new CUDA tensor
     when None).  Kernels store their compute dtype: an out= of another dtype
-    would need a converting store, which they do not have yet."""
+    the result casts to takes a cast kernel after (_converting_out), which
+    the pointwise, unary and reduction operators do and the others do not
+    yet."""
     if out is None:
         return ember.empty(shape, dtype=getattr(ember, dtype), device="cuda")
     if not out.is_cuda:
@@ -207,6 +209,16 @@ def _destination(out, shape, dtype, op):
                            f"to the desired output type "
                            f"{_pointwise.SCALAR_TYPE_NAMES[_dtype_name(out.dtype)]}")
     return out
+
+
+def _converting_out(out, shape, dtype):
+    """Whether `out` (of the result's shape) has another dtype than a
+    kernel's result of `dtype`, which casts to it (PyTorch's rule for out=,
+    and in-place ops: float16 += float32): the result is then computed into
+    a new tensor and converted into out by a cast kernel."""
+    return (out is not None and out.is_cuda and tuple(out.shape) == tuple(shape)
+            and _dtype_name(out.dtype) != dtype
+            and ember.can_cast(getattr(ember, dtype), out.dtype))
 
 
 def _operand_pointers(plan, operands):
@@ -227,6 +239,8 @@ def _pointwise_op(op, *operands, alpha=1, out=None):
     """One THPointwise operator on CUDA operands and numbers."""
     plan = _pointwise.plan(op, *operands, alpha=alpha,
                            out_strides=None if out is None else out.stride())
+    if _converting_out(out, plan.shape, plan.out_dtype):
+        return _cast_into(out, _pointwise_op(op, *operands, alpha=alpha))
     out = _destination(out, plan.shape, plan.out_dtype, op)
     plan, pointers = _operand_pointers(plan, operands)
     if plan.numel:
@@ -241,6 +255,8 @@ def _unary_op(op, tensor, out=None):
     if dtype not in _kernels.DTYPES:
         raise NotImplementedError(f"ember.cuda: {op} of a {dtype} tensor (ember's CUDA unary "
                                   "kernels take float32, float64, float16 and bfloat16)")
+    if _converting_out(out, tuple(tensor.shape), dtype):
+        return _cast_into(out, _unary_op(op, tensor))
     out = _destination(out, tuple(tensor.shape), dtype, op)
     dense = tensor.is_contiguous() and out.is_contiguous()
     rank_class = "contiguous" if dense else "strided"
@@ -258,6 +274,8 @@ def _unary_op(op, tensor, out=None):
 
 def _run_reduction(plan, tensor, out=None):
     """A _reduce.py plan: the result, then one launch."""
+    if _converting_out(out, plan.out_shape, plan.out_dtype):
+        return _cast_into(out, _run_reduction(plan, tensor))
     out = _destination(out, plan.out_shape, plan.out_dtype, plan.op)
     if not out.is_contiguous():
         raise NotImplementedError(f"ember.cuda: {plan.op} into a non-contiguous out= tensor")
