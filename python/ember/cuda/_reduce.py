@@ -3,7 +3,9 @@ var/std, the vector norms, logsumexp), of softmax/log_softmax and of the
 scans cumsum/cumprod, from two templates, and the host side of a launch.
 
 What a reduction accumulates in (TH_ACC_<Name>: uint64 for bool and the
-integers, which wraps like PyTorch's int64; the dtype itself for floats),
+integers, which wraps like PyTorch's int64; the dtype itself for floats,
+float32 for float16 and bfloat16: Note [Reducing half precision on the
+device]),
 what it stores (TH_RES_<Name>), the NaN-propagating max/min step, the
 arg-reductions' "better" test and the floating reductions' per-element
 and finishing math (squared deviations, var's divisor, the p-norm terms,
@@ -119,11 +121,6 @@ def result_dtype(op, dtype):
     kind = REDUCTIONS[op].result
     return {"res": RES_DTYPES[dtype], "same": dtype, "int64": "int64",
             "float": dtype if dtype in FLOATS else compute_dtype(op, dtype)}[kind]
-
-
-def _wide(dtype):
-    """The dtype a kernel computes a value of `dtype` in before storing it."""
-    return _pointwise.loop_dtype(dtype)
 
 
 def kernel_name(op, dtype, rank_class):
@@ -348,7 +345,7 @@ def _block_source(op, dtype, rank_class, name):
     recipe = _recipe(op, dtype)
     in_t, out_t = DTYPES[dtype][1], DTYPES[result_dtype(op, dtype)][1]
     # what `finish` and `element` compute, rounded into out_t by ember_store
-    value_t = DTYPES[_wide(result_dtype(op, dtype))][1]
+    value_t = DTYPES[_pointwise.loop_dtype(result_dtype(op, dtype))][1]
     params, in_base, in_step, out_base, out_step = _geometry(
         rank_class, REDUCTIONS[op].kind == "line")
     structs, shared, body, earlier = [], [], [], []
@@ -432,7 +429,7 @@ def _scan_source(op, dtype, rank_class, name):
     stored)."""
     out_dtype = result_dtype(op, dtype)
     out_t = DTYPES[out_dtype][1]
-    out_name, value_t = DTYPES[_wide(out_dtype)]
+    out_name, value_t = DTYPES[_pointwise.loop_dtype(out_dtype)]
     fold, identity = _SUM_LIKE[op]
     params, in_base, in_step, out_base, out_step = _geometry(rank_class, True)
     indent = " " * (len(name) + 1)
