@@ -82,6 +82,9 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_cuda_indexing.py    the same for advanced indexing and sorting
 #   test_cuda_index_ops.py   the same for scatter/scatter_reduce, index_fill,
 #                            take, kthvalue and unique
+#   test_cuda_half.py, test_cuda_half_reductions.py  the same for float16
+#                            and bfloat16 (pointwise, unary; reductions)
+#   test_cuda_casts.py       the cast kernels (NVRTC, g++) and to()/copy_
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_cuda_binary_reduce_kernels.py \
@@ -90,6 +93,8 @@ PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_indexing.py \
                     --ignore=tests/test_cuda_index_ops.py \
                     --ignore=tests/test_cuda_half.py \
+                    --ignore=tests/test_cuda_half_reductions.py \
+                    --ignore=tests/test_cuda_casts.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \
                     --ignore=tests/test_distributed_sampler.py \
@@ -299,7 +304,9 @@ KERNEL_SOURCE_SUITES := --ignore=tests/test_cuda_kernels.py \
                         --ignore=tests/test_cuda_reduce_scan_kernels.py \
                         --ignore=tests/test_cuda_indexing.py \
                         --ignore=tests/test_cuda_index_ops.py \
-                        --ignore=tests/test_cuda_half.py
+                        --ignore=tests/test_cuda_half.py \
+                        --ignore=tests/test_cuda_half_reductions.py \
+                        --ignore=tests/test_cuda_casts.py
 test-pythons:
 	JOBS=$(OTHER_PYTHONS_JOBS) PYTEST_ARGS="$(PYTEST_ARGS) $(KERNEL_SOURCE_SUITES)" \
 	  tools/other_pythons.sh $(VPY)

@@ -306,8 +306,13 @@ def test_reduction_calls_plan_through_the_launcher_table(cuda_memory):
         expected = call(cpu)
         assert (p.out_shape, p.out_dtype) == (tuple(expected.shape),
                                               str(expected.dtype).removeprefix("ember.")), name
-    with pytest.raises(NotImplementedError, match="needs a conversion kernel"):
+    # dtype=: the launcher converts the input first (a cast kernel), so a
+    # plan takes only the input's own dtype
+    with pytest.raises(ValueError, match="convert the input to ember.float64 first"):
         _reduce.plan_call("softmax", (t, 0), {"dtype": ember.float64})
+    assert _reduce.plan_call("softmax", (t, 0), {"dtype": ember.float32}).out_dtype == "float32"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dtype'"):
+        _reduce.plan_call("amax", (t,), {"dtype": ember.float32})
     assert _reduce.plan_call("Tensor.var", (t, 1, False), {}).param == 0  # unbiased=False
     assert _reduce.plan_call("norm", (t,), {"p": "fro"}).key[0] == "norm2"
 

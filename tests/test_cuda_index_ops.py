@@ -380,7 +380,40 @@ def test_unique_keeps_each_nan_and_ties_signed_zeros(device):
                           x.unique(return_inverse=True, return_counts=True))
             _same_results(x.cuda().unique_consecutive(return_counts=True),
                           x.unique_consecutive(return_counts=True))
-    assert _error_of(lambda: a.cuda().unique(dim=0))[0] is NotImplementedError
+
+
+@pytest.mark.parametrize("dtype", [ember.bool, ember.int16, ember.float32], ids=str)
+def test_unique_along_a_dim(device, dtype):
+    # few distinct values: rows that repeat, and rows that tie on a prefix
+    a = ember.randint(0, 2, (5, 6, 3)).to(dtype)
+    a[3] = a[1]
+    for x in (a, a.permute(2, 0, 1)):
+        for dim, inverse, counts in itertools.product((0, 1, -1), (False, True), (False, True)):
+            for unique in (ember.unique, ember.unique_consecutive):
+                _same_results(unique(x.cuda(), return_inverse=inverse, return_counts=counts,
+                                     dim=dim),
+                              unique(x, return_inverse=inverse, return_counts=counts, dim=dim))
+    if torch is not None:
+        got = ember.unique(a.cuda(), return_inverse=True, return_counts=True, dim=1)
+        expected = torch.unique(torch.from_numpy(a.numpy()), return_inverse=True,
+                                return_counts=True, dim=1)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g.cpu().numpy(), e.numpy())
+
+
+def test_unique_along_a_dim_with_nans_empties_and_errors(device):
+    nan = float("nan")
+    a = ember.tensor([[nan, 0.0, 1.0], [nan, -0.0, 1.0], [1.0, 2.0, 3.0], [0.0, 0.0, 1.0],
+                      [1.0, 2.0, 3.0], [-math.inf, 0.0, 0.0]])
+    for x in (a, a.flip(0)):
+        _same_results(x.cuda().unique(dim=0, return_inverse=True, return_counts=True),
+                      x.unique(dim=0, return_inverse=True, return_counts=True))
+        _same_results(x.cuda().unique(dim=1, return_counts=True), x.unique(dim=1, return_counts=True))
+    empty = ember.empty((0, 3))
+    _same_results(empty.cuda().unique(dim=0, return_counts=True),
+                  empty.unique(dim=0, return_counts=True))
+    for x, dim in ((ember.empty((0, 3)), 1), (ember.tensor(1.0), 0)):
+        _same_error(lambda: x.unique(dim=dim), lambda: x.cuda().unique(dim=dim))
 
 
 # ---- autograd ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda import _launch, _reduce
+from ember.cuda import _launch, _pointwise, _reduce
 
 import cuda_emulation
 from test_cuda_binary_reduce_kernels import (EMULATION_DIR, _same, _strided_ember, _values,
@@ -40,26 +40,35 @@ needs_gxx = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++
 NORMS = ["norm1", "norm2", "norm_inf", "norm_neg_inf", "normp"]
 OPS = ["var", "std", *NORMS, "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod"]
 FLOATS = ["float32", "float64"]
-ALL = list(_reduce.DTYPES)
+HALVES = ["float16", "bfloat16"]
+# NumPy's dtypes: the half-precision kernels run end to end in
+# tests/test_cuda_half_reductions.py (NumPy has no bfloat16)
+ALL = list(_pointwise.ARITH_DTYPES)
 
 
-def keys():
+def keys(dtypes=tuple(_reduce.DTYPES)):
     for op in OPS:
         for dtype in _reduce.kernel_dtypes(op):
             for rank_class in _reduce.RANK_CLASSES:
-                yield op, dtype, rank_class
+                if dtype in dtypes:
+                    yield op, dtype, rank_class
 
 
 # ---- the tables and sources ------------------------------------------------------------
 
 def test_every_op_has_the_cpus_dtypes():
+    floats, every = FLOATS + HALVES, ALL + HALVES
     assert {op: _reduce.kernel_dtypes(op) for op in OPS} == {
-        "var": FLOATS, "std": FLOATS, **{n: FLOATS for n in NORMS}, "logsumexp": ALL,
-        "softmax": FLOATS, "log_softmax": FLOATS, "cumsum": ALL, "cumprod": ALL}
+        "var": floats, "std": floats, **{n: floats for n in NORMS}, "logsumexp": every,
+        "softmax": floats, "log_softmax": floats, "cumsum": every, "cumprod": every}
     assert _reduce.result_dtype("logsumexp", "int16") == "float32"
     assert _reduce.result_dtype("cumsum", "uint8") == "int64"
     assert _reduce.result_dtype("cumprod", "float32") == "float32"
-    assert len(list(keys())) == 84
+    # the half-precision dtypes keep their dtype and compute in float32
+    for op in OPS:
+        assert _reduce.result_dtype(op, "bfloat16") == "bfloat16"
+        assert _reduce.compute_dtype(op, "float16") == "float32"
+    assert len(list(keys())) == 132
 
 
 def test_sources_use_the_shared_formulas():
@@ -73,7 +82,8 @@ def test_sources_use_the_shared_formulas():
     lse = _reduce.kernel_source("logsumexp", "int8", "contiguous")
     assert "typedef float scalar_t;" in lse and "TH_LSE_SHIFT((double)best)" in lse
     scan = _reduce.kernel_source("cumsum", "int8", "contiguous")
-    assert "(TH_ACC_Int64)(int64_t)in[" in scan and "EMBER_FOR_EACH_INDEX(o, n_out)" in scan
+    assert "(TH_ACC_Int64)(int64_t)ember_widen(in[" in scan
+    assert "EMBER_FOR_EACH_INDEX(o, n_out)" in scan
     assert "__syncthreads" not in scan
 
 
@@ -165,7 +175,7 @@ def test_plan_errors():
 @pytest.fixture(scope="module")
 def emulated():
     os.makedirs(EMULATION_DIR, exist_ok=True)
-    return cuda_emulation.build_sources("reduce_scan", reduction_sources(keys()),
+    return cuda_emulation.build_sources("reduce_scan", reduction_sources(keys(ALL)),
                                         _reduce.headers(), EMULATION_DIR)
 
 

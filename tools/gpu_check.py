@@ -17,9 +17,10 @@ import sys
 import ember
 
 CUDA_TESTS = ["tests/test_cuda_host.py", "tests/test_cuda_kernels.py",
-              "tests/test_cuda_binary_reduce_kernels.py", "tests/test_cuda_launcher.py",
-              "tests/test_cuda_indexing.py", "tests/test_cuda_index_ops.py",
-              "tests/test_cuda_half.py"]
+              "tests/test_cuda_binary_reduce_kernels.py", "tests/test_cuda_reduce_scan_kernels.py",
+              "tests/test_cuda_launcher.py", "tests/test_cuda_indexing.py",
+              "tests/test_cuda_index_ops.py", "tests/test_cuda_half.py",
+              "tests/test_cuda_half_reductions.py", "tests/test_cuda_casts.py"]
 GPU_BENCHMARKS = ["bench/bench_cuda.py"]
 
 

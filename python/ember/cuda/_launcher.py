@@ -10,7 +10,9 @@ Two kinds of calls have handlers here:
               values on the host (item(), float(), numpy(force=True),
               tolist(), printing).  A copy is one cudaMemcpy of a
               contiguous block: layout changes, dtype conversions and
-              broadcasting happen on the CPU side of the copy.
+              broadcasting happen on the CPU side of the copy.  Between
+              CUDA tensors a dtype conversion (to(dtype), half(), copy_)
+              is a cast kernel (_cast.py), strided and broadcasting.
   operators   the pointwise operators of c/th/THPointwiseFormulas.h
               (arithmetic with alpha and Python numbers, comparisons,
               logical and bitwise ops, where, clamp, lerp, addcmul,
@@ -25,8 +27,8 @@ Two kinds of calls have handlers here:
               along a dim, index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
               index_fill, take and put on the same plan; nonzero:
-              _index.py) and sorting (_sort.py: sort,
-              topk, kthvalue, and unique with a scan).
+              _index.py) and sorting (_sort.py: sort, topk, kthvalue, and
+              unique with a scan, along a dim by a sort per column).
 
 Everything else raises NotImplementedError naming the operator.
 """
@@ -41,7 +43,8 @@ import ember
 from .. import _C
 from .._functions import _broadcast_shapes
 from .._tensor import _contiguous_strides
-from . import _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime, _sort
+from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime,
+               _sort)
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -104,9 +107,9 @@ def _to(tensor, *args, **kwargs):
     if device == "cpu":  # from CUDA: copy, then convert on the CPU
         return _to_host(tensor).to(dtype)
     if tensor.is_cuda:  # cuda -> cuda with another dtype, or copy=True
-        if dtype != tensor.dtype:
-            return _to_device(_to_host(tensor).to(dtype))
         result = ember.empty(tensor.shape, dtype=dtype, device="cuda")
+        if dtype != tensor.dtype:
+            return _cast_into(result, tensor)
         _memcpy(result, _dense_on_device(tensor), _DEVICE_TO_DEVICE)
         return result
     return _to_device(tensor.to(dtype))  # from the CPU: convert, then copy
@@ -116,14 +119,34 @@ def _copy_(destination, source, non_blocking=False):
     if not destination.is_cuda:  # device -> host: copy, then convert on the CPU
         destination.copy_(_to_host(source))
         return destination
-    if source.dtype != destination.dtype or not source.is_cuda:  # convert on the host
-        host = source if not source.is_cuda else _to_host(source)
-        source = _to_device(host.to(destination.dtype))
+    if source.dtype != destination.dtype:
+        if source.is_cuda:
+            return _cast_into(destination, source)
+        source = source.to(destination.dtype)  # a host source converts on the host
+    if not source.is_cuda:
+        source = _to_device(source)
     source = source.expand(destination.shape)
     if destination.is_contiguous() and source.is_contiguous():
         _memcpy(destination, source, _DEVICE_TO_DEVICE)
     else:  # the copy kernel stores through destination's strides
         _pointwise_op("where", ember.tensor(True), source, source, out=destination)
+    return destination
+
+
+@functools.cache
+def _cast_kernel(key):
+    return _runtime.Kernel(_cast.kernel_name(*key), _cast.kernel_source(*key), _cast.headers(),
+                           _cast.kernel_parameters(*key), False)
+
+
+def _cast_into(destination, source):
+    """Converts `source` (a CUDA tensor broadcastable to destination's
+    shape) into `destination` with one cast kernel."""
+    key, strides = _cast.plan(destination, source)
+    if destination.numel():
+        _launch_kernel(_cast_kernel(key), _launch.launch_config(destination.numel()),
+                       _cast.arguments(strides, destination.data_ptr(), source.data_ptr(),
+                                       destination.numel()))
     return destination
 
 
@@ -166,7 +189,9 @@ def _launch_kernel(kernel, config, arguments):
 def _destination(out, shape, dtype, op):
     """`out` checked for a result of `shape` and `dtype` (a new CUDA tensor
     when None).  Kernels store their compute dtype: an out= of another dtype
-    would need a converting store, which they do not have yet."""
+    the result casts to takes a cast kernel after (_converting_out), which
+    the pointwise, unary and reduction operators do and the others do not
+    yet."""
     if out is None:
         return ember.empty(shape, dtype=getattr(ember, dtype), device="cuda")
     if not out.is_cuda:
@@ -184,6 +209,16 @@ def _destination(out, shape, dtype, op):
                            f"to the desired output type "
                            f"{_pointwise.SCALAR_TYPE_NAMES[_dtype_name(out.dtype)]}")
     return out
+
+
+def _converting_out(out, shape, dtype):
+    """Whether `out` (of the result's shape) has another dtype than a
+    kernel's result of `dtype`, which casts to it (PyTorch's rule for out=,
+    and in-place ops: float16 += float32): the result is then computed into
+    a new tensor and converted into out by a cast kernel."""
+    return (out is not None and out.is_cuda and tuple(out.shape) == tuple(shape)
+            and _dtype_name(out.dtype) != dtype
+            and ember.can_cast(getattr(ember, dtype), out.dtype))
 
 
 def _operand_pointers(plan, operands):
@@ -204,6 +239,8 @@ def _pointwise_op(op, *operands, alpha=1, out=None):
     """One THPointwise operator on CUDA operands and numbers."""
     plan = _pointwise.plan(op, *operands, alpha=alpha,
                            out_strides=None if out is None else out.stride())
+    if _converting_out(out, plan.shape, plan.out_dtype):
+        return _cast_into(out, _pointwise_op(op, *operands, alpha=alpha))
     out = _destination(out, plan.shape, plan.out_dtype, op)
     plan, pointers = _operand_pointers(plan, operands)
     if plan.numel:
@@ -218,6 +255,8 @@ def _unary_op(op, tensor, out=None):
     if dtype not in _kernels.DTYPES:
         raise NotImplementedError(f"ember.cuda: {op} of a {dtype} tensor (ember's CUDA unary "
                                   "kernels take float32, float64, float16 and bfloat16)")
+    if _converting_out(out, tuple(tensor.shape), dtype):
+        return _cast_into(out, _unary_op(op, tensor))
     out = _destination(out, tuple(tensor.shape), dtype, op)
     dense = tensor.is_contiguous() and out.is_contiguous()
     rank_class = "contiguous" if dense else "strided"
@@ -235,6 +274,8 @@ def _unary_op(op, tensor, out=None):
 
 def _run_reduction(plan, tensor, out=None):
     """A _reduce.py plan: the result, then one launch."""
+    if _converting_out(out, plan.out_shape, plan.out_dtype):
+        return _cast_into(out, _run_reduction(plan, tensor))
     out = _destination(out, plan.out_shape, plan.out_dtype, plan.op)
     if not out.is_contiguous():
         raise NotImplementedError(f"ember.cuda: {plan.op} into a non-contiguous out= tensor")
@@ -251,9 +292,18 @@ def _reduction(op, tensor, dim=None, keepdim=False, out=None):
 
 def _reduction_call(name):
     """A call named in _reduce.CALLS (sum, var, norm, softmax, cumsum, ...),
-    its arguments bound by _reduce.plan_call."""
+    its arguments bound by _reduce.plan_call.  A dtype= converts the input
+    (a cast kernel) and, where the kernel's result has another dtype (the
+    int64 sums of integers), the result, as the CPU's sum_or_prod does."""
     def run(tensor, *args, out=None, **kwargs):
-        return _run_reduction(_reduce.plan_call(name, (tensor, *args), kwargs), tensor, out)
+        dtype = _reduce.pop_dtype(name, kwargs)
+        if dtype is not None and dtype != tensor.dtype:
+            tensor = _cast_into(ember.empty(tensor.shape, dtype=dtype, device="cuda"), tensor)
+        plan = _reduce.plan_call(name, (tensor, *args), kwargs)
+        if dtype is None or plan.out_dtype == _dtype_name(dtype):
+            return _run_reduction(plan, tensor, out)
+        result = _destination(out, plan.out_shape, _dtype_name(dtype), plan.op)
+        return _cast_into(result, _run_reduction(plan, tensor))
     return run
 
 
@@ -1484,42 +1534,87 @@ def _kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 
 def _group_ids(values):
-    """Each element's group among runs of equal neighbours of a 1-d tensor,
-    counted from 0 (NaNs differ from everything, -0.0 equals 0.0, as the
-    CPU's same_value), and where each group starts: a comparison with the
-    left neighbour and a scan."""
+    """Each element's group among runs of equal neighbours of a 1-d tensor
+    (each row's, of a 2-d one: rows are equal when all their elements
+    are), counted from 0 (NaNs differ from everything, -0.0 equals 0.0, as
+    the CPU's same_value), and where each group starts: a comparison with
+    the left neighbour and a scan."""
     n = values.shape[0]
     starts = ember.empty(n, dtype=ember.bool, device="cuda")
     if n:
         _fill(starts.narrow(0, 0, 1), True)
-        _pointwise_op("ne", values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1),
-                      out=starts.narrow(0, 1, n - 1))
+        later, earlier = values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1)
+        if values.ndim == 1:
+            _pointwise_op("ne", later, earlier, out=starts.narrow(0, 1, n - 1))
+        else:
+            differ = _pointwise_op("ne", later, earlier)
+            _run_reduction(_reduce.plan("amax", differ, 1), differ, starts.narrow(0, 1, n - 1))
     ids = _pointwise_op("sub", _reduction("cumsum", starts, 0), 1)
     return ids, starts
 
 
+def _slices_as_rows(input, dim):
+    """The slices of `input` along `dim` as the rows of a dense matrix, and
+    the permutation that moved dim to the front (THTensor_uniqueDim's
+    checks first)."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    dim = _wrap(dim, input.ndim)
+    rows = input.shape[dim]
+    cols = input.numel() // rows if rows else 0
+    if rows and not cols:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                           "unique cannot be applied")
+    front = [dim] + [d for d in range(input.ndim) if d != dim]
+    return _reshape(input.permute(front), rows, cols), front
+
+
+def _lexicographic_order(matrix):
+    """The rows' order, lexicographic and stable, as the CPU's sort_rows:
+    an LSD sort, the rows re-sorted by each column from the last to the
+    first with the (stable) sort kernel, so earlier columns decide."""
+    rows, cols = matrix.shape
+    order = _made_on_the_host("arange")(rows)
+    for c in reversed(range(cols if rows > 1 else 0)):
+        keys = _index_select(matrix.select(1, c), 0, order)
+        _, by_column = _sorted_lanes(keys, 0, False, rows, "unique")
+        order = _index_select(order, 0, by_column)
+    return order
+
+
 def _unique_impl(input, consecutive, return_inverse, return_counts, dim):
-    """unique's values (the first element of each group of equal values,
-    in sorted order unless consecutive), inverse and counts, from one sort
-    of the flattened input (none for unique_consecutive), _group_ids, a
-    masked_select, a scatter and a scatter_add."""
-    if dim is not None:
-        raise NotImplementedError("ember.cuda: unique(dim=...) has no CUDA kernel yet")
-    flat = _reshape(input, -1)
-    if consecutive:
-        values, order = _dense_on_device(flat), None
+    """unique's values (the first element, or slice along dim, of each
+    group of equal ones, in sorted order unless consecutive), inverse and
+    counts, from a sort (of the flattened input, or of the slices as rows,
+    lexicographically; none for unique_consecutive), _group_ids, a
+    selection, a scatter and a scatter_add."""
+    if dim is None:
+        flat = _reshape(input, -1)
+        if consecutive:
+            values, order = _dense_on_device(flat), None
+        else:
+            values, order = _sorted_lanes(flat, 0, False, flat.shape[0], "unique")
+        ids, starts = _group_ids(values)
+        results = [_masked_select(values, starts)]
+        inverse_shape, groups = tuple(input.shape), results[0].shape[0]
     else:
-        values, order = _sorted_lanes(flat, 0, False, flat.shape[0], "unique")
-    ids, starts = _group_ids(values)
-    results = [_masked_select(values, starts)]
+        matrix, front = _slices_as_rows(input, dim)
+        order = None if consecutive else _lexicographic_order(matrix)
+        values = matrix if order is None else _index_select(matrix, 0, order)
+        ids, starts = _group_ids(values)
+        firsts = _index_select(values, 0, _nonzero(starts).view(-1))
+        shape = [firsts.shape[0]] + [input.shape[d] for d in front[1:]]
+        back = [front.index(d) for d in range(input.ndim)]
+        results = [_dense_on_device(firsts.view(shape).permute(back))]
+        inverse_shape, groups = (matrix.shape[0],), firsts.shape[0]
     if return_inverse:
         inverse = ids
         if order is not None:  # sorted position i came from input position order[i]
             inverse = ember.empty(ids.shape, dtype=ember.int64, device="cuda")
             _scatter_into(inverse, 0, order, ids, "scatter")
-        results.append(inverse.view(tuple(input.shape)))
+        results.append(inverse.view(inverse_shape))
     if return_counts:
-        counts = _new_filled(tuple(results[0].shape), ember.int64, 0, False)
+        counts = _new_filled((groups,), ember.int64, 0, False)
         _scatter_into(counts, 0, ids, _value_on_device(1, ember.int64), "scatter_add")
         results.append(counts)
     return results[0] if len(results) == 1 else tuple(results)
@@ -1578,14 +1673,15 @@ def _fused_call(kernel, *inputs):
 
 
 # Methods whose arguments differ from their function's, and the dtype
-# shorthands (t.float(): a copy through the host, as to(dtype) is).
+# shorthands (t.float(): a cast kernel, as to(dtype) is).
 _METHODS = {
     "where": lambda self, condition, other, out=None: _pointwise_op(
         "where", condition, self, other, out=out),
     **{name: (lambda dtype: lambda self: _to(self, dtype))(getattr(ember, dtype))
        for name, dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                            ("long", "int64"), ("int", "int32"), ("short", "int16"),
-                           ("char", "int8"), ("byte", "uint8"), ("bool", "bool"))},
+                           ("char", "int8"), ("byte", "uint8"), ("bool", "bool"),
+                           ("bfloat16", "bfloat16"))},
 }
 
 

@@ -3,7 +3,9 @@ var/std, the vector norms, logsumexp), of softmax/log_softmax and of the
 scans cumsum/cumprod, from two templates, and the host side of a launch.
 
 What a reduction accumulates in (TH_ACC_<Name>: uint64 for bool and the
-integers, which wraps like PyTorch's int64; the dtype itself for floats),
+integers, which wraps like PyTorch's int64; the dtype itself for floats,
+float32 for float16 and bfloat16: Note [Reducing half precision on the
+device]),
 what it stores (TH_RES_<Name>), the NaN-propagating max/min step, the
 arg-reductions' "better" test and the floating reductions' per-element
 and finishing math (squared deviations, var's divisor, the p-norm terms,
@@ -53,8 +55,11 @@ __all__ = ["REDUCTIONS", "RANK_CLASSES", "CALLS", "kernel_dtypes", "kernel_name"
 HEADER_NAME = "THReduceFormulas.h"
 PRELUDE_NAME = "ember_reduce.h"
 RANK_CLASSES = ("contiguous", "strided")
-DTYPES = _pointwise.ARITH_DTYPES
-FLOATS = ("float32", "float64")
+DTYPES = _pointwise.DTYPES
+# float16 and bfloat16 reduce with float32's recipe (Note [Reducing half
+# precision on the device]).
+HALVES = tuple(_pointwise.LOOP_DTYPES)
+FLOATS = ("float32", "float64", *HALVES)
 ALL = tuple(DTYPES)
 
 # op -> (the input dtypes it has a kernel for, as the CPU; its result dtype:
@@ -86,7 +91,19 @@ REDUCTIONS = {
     "cumsum": Reduction(ALL, "res", "scan"),
     "cumprod": Reduction(ALL, "res", "scan"),
 }
-RES_DTYPES = {d: (d if d.startswith("float") else "int64") for d in DTYPES}
+RES_DTYPES = {d: (d if d in FLOATS else "int64") for d in DTYPES}
+
+# Note [Reducing half precision on the device]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# As the CPU (Note [Reducing half precision] in c/th/THReduce.c), a
+# float16 or bfloat16 reduction is float32's: each element is widened to
+# float32 on load (ember_widen), the passes accumulate in float32's types
+# (TH_ACC_Float32, and double where float32's recipe sums in double), and
+# the result is rounded once to the 16-bit dtype as it is stored
+# (ember_store); a scan rounds each running value, and softmax each
+# element.  So where the CPU's float32 kernel and the device's agree bit
+# for bit (max/min, the arg-reductions, the inf norms, the scans), the
+# half-precision results agree too.
 
 
 def kernel_dtypes(op):
@@ -95,13 +112,15 @@ def kernel_dtypes(op):
 
 def compute_dtype(op, dtype):
     """The dtype a kernel computes in (`scalar_t`)."""
+    if dtype in HALVES:
+        return "float32"
     return "float32" if REDUCTIONS[op].result == "float" and dtype not in FLOATS else dtype
 
 
 def result_dtype(op, dtype):
     kind = REDUCTIONS[op].result
     return {"res": RES_DTYPES[dtype], "same": dtype, "int64": "int64",
-            "float": compute_dtype(op, dtype)}[kind]
+            "float": dtype if dtype in FLOATS else compute_dtype(op, dtype)}[kind]
 
 
 def kernel_name(op, dtype, rank_class):
@@ -201,7 +220,7 @@ def _max_pass(name, dtype, step="TH_MAX_STEP", term="v", identity=None):
 def _recipe(op, dtype):
     """The op's passes and ending for input `dtype` (Note [Reduction passes])."""
     compute = compute_dtype(op, dtype)
-    name = DTYPES[dtype][0]
+    name = DTYPES[compute][0]
     exp = f"exp_{DTYPES[compute][0]}"  # THFloatFormulas.h's, as the CPU's softmax
     if op in ("sum", "mean", "prod"):
         fold, identity = _SUM_LIKE[op]
@@ -211,7 +230,7 @@ def _recipe(op, dtype):
                                    acc_t, "acc")], ending)
     if op in ("amax", "amin"):
         step = "TH_MAX_STEP" if op == "amax" else "TH_MIN_STEP"
-        return Recipe("scalar_t", [_max_pass("best", dtype, step)], "best")
+        return Recipe("scalar_t", [_max_pass("best", compute, step)], "best")
     if op in ("argmax", "argmin"):
         better = "TH_ARG_BETTER_MAX" if op == "argmax" else "TH_ARG_BETTER_MIN"
         # A strictly better value wins; between equals (or two NaNs) the
@@ -219,7 +238,7 @@ def _recipe(op, dtype):
         take = (f"{better}(other.value, acc.value) || (!{better}(acc.value, other.value) "
                 f"&& other.index < acc.index)")
         best = Pass("index", "EmberArgBest<scalar_t>",
-                    f"{_lowest(dtype, op == 'argmax')}, INT64_MAX_VALUE",
+                    f"{_lowest(compute, op == 'argmax')}, INT64_MAX_VALUE",
                     "combine(acc, acc_t{v, r})", f"{take} ? other : acc", "int64_t",
                     "acc.index")
         return Recipe("scalar_t", [best], "index")
@@ -235,10 +254,10 @@ def _recipe(op, dtype):
         return Recipe("scalar_t", [_sum_pass("total", "scalar_t", "TH_SQUARE(v)")],
                       "(scalar_t)sqrt((double)total)")
     if op == "norm_inf":  # |v| >= 0: 0 is max's identity
-        return Recipe("scalar_t", [_max_pass("best", dtype, term="TH_ABS(v)",
+        return Recipe("scalar_t", [_max_pass("best", compute, term="TH_ABS(v)",
                                              identity="0")], "best")
     if op == "norm_neg_inf":
-        return Recipe("scalar_t", [_max_pass("best", dtype, "TH_MIN_STEP", "TH_ABS(v)",
+        return Recipe("scalar_t", [_max_pass("best", compute, "TH_MIN_STEP", "TH_ABS(v)",
                                              "(scalar_t)INFINITY")], "best")
     if op == "normp":
         return Recipe("double", [_sum_pass("total", "double", "TH_NORM_P_TERM(v, param)")],
@@ -253,7 +272,7 @@ def _recipe(op, dtype):
         value = ("TH_SOFTMAX_SCALE(scalar_t, acc)" if op == "softmax"
                  else "TH_LOG_SOFTMAX_SHIFT(scalar_t, best, acc)")
         total = _sum_pass("total", "double", f"(double){exp}(v - best)")
-        passes = [_max_pass("best", dtype), total._replace(name="normalizer",
+        passes = [_max_pass("best", compute), total._replace(name="normalizer",
                                                            value_t="scalar_t", value=value)]
         ending = f"{exp}(v - best) * normalizer" if op == "softmax" else "v - normalizer"
         return Recipe("scalar_t", passes, ending)
@@ -325,6 +344,8 @@ def _pass_struct(k, p, load_t, earlier):
 def _block_source(op, dtype, rank_class, name):
     recipe = _recipe(op, dtype)
     in_t, out_t = DTYPES[dtype][1], DTYPES[result_dtype(op, dtype)][1]
+    # what `finish` and `element` compute, rounded into out_t by ember_store
+    value_t = DTYPES[_pointwise.loop_dtype(result_dtype(op, dtype))][1]
     params, in_base, in_step, out_base, out_step = _geometry(
         rank_class, REDUCTIONS[op].kind == "line")
     structs, shared, body, earlier = [], [], [], []
@@ -335,7 +356,8 @@ def _block_source(op, dtype, rank_class, name):
         body.append(f"""\
         ops::pass{k}::acc_t acc{k} = ops::pass{k}::identity();
         for (int64_t r = t; r < n_reduce; r += blockDim.x) {{
-            acc{k} = ops::pass{k}::fold(acc{k}, (ops::load_t)in[base + {in_step}], r, param{args});
+            acc{k} = ops::pass{k}::fold(acc{k}, (ops::load_t)ember_widen(in[base + {in_step}]), r,
+                                    param{args});
         }}
         acc{k} = ember_block_combine<ops::pass{k}>(partials{k}, acc{k});
         const ops::pass{k}::value_t {p.name} = ops::pass{k}::value(acc{k}, n_reduce, param{args});
@@ -346,32 +368,33 @@ def _block_source(op, dtype, rank_class, name):
     unused = "".join(f" (void){n};" for _, n in earlier)
     if REDUCTIONS[op].kind == "reduce":
         ending = f"""\
-static __device__ __forceinline__ {out_t}
+static __device__ __forceinline__ {value_t}
 finish(int64_t n, double param{values})
 {{
     (void)n; (void)param;{unused}
-    return ({out_t})({recipe.ending});
+    return ({value_t})({recipe.ending});
 }}
 """
         store = f"""\
         if (t == 0) {{
-            out[{out_base}] = ops::finish(n_reduce, param{args});
+            ember_store(out[{out_base}], ops::finish(n_reduce, param{args}));
         }}
 """
     else:
         ending = f"""\
-static __device__ __forceinline__ {out_t}
+static __device__ __forceinline__ {value_t}
 element(load_t v, double param{values})
 {{
     (void)param;{unused}
-    return ({out_t})({recipe.ending});
+    return ({value_t})({recipe.ending});
 }}
 """
         store = f"""\
         const int64_t out_base = {out_base};
         for (int64_t r = t; r < n_reduce; r += blockDim.x) {{
-            out[out_base + {out_step}] =
-                ops::element((ops::load_t)in[base + {in_step}], param{args});
+            ember_store(out[out_base + {out_step}],
+                        ops::element((ops::load_t)ember_widen(in[base + {in_step}]),
+                                     param{args}));
         }}
 """
     indent = " " * (len(name) + 1)
@@ -401,9 +424,12 @@ extern "C" __global__ void
 
 def _scan_source(op, dtype, rank_class, name):
     """One line per thread, in order: the CPU's running value (the input
-    converted to the result dtype, accumulated in TH_ACC_<Name>)."""
+    converted to the result dtype, accumulated in TH_ACC_<Name>; for the
+    half-precision dtypes, float32's, each running value rounded as it is
+    stored)."""
     out_dtype = result_dtype(op, dtype)
-    out_name, out_t = DTYPES[out_dtype]
+    out_t = DTYPES[out_dtype][1]
+    out_name, value_t = DTYPES[_pointwise.loop_dtype(out_dtype)]
     fold, identity = _SUM_LIKE[op]
     params, in_base, in_step, out_base, out_step = _geometry(rank_class, True)
     indent = " " * (len(name) + 1)
@@ -419,9 +445,10 @@ extern "C" __global__ void
         const int64_t out_base = {out_base};
         TH_ACC_{out_name} acc = {identity};
         for (int64_t r = 0; r < n_reduce; r++) {{
-            const TH_ACC_{out_name} v = (TH_ACC_{out_name})({out_t})in[base + {in_step}];
+            const TH_ACC_{out_name} v =
+                (TH_ACC_{out_name})({value_t})ember_widen(in[base + {in_step}]);
             acc = {fold};
-            out[out_base + {out_step}] = ({out_t})acc;
+            ember_store(out[out_base + {out_step}], ({value_t})acc);
         }}
     }}
 }}
@@ -489,7 +516,8 @@ def _check_dtype(op, kernel, dtype, dim, ndim):
     """The CPU operator's error for a dtype it refuses."""
     name = _pointwise.SCALAR_TYPE_NAMES.get(dtype, dtype)
     if dtype in REDUCTIONS[kernel].dtypes:
-        if compute_dtype(kernel, dtype) != dtype and ember.get_default_dtype() != ember.float32:
+        if REDUCTIONS[kernel].result == "float" and dtype not in FLOATS \
+                and ember.get_default_dtype() != ember.float32:
             raise NotImplementedError(f"ember.cuda: {op} of {dtype} computes in float32 only "
                                       "(the default dtype is not float32)")
         return
@@ -594,17 +622,33 @@ CALLS = {
 }
 
 
+# The calls with PyTorch's dtype= (the input is converted first, as the
+# CPU's new_input_as in THReduce.c does).
+DTYPE_CALLS = {"sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod", "norm"}
+
+
+def pop_dtype(name, kwargs):
+    """The dtype= of a call named in CALLS (removed from kwargs), or None."""
+    dtype = kwargs.pop("dtype", None)
+    op = CALLS[name.removeprefix("Tensor.")][0]
+    if dtype is not None and op not in DTYPE_CALLS:
+        raise TypeError(f"{op}() got an unexpected keyword argument 'dtype'")
+    return dtype
+
+
 def plan_call(name, args, kwargs):
     """plan() for a call as the launcher receives it: ("var", (t, 1),
-    {"correction": 0}) or ("Tensor.softmax", (t, -1), {})."""
+    {"correction": 0}) or ("Tensor.softmax", (t, -1), {}).  A dtype= must
+    be the input's: the launcher converts the input to it first."""
     op, names = CALLS[name.removeprefix("Tensor.")]
     tensor, *positional = args
     if len(positional) > len(names) or set(names[:len(positional)]) & set(kwargs):
         raise TypeError(f"{op}() got an unexpected combination of arguments")
+    kwargs = dict(kwargs)
+    dtype = pop_dtype(name, kwargs)
+    if dtype is not None and dtype != tensor.dtype:
+        raise ValueError(f"{op}(dtype={dtype}): convert the input to {dtype} first")
     bound = dict(zip(names, positional), **kwargs)
-    if bound.pop("dtype", None) is not None:
-        raise NotImplementedError(f"ember.cuda: {op}(dtype=...) needs a conversion kernel, "
-                                  "which ember does not have yet")
     unbiased = bound.pop("unbiased", None)
     if unbiased is not None:
         bound["correction"] = int(unbiased)
