@@ -188,6 +188,52 @@ def test_wide_layer_products(dtype):
     _assert_products_close(got, expected, dtype)
 
 
+@st.composite
+def stride_one_geometries(draw):
+    """Stride-1 2-D geometries whose panels hit the gathers' edges: output
+    lines of any width (not a multiple of the 8 or 4 values a transposed
+    block or a 32-byte chunk holds, or narrower than one), 1 to 3 input
+    channels (depth = channels * kh * kw short of a panel's columns) and,
+    with a few samples side by side, line runs cut by the GEMM's KC
+    blocks."""
+    kh, kw, pad = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(0, 2))
+    height = max(1, kh - 2 * pad) + draw(st.integers(0, 5))
+    width = max(1, kw - 2 * pad) + draw(st.integers(0, 18))
+    return (draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 9)),
+            (height, width), (kh, kw), (1, 1), (pad, pad), (1, 1), 1)
+
+
+@pytest.mark.noleakcheck
+@settings(max_examples=30, deadline=None)
+@given(geometry=stride_one_geometries(), dtype=st.sampled_from([np.float64, np.float32]),
+       family=st.sampled_from(["generic", "avx2", "avx512"]), seed=st.integers(0, 2**16))
+def test_gathers_at_block_edges(geometry, dtype, family, seed):
+    """All three products under each GEMM family this CPU runs (its own
+    panel width): the forward's and the input gradient's gather_b (a panel
+    row's chunks from one line run, two, or more: Note [Gathering a panel
+    row by selects]) and the weight gradient's gather_bt (transposed blocks
+    cut short at a run's end, columns past the last tap: Note [Transposing
+    the weight gradient's panel])."""
+    x, w, b, _ = _operands(dtype, geometry)
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal(x.shape).astype(dtype), rng.standard_normal(w.shape).astype(dtype)
+    pad = geometry[6]
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out = reference_conv2d(x64, w64, (1, 1), pad, (1, 1), 1)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    expected = (out + b.reshape(1, -1, 1, 1),
+                *reference_conv2d(x64, w64, (1, 1), pad, (1, 1), 1, grad=g.astype(np.float64)))
+    saved = _C._gemm_kernel()
+    try:
+        _C._gemm_kernel(family)
+    except RuntimeError:
+        return  # not on this CPU
+    try:
+        _assert_products_close(_ember_products(x, w, b, g, geometry), expected, dtype)
+    finally:
+        _C._gemm_kernel(saved)
+
+
 def test_empty_batch_gradients():
     """No samples: an empty input gradient and a zero weight gradient, on
     both input-gradient routes (stride 1 and 2)."""

@@ -202,9 +202,46 @@ sample_runs(const GatherJob *job, int64_t j0, int64_t cols, SampleRun *runs)
  * lines, whose padded lines start at least padded_w >= out_w >= len apart,
  * so src_r - col_r >= src_0 >= 0, and no load ends past tap + src_r + nr,
  * within the buffer's nr spare values (gather_buffers).  The chunks move
- * as 4-byte lanes, the same code for float32 and float64. */
+ * as 4-byte lanes, the same code for float32 and float64.
+ *
+ * gather_rows walks a chunk (a column of the panel) down all kc rows with
+ * its runs and masks fixed, and picks the loop by how many runs meet in it:
+ * one (copy_chunks: a load and a store a row), two (merge_chunks: two
+ * loads, a select, a store; every such chunk when output lines are at
+ * least CHUNK_LANES wide) or more (the general loop over the runs).  The
+ * general loop everywhere cost 13 instructions a chunk (callgrind, AVX2
+ * clone, 32-channel 5x5); the two special ones bring it to 8. */
 typedef int32_t PanelChunk __attribute__((vector_size(32)));
 enum { CHUNK_LANES = sizeof(PanelChunk) / 4 };
+
+/* A chunk of rows [0, kc) that one run covers: each row one load, from
+ * `from` plus the tap's offset. */
+static inline __attribute__((always_inline)) void
+copy_chunks(char *to, const char *from, const int64_t *offsets, int64_t kc,
+            size_t itemsize, size_t row_bytes)
+{
+    for (int64_t p = 0; p < kc; p++, to += row_bytes) {
+        PanelChunk row;
+        memcpy(&row, from + offsets[p] * (int64_t)itemsize, sizeof(row));
+        memcpy(to, &row, sizeof(row));
+    }
+}
+
+/* A chunk of rows [0, kc) where two runs meet (most chunks where any do:
+ * runs of a line at least CHUNK_LANES wide): `from`'s load, `also`'s over
+ * the lanes of `mask`. */
+static inline __attribute__((always_inline)) void
+merge_chunks(char *to, const char *from, const char *also, const PanelChunk *mask,
+             const int64_t *offsets, int64_t kc, size_t itemsize, size_t row_bytes)
+{
+    for (int64_t p = 0; p < kc; p++, to += row_bytes) {
+        PanelChunk row, run;
+        memcpy(&row, from + offsets[p] * (int64_t)itemsize, sizeof(row));
+        memcpy(&run, also + offsets[p] * (int64_t)itemsize, sizeof(run));
+        row = (run & *mask) | (row & ~*mask);
+        memcpy(to, &row, sizeof(row));
+    }
+}
 
 /* Panel rows [0, kc) of `row_bytes` (a multiple of 32) from the taps at
  * offsets[0, kc) and the line runs. */
@@ -234,16 +271,23 @@ gather_rows(char *dst, const char *padded, const int64_t *offsets, int64_t kc,
         }
         const char *from = padded + bases[lo] + chunk * (int64_t)sizeof(PanelChunk);
         char *to = dst + chunk * (int64_t)sizeof(PanelChunk);
-        for (int64_t p = 0; p < kc; p++, to += row_bytes) {
-            const char *tap = padded + offsets[p] * (int64_t)itemsize;
-            PanelChunk row, run;
-            memcpy(&row, from + offsets[p] * (int64_t)itemsize, sizeof(row));
-            for (int r = lo + 1; r <= hi; r++) {
-                memcpy(&run, tap + bases[r] + chunk * (int64_t)sizeof(PanelChunk),
-                       sizeof(run));
-                row = (run & masks[r]) | (row & ~masks[r]);
+        if (hi == lo) {
+            copy_chunks(to, from, offsets, kc, itemsize, row_bytes);
+        } else if (hi == lo + 1) {
+            merge_chunks(to, from, padded + bases[hi] + chunk * (int64_t)sizeof(PanelChunk),
+                         &masks[hi], offsets, kc, itemsize, row_bytes);
+        } else {
+            for (int64_t p = 0; p < kc; p++, to += row_bytes) {
+                const char *tap = padded + offsets[p] * (int64_t)itemsize;
+                PanelChunk row, run;
+                memcpy(&row, from + offsets[p] * (int64_t)itemsize, sizeof(row));
+                for (int r = lo + 1; r <= hi; r++) {
+                    memcpy(&run, tap + bases[r] + chunk * (int64_t)sizeof(PanelChunk),
+                           sizeof(run));
+                    row = (run & masks[r]) | (row & ~masks[r]);
+                }
+                memcpy(to, &row, sizeof(row));
             }
-            memcpy(to, &row, sizeof(row));
         }
     }
 }
@@ -311,43 +355,80 @@ gather_rows(char *dst, const char *padded, const int64_t *offsets, int64_t kc,
         }                                                                   \
     }
 
-/* Square blocks of the weight gradient's transposing gather: one 16-byte
- * vector per row, transposed in registers (GCC's vector extensions, so the
- * baseline build gets SSE shuffles and others their own). */
-typedef float TransposeVec_Float32 __attribute__((vector_size(16)));
-typedef double TransposeVec_Float64 __attribute__((vector_size(16)));
-typedef int32_t TransposeMask_Float32 __attribute__((vector_size(16)));
-typedef int64_t TransposeMask_Float64 __attribute__((vector_size(16)));
+/* Note [Transposing the weight gradient's panel]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The weight gradient's B is the forward's transposed: a panel row is one
+ * output position, its nr columns nr taps (c, k, i, j), and tap j's values
+ * along a line run lie contiguous in the padded buffer from taps[j] +
+ * run.src on (stride_w 1).  So gather_bt moves LANES x LANES blocks (8 x 8
+ * float32, 4 x 4 float64: 32-byte vectors): LANES taps' loads of LANES
+ * positions each, transposed in registers (transpose_<dtype>, GCC's vector
+ * extensions: AVX2 unpacks, shuffles and lane permutes in the x86-64-v3
+ * clone, their 16-byte halves in the baseline one), stored as the LANES
+ * panel rows' LANES columns, aligned.  No block falls back to one value at
+ * a time:
+ *   - a run whose length is not a multiple of LANES ends with a block of
+ *     fewer positions: it loads all LANES (the reads past the run stay in
+ *     the padded buffer: the next line's values, or its GATHER_MAX_NR spare
+ *     zeros past the last image) and stores only the run's rows;
+ *   - a panel's columns past the last tap (depth not a multiple of nr) read
+ *     the last tap again, so every block is whole; what they put in those
+ *     columns of B only reaches the same columns of C, which accumulate_c
+ *     never reads.
+ * The 4x4 blocks of 16-byte vectors this replaced moved each value with
+ * twice the loads and stores and a third more shuffles; other strides still
+ * go one value at a time. */
+typedef float TransposeVec_Float32 __attribute__((vector_size(32)));
+typedef double TransposeVec_Float64 __attribute__((vector_size(32)));
+typedef int32_t TransposeMask_Float32 __attribute__((vector_size(32)));
+typedef int64_t TransposeMask_Float64 __attribute__((vector_size(32)));
 
-static inline void
-transpose_Float32(TransposeVec_Float32 r[4])
+/* r[t][l] <- r[l][t] for an 8 x 8 block: pairs of rows interleaved, then
+ * pairs of pairs, then the 16-byte halves swapped across. */
+static inline __attribute__((always_inline)) void
+transpose_Float32(TransposeVec_Float32 r[8])
 {
     typedef TransposeMask_Float32 M;
-    TransposeVec_Float32 t0 = __builtin_shuffle(r[0], r[1], (M){0, 4, 1, 5});
-    TransposeVec_Float32 t1 = __builtin_shuffle(r[0], r[1], (M){2, 6, 3, 7});
-    TransposeVec_Float32 t2 = __builtin_shuffle(r[2], r[3], (M){0, 4, 1, 5});
-    TransposeVec_Float32 t3 = __builtin_shuffle(r[2], r[3], (M){2, 6, 3, 7});
-    r[0] = __builtin_shuffle(t0, t2, (M){0, 1, 4, 5});
-    r[1] = __builtin_shuffle(t0, t2, (M){2, 3, 6, 7});
-    r[2] = __builtin_shuffle(t1, t3, (M){0, 1, 4, 5});
-    r[3] = __builtin_shuffle(t1, t3, (M){2, 3, 6, 7});
+    TransposeVec_Float32 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shuffle(r[i], r[i + 1], (M){0, 8, 1, 9, 4, 12, 5, 13});
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], (M){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int i = 0; i < 8; i += 4) {
+        for (int h = 0; h < 2; h++) {
+            u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2],
+                                             (M){0, 1, 8, 9, 4, 5, 12, 13});
+            u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2],
+                                                 (M){2, 3, 10, 11, 6, 7, 14, 15});
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = __builtin_shuffle(u[i], u[i + 4], (M){0, 1, 2, 3, 8, 9, 10, 11});
+        r[i + 4] = __builtin_shuffle(u[i], u[i + 4], (M){4, 5, 6, 7, 12, 13, 14, 15});
+    }
 }
 
-static inline void
-transpose_Float64(TransposeVec_Float64 r[2])
+/* The same for a 4 x 4 block of doubles. */
+static inline __attribute__((always_inline)) void
+transpose_Float64(TransposeVec_Float64 r[4])
 {
     typedef TransposeMask_Float64 M;
-    TransposeVec_Float64 t0 = __builtin_shuffle(r[0], r[1], (M){0, 2});
-    r[1] = __builtin_shuffle(r[0], r[1], (M){1, 3});
-    r[0] = t0;
+    TransposeVec_Float64 t[4];
+    for (int i = 0; i < 4; i += 2) {
+        t[i] = __builtin_shuffle(r[i], r[i + 1], (M){0, 4, 2, 6});
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], (M){1, 5, 3, 7});
+    }
+    for (int i = 0; i < 2; i++) {
+        r[i] = __builtin_shuffle(t[i], t[i + 2], (M){0, 1, 4, 5});
+        r[i + 2] = __builtin_shuffle(t[i], t[i + 2], (M){2, 3, 6, 7});
+    }
 }
 
 /* gather_b of the weight gradient, whose B is the columns transposed:
  * rows [p0, p0 + kc) are output positions, columns [j0, j0 + nr) rows
- * (c, i, j) of the forward's B.  With stride_w 1 each line run moves in
- * LANES x LANES blocks (LANES rows (c, i, j) read along the run, written
- * down the panel: transpose_<dtype>); the block edges, and other strides,
- * one value at a time. */
+ * (c, k, i, j) of the forward's B.  With stride_w 1 each line run moves in
+ * transposed blocks (Note [Transposing the weight gradient's panel]);
+ * other strides one value at a time. */
 #define TH_DEFINE_GATHER_BT(Name, ctype)                                    \
     TH_VECTOR_CLONES                                                        \
     static void gather_bt_##Name(void *ctx, int64_t p0, int64_t kc, int64_t j0, \
@@ -357,32 +438,41 @@ transpose_Float64(TransposeVec_Float64 r[2])
         enum { LANES = sizeof(Vec) / sizeof(ctype) };                       \
         const GatherJob *job = ctx;                                         \
         int64_t cols = job->depth - j0 < nr ? job->depth - j0 : nr;         \
-        int64_t stride = job->s->stride_w;                                  \
+        bool by_blocks = job->s->stride_w == 1 && nr % LANES == 0;          \
         const ctype *taps[GATHER_MAX_NR];                                   \
-        for (int64_t j = 0; j < cols; j++) {                                \
-            taps[j] = (const ctype *)job->padded + job->tap_offsets[j0 + j]; \
+        for (int64_t j = 0; j < nr; j++) { /* past the last tap: it again */ \
+            taps[j] = (const ctype *)job->padded                            \
+                      + job->tap_offsets[j0 + (j < cols ? j : cols - 1)];   \
         }                                                                   \
         for (int64_t q = p0; q < p0 + kc;) {                                \
             LineRun run = line_run_at(job, q, p0 + kc);                     \
             ctype *dst = (ctype *)panel + (q - p0) * nr;                    \
-            int64_t len_v = stride == 1 ? run.len / LANES * LANES : 0;      \
-            int64_t cols_v = cols / LANES * LANES;                          \
-            for (int64_t x = 0; x < len_v; x += LANES) {                    \
-                for (int64_t j = 0; j < cols_v; j += LANES) {               \
+            for (int64_t j = 0; by_blocks && j < nr; j += LANES) {          \
+                const ctype *from[LANES];                                   \
+                _Pragma("GCC unroll 8")                                     \
+                for (int t = 0; t < LANES; t++) {                           \
+                    from[t] = taps[j + t] + run.src;                        \
+                }                                                           \
+                for (int64_t x = 0; x < run.len; x += LANES) {              \
                     Vec r[LANES];                                           \
+                    _Pragma("GCC unroll 8")                                 \
                     for (int t = 0; t < LANES; t++) {                       \
-                        memcpy(&r[t], taps[j + t] + run.src + x, sizeof(Vec)); \
+                        memcpy(&r[t], from[t] + x, sizeof(Vec));            \
                     }                                                       \
                     transpose_##Name(r);                                    \
+                    /* t < rows, not a loop to rows: r stays in registers */ \
+                    int64_t rows = run.len - x;                             \
+                    _Pragma("GCC unroll 8")                                 \
                     for (int t = 0; t < LANES; t++) {                       \
-                        memcpy(dst + (x + t) * nr + j, &r[t], sizeof(Vec)); \
+                        if (t < rows) {                                     \
+                            memcpy(dst + (x + t) * nr + j, &r[t], sizeof(Vec)); \
+                        }                                                   \
                     }                                                       \
                 }                                                           \
             }                                                               \
-            for (int64_t j = 0; j < cols; j++) {                            \
-                const ctype *src = taps[j] + run.src;                       \
-                for (int64_t x = j < cols_v ? len_v : 0; x < run.len; x++) { \
-                    dst[x * nr + j] = src[x * stride];                      \
+            for (int64_t j = 0; !by_blocks && j < cols; j++) {              \
+                for (int64_t x = 0; x < run.len; x++) {                     \
+                    dst[x * nr + j] = taps[j][run.src + x * job->s->stride_w]; \
                 }                                                           \
             }                                                               \
             q += run.len;                                                   \
