@@ -340,23 +340,34 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
 TH_DEFINE_DOT_BLOCK_ENDS(float)
 TH_DEFINE_DOT_BLOCK_ENDS(double)
 
-/* dst[t] = the even lanes of src[2t] and src[2t + 1] put end to end, plus
- * their odd lanes, for t < count (`even` and `odd` in scope). */
-#define TH_PAIR_SUMS(dst, src, count)                                      \
+/* dst[t] = shuffle(src[2t], src[2t + 1], even) + the same with `odd`,
+ * for t < count: one level of Note [GEMM with few columns]'s tree. */
+#define TH_PAIR_SUMS(dst, src, count, even, odd)                           \
     _Pragma("GCC unroll 8")                                                \
     for (int t = 0; t < (count); t++) {                                    \
         dst[t] = __builtin_shuffle(src[2 * t], src[2 * t + 1], even)       \
                  + __builtin_shuffle(src[2 * t], src[2 * t + 1], odd);     \
     }
 
-#define TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, EVEN)   \
+/* Keeps a loaded vector in a register: GCC would otherwise fold its load
+ * into each multiply-add that uses it, loading it once per use. */
+#if defined(__x86_64__)
+#define TH_KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define TH_KEEP_IN_REGISTER(v) ((void)0)
+#endif
+
+#define TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS)  \
     target_attr static void dot_block_##T##_##family(                     \
         int64_t k, const T *a, int64_t a_rs, const T *b, int64_t b_cs,     \
         int rows, int cols, T alpha, T beta, T *c, int64_t c_rs,           \
         int64_t c_cs)                                                      \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T),                              \
-               COLS = VLEN >= 2 ? 2 : 1, ROWS = VLEN / COLS };             \
+               COLS = VLEN >= 2 ? 2 : 1, ROWS = VLEN / COLS,               \
+               /* lanes per 16 bytes, and the tree's levels within them */ \
+               LANE_WIDTH = 16 / sizeof(T),                                \
+               LANE_LEVELS = LANE_WIDTH == 4 ? 2 : 1 };                    \
         const T *row[ROWS], *col[COLS];                                    \
         for (int r = 0; r < ROWS; r++) {                                   \
             row[r] = a + (r < rows ? r : 0) * a_rs;                        \
@@ -378,19 +389,23 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
             for (int r = 0; r < ROWS; r++) {                               \
                 VT av;                                                     \
                 memcpy(&av, row[r] + p, sizeof(VT));                       \
+                TH_KEEP_IN_REGISTER(av);                                   \
                 for (int s = 0; s < COLS; s++) {                           \
                     acc[r * COLS + s] = MADD(av, bv[s], acc[r * COLS + s]); \
                 }                                                          \
             }                                                              \
         }                                                                  \
-        const VI even = EVEN, odd = EVEN + 1;                              \
+        const VI masks[4] = MASKS(); /* in-lane even, odd; lane even, odd */ \
+        const VI even1 = masks[0], odd1 = masks[1];                        \
+        const VI even2 = LANE_LEVELS >= 2 ? masks[0] : masks[2];           \
+        const VI odd2 = LANE_LEVELS >= 2 ? masks[1] : masks[3];            \
         /* the tree, one array per level so it stays in registers */      \
         VT half[VLEN / 2], quarter[VLEN / 4 + 1], eighth[VLEN / 8 + 1],    \
             sixteenth[VLEN / 16 + 1];                                      \
-        TH_PAIR_SUMS(half, acc, VLEN / 2);                                 \
-        TH_PAIR_SUMS(quarter, half, VLEN / 4);                             \
-        TH_PAIR_SUMS(eighth, quarter, VLEN / 8);                           \
-        TH_PAIR_SUMS(sixteenth, eighth, VLEN / 16);                        \
+        TH_PAIR_SUMS(half, acc, VLEN / 2, even1, odd1);                    \
+        TH_PAIR_SUMS(quarter, half, VLEN / 4, even2, odd2);                \
+        TH_PAIR_SUMS(eighth, quarter, VLEN / 8, masks[2], masks[3]);       \
+        TH_PAIR_SUMS(sixteenth, eighth, VLEN / 16, masks[2], masks[3]);    \
         VT total = VLEN == 2   ? half[0]                                   \
                    : VLEN == 4 ? quarter[0]                                \
                    : VLEN == 8 ? eighth[0]                                 \
@@ -401,6 +416,18 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
             dot_block_tail_##T(p, k, row, ROWS, col, COLS, sums);          \
             memcpy(&total, sums, sizeof(sums));                            \
         }                                                                  \
+        total *= alpha;                                                    \
+        if (beta == 0 && c_cs == 1 && cols == COLS) {                      \
+            /* each row's COLS sums side by side, as C holds them */      \
+            _Pragma("GCC unroll 16")                                       \
+            for (int r = 0; r < ROWS; r++) {                               \
+                if (r < rows) {                                            \
+                    memcpy(c + r * c_rs, (T *)&total + r * COLS,           \
+                           COLS * sizeof(T));                              \
+                }                                                          \
+            }                                                              \
+            return;                                                        \
+        }                                                                  \
         /* lanes taken from the register by constant indices: read back   \
          * from memory, right after the vector store, they waited on      \
          * store-to-load forwarding (a third of this function's time) */  \
@@ -410,46 +437,64 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
             for (int s = 0; s < COLS; s++) {                               \
                 if (r < rows && s < cols) {                                \
                     T *out = c + r * c_rs + s * c_cs;                      \
-                    T sum = alpha * total[r * COLS + s];                   \
+                    T sum = total[r * COLS + s];                           \
                     *out = beta == 0 ? sum : sum + beta * *out;            \
                 }                                                          \
             }                                                              \
         }                                                                  \
     }
 
-/* The even lanes of two vectors put end to end: lanes 0, 2, ..., 2 VLEN - 2
- * (the odd ones are these plus one), as __builtin_shuffle's mask. */
+/* The tree's shuffle masks (__builtin_shuffle indices into two vectors
+ * put end to end), Note [GEMM with few columns]: within each 16 bytes,
+ * the even lanes of the first vector then those of the second (and the
+ * odd ones: the same plus one), for the levels inside the 16-byte lanes;
+ * then the even 16-byte lanes of the first vector and of the second (and
+ * the odd ones), for the levels across them. */
 typedef int32_t v4si __attribute__((vector_size(16)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef int32_t v16si __attribute__((vector_size(64)));
 typedef int64_t v2di __attribute__((vector_size(16)));
 typedef int64_t v4di __attribute__((vector_size(32)));
 typedef int64_t v8di __attribute__((vector_size(64)));
-#define EVEN_LANES_2 ((v2di){0, 2})
-#define EVEN_LANES_4(VI) ((VI){0, 2, 4, 6})
-#define EVEN_LANES_8(VI) ((VI){0, 2, 4, 6, 8, 10, 12, 14})
-#define EVEN_LANES_16                                                      \
-    ((v16si){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+#define TREE_MASKS_2()                                                       \
+    {(v2di){0, 2}, (v2di){1, 3}, (v2di){0, 2}, (v2di){1, 3}}
+#define TREE_MASKS_4()                                                       \
+    {(v4si){0, 2, 4, 6}, (v4si){1, 3, 5, 7}, (v4si){0, 2, 4, 6},           \
+     (v4si){1, 3, 5, 7}}
+#define TREE_MASKS_4D()                                                      \
+    {(v4di){0, 4, 2, 6}, (v4di){1, 5, 3, 7}, (v4di){0, 1, 4, 5},           \
+     (v4di){2, 3, 6, 7}}
+#define TREE_MASKS_8()                                                       \
+    {(v8si){0, 2, 8, 10, 4, 6, 12, 14}, (v8si){1, 3, 9, 11, 5, 7, 13, 15}, \
+     (v8si){0, 1, 2, 3, 8, 9, 10, 11}, (v8si){4, 5, 6, 7, 12, 13, 14, 15}}
+#define TREE_MASKS_8D()                                                      \
+    {(v8di){0, 8, 2, 10, 4, 12, 6, 14}, (v8di){1, 9, 3, 11, 5, 13, 7, 15}, \
+     (v8di){0, 1, 4, 5, 8, 9, 12, 13}, (v8di){2, 3, 6, 7, 10, 11, 14, 15}}
+#define TREE_MASKS_16()                                                      \
+    {(v16si){0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30},   \
+     (v16si){1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31},   \
+     (v16si){0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},    \
+     (v16si){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}}
 
-#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, EVEN) \
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
     TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
-    TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, EVEN) \
+    TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
 TH_DEFINE_VECTOR_KERNELS(float, v4sf, v4si, generic, TH_NO_TARGET, MADD_PLAIN,
-                         EVEN_LANES_4(v4si))
+                         TREE_MASKS_4)
 TH_DEFINE_VECTOR_KERNELS(double, v2df, v2di, generic, TH_NO_TARGET, MADD_PLAIN,
-                         EVEN_LANES_2)
+                         TREE_MASKS_2)
 #if defined(__x86_64__)
 TH_DEFINE_VECTOR_KERNELS(float, v8sf, v8si, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_FLOAT, EVEN_LANES_8(v8si))
+                         MADD_AVX2_FLOAT, TREE_MASKS_8)
 TH_DEFINE_VECTOR_KERNELS(double, v4df, v4di, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_DOUBLE, EVEN_LANES_4(v4di))
+                         MADD_AVX2_DOUBLE, TREE_MASKS_4D)
 TH_DEFINE_VECTOR_KERNELS(float, v16sf, v16si, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_FLOAT, EVEN_LANES_16)
+                         MADD_AVX512_FLOAT, TREE_MASKS_16)
 TH_DEFINE_VECTOR_KERNELS(double, v8df, v8di, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_DOUBLE, EVEN_LANES_8(v8di))
+                         MADD_AVX512_DOUBLE, TREE_MASKS_8D)
 #endif
 
 typedef void (*UKernel_float)(int64_t, const float *, const float *,
