@@ -46,7 +46,7 @@
  * reads A by embedded broadcasts (Note [Broadcast operands of the
  * micro-kernel]).  The packing and loop code is shared: it takes MR, NR and the
  * blocks from the family in use (Note [GEMM blocking from the cache
- * sizes]).  The matrix-vector kernel axpy4 and the
+ * sizes]).  The matrix-vector kernels (dot, axpy4) and the
  * few-column dot_block come in the same three builds.
  */
 #include "THBlas.h"
@@ -245,6 +245,35 @@ TH_DEFINE_MICROKERNEL(float, v16sf, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
 TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
                       TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
+
+/* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
+ * the compiler does not vectorise a floating-point sum by itself, since
+ * that reorders the additions. */
+#define TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                    \
+    target_attr static T dot_##T##_##family(int64_t k, const T *x,         \
+                                            const T *y)                    \
+    {                                                                      \
+        enum { VLEN = sizeof(VT) / sizeof(T) };                            \
+        VT acc[4] = {{0}, {0}, {0}, {0}};                                  \
+        int64_t p = 0;                                                     \
+        for (; p + 4 * VLEN <= k; p += 4 * VLEN) {                         \
+            for (int u = 0; u < 4; u++) {                                  \
+                VT xv, yv;                                                 \
+                memcpy(&xv, x + p + u * VLEN, sizeof(VT));                 \
+                memcpy(&yv, y + p + u * VLEN, sizeof(VT));                 \
+                acc[u] = MADD(xv, yv, acc[u]);                             \
+            }                                                              \
+        }                                                                  \
+        VT total = (acc[0] + acc[1]) + (acc[2] + acc[3]);                  \
+        T sum = 0;                                                         \
+        for (int i = 0; i < VLEN; i++) {                                   \
+            sum += total[i];                                               \
+        }                                                                  \
+        for (; p < k; p++) {                                               \
+            sum += x[p] * y[p];                                            \
+        }                                                                  \
+        return sum;                                                        \
+    }
 
 /* y[j] += s[0] * cols[0][j] + ... + s[3] * cols[3][j] over contiguous
  * columns: y is read and written once for four columns.  A plain loop the
@@ -451,6 +480,7 @@ typedef int64_t v8di __attribute__((vector_size(64)));
      (v16si){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}}
 
 #define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS) \
+    TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
     TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
@@ -505,13 +535,15 @@ typedef struct {
                         float *);
     void (*axpy4_double)(int64_t, const double *, const double *const *,
                          double *);
+    float (*dot_float)(int64_t, const float *, const float *);
+    double (*dot_double)(int64_t, const double *, const double *);
     DotBlock_float dot_block_float;
     DotBlock_double dot_block_double;
 } KernelFamily;
 
 #define TH_VECTOR_KERNELS(family)                                          \
-    axpy4_float_##family, axpy4_double_##family, dot_block_float_##family, \
-        dot_block_double_##family
+    axpy4_float_##family, axpy4_double_##family, dot_float_##family,       \
+        dot_double_##family, dot_block_float_##family, dot_block_double_##family
 
 #define TH_TILE(MR, family) {MR, ukernel_float_##family, ukernel_double_##family}
 
@@ -1385,7 +1417,9 @@ transposed_product(const GemmArgs *g)
  *     first: no loss while A streams from memory, and from L1 or L2
  *     (64 and 256 rows) the tree made it faster than four rows with a
  *     horizontal sum each; 1024 x 1024 @ 1024 x 1 float32 ran ~64 us
- *     against NumPy's ~64 (was ~70);
+ *     against NumPy's ~64 (was ~70).  The rows left over (fewer than
+ *     ROWS, a dot product among them) run one dot product each, whose
+ *     accumulators all serve the one row;
  *   - over contiguous columns of A: c = sum_p b[p] * A[:, p], four columns
  *     at a time (c read and written once for four columns);
  *   - otherwise as the row-wise kernel on the transposed product. */
@@ -1399,10 +1433,16 @@ transposed_product(const GemmArgs *g)
         const T *a = (const T *)g->a.data, *b = (const T *)g->b.data;      \
         T *c = (T *)g->c.data;                                             \
         int64_t a_rs = g->a.row_stride, c_rs = g->c.row_stride;            \
-        for (int64_t i = 0; i < g->m; i += rows_step) {                    \
+        int64_t i = 0;                                                     \
+        for (; i + rows_step <= g->m; i += rows_step) {                    \
             family->dot_block_##T(g->k, a + i * a_rs, a_rs, b, 0,          \
-                                  (int)min64(rows_step, g->m - i), 1,      \
-                                  alpha, beta, c + i * c_rs, c_rs, 1);     \
+                                  rows_step, 1, alpha, beta,               \
+                                  c + i * c_rs, c_rs, 1);                  \
+        }                                                                  \
+        for (; i < g->m; i++) {                                            \
+            T sum = alpha * family->dot_##T(g->k, a + i * a_rs, b);        \
+            T *out = c + i * c_rs;                                         \
+            *out = beta == 0 ? sum : sum + beta * *out;                    \
         }                                                                  \
     }                                                                      \
     static void gemv_columns_##T(const GemmArgs *g, T alpha, T beta)       \
