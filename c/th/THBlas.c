@@ -46,7 +46,7 @@
  * reads A by embedded broadcasts (Note [Broadcast operands of the
  * micro-kernel]).  The packing and loop code is shared: it takes MR, NR and the
  * blocks from the family in use (Note [GEMM blocking from the cache
- * sizes]).  The matrix-vector kernels (dot, axpy4) and the
+ * sizes]).  The matrix-vector kernels (dot, dot4, axpy4) and the
  * few-column dot_block come in the same three builds.
  */
 #include "THBlas.h"
@@ -275,6 +275,43 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
         return sum;                                                        \
     }
 
+/* out[r] = sum_p rows[r][p] * x[p] for four contiguous rows at once: each
+ * vector of x is loaded once for four rows. */
+#define TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)                   \
+    target_attr static void dot4_##T##_##family(                          \
+        int64_t k, const T *const *rows, const T *x, T *out)               \
+    {                                                                      \
+        enum { VLEN = sizeof(VT) / sizeof(T) };                            \
+        VT acc[4][2];                                                      \
+        for (int r = 0; r < 4; r++) {                                      \
+            acc[r][0] = acc[r][1] = (VT){0};                               \
+        }                                                                  \
+        int64_t p = 0;                                                     \
+        for (; p + 2 * VLEN <= k; p += 2 * VLEN) {                         \
+            VT x0, x1;                                                     \
+            memcpy(&x0, x + p, sizeof(VT));                                \
+            memcpy(&x1, x + p + VLEN, sizeof(VT));                         \
+            for (int r = 0; r < 4; r++) {                                  \
+                VT r0, r1;                                                 \
+                memcpy(&r0, rows[r] + p, sizeof(VT));                      \
+                memcpy(&r1, rows[r] + p + VLEN, sizeof(VT));               \
+                acc[r][0] = MADD(r0, x0, acc[r][0]);                       \
+                acc[r][1] = MADD(r1, x1, acc[r][1]);                       \
+            }                                                              \
+        }                                                                  \
+        for (int r = 0; r < 4; r++) {                                      \
+            VT total = acc[r][0] + acc[r][1];                              \
+            T sum = 0;                                                     \
+            for (int i = 0; i < VLEN; i++) {                               \
+                sum += total[i];                                           \
+            }                                                              \
+            for (int64_t q = p; q < k; q++) {                              \
+                sum += rows[r][q] * x[q];                                  \
+            }                                                              \
+            out[r] = sum;                                                  \
+        }                                                                  \
+    }
+
 /* y[j] += s[0] * cols[0][j] + ... + s[3] * cols[3][j] over contiguous
  * columns: y is read and written once for four columns.  A plain loop the
  * compiler vectorises for the function's target. */
@@ -481,6 +518,7 @@ typedef int64_t v8di __attribute__((vector_size(64)));
 
 #define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
+    TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
     TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
@@ -537,13 +575,18 @@ typedef struct {
                          double *);
     float (*dot_float)(int64_t, const float *, const float *);
     double (*dot_double)(int64_t, const double *, const double *);
+    void (*dot4_float)(int64_t, const float *const *, const float *,
+                       float *);
+    void (*dot4_double)(int64_t, const double *const *, const double *,
+                        double *);
     DotBlock_float dot_block_float;
     DotBlock_double dot_block_double;
 } KernelFamily;
 
 #define TH_VECTOR_KERNELS(family)                                          \
     axpy4_float_##family, axpy4_double_##family, dot_float_##family,       \
-        dot_double_##family, dot_block_float_##family, dot_block_double_##family
+        dot_double_##family, dot4_float_##family, dot4_double_##family,    \
+        dot_block_float_##family, dot_block_double_##family
 
 #define TH_TILE(MR, family) {MR, ukernel_float_##family, ukernel_double_##family}
 
@@ -1410,16 +1453,8 @@ transposed_product(const GemmArgs *g)
 /* Matrix-vector products (m == 1 or n == 1) read each element of the
  * matrix once, so packing would only add traffic.  As a column c (m x 1)
  * = A (m x k) @ b (k x 1), they run
- *   - over contiguous rows of A: one dot product per output, as
- *     dot_block's blocks of one column (Note [GEMM with few columns]):
- *     ROWS rows at a time, each vector of b loaded once for all of them,
- *     and one sum tree for the block.  Its second column repeats the
- *     first: no loss while A streams from memory, and from L1 or L2
- *     (64 and 256 rows) the tree made it faster than four rows with a
- *     horizontal sum each; 1024 x 1024 @ 1024 x 1 float32 ran ~64 us
- *     against NumPy's ~64 (was ~70).  The rows left over (fewer than
- *     ROWS, a dot product among them) run one dot product each, whose
- *     accumulators all serve the one row;
+ *   - over contiguous rows of A: one dot product per output, four rows at
+ *     a time (each vector of b loaded once for four rows);
  *   - over contiguous columns of A: c = sum_p b[p] * A[:, p], four columns
  *     at a time (c read and written once for four columns);
  *   - otherwise as the row-wise kernel on the transposed product. */
@@ -1427,22 +1462,28 @@ transposed_product(const GemmArgs *g)
     static void gemv_rows_##T(const GemmArgs *g, T alpha, T beta)          \
     {                                                                      \
         const KernelFamily *family = current_family();                    \
-        int vlen = (sizeof(T) == 4 ? family->nr_float                      \
-                                   : family->nr_double) / 2;               \
-        int rows_step = vlen >= 2 ? vlen / 2 : 1; /* dot_block's ROWS */  \
-        const T *a = (const T *)g->a.data, *b = (const T *)g->b.data;      \
-        T *c = (T *)g->c.data;                                             \
-        int64_t a_rs = g->a.row_stride, c_rs = g->c.row_stride;            \
+        const T *b = (const T *)g->b.data;                                 \
         int64_t i = 0;                                                     \
-        for (; i + rows_step <= g->m; i += rows_step) {                    \
-            family->dot_block_##T(g->k, a + i * a_rs, a_rs, b, 0,          \
-                                  rows_step, 1, alpha, beta,               \
-                                  c + i * c_rs, c_rs, 1);                  \
-        }                                                                  \
-        for (; i < g->m; i++) {                                            \
-            T sum = alpha * family->dot_##T(g->k, a + i * a_rs, b);        \
-            T *out = c + i * c_rs;                                         \
-            *out = beta == 0 ? sum : sum + beta * *out;                    \
+        for (; i < g->m; i += 4) {                                         \
+            int rows = (int)min64(4, g->m - i);                            \
+            const T *row[4];                                               \
+            T sum[4];                                                      \
+            for (int r = 0; r < 4; r++) {                                  \
+                row[r] = (const T *)g->a.data                              \
+                         + (i + (r < rows ? r : 0)) * g->a.row_stride;     \
+            }                                                              \
+            if (rows == 4) {                                               \
+                family->dot4_##T(g->k, row, b, sum);                       \
+            } else {                                                       \
+                for (int r = 0; r < rows; r++) {                           \
+                    sum[r] = family->dot_##T(g->k, row[r], b);             \
+                }                                                          \
+            }                                                              \
+            for (int r = 0; r < rows; r++) {                               \
+                T *out = (T *)g->c.data + (i + r) * g->c.row_stride;       \
+                *out = beta == 0 ? alpha * sum[r]                          \
+                                 : alpha * sum[r] + beta * *out;           \
+            }                                                              \
         }                                                                  \
     }                                                                      \
     static void gemv_columns_##T(const GemmArgs *g, T alpha, T beta)       \
