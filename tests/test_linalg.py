@@ -523,3 +523,33 @@ def test_few_columns_every_kernel(dtype):
                 check_close(out, want, k)
     finally:
         ember._C._gemm_kernel(saved)
+
+
+# Note [GEMM small products] and [The narrow tile], every family this CPU
+# runs: m, n, k up to 40 reach every floating path (the row-wise loop, the
+# dot-product blocks, A read in place from its rows for at most two panels
+# of columns, B read in place, every tile with its partial last row tile);
+# each operand contiguous, transposed or stepped; addmm's beta and alpha;
+# a batch of them (bmm) too.
+@HYP
+@given(m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(1, 40),
+       dtype=st.sampled_from([np.float32, np.float64]), la=layouts, lb=layouts,
+       beta=st.sampled_from([0.0, 1.0, -0.5]), alpha=st.sampled_from([1.0, 2.0]),
+       family=st.sampled_from(["generic", "avx2", "avx512"]), seed=st.integers(0, 2**31))
+def test_small_products_every_path_and_family(m, n, k, dtype, la, lb, beta, alpha, family,
+                                              seed):
+    saved = ember._C._gemm_kernel()
+    try:
+        ember._C._gemm_kernel(family)
+    except RuntimeError:
+        return  # not on this CPU
+    try:
+        rng = np.random.default_rng(seed)
+        (ea, na), (eb, nb) = operand(rng, (m, k), dtype, la), operand(rng, (k, n), dtype, lb)
+        c = random_values(rng, (m, n), dtype)
+        got = ember.addmm(ember.tensor(c), ea, eb, beta=beta, alpha=alpha)
+        check_close(got, beta * c + alpha * (na @ nb), k)
+        (ea, na), (eb, nb) = operand(rng, (3, m, k), dtype, la), operand(rng, (3, k, n), dtype, lb)
+        check_close(ember.bmm(ea, eb), np.matmul(na, nb), k)
+    finally:
+        ember._C._gemm_kernel(saved)

@@ -410,6 +410,42 @@ test_gemm_narrow_tile_every_family(void)
     CHECK_OK(THBlas_setKernel(saved));
 }
 
+/* Note [GEMM small products]: a row-major A under at most two panels of
+ * B's columns is read in place by the narrow tile's rows (row tiles cut
+ * at m, so the last repeats row 0; several KC blocks under the tiny
+ * caches), and a column-major A is packed as before; ten rows take
+ * AVX-512's 10-row tile (Note [The narrow tile]); small products keep
+ * their packing buffers on the stack.  Every family this CPU runs, B and
+ * C in every layout, beta 0 and not. */
+static void
+test_gemm_a_in_place_every_family(void)
+{
+    static const int64_t shapes[][3] = {
+        {64, 64, 64}, {10, 128, 64}, {13, 40, 70}, {20, 50, 300},
+        {30, 64, 33}, {10, 20, 9},   {3, 17, 129}, {40, 65, 12},
+    };
+    const char *saved = THBlas_kernelName();
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (!use_family(f)) {
+            continue;
+        }
+        for (int caches = 0; caches < 2; caches++) {
+            THBlas_setCacheSizes(caches == 0 ? NULL : tiny_caches);
+            for (int s = 0; s < 8; s++) {
+                for (int la = 0; la < 2; la++) {
+                    for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
+                        int layouts[3] = {la == 0 ? LAYOUT_ROWS : LAYOUT_COLS, lb,
+                                          (s + lb) % NUM_LAYOUTS};
+                        check_both_dtypes(shapes[s], layouts);
+                    }
+                }
+            }
+        }
+        THBlas_setCacheSizes(NULL);
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+}
+
 /* THBlas_gemmBatched with products large enough to split over threads
  * (64 x 64 x 64 = 2^18 multiply-adds): on one thread, and on two with a
  * batch that shares out evenly (whole products per thread) and one that
@@ -914,6 +950,7 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_small_products_every_layout),
     TH_TEST(test_gemm_few_columns_every_family),
     TH_TEST(test_gemm_narrow_tile_every_family),
+    TH_TEST(test_gemm_a_in_place_every_family),
     TH_TEST(test_gemm_batched_large_products),
     TH_TEST(test_gemm_two_threads),
     TH_TEST(test_gemm_integer_dtypes),

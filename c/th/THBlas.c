@@ -39,7 +39,7 @@
  * of its 32: the tile of BLIS's Skylake-X kernels, 14 x 32 floats or
  * 14 x 16 doubles, here with the vectors along the rows of C).  Each
  * family also has a narrow tile, taken when it pads m to fewer rows (Note
- * [The narrow tile]).  The AVX-512 kernel prefetches C's tile like the others but adds
+ * [The narrow tile]; AVX-512 has a third).  The AVX-512 kernel prefetches C's tile like the others but adds
  * no software prefetch of the packed panels (BLIS's does): the hardware
  * prefetchers follow the panels' linear streams (on a Zen 4 the kernel
  * runs near its L1 rate with A streaming from L2).  The AVX-512 kernel
@@ -68,6 +68,11 @@
 /* Products with at most this many rows read B's panels in place (Note
  * [GEMM small products]). */
 #define GEMM_FEW_ROWS 32
+/* Products with at most this many panels of B columns read A in place
+ * when its rows are contiguous (Note [GEMM small products]). */
+#define GEMM_FEW_PANELS 2
+/* Packing buffers up to this size (bytes) live on the stack. */
+#define GEMM_STACK_WORKSPACE (16 << 10)
 /* Products with fewer multiply-adds than this stay on one thread. */
 #define GEMM_PARALLEL_WORK ((int64_t)1 << 18)
 
@@ -82,19 +87,27 @@ typedef double v8df __attribute__((vector_size(64)));
 
 /* c[MR x NR tile] = beta * c + alpha * (a-panel @ b-panel) over kc steps;
  * only the top-left mr x nr part of the tile is stored (edge tiles).
+ * The A panel is packed (MR values of one column after another; a_rs is
+ * not read), or with A_IN_PLACE read from A's own rows, a_rs elements
+ * apart and contiguous along k (Note [GEMM small products]).
  * beta == 0 writes without reading c.  The B panel's rows are b_rs
  * elements apart: NR when packed, B's own row stride when a small product
  * reads B in place (Note [GEMM small products]).  B and C may be anywhere,
  * so their vectors move through memcpy, which compiles to one unaligned
  * vector load or store (as fast as an aligned one on aligned data). */
-#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, EMBEDDED_BROADCASTS,      \
-                              target_attr, MADD)                          \
+#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, A_IN_PLACE,               \
+                              EMBEDDED_BROADCASTS, target_attr, MADD)     \
     target_attr static void ukernel_##T##_##family(                        \
-        int64_t kc, const T *a, const T *b, int64_t b_rs, T alpha, T beta, \
-        T *c, int64_t c_rs, int64_t c_cs, int mr, int nr)                  \
+        int64_t kc, const T *a, int64_t a_rs, const T *b, int64_t b_rs,    \
+        T alpha, T beta, T *c, int64_t c_rs, int64_t c_cs, int mr, int nr) \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
         VT acc[MR][2];                                                     \
+        /* A_IN_PLACE: row i at a + a_row[i], rows past mr repeat row 0 */ \
+        int64_t a_row[MR];                                                 \
+        for (int i = 0; i < MR; i++) {                                     \
+            a_row[i] = (i < mr ? i : 0) * a_rs;                            \
+        }                                                                  \
         for (int i = 0; i < mr; i++) { /* C is needed only at the end */  \
             __builtin_prefetch(c + i * c_rs, 1);                           \
             __builtin_prefetch(c + i * c_rs + (nr - 1) * c_cs, 1);         \
@@ -107,6 +120,15 @@ typedef double v8df __attribute__((vector_size(64)));
             VT b0, b1;                                                     \
             memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
             memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
+            if (A_IN_PLACE) {                                              \
+                const T *column = a + p; /* one pointer, MR offsets */    \
+                for (int i = 0; i < MR; i++) {                             \
+                    VT ai = column[a_row[i]] - (VT){0};                    \
+                    acc[i][0] = MADD(ai, b0, acc[i][0]);                   \
+                    acc[i][1] = MADD(ai, b1, acc[i][1]);                   \
+                }                                                          \
+                continue;                                                  \
+            }                                                              \
             /* a1 reads what a0 does, as loads of its own: Note          \
              * [Broadcast operands of the micro-kernel] */                 \
             const T *a0 = a + p * MR, *a1 = a0;                            \
@@ -118,8 +140,11 @@ typedef double v8df __attribute__((vector_size(64)));
                 acc[i][1] = MADD(a1[i] - (VT){0}, b1, acc[i][1]);          \
             }                                                              \
         }                                                                  \
-        if (mr == MR && nr == NR && c_cs == 1) {                           \
+        if (nr == NR && c_cs == 1) { /* whole rows: by vectors */         \
             for (int i = 0; i < MR; i++) {                                 \
+                if (i == mr) {                                             \
+                    break;                                                 \
+                }                                                          \
                 T *row = c + i * c_rs;                                     \
                 for (int v = 0; v < 2; v++) {                              \
                     VT out = alpha * acc[i][v];                            \
@@ -190,13 +215,17 @@ typedef double v8df __attribute__((vector_size(64)));
 #define GEMM_MR_NARROW_GENERIC 4
 #define GEMM_MR_NARROW_AVX2 4
 #define GEMM_MR_NARROW_AVX512 8
+/* AVX-512's tile for ten rows, between the two: Note [The narrow tile]. */
+#define GEMM_MR_TEN_AVX512 10
 
 /* Each family's tile and its narrow tile, for both dtypes. */
 #define TH_DEFINE_FAMILY_KERNELS(T, VT, family, MR, MR_NARROW, EMBEDDED, target_attr, \
                                  MADD)                                                \
-    TH_DEFINE_MICROKERNEL(T, VT, family, MR, EMBEDDED, target_attr, MADD)             \
-    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, EMBEDDED, target_attr,   \
-                          MADD)
+    TH_DEFINE_MICROKERNEL(T, VT, family, MR, false, EMBEDDED, target_attr, MADD)      \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, false, EMBEDDED,         \
+                          target_attr, MADD)                                          \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow_in_place, MR_NARROW, true, false,    \
+                          target_attr, MADD)
 
 TH_DEFINE_FAMILY_KERNELS(float, v4sf, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
                          false, TH_NO_TARGET, MADD_PLAIN)
@@ -211,6 +240,10 @@ TH_DEFINE_FAMILY_KERNELS(float, v16sf, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
                          TH_TARGET_AVX512, MADD_AVX512_FLOAT)
 TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AVX512, true,
                          TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
+TH_DEFINE_MICROKERNEL(float, v16sf, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
+                      TH_TARGET_AVX512, MADD_AVX512_FLOAT)
+TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
+                      TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
 
 /* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
@@ -301,18 +334,25 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
  * much as the product.  But both operands are contiguous along k (A's
  * rows, B's columns = W's rows), so each C[i][j] is a dot product read
  * in place.  dot_block computes ROWS x COLS of them at once, ROWS * COLS
- * = VLEN accumulators of VLEN lanes each (4 x 4 for AVX-512 float32,
+ * = VLEN accumulators of VLEN lanes each (8 x 2 for AVX-512 float32,
  * 4 x 2 for AVX2): per VLEN values of k it loads ROWS + COLS vectors for
- * ROWS * COLS fused multiply-adds.  A dot product ends in a horizontal
- * sum, which costs as much as several multiply-adds when done alone; here
- * the VLEN accumulators are summed together, as a tree of "even lanes +
- * odd lanes" of two vectors at a time: pairing acc[0] with acc[1] gives
- * a vector whose first half holds acc[0]'s pair sums and whose second
- * half acc[1]'s; pairing such vectors again keeps each accumulator's
- * partial sums in its own, halved, group of lanes; after log2(VLEN)
- * levels (VLEN - 1 pairings of two shuffles and an add) lane t holds
- * accumulator t's whole sum.  The k % VLEN values left over are added
- * one by one.
+ * ROWS * COLS fused multiply-adds (each row's vector once, in a register:
+ * folded into both of its multiply-adds, it was loaded twice and the
+ * loads, not the multiply-adds, bound the loop).  A dot product ends in a
+ * horizontal sum, which costs as much as several multiply-adds when done
+ * alone; here the VLEN accumulators are summed together, as a tree of
+ * pairings of two vectors, each two shuffles and an add.  The levels
+ * first work within the 16-byte lanes (vshufps: "even lanes + odd lanes"
+ * of each 16 bytes of both vectors), so that pairing acc[0] with acc[1]
+ * leaves in every 16 bytes two of acc[0]'s partial sums and two of
+ * acc[1]'s, and the next level one of each of four accumulators; then
+ * across them (vshuff32x4: even 16-byte lanes + odd ones).  After
+ * log2(VLEN) levels (VLEN - 1 pairings) lane t holds accumulator t's
+ * whole sum.  Shuffles within 16 bytes are the cheap ones: the tree had
+ * crossing ones (vpermt2ps) at every level and cost a quarter of the
+ * block's time at k = 128.  The k % VLEN values left over are added one
+ * by one.  A block of whole rows of C (C's columns contiguous, beta 0)
+ * stores each row's COLS sums with one store.
  *
  * dot_block(k, a, a_rs, b, b_cs, rows, cols, alpha, beta, c, c_rs, c_cs):
  * for i < rows <= ROWS and j < cols <= COLS, C[i][j] = alpha *
@@ -340,23 +380,34 @@ TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
 TH_DEFINE_DOT_BLOCK_ENDS(float)
 TH_DEFINE_DOT_BLOCK_ENDS(double)
 
-/* dst[t] = the even lanes of src[2t] and src[2t + 1] put end to end, plus
- * their odd lanes, for t < count (`even` and `odd` in scope). */
-#define TH_PAIR_SUMS(dst, src, count)                                      \
+/* dst[t] = shuffle(src[2t], src[2t + 1], even) + the same with `odd`,
+ * for t < count: one level of Note [GEMM with few columns]'s tree. */
+#define TH_PAIR_SUMS(dst, src, count, even, odd)                           \
     _Pragma("GCC unroll 8")                                                \
     for (int t = 0; t < (count); t++) {                                    \
         dst[t] = __builtin_shuffle(src[2 * t], src[2 * t + 1], even)       \
                  + __builtin_shuffle(src[2 * t], src[2 * t + 1], odd);     \
     }
 
-#define TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, EVEN)   \
+/* Keeps a loaded vector in a register: GCC would otherwise fold its load
+ * into each multiply-add that uses it, loading it once per use. */
+#if defined(__x86_64__)
+#define TH_KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define TH_KEEP_IN_REGISTER(v) ((void)0)
+#endif
+
+#define TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS)  \
     target_attr static void dot_block_##T##_##family(                     \
         int64_t k, const T *a, int64_t a_rs, const T *b, int64_t b_cs,     \
         int rows, int cols, T alpha, T beta, T *c, int64_t c_rs,           \
         int64_t c_cs)                                                      \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T),                              \
-               COLS = VLEN >= 2 ? 2 : 1, ROWS = VLEN / COLS };             \
+               COLS = VLEN >= 2 ? 2 : 1, ROWS = VLEN / COLS,               \
+               /* lanes per 16 bytes, and the tree's levels within them */ \
+               LANE_WIDTH = 16 / sizeof(T),                                \
+               LANE_LEVELS = LANE_WIDTH == 4 ? 2 : 1 };                    \
         const T *row[ROWS], *col[COLS];                                    \
         for (int r = 0; r < ROWS; r++) {                                   \
             row[r] = a + (r < rows ? r : 0) * a_rs;                        \
@@ -378,19 +429,23 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
             for (int r = 0; r < ROWS; r++) {                               \
                 VT av;                                                     \
                 memcpy(&av, row[r] + p, sizeof(VT));                       \
+                TH_KEEP_IN_REGISTER(av);                                   \
                 for (int s = 0; s < COLS; s++) {                           \
                     acc[r * COLS + s] = MADD(av, bv[s], acc[r * COLS + s]); \
                 }                                                          \
             }                                                              \
         }                                                                  \
-        const VI even = EVEN, odd = EVEN + 1;                              \
+        const VI masks[4] = MASKS(); /* in-lane even, odd; lane even, odd */ \
+        const VI even1 = masks[0], odd1 = masks[1];                        \
+        const VI even2 = LANE_LEVELS >= 2 ? masks[0] : masks[2];           \
+        const VI odd2 = LANE_LEVELS >= 2 ? masks[1] : masks[3];            \
         /* the tree, one array per level so it stays in registers */      \
         VT half[VLEN / 2], quarter[VLEN / 4 + 1], eighth[VLEN / 8 + 1],    \
             sixteenth[VLEN / 16 + 1];                                      \
-        TH_PAIR_SUMS(half, acc, VLEN / 2);                                 \
-        TH_PAIR_SUMS(quarter, half, VLEN / 4);                             \
-        TH_PAIR_SUMS(eighth, quarter, VLEN / 8);                           \
-        TH_PAIR_SUMS(sixteenth, eighth, VLEN / 16);                        \
+        TH_PAIR_SUMS(half, acc, VLEN / 2, even1, odd1);                    \
+        TH_PAIR_SUMS(quarter, half, VLEN / 4, even2, odd2);                \
+        TH_PAIR_SUMS(eighth, quarter, VLEN / 8, masks[2], masks[3]);       \
+        TH_PAIR_SUMS(sixteenth, eighth, VLEN / 16, masks[2], masks[3]);    \
         VT total = VLEN == 2   ? half[0]                                   \
                    : VLEN == 4 ? quarter[0]                                \
                    : VLEN == 8 ? eighth[0]                                 \
@@ -401,6 +456,18 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
             dot_block_tail_##T(p, k, row, ROWS, col, COLS, sums);          \
             memcpy(&total, sums, sizeof(sums));                            \
         }                                                                  \
+        total *= alpha;                                                    \
+        if (beta == 0 && c_cs == 1 && cols == COLS) {                      \
+            /* each row's COLS sums side by side, as C holds them */      \
+            _Pragma("GCC unroll 16")                                       \
+            for (int r = 0; r < ROWS; r++) {                               \
+                if (r < rows) {                                            \
+                    memcpy(c + r * c_rs, (T *)&total + r * COLS,           \
+                           COLS * sizeof(T));                              \
+                }                                                          \
+            }                                                              \
+            return;                                                        \
+        }                                                                  \
         /* lanes taken from the register by constant indices: read back   \
          * from memory, right after the vector store, they waited on      \
          * store-to-load forwarding (a third of this function's time) */  \
@@ -410,52 +477,70 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
             for (int s = 0; s < COLS; s++) {                               \
                 if (r < rows && s < cols) {                                \
                     T *out = c + r * c_rs + s * c_cs;                      \
-                    T sum = alpha * total[r * COLS + s];                   \
+                    T sum = total[r * COLS + s];                           \
                     *out = beta == 0 ? sum : sum + beta * *out;            \
                 }                                                          \
             }                                                              \
         }                                                                  \
     }
 
-/* The even lanes of two vectors put end to end: lanes 0, 2, ..., 2 VLEN - 2
- * (the odd ones are these plus one), as __builtin_shuffle's mask. */
+/* The tree's shuffle masks (__builtin_shuffle indices into two vectors
+ * put end to end), Note [GEMM with few columns]: within each 16 bytes,
+ * the even lanes of the first vector then those of the second (and the
+ * odd ones: the same plus one), for the levels inside the 16-byte lanes;
+ * then the even 16-byte lanes of the first vector and of the second (and
+ * the odd ones), for the levels across them. */
 typedef int32_t v4si __attribute__((vector_size(16)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef int32_t v16si __attribute__((vector_size(64)));
 typedef int64_t v2di __attribute__((vector_size(16)));
 typedef int64_t v4di __attribute__((vector_size(32)));
 typedef int64_t v8di __attribute__((vector_size(64)));
-#define EVEN_LANES_2 ((v2di){0, 2})
-#define EVEN_LANES_4(VI) ((VI){0, 2, 4, 6})
-#define EVEN_LANES_8(VI) ((VI){0, 2, 4, 6, 8, 10, 12, 14})
-#define EVEN_LANES_16                                                      \
-    ((v16si){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+#define TREE_MASKS_2()                                                       \
+    {(v2di){0, 2}, (v2di){1, 3}, (v2di){0, 2}, (v2di){1, 3}}
+#define TREE_MASKS_4()                                                       \
+    {(v4si){0, 2, 4, 6}, (v4si){1, 3, 5, 7}, (v4si){0, 2, 4, 6},           \
+     (v4si){1, 3, 5, 7}}
+#define TREE_MASKS_4D()                                                      \
+    {(v4di){0, 4, 2, 6}, (v4di){1, 5, 3, 7}, (v4di){0, 1, 4, 5},           \
+     (v4di){2, 3, 6, 7}}
+#define TREE_MASKS_8()                                                       \
+    {(v8si){0, 2, 8, 10, 4, 6, 12, 14}, (v8si){1, 3, 9, 11, 5, 7, 13, 15}, \
+     (v8si){0, 1, 2, 3, 8, 9, 10, 11}, (v8si){4, 5, 6, 7, 12, 13, 14, 15}}
+#define TREE_MASKS_8D()                                                      \
+    {(v8di){0, 8, 2, 10, 4, 12, 6, 14}, (v8di){1, 9, 3, 11, 5, 13, 7, 15}, \
+     (v8di){0, 1, 4, 5, 8, 9, 12, 13}, (v8di){2, 3, 6, 7, 10, 11, 14, 15}}
+#define TREE_MASKS_16()                                                      \
+    {(v16si){0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30},   \
+     (v16si){1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31},   \
+     (v16si){0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},    \
+     (v16si){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}}
 
-#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, EVEN) \
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
     TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
-    TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, EVEN) \
+    TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
 TH_DEFINE_VECTOR_KERNELS(float, v4sf, v4si, generic, TH_NO_TARGET, MADD_PLAIN,
-                         EVEN_LANES_4(v4si))
+                         TREE_MASKS_4)
 TH_DEFINE_VECTOR_KERNELS(double, v2df, v2di, generic, TH_NO_TARGET, MADD_PLAIN,
-                         EVEN_LANES_2)
+                         TREE_MASKS_2)
 #if defined(__x86_64__)
 TH_DEFINE_VECTOR_KERNELS(float, v8sf, v8si, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_FLOAT, EVEN_LANES_8(v8si))
+                         MADD_AVX2_FLOAT, TREE_MASKS_8)
 TH_DEFINE_VECTOR_KERNELS(double, v4df, v4di, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_DOUBLE, EVEN_LANES_4(v4di))
+                         MADD_AVX2_DOUBLE, TREE_MASKS_4D)
 TH_DEFINE_VECTOR_KERNELS(float, v16sf, v16si, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_FLOAT, EVEN_LANES_16)
+                         MADD_AVX512_FLOAT, TREE_MASKS_16)
 TH_DEFINE_VECTOR_KERNELS(double, v8df, v8di, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_DOUBLE, EVEN_LANES_8(v8di))
+                         MADD_AVX512_DOUBLE, TREE_MASKS_8D)
 #endif
 
-typedef void (*UKernel_float)(int64_t, const float *, const float *,
+typedef void (*UKernel_float)(int64_t, const float *, int64_t, const float *,
                               int64_t, float, float, float *, int64_t,
                               int64_t, int, int);
-typedef void (*UKernel_double)(int64_t, const double *, const double *,
+typedef void (*UKernel_double)(int64_t, const double *, int64_t, const double *,
                                int64_t, double, double, double *, int64_t,
                                int64_t, int, int);
 
@@ -466,60 +551,62 @@ typedef void (*UKernel_double)(int64_t, const double *, const double *,
 TH_DEFINE_DOT_BLOCK_TYPE(float)
 TH_DEFINE_DOT_BLOCK_TYPE(double)
 
+/* A tile a product runs with, its rows and micro-kernels. */
+typedef struct {
+    int mr; /* for both dtypes; 0: no tile */
+    UKernel_float ukernel_float;
+    UKernel_double ukernel_double;
+} GemmTile;
+
+#define GEMM_MAX_TILES 3
+
 typedef struct {
     const char *name;
     const char *cpu_features[2]; /* for __builtin_cpu_supports; NULL: none */
-    int mr; /* rows of the tile, for both dtypes */
     int b_panel_l1_share; /* the B micro-panel fills L1 / this (Note [GEMM
                              blocking from the cache sizes]) */
     int nr_float, nr_double;
-    UKernel_float ukernel_float;
-    UKernel_double ukernel_double;
-    int mr_narrow; /* the narrow tile (Note [The narrow tile]) */
-    UKernel_float ukernel_float_narrow;
-    UKernel_double ukernel_double_narrow;
+    /* the family's tile, then narrower ones (Note [The narrow tile]) */
+    GemmTile tiles[GEMM_MAX_TILES];
+    GemmTile in_place; /* the narrow tile reading A in place */
+    void (*axpy4_float)(int64_t, const float *, const float *const *,
+                        float *);
+    void (*axpy4_double)(int64_t, const double *, const double *const *,
+                         double *);
     float (*dot_float)(int64_t, const float *, const float *);
     double (*dot_double)(int64_t, const double *, const double *);
     void (*dot4_float)(int64_t, const float *const *, const float *,
                        float *);
     void (*dot4_double)(int64_t, const double *const *, const double *,
                         double *);
-    void (*axpy4_float)(int64_t, const float *, const float *const *,
-                        float *);
-    void (*axpy4_double)(int64_t, const double *, const double *const *,
-                         double *);
     DotBlock_float dot_block_float;
     DotBlock_double dot_block_double;
 } KernelFamily;
 
 #define TH_VECTOR_KERNELS(family)                                          \
-    dot_float_##family, dot_double_##family, dot4_float_##family,          \
-        dot4_double_##family, axpy4_float_##family, axpy4_double_##family, \
+    axpy4_float_##family, axpy4_double_##family, dot_float_##family,       \
+        dot_double_##family, dot4_float_##family, dot4_double_##family,    \
         dot_block_float_##family, dot_block_double_##family
+
+#define TH_TILE(MR, family) {MR, ukernel_float_##family, ukernel_double_##family}
 
 /* Best first. */
 static const KernelFamily kernel_families[] = {
 #if defined(__x86_64__)
-    {"avx512", {"avx512f", "fma"}, GEMM_MR_AVX512, 1, 32, 16,
-     ukernel_float_avx512, ukernel_double_avx512, GEMM_MR_NARROW_AVX512,
-     ukernel_float_avx512_narrow, ukernel_double_avx512_narrow, TH_VECTOR_KERNELS(avx512)},
-    {"avx2", {"avx2", "fma"}, GEMM_MR_AVX2, 2, 16, 8, ukernel_float_avx2,
-     ukernel_double_avx2, GEMM_MR_NARROW_AVX2, ukernel_float_avx2_narrow,
-     ukernel_double_avx2_narrow, TH_VECTOR_KERNELS(avx2)},
+    {"avx512", {"avx512f", "fma"}, 1, 32, 16,
+     {TH_TILE(GEMM_MR_AVX512, avx512), TH_TILE(GEMM_MR_TEN_AVX512, avx512_ten),
+      TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow)},
+     TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow_in_place), TH_VECTOR_KERNELS(avx512)},
+    {"avx2", {"avx2", "fma"}, 2, 16, 8,
+     {TH_TILE(GEMM_MR_AVX2, avx2), TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow)},
+     TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow_in_place), TH_VECTOR_KERNELS(avx2)},
 #endif
-    {"generic", {NULL, NULL}, GEMM_MR_GENERIC, 2, 8, 4, ukernel_float_generic,
-     ukernel_double_generic, GEMM_MR_NARROW_GENERIC, ukernel_float_generic_narrow,
-     ukernel_double_generic_narrow, TH_VECTOR_KERNELS(generic)},
+    {"generic", {NULL, NULL}, 2, 8, 4,
+     {TH_TILE(GEMM_MR_GENERIC, generic), TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow)},
+     TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow_in_place), TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
     ((int)(sizeof(kernel_families) / sizeof(kernel_families[0])))
-
-/* The tile a product runs with, its rows and micro-kernels. */
-typedef struct {
-    int mr;
-    UKernel_float ukernel_float;
-    UKernel_double ukernel_double;
-} GemmTile;
 
 static int64_t
 round_up(int64_t x, int64_t multiple)
@@ -527,16 +614,18 @@ round_up(int64_t x, int64_t multiple)
     return (x + multiple - 1) / multiple * multiple;
 }
 
-/* The tile for an m-row product: the narrow one when it pads m to fewer
- * rows (Note [The narrow tile]). */
+/* The tile for an m-row product: the one that pads m to the fewest rows,
+ * the widest of those (Note [The narrow tile]). */
 static GemmTile
 tile_for(const KernelFamily *family, int64_t m)
 {
-    if (round_up(m, family->mr_narrow) < round_up(m, family->mr)) {
-        return (GemmTile){family->mr_narrow, family->ukernel_float_narrow,
-                          family->ukernel_double_narrow};
+    GemmTile best = family->tiles[0];
+    for (int t = 1; t < GEMM_MAX_TILES && family->tiles[t].mr > 0; t++) {
+        if (round_up(m, family->tiles[t].mr) < round_up(m, best.mr)) {
+            best = family->tiles[t];
+        }
     }
-    return (GemmTile){family->mr, family->ukernel_float, family->ukernel_double};
+    return best;
 }
 
 static bool
@@ -778,7 +867,7 @@ THBlas_blocking(THDtype dtype, THBlasBlocking *out)
                            THDtype_name(dtype));
     }
     const KernelFamily *family = current_family();
-    *out = blocking_for(family, THDtype_itemsize(dtype), family->mr);
+    *out = blocking_for(family, THDtype_itemsize(dtype), family->tiles[0].mr);
     return 0;
 }
 
@@ -1116,6 +1205,7 @@ typedef struct {
     UKernel_double ukernel_double;
     THBlasBlocking blocking; /* its mr: the tile's */
     bool b_in_place; /* Note [GEMM small products] */
+    bool a_in_place; /* likewise; the tile is then the family's in_place */
 } PackedProduct;
 
 /* The columns of a block of B that the micro-kernel reads in place: its
@@ -1175,7 +1265,10 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
                                               pp->blocking.mc, mr_full);   \
         for (int64_t ic = row0; ic < row1; ic += mc_step) {                \
             int64_t mc = min64(mc_step, row1 - ic);                        \
-            pack_a_##T(mc, kc, mr_full, a + ic * a_rs, a_rs, a_cs, a_pack); \
+            if (!pp->a_in_place) {                                         \
+                pack_a_##T(mc, kc, mr_full, a + ic * a_rs, a_rs, a_cs,     \
+                           a_pack);                                        \
+            }                                                              \
             for (int64_t jr = 0; jr < nc; jr += nr_full) {                 \
                 bool direct = jr < full;                                   \
                 const T *panel = direct ? b_block + jr                     \
@@ -1184,8 +1277,11 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
                 int64_t panel_rs = direct ? b_rs : nr_full;                \
                 for (int64_t ir = 0; ir < mc; ir += mr_full) {             \
                     T *tile = c + (ic + ir) * c_rs + jr * c_cs;            \
-                    ukernel(kc, (const T *)a_pack + ir * kc, panel,        \
-                            panel_rs, alpha, beta, tile, c_rs, c_cs,       \
+                    const T *a_panel = pp->a_in_place                      \
+                                           ? a + (ic + ir) * a_rs          \
+                                           : (const T *)a_pack + ir * kc;  \
+                    ukernel(kc, a_panel, a_rs, panel, panel_rs, alpha,     \
+                            beta, tile, c_rs, c_cs,                        \
                             (int)min64(mr_full, mc - ir),                  \
                             (int)min64(nr_full, nc - jr));                 \
                 }                                                          \
@@ -1207,14 +1303,17 @@ static PackedProduct
 packed_product(THDtype dtype, const GemmArgs *g)
 {
     const KernelFamily *family = current_family();
-    GemmTile tile = tile_for(family, g->m);
+    /* Note [GEMM small products] */
+    int nr = dtype == TH_Float32 ? family->nr_float : family->nr_double;
+    bool a_in_place = g->a.col_stride == 1 && g->n <= GEMM_FEW_PANELS * nr;
+    GemmTile tile = a_in_place ? family->in_place : tile_for(family, g->m);
     PackedProduct pp = {
         .g = g,
         .ukernel_float = tile.ukernel_float,
         .ukernel_double = tile.ukernel_double,
         .blocking = blocking_for(family, THDtype_itemsize(dtype), tile.mr),
+        .a_in_place = a_in_place,
     };
-    /* Note [GEMM small products] */
     pp.b_in_place = g->b.col_stride == 1
                     && (g->k * g->n <= pp.blocking.mc * pp.blocking.kc
                         || g->m <= GEMM_FEW_ROWS);
@@ -1234,7 +1333,9 @@ loop_nest_of(THDtype dtype, const PackedProduct *pp)
         .m = g->m, .n = g->n, .k = g->k,
         .mr = bl->mr, .nr = bl->nr,
         .nc = bl->nc, .kc_step = THBlas_balancedStep(g->k, bl->kc, 8),
-        .a_bytes = (size_t)(round_up(min64(g->m, bl->mc), bl->mr) * kc * itemsize),
+        .a_bytes = pp->a_in_place ? GEMM_ALIGN /* unused */
+                                  : (size_t)(round_up(min64(g->m, bl->mc), bl->mr)
+                                             * kc * itemsize),
         .b_bytes = (size_t)((pp->b_in_place ? bl->nr
                                             : round_up(min64(g->n, bl->nc), bl->nr))
                             * kc * itemsize),
@@ -1441,7 +1542,7 @@ nr_for(THDtype dtype)
 static int
 mr_for(void)
 {
-    return current_family()->mr;
+    return current_family()->tiles[0].mr;
 }
 
 /* The kernel a product runs on (Note [GEMM small products]). */
@@ -1488,7 +1589,17 @@ gemm_path(THDtype dtype, const GemmArgs *g)
  *     a write of all of B per product) cost more than it saved.  On the
  *     Zen 4, one thread, thread CPU time, (20 x 256) @ (256 x 1024) went
  *     from ~157 to ~124 us float32 and (8 x 256) @ (256 x 1024) from ~77
- *     to ~44 us; m = 32 with k, n up to 4096 ran faster too. */
+ *     to ~44 us; m = 32 with k, n up to 4096 ran faster too;
+ *   - A with contiguous rows under at most GEMM_FEW_PANELS panels of B's
+ *     columns (a batch of 64 x 64 products): each A tile meets one or two
+ *     B panels, so packing A (a transpose of its rows) cost as much as a
+ *     sixth of the product; the narrow tile's micro-kernel then reads A
+ *     in place (family->in_place: one pointer plus MR row offsets, the
+ *     rows of a partial last tile pointed at row 0 and dropped), and
+ *     8 x 64x64x64 float32 went from ~47 to ~42 us.
+ * A small product's packing buffers (up to GEMM_STACK_WORKSPACE bytes)
+ * live on the stack: a malloc and a free per product cost a tenth of a
+ * 10 x 128 x 64 product. */
 #define TH_DEFINE_DOT_BLOCKS(T)                                            \
     static void gemm_dot_blocks_##T(const GemmArgs *g)                     \
     {                                                                      \
@@ -1542,15 +1653,20 @@ gemm_one_thread(THDtype dtype, const GemmArgs *g, const GemmWorkspace *ws)
     }
     PackedProduct pp = packed_product(dtype, g);
     THBlasLoopNest nest = loop_nest_of(dtype, &pp);
-    GemmWorkspace own;
+    /* a small product's buffers: on the stack, not a malloc and a free
+     * each (a tenth of a 10 x 128 x 64 product's time) */
+    _Alignas(GEMM_ALIGN) unsigned char on_stack[GEMM_STACK_WORKSPACE];
+    size_t a_room = (size_t)round_up((int64_t)nest.a_bytes, GEMM_ALIGN);
+    GemmWorkspace own = {on_stack, on_stack + a_room};
+    bool heap = ws == NULL && a_room + nest.b_bytes > sizeof(on_stack);
+    if (heap && !workspace_alloc(&own, &nest)) {
+        return false;
+    }
     if (ws == NULL) {
-        if (!workspace_alloc(&own, &nest)) {
-            return false;
-        }
         ws = &own;
     }
     THBlas_runLoopNest(&nest, ws->a_pack, ws->b_pack);
-    if (ws == &own) {
+    if (heap) {
         workspace_free(&own);
     }
     return true;
@@ -1650,27 +1766,34 @@ run_batch(int64_t begin, int64_t end, void *ctx)
 {
     BatchJob *job = ctx;
     int itemsize = THDtype_itemsize(job->dtype);
-    /* one workspace serves every product of the range */
-    GemmWorkspace ws, *shared = NULL;
-    if (gemm_path(job->dtype, &job->first) == GEMM_PATH_PACKED) {
-        PackedProduct pp = packed_product(job->dtype, &job->first);
-        THBlasLoopNest nest = loop_nest_of(job->dtype, &pp);
+    GemmArgs g = job->first;
+    bool packed = gemm_path(job->dtype, &g) == GEMM_PATH_PACKED;
+    /* The products of the range share one shape, so one packed path,
+     * loop nest and workspace serve them all (pp and the nest read g's
+     * matrices, moved to each product in turn): worked out per product,
+     * they cost a twentieth of a 64 x 64 x 64 product. */
+    PackedProduct pp = {0};
+    THBlasLoopNest nest = {0};
+    GemmWorkspace ws = {NULL, NULL};
+    if (packed) {
+        pp = packed_product(job->dtype, &g);
+        nest = loop_nest_of(job->dtype, &pp);
         if (!workspace_alloc(&ws, &nest)) {
             atomic_store(&job->out_of_memory, true);
             return;
         }
-        shared = &ws;
     }
     for (int64_t i = begin; i < end; i++) {
-        GemmArgs g = job->first;
-        g.a.data += job->offsets[0][i] * itemsize;
-        g.b.data += job->offsets[1][i] * itemsize;
-        g.c.data += job->offsets[2][i] * itemsize;
-        gemm_one_thread(job->dtype, &g, shared); /* cannot fail: ws given */
+        g.a.data = job->first.a.data + job->offsets[0][i] * itemsize;
+        g.b.data = job->first.b.data + job->offsets[1][i] * itemsize;
+        g.c.data = job->first.c.data + job->offsets[2][i] * itemsize;
+        if (packed) {
+            THBlas_runLoopNest(&nest, ws.a_pack, ws.b_pack);
+        } else {
+            gemm_one_thread(job->dtype, &g, NULL); /* allocates nothing */
+        }
     }
-    if (shared != NULL) {
-        workspace_free(shared);
-    }
+    workspace_free(&ws);
 }
 
 /* Large products of a batch run one after another, each split over all
@@ -1765,8 +1888,13 @@ THBlas_gemmBatched(THDtype dtype, int64_t batch, int64_t m, int64_t n,
  * a second micro-kernel, the same code with a narrower tile (8 rows for
  * AVX-512, 4 for AVX2 and the portable build), which divides the usual
  * channel counts, and the batch-64 products of an MLP (m = 64: 70 rows
- * under the wide tile, 64 under the narrow one).  tile_for takes it
- * whenever it pads m to fewer rows, for every packed product: the
+ * under the wide tile, 64 under the narrow one).  AVX-512 has a third,
+ * of 10 rows, for the MLP's backward g.t() @ x through a 10-class output
+ * (m = 10: 14 or 16 rows under the others; 28 multiply-adds of every 20
+ * wasted, and (64x10).t() @ 64x128 ran 3.2 us, 2.6 with the 10-row
+ * tile).  tile_for takes the tile that pads m to the fewest rows, the
+ * widest of those (fewer tiles, each meeting B once), for every packed
+ * product: the
  * gathered GEMM, THBlas_gemm (each thread's band of rows choosing for
  * itself) and the batched products; the blocking's MC and the packing of
  * A follow the tile chosen.  On the Zen 4 this was measured on, the
@@ -1824,7 +1952,7 @@ typedef struct {
                               (char *)b_panel);                            \
                 T *c_panel = c_panels + g * c_size;                        \
                 for (int64_t ir = 0; ir < job->m; ir += mr) {              \
-                    ukernel(kc, a_block + ir * kc, b_panel, nr, (T)1,      \
+                    ukernel(kc, a_block + ir * kc, 0, b_panel, nr, (T)1,   \
                             pc == 0 ? (T)0 : (T)1, c_panel + ir * nr, nr, 1, \
                             mr, nr);                                       \
                 }                                                          \
