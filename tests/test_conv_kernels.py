@@ -274,6 +274,13 @@ def test_direct_path_and_empty_batch():
      RuntimeError, "channels and groups"),
     (lambda: _C._conv2d(ember.ones(1, 2, 3, 3), ember.ones(1, 2, 5, 1), None, 1, 1, 0, 0, 1, 1, 1),
      RuntimeError, "larger than the padded input"),
+    # a dilated kernel overshooting the input by less than the stride: C's
+    # division toward zero counted one output row, whose taps read past it
+    (lambda: _C._conv2d(ember.ones(1, 1, 2, 100), ember.ones(1, 1, 2, 1), None, 2, 1, 0, 0, 2, 1,
+                        1), RuntimeError, "larger than the padded input"),
+    (lambda: _C._conv2d_backward_weight(ember.ones(1, 1, 1, 100), ember.ones(1, 1, 2, 100), 2, 1,
+                                        2, 1, 0, 0, 2, 1, 1),
+     RuntimeError, "larger than the padded input"),
     (lambda: _C._conv2d(ember.ones(1, 2, 3, 3), ember.ones(1, 2, 1, 1), ember.ones(2), 1, 1, 0, 0,
                         1, 1, 1), RuntimeError, "bad bias"),
     (lambda: _C._conv2d(ember.ones(1, 2, 3, 3), ember.ones(1, 2, 1, 1), None, 0, 1, 0, 0, 1, 1, 1),
@@ -469,6 +476,8 @@ _ONES5 = (1, 1, 1, 0, 0, 0, 1, 1, 1, 1)   # stride, padding, dilation, groups
                         1, 1, 0, 0, 1, 1, 1), RuntimeError, "contiguous 4-D"),
     (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 4, 1, 1), None, *_ONES5),
      RuntimeError, "larger than the padded input"),
+    (lambda: _C._conv3d(ember.ones(1, 1, 2, 3, 3), ember.ones(1, 1, 2, 1, 1), None,
+                        2, 1, 1, 0, 0, 0, 2, 1, 1, 1), RuntimeError, "larger than the padded input"),
     (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 1, 1, 1), None,
                         1, 1, 1, -1, 0, 0, 1, 1, 1, 1), RuntimeError, "padding non-negative"),
     (lambda: _C._conv3d(ember.ones(1, 2, 3, 3, 3), ember.ones(1, 2, 1, 1, 1), None,

@@ -211,6 +211,11 @@ def _same_error(ours_call, theirs_call):
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 4, 5, 5), lib.ones(6, 2, 3, 3)),
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 5, 5)),
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 3, 3), padding=-1),
+    # the dilated kernel overshoots the input by less than the stride
+    lambda lib: lib.nn.functional.conv2d(lib.ones(1, 1, 2, 100), lib.ones(1, 1, 2, 1),
+                                         stride=(2, 1), dilation=(2, 1)),
+    lambda lib: lib.nn.functional.conv3d(lib.ones(1, 1, 2, 3, 3), lib.ones(1, 1, 2, 1, 1),
+                                         stride=(2, 1, 1), dilation=(2, 1, 1)),
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 3, 3), groups=0),
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 3, 3), stride=0),
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 3, 3), lib.ones(5)),

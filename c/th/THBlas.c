@@ -102,6 +102,7 @@ typedef double v8df __attribute__((vector_size(64)));
         T alpha, T beta, T *c, int64_t c_rs, int64_t c_cs, int mr, int nr) \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
+        _Static_assert(NR <= THBLAS_MAX_NR, "a panel wider than THBLAS_MAX_NR"); \
         VT acc[MR][2];                                                     \
         /* A_IN_PLACE: row i at a + a_row[i], rows past mr repeat row 0 */ \
         int64_t a_row[MR];                                                 \

@@ -147,6 +147,10 @@ typedef void (*THBlasGatherB)(void *ctx, int64_t p0, int64_t kc, int64_t j0,
 typedef void (*THBlasScatterC)(void *ctx, int64_t j0, int64_t cols,
                                const char *panel, int nr);
 
+/* The widest B micro-panel any family packs (two 64-byte vectors of
+ * float32): gather_b's nr never exceeds it. */
+#define THBLAS_MAX_NR 32
+
 /* C = A @ B for float32 or float64 where B is never stored: gather_b
  * packs each of its micro-panels straight from wherever its values live,
  * and C reaches the caller a column panel at a time through scatter_c

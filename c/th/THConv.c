@@ -109,7 +109,7 @@ tap_span(const THConvShape *s, int64_t tap)
 /* ---- the implicit GEMM's B and C (Note [Convolution as an implicit GEMM]) -------- */
 
 /* The widest B micro-panel of any GEMM family (AVX-512 float32). */
-#define GATHER_MAX_NR 32
+#define GATHER_MAX_NR THBLAS_MAX_NR
 
 /* The forward product of a few samples and one group as a
  * THBlas_gemmGathered: B's column q is output position q of those samples

@@ -116,13 +116,16 @@ THConvShape_flat(THConvShape s)
     return s;
 }
 
-/* The output extent of one spatial dim; negative when the (dilated)
- * kernel does not fit the padded input. */
+/* The output extent of one spatial dim; 0 when the (dilated) kernel does
+ * not fit the padded input.  C's division rounds toward zero, so a kernel
+ * that overshoots by less than a stride would otherwise count one output,
+ * whose taps read past the input. */
 static inline int64_t
 THConv_outputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
                   int64_t dilation)
 {
-    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+    int64_t room = in + 2 * pad - dilation * (kernel - 1) - 1;
+    return room < 0 ? 0 : room / stride + 1;
 }
 
 /* Each takes contiguous float32 or float64 tensors of one dtype, shaped as

@@ -298,6 +298,10 @@ layout_of(Layout *l, THRNNMode mode, const THTensor *gates, const THTensor *outp
         THError_set(TH_ERR_TYPE, "rnn: expected a float32 or float64 tensor");
         return -1;
     }
+    if (w_hr != NULL && mode != TH_RNN_LSTM) {
+        THError_set(TH_ERR_VALUE, "rnn: only an LSTM takes a projection (w_hr)");
+        return -1;
+    }
     l->dtype = gates->dtype;
     l->steps = gates->sizes[0];
     l->batch = gates->sizes[1];
