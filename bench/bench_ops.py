@@ -16,7 +16,9 @@ one thread before NumPy is imported), then the large ops again on two.
 NumPy's elementwise ops and sums are single-threaded whatever the setting.
 
 Each time is the best of several repeats (the minimum is the least noisy
-estimate of the cost itself on a shared machine).  Nothing is asserted: a
+estimate of the cost itself on a shared machine).  --cpu-time times by the
+calling thread's CPU time (steadier when other processes load the machine)
+and so runs the one-thread table only.  Nothing is asserted: a
 row whose ember operation raises prints "unavailable: <error>" (listed in
 full under the table) and a wrong result prints "wrong result", so the
 harness runs on any checkout and fills in as operators land.
@@ -39,6 +41,7 @@ import importlib.util  # noqa: E402
 import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -100,7 +103,7 @@ class Row:
         return e / p if self.kind == "rate" else p / e
 
 
-def measure(row, lib, number, repeat):
+def measure(row, lib, number, repeat, clock=timeit.default_timer):
     stmt = row.stmts.get(lib)
     if stmt is None:
         return None
@@ -109,7 +112,7 @@ def measure(row, lib, number, repeat):
         if row.kind == "faults":
             return faults_per_call(stmt, ns)
         seconds = min(timeit.repeat(stmt, globals=ns, number=number,
-                                    repeat=repeat)) / number
+                                    repeat=repeat, timer=clock)) / number
     except Exception as exc:  # any failure is reported, never raised
         return f"{type(exc).__name__}: {exc}"
     if row.check is not None and lib != "numpy" and not same_result(row, lib):
@@ -334,10 +337,10 @@ def print_table(title, rows, errors):
               f"{label:<22} {met}")
 
 
-def run_rows(rows, number, repeat):
+def run_rows(rows, number, repeat, clock):
     for row in rows:
         for lib in LIBS:
-            value = measure(row, lib, number, repeat)
+            value = measure(row, lib, number, repeat, clock)
             if value is not None:
                 row.values[lib] = value
 
@@ -347,7 +350,11 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="fewer repeats (noisier)")
     parser.add_argument("--no-gemm", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by this thread's CPU clock (one thread "
+                             "only; steadier on a loaded machine)")
     args = parser.parse_args(argv)
+    clock = time.thread_time if args.cpu_time else timeit.default_timer
     small_n, small_r = (2000, 3) if args.quick else (20000, 7)
     large_n, large_r = (1, 2) if args.quick else (3, 5)
 
@@ -357,15 +364,16 @@ def main(argv=None):
     print("ratio e/best: ember over the best peer, in the row's unit "
           "(time: < 1 is faster; GB/s: > 1 is faster)")
     errors = []
-    for threads in (1, 2):
+    print("times: " + ("thread CPU time" if args.cpu_time else "wall clock"))
+    for threads in (1,) if args.cpu_time else (1, 2):
         problems = set_threads(threads)
         for p in problems:
             print(f"note: {p}")
         rows = small_rows() if threads == 1 else []
-        run_rows(rows, small_n, small_r)
+        run_rows(rows, small_n, small_r, clock)
         ns = namespaces(large_data())
         large = large_rows(ns, with_faults=threads == 1)
-        run_rows(large, large_n, large_r)
+        run_rows(large, large_n, large_r, clock)
         rows += large
         print_table(f"{threads} thread(s)"
                     + ("" if threads == 1 else

@@ -59,11 +59,26 @@
  * by thread CPU time side by side with PyTorch in one process, ran at
  * 0.64-0.80x PyTorch's GB/s with the pair and at 0.79-1.0x one leaf at a
  * time (two sessions' measurements; prefetching 1 to 16 KB ahead gained
- * nothing there).  So the pair is taken only where
- * the avx2 or baseline clone runs (two_streams_pay); the avx512f clone
- * reads one leaf at a time, front to back, the pattern Zen 4's prefetchers
- * follow best.  The split follows the clone, not the CPU model: no Intel
- * AVX-512 machine has been measured either way.
+ * nothing there).  So the pair is taken only on CPUs without AVX-512
+ * (two_streams_pay); with it, one leaf at a time, front to back, the
+ * pattern Zen 4's prefetchers follow best.  The split follows the ISA, not
+ * the CPU model: no Intel AVX-512 machine has been measured either way.
+ *
+ * Nor do the leaves use 512-bit vectors (Note [256-bit leaves]).
+ *
+ * Note [256-bit leaves]
+ * ~~~~~~~~~~~~~~~~~~~~~
+ * The pairwise leaves are built for AVX2 and the baseline only
+ * (TH_TARGET_CLONES_256): on Zen 4, a sum streamed from memory with 64-byte
+ * loads ran ~10% slower than with 32-byte ones.  In a C test of the leaf
+ * loop over 64 MiB of float32 (thread CPU time, interleaved, best of 20-50,
+ * with and without huge pages), 4 zmm accumulators reached 0.80-0.93x the
+ * rate of 8 ymm ones, and 8 ymm ones 0.94-1.03x that of a loop that only
+ * loads and ORs (the one-core read bandwidth, which PyTorch's own AVX2 sum
+ * loop also reaches).  The lanes and the order of additions are the same
+ * in every clone, so are the results.  The other vectorised kernels
+ * (max/min, exp, column sums) keep their AVX-512 copy: they have not been
+ * measured with 256-bit loads.
  *
  * Either way every lane adds the same elements in the same order, so the
  * result is bit for bit the one of the plain recursion on every CPU
@@ -85,7 +100,7 @@
     _(Float32, float, "float32")  \
     _(Float64, double, "float64")
 
-/* The vectorised kernels (pairwise leaves, max/min scans, exp) are built
+/* The vectorised kernels (max/min scans, exp, column sums) are built
  * three times on x86-64, for AVX-512, AVX2 and the baseline, with the same
  * lanes and order of operations (so the same results), and the loader
  * picks one for the running CPU (GCC function multi-versioning): one
@@ -93,8 +108,13 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TH_TARGET_CLONES \
     __attribute__((target_clones("avx512f", "avx2", "default")))
+/* The same without the AVX-512 copy: for the pairwise leaves, which stream
+ * from memory faster with 256-bit loads (Note [256-bit leaves]). */
+#define TH_TARGET_CLONES_256 \
+    __attribute__((target_clones("avx2", "default")))
 #else
 #define TH_TARGET_CLONES
+#define TH_TARGET_CLONES_256
 #endif
 
 static THDtype
@@ -186,10 +206,10 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_EXP_BLOCK)
  * the second stream gains (Note [Two streams]). */
 #define TH_PAIR_FITS(acc_t) (2 * TH_PAIRWISE_LANES * sizeof(acc_t) <= 512)
 
-/* Whether the side-by-side leaves pay on this CPU: not where the avx512f
- * clone runs (Note [Two streams]).  The loader picks that clone by this
- * same test, so inside a clone it answers "am I the AVX-512 one"; it is a
- * load and a bit test, made once per pair of leaves. */
+/* Whether the side-by-side leaves pay on this CPU: not on one with AVX-512
+ * (Note [Two streams]), where the avx2 clone runs one leaf at a time (Note
+ * [256-bit leaves]).  It is a load and a bit test, made once per pair of
+ * leaves. */
 static inline bool
 two_streams_pay(void)
 {
@@ -240,7 +260,7 @@ two_streams_pay(void)
         memcpy(left, a, sizeof(a));                                          \
         memcpy(right, b, sizeof(b));                                         \
     }                                                                        \
-    TH_TARGET_CLONES static void name##_lanes(                               \
+    TH_TARGET_CLONES_256 static void name##_lanes(                               \
         const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
     {                                                                        \
         if (n > TH_PAIRWISE_LEAF) {                                          \
