@@ -328,8 +328,31 @@ gather_rows(char *dst, const char *padded, const int64_t *offsets, int64_t kc,
         }                                                                   \
     }
 
+/* Note [Prefetching the next panel's output]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * scatter_c writes each C panel's nr columns into out_group output rows a
+ * plane apart: every row's stores reach lines that are not in cache, and
+ * with one stream per channel the hardware prefetcher does not bring
+ * them.  The next panel's columns continue the same rows where this
+ * panel's end, so scatter_c asks for those lines (for writing) as it
+ * leaves each row, and they arrive while the micro-kernel computes the
+ * next panel.  On the 32-channel 5x5 forward (one thread, perf samples
+ * against the micro-kernel's) that cut scatter_c's time by about a third,
+ * a percent or two of the product.  The lines asked for stay within the
+ * row's plane: a row that this panel finishes asks for nothing (the next
+ * sample's rows lie elsewhere). */
+static inline void
+prefetch_for_writing(const char *from, size_t bytes)
+{
+    for (size_t line = 0; line < bytes; line += 64) {
+        __builtin_prefetch(from + line, 1, 3);
+    }
+    __builtin_prefetch(from + bytes - 1, 1, 3);
+}
+
 /* scatter_c: C's columns [j0, j0 + cols) into the NCHW output, the bias
- * added on the way. */
+ * added on the way, the next panel's lines asked for (Note [Prefetching
+ * the next panel's output]). */
 #define TH_DEFINE_SCATTER_C(Name, ctype)                                    \
     static void scatter_c_##Name(void *ctx, int64_t j0, int64_t cols,      \
                                  const char *panel, int nr)                 \
@@ -351,6 +374,14 @@ gather_rows(char *dst, const char *padded, const int64_t *offsets, int64_t kc,
                 for (int64_t x = 0; x < runs[r].len; x++) {                 \
                     dst[x] = src[x] + bias;                                 \
                 }                                                           \
+            }                                                               \
+            const SampleRun *last = &runs[count - 1];                       \
+            int64_t next = last->r + last->len, left = job->out_plane - next; \
+            if (left > 0) {                                                 \
+                prefetch_for_writing(                                       \
+                    (const char *)((ctype *)job->out + next                 \
+                                   + (last->b * job->s->out_channels + o) * job->out_plane), \
+                    (size_t)(left < nr ? left : nr) * sizeof(ctype));       \
             }                                                               \
         }                                                                   \
     }
