@@ -23,7 +23,7 @@ from ember.cuda import _index, _launcher, _sort
 
 import cuda_emulation
 from test_cuda_indexing import DTYPES, _error_of, _same_error, _values
-from test_cuda_launcher import device, runtime, same, seeded  # noqa: F401 (fixtures)
+from test_cuda_launcher import _as_numpy, device, runtime, same, seeded  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
 
@@ -109,10 +109,10 @@ def test_scatter_reduce_matches_pytorch(device):
                                                   (True, False)):
         got = a.cuda().scatter_reduce(1, index.cuda(), src.cuda(), reduce,
                                       include_self=include_self)
-        expected = torch.from_numpy(a.numpy()).scatter_reduce(
+        expected = torch.from_numpy(_as_numpy(a)).scatter_reduce(
             1, torch.from_numpy(index.numpy()), torch.from_numpy(src.numpy()), reduce,
             include_self=include_self)
-        np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+        np.testing.assert_array_equal(_as_numpy(got.cpu()), expected.numpy())
 
 
 def test_scatter_of_0_d_tensors_values_and_its_own_memory(device):
@@ -348,7 +348,7 @@ def _same_results(got, expected):
     for g, e in zip(got, expected):
         same(g, e)
         if e.dtype.is_floating_point:  # -0.0 or 0.0: the first of its group
-            np.testing.assert_array_equal(np.signbit(g.cpu().numpy()), np.signbit(e.numpy()))
+            np.testing.assert_array_equal(np.signbit(_as_numpy(g.cpu())), np.signbit(_as_numpy(e)))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -365,10 +365,10 @@ def test_unique_and_unique_consecutive(device, dtype):
                                                    return_counts=counts))
     if torch is not None and dtype != ember.bool:
         got = ember.unique(a.cuda(), sorted=True, return_inverse=True, return_counts=True)
-        expected = torch.unique(torch.from_numpy(a.numpy()), sorted=True, return_inverse=True,
+        expected = torch.unique(torch.from_numpy(_as_numpy(a)), sorted=True, return_inverse=True,
                                 return_counts=True)
         for g, e in zip(got, expected):
-            np.testing.assert_array_equal(g.cpu().numpy(), e.numpy())
+            np.testing.assert_array_equal(_as_numpy(g.cpu()), e.numpy())
 
 
 def test_unique_keeps_each_nan_and_ties_signed_zeros(device):
@@ -395,10 +395,10 @@ def test_unique_along_a_dim(device, dtype):
                               unique(x, return_inverse=inverse, return_counts=counts, dim=dim))
     if torch is not None:
         got = ember.unique(a.cuda(), return_inverse=True, return_counts=True, dim=1)
-        expected = torch.unique(torch.from_numpy(a.numpy()), return_inverse=True,
+        expected = torch.unique(torch.from_numpy(_as_numpy(a)), return_inverse=True,
                                 return_counts=True, dim=1)
         for g, e in zip(got, expected):
-            np.testing.assert_array_equal(g.cpu().numpy(), e.numpy())
+            np.testing.assert_array_equal(_as_numpy(g.cpu()), e.numpy())
 
 
 def test_unique_along_a_dim_with_nans_empties_and_errors(device):
