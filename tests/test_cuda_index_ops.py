@@ -22,6 +22,8 @@ import ember
 from ember.cuda import _index, _launcher, _sort
 
 import cuda_emulation
+from test_cuda_half import _values as _half_values
+from test_cuda_half import same_bits
 from test_cuda_indexing import DTYPES, _error_of, _same_error, _values
 from test_cuda_launcher import _as_numpy, device, runtime, same, seeded  # noqa: F401 (fixtures)
 
@@ -113,6 +115,35 @@ def test_scatter_reduce_matches_pytorch(device):
             1, torch.from_numpy(index.numpy()), torch.from_numpy(src.numpy()), reduce,
             include_self=include_self)
         np.testing.assert_array_equal(_as_numpy(got.cpu()), expected.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_combines_round_once(device, dtype):
+    """A float16 or bfloat16 combine is the CPU's: in float32, rounded once
+    as it is stored (index_add's alpha * source too, which rounding the
+    product first would change).  Values with NaN, infinities, signed
+    zeros, subnormals and sums that overflow; each target element takes at
+    most one value (distinct positions), so the order of the atomic
+    combines cannot matter and every bit must be the CPU's."""
+    a = _half_values(dtype, 48).view(4, 12)
+    src = _half_values(dtype, 48, seed=5).view(4, 12)
+    distinct = ember.randn(4, 12).argsort(dim=1)[:, :7]
+    picked = src[:, :7].contiguous()
+    da, dsrc, dpicked, ddistinct = _cuda(a, src, picked, distinct)
+    for reduce, include_self in itertools.product(("sum", "prod", "mean", "amax", "amin"),
+                                                  (True, False)):
+        same_bits(da.scatter_reduce(1, ddistinct, dpicked, reduce, include_self=include_self),
+                  a.scatter_reduce(1, distinct, picked, reduce, include_self=include_self))
+    same_bits(da.scatter_add(1, ddistinct, dpicked), a.scatter_add(1, distinct, picked))
+    same_bits(da.scatter(1, ddistinct, dpicked, reduce="multiply"),
+              a.scatter(1, distinct, picked, reduce="multiply"))
+    positions = distinct[0]
+    for alpha in (1, 0.3, -7.1):
+        same_bits(da.index_add(1, positions.cuda(), dsrc[:, :7], alpha=alpha),
+                  a.index_add(1, positions, src[:, :7], alpha=alpha))
+    same_bits(da[0].index_put((ddistinct[0],), dsrc[0, :7], accumulate=True),
+              a[0].index_put((distinct[0],), src[0, :7], accumulate=True))
+    same_bits(da.put(ddistinct[1], dsrc[1, :7], True), a.put(distinct[1], src[1, :7], True))
 
 
 def test_scatter_of_0_d_tensors_values_and_its_own_memory(device):

@@ -114,12 +114,11 @@ def _to_host_as(tensor, dtype):
     return _to_host(tensor).to(dtype)
 
 
-def _to_device_as(tensor, dtype):
-    """A new CUDA tensor of `dtype` with a CPU tensor's values, converted
-    on the narrow side (Note [Convert on the narrow side])."""
-    if dtype.itemsize > tensor.element_size():
-        return _cast_on_device(_to_device(tensor), dtype)
-    return _to_device(tensor.to(dtype))
+def _host_side(tensor, dtype):
+    """A CPU tensor on its way to a CUDA tensor of `dtype` (Note [Convert
+    on the narrow side]): converted here, or, when `dtype` is wider, as it
+    is, for a cast kernel to convert on the device."""
+    return tensor if dtype.itemsize > tensor.element_size() else tensor.to(dtype)
 
 
 def _device_type(device):
@@ -149,7 +148,7 @@ def _to(tensor, *args, **kwargs):
     if device == "cpu":
         return _to_host_as(tensor, dtype)
     if not tensor.is_cuda:
-        return _to_device_as(tensor, dtype)
+        return _cast_on_device(_to_device(_host_side(tensor, dtype)), dtype)
     if dtype != tensor.dtype:  # cuda -> cuda with another dtype
         return _cast_on_device(tensor, dtype)
     result = ember.empty(tensor.shape, dtype=dtype, device="cuda")  # copy=True
@@ -161,10 +160,15 @@ def _copy_(destination, source, non_blocking=False):
     if not destination.is_cuda:  # device -> host
         destination.copy_(_to_host_as(source, destination.dtype))
         return destination
-    if source.dtype != destination.dtype and source.is_cuda:
-        return _cast_into(destination, source)
     if not source.is_cuda:
-        source = _to_device_as(source, destination.dtype)
+        source = _host_side(source, destination.dtype)
+        if source.dtype == destination.dtype and destination.is_contiguous() \
+                and source.shape == destination.shape:  # straight into destination
+            _memcpy(destination, source.contiguous(), _HOST_TO_DEVICE)
+            return destination
+        source = _to_device(source)
+    if source.dtype != destination.dtype:
+        return _cast_into(destination, source)
     source = source.expand(destination.shape)
     if destination.is_contiguous() and source.is_contiguous():
         _memcpy(destination, source, _DEVICE_TO_DEVICE)
@@ -749,6 +753,8 @@ def _cat(tensors, dim=0, *, out=None):
         dtype = ember.result_type(ember.empty(1, dtype=dtype), t)
     shape = list(first.shape)
     shape[dim] = sum(t.shape[dim] for t in tensors)
+    if _converting_out(out, tuple(shape), _dtype_name(dtype)):
+        dtype = out.dtype  # each input converts as it is copied in (a cast kernel)
     out = _destination(out, tuple(shape), _dtype_name(dtype), "cat")
     start = 0
     for t in tensors:
