@@ -81,10 +81,12 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            reaches is test_cuda_host.py's, which the gates run)
 #   test_cuda_indexing.py    the same for advanced indexing and sorting
 #   test_cuda_index_ops.py   the same for scatter/scatter_reduce, index_fill,
-#                            take, kthvalue and unique
+#                            take, kthvalue and unique (both: every dtype,
+#                            float16 and bfloat16 included)
 #   test_cuda_half.py, test_cuda_half_reductions.py  the same for float16
 #                            and bfloat16 (pointwise, unary; reductions)
-#   test_cuda_casts.py       the cast kernels (NVRTC, g++) and to()/copy_
+#   test_cuda_casts.py       the cast kernels (NVRTC, g++) and to()/copy_,
+#                            across the bus on the narrow side
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_cuda_binary_reduce_kernels.py \

@@ -13,7 +13,8 @@ device), checked without a GPU.
    out of range and NaN included (Note [Float to integer casts] in
    ember/cuda/_cast.py); strided and broadcast operands.
 3. The launcher's paths (to, half/float/bfloat16/..., copy_) on a tensor on
-   'cuda', end to end, with no copy through the host.
+   'cuda', end to end, with no copy through the host; and those across the
+   bus, each element moved once in the narrower dtype.
 """
 
 import ctypes
@@ -254,19 +255,24 @@ def test_strided_and_broadcast_operands(emulated):
 # ---- 3. the launcher's paths ----------------------------------------------------------------
 
 @pytest.fixture
-def no_host_round_trip(device, monkeypatch):
-    """Fails the test if a device -> host copy happens while it runs (the
-    emulated runtime's memcpy, or CuPy's)."""
-    kinds = []
+def copies(device, monkeypatch):
+    """The (kind, bytes) of each copy while the test runs (the emulated
+    runtime's memcpy, or CuPy's)."""
+    recorded = []
     memcpy = _runtime.current().memcpy
 
-    def recorded(destination, source, nbytes, kind):
-        kinds.append(kind)
+    def recording(destination, source, nbytes, kind):
+        recorded.append((kind, nbytes))
         return memcpy(destination, source, nbytes, kind)
 
-    monkeypatch.setattr(_runtime.current(), "memcpy", recorded)
-    yield kinds
+    monkeypatch.setattr(_runtime.current(), "memcpy", recording)
+    yield recorded
     monkeypatch.undo()
+
+
+def _moved(copies, kind):
+    """The bytes the recorded copies of `kind` moved."""
+    return sum(nbytes for k, nbytes in copies if k == kind)
 
 
 def _values(dtype, shape=(6, 8)):
@@ -280,10 +286,10 @@ def _values(dtype, shape=(6, 8)):
                                       ("bfloat16", "float16"), ("float64", "bfloat16"),
                                       ("float32", "int8"), ("bfloat16", "int64"),
                                       ("int32", "float16"), ("float16", "bool")])
-def test_to_and_copy_convert_on_the_device(device, no_host_round_trip, src, dst):
+def test_to_and_copy_convert_on_the_device(device, copies, src, dst):
     x = _values(src)
     d = x.cuda()
-    no_host_round_trip.clear()
+    copies.clear()
     results = [(d.to(_dtype(dst)), x.to(_dtype(dst))),
                (d.t().to(_dtype(dst)), x.t().to(_dtype(dst))),
                (d.to("cuda", _dtype(dst)), x.to(_dtype(dst)))]
@@ -291,64 +297,97 @@ def test_to_and_copy_convert_on_the_device(device, no_host_round_trip, src, dst)
     results.append((out.copy_(d), ember.empty((8, 6), dtype=_dtype(dst)).t().copy_(x)))
     row = ember.empty((6, 8), dtype=_dtype(dst), device="cuda")
     results.append((row.copy_(d[2]), ember.empty((6, 8), dtype=_dtype(dst)).copy_(x[2])))
-    assert _runtime.DEVICE_TO_HOST not in no_host_round_trip
+    assert not _moved(copies, _runtime.DEVICE_TO_HOST)
     assert any(k.startswith(f"ember_cast_{src}_to_{dst}") for k in device.launches)
     for got, expected in results:
         assert got.is_cuda
         same_bits(got.cpu(), expected, f"{src} -> {dst}")
 
 
-def test_dtype_shorthands_convert_on_the_device(device, no_host_round_trip):
+def test_dtype_shorthands_convert_on_the_device(device, copies):
     x = _values("float32")
     d = x.cuda()
-    no_host_round_trip.clear()
+    copies.clear()
     pairs = [(d.half(), x.half()), (d.bfloat16(), x.bfloat16()), (d.half().float(), x.half().float()),
              (d.double(), x.double()), (d.long(), x.long()), (d.int(), x.int()),
              (d.short(), x.short()), (d.char(), x.char()), (d.byte(), x.byte()),
              (d.bool(), x.bool()), (d.to(ember.float16).bfloat16(), x.half().bfloat16())]
-    assert _runtime.DEVICE_TO_HOST not in no_host_round_trip
+    assert not _moved(copies, _runtime.DEVICE_TO_HOST)
     for got, expected in pairs:
         assert got.is_cuda
         same_bits(got.cpu(), expected, str(expected.dtype))
 
 
-def test_copy_from_the_host_converts_there(device):
-    x = _values("float64")
-    out = ember.empty((6, 8), dtype=ember.float16, device="cuda")
-    same_bits(out.copy_(x).cpu(), x.half(), "host float64 -> device float16")
+@pytest.mark.parametrize("src, dst", [("float32", "float16"), ("float64", "bfloat16"),
+                                      ("float32", "int8"), ("bfloat16", "bool"),
+                                      ("float16", "float32"), ("int8", "float64"),
+                                      ("float32", "int32"), ("bfloat16", "float16")])
+def test_copies_across_the_bus_convert_on_the_narrow_side(device, copies, src, dst):
+    """Note [Convert on the narrow side]: to('cpu', dtype), to('cuda',
+    dtype) and copy_ across devices move each element once, in the
+    narrower dtype (a cast kernel on the device converts before a narrowing
+    copy to the host and after a widening copy from it), with the CPU's
+    bits either way; strided and broadcast sources included."""
+    x = _values(src)
+    d = x.cuda()
+    narrow = min(_dtype(src).itemsize, _dtype(dst).itemsize) * x.numel()
+    casts = lambda: [k for k in device.launches if k.startswith(f"ember_cast_{src}_to_{dst}")]  # noqa: E731
+    for to_host in (lambda: d.t().to("cpu", _dtype(dst)),
+                    lambda: ember.empty((8, 6), dtype=_dtype(dst)).copy_(d.t()),
+                    lambda: d.to(device="cpu", dtype=_dtype(dst)).t()):
+        copies.clear()
+        device.launches.clear()
+        same_bits(to_host(), x.t().to(_dtype(dst)), f"cuda {src} -> cpu {dst}")
+        assert copies == [(_runtime.DEVICE_TO_HOST, narrow)]
+        assert bool(casts()) == (_dtype(dst).itemsize < _dtype(src).itemsize)
+    for to_device in (lambda: x.t().to("cuda", _dtype(dst)),
+                      lambda: ember.empty((8, 6), dtype=_dtype(dst), device="cuda").copy_(x.t()),
+                      lambda: ember.empty((2, 8, 6), dtype=_dtype(dst), device="cuda")
+                      .copy_(x.t())[1]):
+        copies.clear()
+        device.launches.clear()
+        got = to_device()
+        assert got.is_cuda and copies == [(_runtime.HOST_TO_DEVICE, narrow)]
+        assert bool(casts()) == (_dtype(dst).itemsize > _dtype(src).itemsize)
+        same_bits(got.cpu(), x.t().to(_dtype(dst)), f"cpu {src} -> cuda {dst}")
     empty = ember.empty((0, 3), device="cuda")
     assert empty.half().shape == (0, 3) and empty.half().dtype == ember.float16
+    assert empty.to("cpu", ember.float16).shape == (0, 3)
 
 
-def test_reductions_with_dtype_convert_first_on_the_device(device, no_host_round_trip):
+def test_reductions_with_dtype_convert_first_on_the_device(device, copies):
     x = ember.arange(24, dtype=ember.int32).view(4, 6)
     h = _values("bfloat16")
     d, dh = x.cuda(), h.cuda()
-    no_host_round_trip.clear()
+    copies.clear()
     pairs = [(d.sum(dtype=ember.float16), x.sum(dtype=ember.float16)),
              (d.prod(1, dtype=ember.bfloat16), x.prod(1, dtype=ember.bfloat16)),
              (d.cumsum(0, dtype=ember.int8), x.cumsum(0, dtype=ember.int8)),
              (d.mean(dtype=ember.float64), x.mean(dtype=ember.float64)),
              (ember.softmax(dh, 1, dtype=ember.float32), ember.softmax(h, 1, dtype=ember.float32)),
              (dh.amax(0), h.amax(0))]
-    assert _runtime.DEVICE_TO_HOST not in no_host_round_trip
+    assert not _moved(copies, _runtime.DEVICE_TO_HOST)
     for got, expected in pairs:
         same_bits(got.cpu(), expected, str(expected.dtype))
     with pytest.raises(TypeError, match="unexpected keyword argument 'dtype'"):
         ember.logsumexp(d, 0, dtype=ember.float32)
 
 
-def test_out_and_in_place_of_another_dtype_convert_on_the_device(device, no_host_round_trip):
+def test_out_and_in_place_of_another_dtype_convert_on_the_device(device, copies):
     h, f = _values("float16"), _values("float32")
     dh, df = h.cuda(), f.cuda()
-    no_host_round_trip.clear()
+    copies.clear()
     dh.add_(df)  # float16 += float32: computed in float32, rounded into float16
     h.add_(f)
     out = ember.empty((8, 6), dtype=ember.bfloat16, device="cuda").t()
     ember.exp(df, out=out)
     sums = ember.empty(8, dtype=ember.float64, device="cuda")
     ember.sum(df, 0, out=sums)
-    assert _runtime.DEVICE_TO_HOST not in no_host_round_trip
+    joined = ember.empty((12, 8), dtype=ember.float64, device="cuda")
+    ember.cat([dh, df], out=joined)  # float16 and float32 rows, each converted
+    assert not _moved(copies, _runtime.DEVICE_TO_HOST)
+    same_bits(joined.cpu(), ember.cat([h, f], out=ember.empty((12, 8), dtype=ember.float64)),
+              "cat into float64")
     same_bits(dh.cpu(), h, "float16 += float32")
     same_bits(out.cpu(), ember.exp(f, out=ember.empty((8, 6), dtype=ember.bfloat16).t()),
               "exp into bfloat16")

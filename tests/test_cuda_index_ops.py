@@ -22,8 +22,10 @@ import ember
 from ember.cuda import _index, _launcher, _sort
 
 import cuda_emulation
+from test_cuda_half import _values as _half_values
+from test_cuda_half import same_bits
 from test_cuda_indexing import DTYPES, _error_of, _same_error, _values
-from test_cuda_launcher import device, runtime, same, seeded  # noqa: F401 (fixtures)
+from test_cuda_launcher import _as_numpy, device, runtime, same, seeded  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
 
@@ -109,10 +111,39 @@ def test_scatter_reduce_matches_pytorch(device):
                                                   (True, False)):
         got = a.cuda().scatter_reduce(1, index.cuda(), src.cuda(), reduce,
                                       include_self=include_self)
-        expected = torch.from_numpy(a.numpy()).scatter_reduce(
+        expected = torch.from_numpy(_as_numpy(a)).scatter_reduce(
             1, torch.from_numpy(index.numpy()), torch.from_numpy(src.numpy()), reduce,
             include_self=include_self)
-        np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+        np.testing.assert_array_equal(_as_numpy(got.cpu()), expected.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_combines_round_once(device, dtype):
+    """A float16 or bfloat16 combine is the CPU's: in float32, rounded once
+    as it is stored (index_add's alpha * source too, which rounding the
+    product first would change).  Values with NaN, infinities, signed
+    zeros, subnormals and sums that overflow; each target element takes at
+    most one value (distinct positions), so the order of the atomic
+    combines cannot matter and every bit must be the CPU's."""
+    a = _half_values(dtype, 48).view(4, 12)
+    src = _half_values(dtype, 48, seed=5).view(4, 12)
+    distinct = ember.randn(4, 12).argsort(dim=1)[:, :7]
+    picked = src[:, :7].contiguous()
+    da, dsrc, dpicked, ddistinct = _cuda(a, src, picked, distinct)
+    for reduce, include_self in itertools.product(("sum", "prod", "mean", "amax", "amin"),
+                                                  (True, False)):
+        same_bits(da.scatter_reduce(1, ddistinct, dpicked, reduce, include_self=include_self),
+                  a.scatter_reduce(1, distinct, picked, reduce, include_self=include_self))
+    same_bits(da.scatter_add(1, ddistinct, dpicked), a.scatter_add(1, distinct, picked))
+    same_bits(da.scatter(1, ddistinct, dpicked, reduce="multiply"),
+              a.scatter(1, distinct, picked, reduce="multiply"))
+    positions = distinct[0]
+    for alpha in (1, 0.3, -7.1):
+        same_bits(da.index_add(1, positions.cuda(), dsrc[:, :7], alpha=alpha),
+                  a.index_add(1, positions, src[:, :7], alpha=alpha))
+    same_bits(da[0].index_put((ddistinct[0],), dsrc[0, :7], accumulate=True),
+              a[0].index_put((distinct[0],), src[0, :7], accumulate=True))
+    same_bits(da.put(ddistinct[1], dsrc[1, :7], True), a.put(distinct[1], src[1, :7], True))
 
 
 def test_scatter_of_0_d_tensors_values_and_its_own_memory(device):
@@ -348,7 +379,7 @@ def _same_results(got, expected):
     for g, e in zip(got, expected):
         same(g, e)
         if e.dtype.is_floating_point:  # -0.0 or 0.0: the first of its group
-            np.testing.assert_array_equal(np.signbit(g.cpu().numpy()), np.signbit(e.numpy()))
+            np.testing.assert_array_equal(np.signbit(_as_numpy(g.cpu())), np.signbit(_as_numpy(e)))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -365,10 +396,10 @@ def test_unique_and_unique_consecutive(device, dtype):
                                                    return_counts=counts))
     if torch is not None and dtype != ember.bool:
         got = ember.unique(a.cuda(), sorted=True, return_inverse=True, return_counts=True)
-        expected = torch.unique(torch.from_numpy(a.numpy()), sorted=True, return_inverse=True,
+        expected = torch.unique(torch.from_numpy(_as_numpy(a)), sorted=True, return_inverse=True,
                                 return_counts=True)
         for g, e in zip(got, expected):
-            np.testing.assert_array_equal(g.cpu().numpy(), e.numpy())
+            np.testing.assert_array_equal(_as_numpy(g.cpu()), e.numpy())
 
 
 def test_unique_keeps_each_nan_and_ties_signed_zeros(device):
@@ -395,10 +426,10 @@ def test_unique_along_a_dim(device, dtype):
                               unique(x, return_inverse=inverse, return_counts=counts, dim=dim))
     if torch is not None:
         got = ember.unique(a.cuda(), return_inverse=True, return_counts=True, dim=1)
-        expected = torch.unique(torch.from_numpy(a.numpy()), return_inverse=True,
+        expected = torch.unique(torch.from_numpy(_as_numpy(a)), return_inverse=True,
                                 return_counts=True, dim=1)
         for g, e in zip(got, expected):
-            np.testing.assert_array_equal(g.cpu().numpy(), e.numpy())
+            np.testing.assert_array_equal(_as_numpy(g.cpu()), e.numpy())
 
 
 def test_unique_along_a_dim_with_nans_empties_and_errors(device):

@@ -17,7 +17,7 @@ import ember
 from ember.cuda import _launch, _nvrtc, _sort
 
 import cuda_emulation
-from test_cuda_launcher import ROOT, device, runtime, same, seeded  # noqa: F401 (fixtures)
+from test_cuda_launcher import ROOT, _as_numpy, device, runtime, same, seeded  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
 
@@ -27,7 +27,7 @@ except ImportError:  # the CPU operators stay the oracle
     torch = None
 
 DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64,
-          ember.float32, ember.float64]
+          ember.float32, ember.float64, ember.float16, ember.bfloat16]
 
 
 def _values(shape, dtype):
@@ -44,8 +44,8 @@ def _same_as_torch(got, tensor, index):
         return
     converted = tuple(torch.from_numpy(i.cpu().numpy()) if isinstance(i, ember.Tensor) else i
                       for i in items)
-    expected = torch.from_numpy(tensor.numpy())[converted]
-    np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+    expected = torch.from_numpy(_as_numpy(tensor))[converted]
+    np.testing.assert_array_equal(_as_numpy(got.cpu()), expected.numpy())
 
 
 def _error_of(run):
@@ -181,8 +181,8 @@ def test_nonzero_masked_select_and_where(device, dtype):
     same(da.masked_select(mask.cuda()), a.masked_select(mask))
     same(ember.masked_select(da[0], mask[:, :1].cuda()), ember.masked_select(a[0], mask[:, :1]))
     if torch is not None:
-        expected = torch.from_numpy(a.numpy()).nonzero()
-        np.testing.assert_array_equal(da.nonzero().cpu().numpy(), expected.numpy())
+        expected = torch.from_numpy(_as_numpy(a)).nonzero()
+        np.testing.assert_array_equal(_as_numpy(da.nonzero().cpu()), expected.numpy())
     scalar = ember.tensor(1, dtype=dtype)
     same(scalar.cuda().nonzero(), scalar.nonzero())
     same(scalar.cuda().nonzero(as_tuple=True)[0], scalar.nonzero(as_tuple=True)[0])
@@ -244,31 +244,53 @@ def test_sort_argsort_and_topk(device, dtype):
                 _same_sort(da.topk(k, dim=dim, largest=largest, sorted=True),
                            a.topk(k, dim=dim, largest=largest))
     if torch is not None and dtype != ember.bool:
-        expected = torch.from_numpy(a.numpy()).sort(dim=1, descending=True, stable=True)
+        expected = torch.from_numpy(_as_numpy(a)).sort(dim=1, descending=True, stable=True)
         got = da.sort(dim=1, descending=True, stable=True)
-        np.testing.assert_array_equal(got.values.cpu().numpy(), expected.values.numpy())
-        np.testing.assert_array_equal(got.indices.cpu().numpy(), expected.indices.numpy())
+        np.testing.assert_array_equal(_as_numpy(got.values.cpu()), expected.values.numpy())
+        np.testing.assert_array_equal(_as_numpy(got.indices.cpu()), expected.indices.numpy())
     scalar = ember.tensor(3, dtype=dtype)
     _same_sort(scalar.cuda().sort(), scalar.sort())
     _same_sort(scalar.cuda().topk(1), scalar.topk(1))
     _same_sort(ember.zeros(2, 0, dtype=dtype).cuda().sort(), ember.zeros(2, 0, dtype=dtype).sort())
 
 
-@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=str)
+def _in_torch(tensor):
+    """A CPU tensor as a PyTorch tensor of its dtype (through float32 for
+    bfloat16, exactly)."""
+    name = str(tensor.dtype).removeprefix("ember.")
+    return torch.from_numpy(_as_numpy(tensor)).to(getattr(torch, name))
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.bfloat16],
+                         ids=str)
 def test_sort_orders_nans_signed_zeros_and_infinities_as_pytorch(device, dtype):
+    """NaN after +inf (first descending), -0.0 tied with 0.0 in input
+    order, and for the 16-bit dtypes subnormals and values that only
+    differ past float16's or bfloat16's precision before rounding."""
     nan, inf = float("nan"), float("inf")
-    a = ember.tensor([[3.0, nan, -0.0, 0.0, 1.0, 1.0, -inf, inf, nan, -2.0]] * 2, dtype=dtype)
+    a = ember.tensor([[3.0, nan, -0.0, 0.0, 1.0, 1.0, -inf, inf, nan, -2.0, 6e-8, -1e-39,
+                       1.0009, 0.0]] * 2).to(dtype)
     a[1] = a[1].flip(0)
     da = a.cuda()
     for descending in (False, True):
-        got, expected = da.sort(descending=descending), a.sort(descending=descending)
-        _same_sort(got, expected)
-        if torch is not None:
-            reference = torch.from_numpy(a.numpy()).sort(descending=descending, stable=True)
-            np.testing.assert_array_equal(got.values.cpu().numpy(), reference.values.numpy())
-            np.testing.assert_array_equal(got.indices.cpu().numpy(), reference.indices.numpy())
+        for dim in (0, 1):
+            got = da.sort(dim=dim, descending=descending)
+            _same_sort(got, a.sort(dim=dim, descending=descending))
+            if torch is None:
+                continue
+            reference = _in_torch(a).sort(dim=dim, descending=descending, stable=True)
+            np.testing.assert_array_equal(_as_numpy(got.values.cpu()),
+                                          reference.values.float().numpy())
+            np.testing.assert_array_equal(_as_numpy(got.indices.cpu()), reference.indices.numpy())
+            np.testing.assert_array_equal(np.signbit(_as_numpy(got.values.cpu())),
+                                          np.signbit(reference.values.float().numpy()))
+    same(da.msort(), a.msort())
     _same_sort(da.topk(4), a.topk(4))  # NaN is the largest value
     _same_sort(da.topk(4, largest=False), a.topk(4, largest=False))
+    for k in (1, 5, 14):
+        _same_sort(da.kthvalue(k), a.kthvalue(k))
+    for k in (1, 2):
+        _same_sort(da.kthvalue(k, dim=0, keepdim=True), a.kthvalue(k, dim=0, keepdim=True))
 
 
 def test_a_long_lane_sorts_like_the_cpu(device):

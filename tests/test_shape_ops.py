@@ -809,6 +809,12 @@ def test_zero_dim_sort_family_matches_torch():
             assert tuple(a.shape) == tuple(b.shape) and a.item() == b.item()
 
 
+def test_out_of_another_dtype_for_a_16_bit_result_is_an_error():
+    values, indices = ember.empty(2, dtype=ember.float64), ember.empty(2, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="dtype c10::Half, but got double instead"):
+        ember.sort(ember.ones(2, dtype=ember.float16), out=(values, indices))
+
+
 def test_out_by_copy_single_results():
     m = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     for name, call, expected in [
@@ -823,6 +829,8 @@ def test_out_by_copy_single_results():
         with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got long int"):
             call(bad)
         np.testing.assert_array_equal(as_numpy(bad), np.full((2, 2), 9, dtype=np.int64))
+        with pytest.raises(RuntimeError, match="dtype float, but got c10::BFloat16 instead"):
+            call(ember.zeros(2, 2, dtype=ember.bfloat16))  # PyTorch's C++ names, 16-bit ones too
         wrong = ember.full((3,), 9.0)
         with pytest.raises(RuntimeError, match="expected out of shape"):
             call(wrong)

@@ -131,13 +131,6 @@ parse_out(const char *fname, PyObject *obj, THTensor **out)
  * resizes out).  So on any error no out tensor is touched, and an out that
  * overlaps the input reads nothing stale. */
 
-/* C++'s names for the dtypes, which PyTorch's out= messages print; in the
- * order of the THDtype enum. */
-static const char *const cxx_type_names[TH_NUM_DTYPES] = {
-    "bool", "unsigned char", "signed char", "short int", "int", "long int",
-    "float", "double",
-};
-
 static int
 check_out_like(const char *fname, THTensor *out, const THTensor *result)
 {
@@ -145,7 +138,8 @@ check_out_like(const char *fname, THTensor *out, const THTensor *result)
         PyErr_Format(PyExc_RuntimeError,
                      "Expected out tensor to have dtype %s, but got %s "
                      "instead",
-                     cxx_type_names[result->dtype], cxx_type_names[out->dtype]);
+                     THDtype_cppTypeName(result->dtype),
+                     THDtype_cppTypeName(out->dtype));
         return -1;
     }
     if (out->ndim != result->ndim

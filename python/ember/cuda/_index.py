@@ -55,7 +55,7 @@ __all__ = ["DTYPES", "INDEX_DTYPES", "KINDS", "NONZERO_THREADS", "kernel_name",
            "nonzero_parameters", "nonzero_launch_config", "headers", "EmberIndexGeometry", "geometry"]
 
 PRELUDE_NAME = "ember_index.h"
-DTYPES = _pointwise.ARITH_DTYPES
+DTYPES = _pointwise.DTYPES
 INDEX_DTYPES = ("int32", "int64")
 MAX_DIMS = _kernels.MAX_DIMS
 NONZERO_THREADS = 512
@@ -142,33 +142,52 @@ ember_wrapped_index(int64_t k, int64_t size, int64_t *error)
  * bits with a narrower element in its byte lane (little-endian) -- retried
  * until no other thread changed the word in between.  The combines are the
  * CPU's put loops' (c/th/THIndex.c): bool sums as `or` and multiplies as
- * `and`, integers wrap, and max/min let a NaN win as maximum does. */
+ * `and`, integers wrap, max/min let a NaN win as maximum does, and a
+ * float16 or bfloat16 element combines in float32 (ember_widen), rounded
+ * once as it is stored back (Note [Half precision on the device]); a
+ * scatter-add's alpha * source is that float32 product, not a rounded
+ * one, as TH_DEFINE_PUT_ADD computes it. */
 static __device__ __forceinline__ bool ember_sum(bool a, bool b) {{ return a || b; }}
-template <typename T>
-static __device__ __forceinline__ T ember_sum(T a, T b) {{ return (T)(a + b); }}
+template <typename T, typename V>
+static __device__ __forceinline__ T
+ember_sum(T a, V b)
+{{
+    T sum;
+    ember_store(sum, ember_widen(a) + ember_widen(b));
+    return sum;
+}}
 
 static __device__ __forceinline__ bool ember_product(bool a, bool b) {{ return a && b; }}
-template <typename T>
-static __device__ __forceinline__ T ember_product(T a, T b) {{ return (T)(a * b); }}
+template <typename T, typename V>
+static __device__ __forceinline__ T
+ember_product(T a, V b)
+{{
+    T product;
+    ember_store(product, ember_widen(a) * ember_widen(b));
+    return product;
+}}
 
-static __device__ __forceinline__ bool ember_is_nan(float v) {{ return v != v; }}
-static __device__ __forceinline__ bool ember_is_nan(double v) {{ return v != v; }}
 template <typename T>
-static __device__ __forceinline__ bool ember_is_nan(T) {{ return false; }}
+static __device__ __forceinline__ bool
+ember_is_nan(T v)
+{{
+    return ember_widen(v) != ember_widen(v); /* false for the integers */
+}}
 
 struct EmberSum {{
-    template <typename T>
-    static __device__ __forceinline__ T apply(T old, T value) {{ return ember_sum(old, value); }}
+    template <typename T, typename V>
+    static __device__ __forceinline__ T apply(T old, V value) {{ return ember_sum(old, value); }}
 }};
 struct EmberProduct {{
-    template <typename T>
-    static __device__ __forceinline__ T apply(T old, T value) {{ return ember_product(old, value); }}
+    template <typename T, typename V>
+    static __device__ __forceinline__ T apply(T old, V value) {{ return ember_product(old, value); }}
 }};
 struct EmberMaximum {{
     template <typename T>
     static __device__ __forceinline__ T apply(T old, T value)
     {{
-        bool wins = (value > old || ember_is_nan(value)) && !ember_is_nan(old);
+        bool wins = (ember_widen(value) > ember_widen(old) || ember_is_nan(value))
+                    && !ember_is_nan(old);
         return wins ? value : old;
     }}
 }};
@@ -176,7 +195,8 @@ struct EmberMinimum {{
     template <typename T>
     static __device__ __forceinline__ T apply(T old, T value)
     {{
-        bool wins = (value < old || ember_is_nan(value)) && !ember_is_nan(old);
+        bool wins = (ember_widen(value) < ember_widen(old) || ember_is_nan(value))
+                    && !ember_is_nan(old);
         return wins ? value : old;
     }}
 }};
@@ -190,9 +210,9 @@ struct EmberWord<8> {{
     typedef unsigned long long type;
 }};
 
-template <typename Combine, typename T>
+template <typename Combine, typename T, typename V>
 static __device__ __forceinline__ void
-ember_atomic_combine(T *address, T value)
+ember_atomic_combine(T *address, V value)
 {{
     typedef typename EmberWord<sizeof(T)>::type word_t;
     unsigned long long at = (unsigned long long)address;
@@ -236,9 +256,9 @@ ember_atomic_add(int64_t *address, int64_t value)
     atomicAdd((unsigned long long *)address, (unsigned long long)value);
 }}
 
-template <typename T> /* bool and the 8- and 16-bit integers */
+template <typename T, typename V> /* bool, the 8- and 16-bit integers and floats */
 static __device__ __forceinline__ void
-ember_atomic_add(T *address, T value)
+ember_atomic_add(T *address, V value)
 {{
     ember_atomic_combine<EmberSum>(address, value);
 }}
@@ -265,7 +285,8 @@ KINDS = {
                    "out[o.other] = in[o.indexed + k * g.indexed_strides[g.dim]];"),
     "scatter": Kind(_SCATTER, "checked", f"{_AT_DIM} = source[o.other];"),
     "scatter_add": Kind(_SCATTER, "checked",
-                        f"ember_atomic_add(&{_AT_DIM}, ember_product(alpha, source[o.other]));"),
+                        f"ember_atomic_add(&{_AT_DIM}, ember_product(ember_widen(alpha), "
+                        "ember_widen(source[o.other])));"),
     "scatter_multiply": _scatter_combine("EmberProduct"),
     "scatter_amax": _scatter_combine("EmberMaximum"),
     "scatter_amin": _scatter_combine("EmberMinimum"),
@@ -361,7 +382,7 @@ extern "C" __global__ void
     int64_t end = begin + chunk < n ? begin + chunk : n;
     int64_t mine = 0;
     for (int64_t i = begin; i < end; i++) {{
-        mine += in[ember_index_offsets(i, g).indexed] != ({ctype})0;
+        mine += ember_widen(in[ember_index_offsets(i, g).indexed]) != 0;
     }}
     first_row[threadIdx.x] = mine;
     __syncthreads();
@@ -380,7 +401,7 @@ extern "C" __global__ void
     }}
     int64_t row = first_row[threadIdx.x];
     for (int64_t i = begin; i < end; i++) {{
-        if (in[ember_index_offsets(i, g).indexed] != ({ctype})0) {{
+        if (ember_widen(in[ember_index_offsets(i, g).indexed]) != 0) {{
             int64_t rest = i;
             for (int d = 0; d < g.ndim; d++) {{ /* innermost first */
                 out[row * g.ndim + g.ndim - 1 - d] = rest % g.sizes[d];

@@ -9,10 +9,12 @@ Two kinds of calls have handlers here:
   copies      to()/cpu()/cuda(), copy_ across devices, and what reads
               values on the host (item(), float(), numpy(force=True),
               tolist(), printing).  A copy is one cudaMemcpy of a
-              contiguous block: layout changes, dtype conversions and
-              broadcasting happen on the CPU side of the copy.  Between
-              CUDA tensors a dtype conversion (to(dtype), half(), copy_)
-              is a cast kernel (_cast.py), strided and broadcasting.
+              contiguous block: layout changes and broadcasting happen on
+              the CPU side of the copy, and a dtype conversion on the side
+              where the values take fewer bytes (Note [Convert on the
+              narrow side]).  Between CUDA tensors a dtype conversion
+              (to(dtype), half(), copy_) is a cast kernel (_cast.py),
+              strided and broadcasting.
   operators   the pointwise operators of c/th/THPointwiseFormulas.h
               (arithmetic with alpha and Python numbers, comparisons,
               logical and bitwise ops, where, clamp, lerp, addcmul,
@@ -80,6 +82,45 @@ def _to_device(tensor):
     return device
 
 
+# Note [Convert on the narrow side]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A copy between host and device that also converts a dtype (to('cpu',
+# dtype), to('cuda', dtype), copy_ across devices) sends every element over
+# the bus once, in the source's dtype when it converts after the copy, in
+# the destination's when before.  ember converts where the values are
+# narrower: a float32 CUDA tensor to('cpu', float16) is a cast kernel and
+# then a copy of half the bytes, an int8 CPU tensor to('cuda', float32) a
+# copy of a quarter of the bytes and then a cast kernel; between dtypes of
+# one size (or to a wider one on the host) the host converts.  The cast
+# kernels are the CPU's TH_CONVERT (_cast.py), so which side converts
+# changes the bytes moved and the kernels run, never a result's bits.
+# The device holds one temporary, in the narrower dtype.  (PyTorch's copy_
+# converts on the CPU for a blocking copy, sparing the GPU the temporary,
+# and on the GPU for a non_blocking one, whichever dtype is narrower.)
+
+def _cast_on_device(tensor, dtype):
+    """A new CUDA tensor of `dtype` with a CUDA tensor's values: one cast
+    kernel (the tensor itself when it has that dtype)."""
+    if tensor.dtype == dtype:
+        return tensor
+    return _cast_into(ember.empty(tensor.shape, dtype=dtype, device="cuda"), tensor)
+
+
+def _to_host_as(tensor, dtype):
+    """A new CPU tensor of `dtype` with a CUDA tensor's values, converted
+    on the narrow side (Note [Convert on the narrow side])."""
+    if dtype.itemsize < tensor.element_size():
+        return _to_host(_cast_on_device(tensor, dtype))
+    return _to_host(tensor).to(dtype)
+
+
+def _host_side(tensor, dtype):
+    """A CPU tensor on its way to a CUDA tensor of `dtype` (Note [Convert
+    on the narrow side]): converted here, or, when `dtype` is wider, as it
+    is, for a cast kernel to convert on the device."""
+    return tensor if dtype.itemsize > tensor.element_size() else tensor.to(dtype)
+
+
 def _device_type(device):
     """'cpu' or 'cuda' for a device argument (a bare int is a CUDA index)."""
     return "cuda" if isinstance(device, int) else ember.device(device).type
@@ -104,27 +145,30 @@ def _target_of(tensor, args, kwargs):
 
 def _to(tensor, *args, **kwargs):
     device, dtype = _target_of(tensor, args, kwargs)
-    if device == "cpu":  # from CUDA: copy, then convert on the CPU
-        return _to_host(tensor).to(dtype)
-    if tensor.is_cuda:  # cuda -> cuda with another dtype, or copy=True
-        result = ember.empty(tensor.shape, dtype=dtype, device="cuda")
-        if dtype != tensor.dtype:
-            return _cast_into(result, tensor)
-        _memcpy(result, _dense_on_device(tensor), _DEVICE_TO_DEVICE)
-        return result
-    return _to_device(tensor.to(dtype))  # from the CPU: convert, then copy
+    if device == "cpu":
+        return _to_host_as(tensor, dtype)
+    if not tensor.is_cuda:
+        return _cast_on_device(_to_device(_host_side(tensor, dtype)), dtype)
+    if dtype != tensor.dtype:  # cuda -> cuda with another dtype
+        return _cast_on_device(tensor, dtype)
+    result = ember.empty(tensor.shape, dtype=dtype, device="cuda")  # copy=True
+    _memcpy(result, _dense_on_device(tensor), _DEVICE_TO_DEVICE)
+    return result
 
 
 def _copy_(destination, source, non_blocking=False):
-    if not destination.is_cuda:  # device -> host: copy, then convert on the CPU
-        destination.copy_(_to_host(source))
+    if not destination.is_cuda:  # device -> host
+        destination.copy_(_to_host_as(source, destination.dtype))
         return destination
-    if source.dtype != destination.dtype:
-        if source.is_cuda:
-            return _cast_into(destination, source)
-        source = source.to(destination.dtype)  # a host source converts on the host
     if not source.is_cuda:
+        source = _host_side(source, destination.dtype)
+        if source.dtype == destination.dtype and destination.is_contiguous() \
+                and source.shape == destination.shape:  # straight into destination
+            _memcpy(destination, source.contiguous(), _HOST_TO_DEVICE)
+            return destination
         source = _to_device(source)
+    if source.dtype != destination.dtype:
+        return _cast_into(destination, source)
     source = source.expand(destination.shape)
     if destination.is_contiguous() and source.is_contiguous():
         _memcpy(destination, source, _DEVICE_TO_DEVICE)
@@ -709,6 +753,8 @@ def _cat(tensors, dim=0, *, out=None):
         dtype = ember.result_type(ember.empty(1, dtype=dtype), t)
     shape = list(first.shape)
     shape[dim] = sum(t.shape[dim] for t in tensors)
+    if _converting_out(out, tuple(shape), _dtype_name(dtype)):
+        dtype = out.dtype  # each input converts as it is copied in (a cast kernel)
     out = _destination(out, tuple(shape), _dtype_name(dtype), "cat")
     start = 0
     for t in tensors:

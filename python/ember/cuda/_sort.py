@@ -7,7 +7,10 @@ for a descending sort, and its position in the lane.  Items compare by key
 and then by position, a total order, so any correct sorting network gives
 exactly the stable order, which is the CPU's and PyTorch's `stable=True`
 order whatever `stable` says: ties keep their input order, NaNs come last
-ascending and first descending.
+ascending and first descending.  A float16 or bfloat16 element's key is
+its float32 widening's (exact, Note [Half precision on the device]), as
+THSort.c's keys of the 16-bit dtypes are, and the values are copied as
+their bits: the kernel never rounds.
 
 Note [One block sorts one lane]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -37,7 +40,7 @@ __all__ = ["DTYPES", "SORT_THREADS", "kernel_name", "kernel_source", "kernel_par
            "headers", "padded_length", "launch_config"]
 
 PRELUDE_NAME = "ember_sort.h"
-DTYPES = _pointwise.ARITH_DTYPES
+DTYPES = _pointwise.DTYPES
 SORT_THREADS = 256
 # Lanes sorted at once, one per block: the scratch holds one padded row
 # for each.
@@ -70,6 +73,10 @@ ember_key_of_double(double value)
 
 static __device__ __forceinline__ uint64_t ember_sort_key(float v) {{ return ember_key_of_double(v); }}
 static __device__ __forceinline__ uint64_t ember_sort_key(double v) {{ return ember_key_of_double(v); }}
+static __device__ __forceinline__ uint64_t
+ember_sort_key(ember_float16 v) {{ return ember_key_of_double(ember_widen(v)); }}
+static __device__ __forceinline__ uint64_t
+ember_sort_key(ember_bfloat16 v) {{ return ember_key_of_double(ember_widen(v)); }}
 template <typename T>
 static __device__ __forceinline__ uint64_t ember_sort_key(T v) {{ return ember_key_of_int((int64_t)v); }}
 
