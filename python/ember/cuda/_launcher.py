@@ -43,6 +43,8 @@ import ember
 from .. import _C
 from .._functions import _broadcast_shapes
 from .._tensor import _contiguous_strides
+from ..linalg._lapack import check_floating as _check_floating
+from ..linalg._lapack import check_norm_dtype as _check_norm_dtype
 from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime,
                _sort)
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
@@ -297,6 +299,10 @@ def _reduction_call(name):
     int64 sums of integers), the result, as the CPU's sum_or_prod does."""
     def run(tensor, *args, out=None, **kwargs):
         dtype = _reduce.pop_dtype(name, kwargs)
+        if dtype is not None and name.removeprefix("Tensor.") == "norm":
+            # THTensor_newNorm's checks, on the input before it is converted
+            _check_floating("linalg.vector_norm", tensor, low_precision=True)
+            _check_norm_dtype("linalg.vector_norm", tensor.dtype, dtype)
         if dtype is not None and dtype != tensor.dtype:
             tensor = _cast_into(ember.empty(tensor.shape, dtype=dtype, device="cuda"), tensor)
         plan = _reduce.plan_call(name, (tensor, *args), kwargs)
