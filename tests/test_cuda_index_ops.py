@@ -158,8 +158,10 @@ def test_scatter_of_0_d_tensors_values_and_its_own_memory(device):
     a = ember.arange(12.0).view(3, 4)
     got, expected = a.cuda(), a.clone()
     index = ember.tensor([[2, 0, 1, 0], [1, 2, 0, 2]])
-    got.scatter_(0, index.cuda(), got)  # reads src as it was before the writes
-    expected.scatter_(0, index, expected)
+    # a strided src in self's memory passes PyTorch's overlap check (a
+    # dense one is refused) and is read as it was before the writes
+    got[:, :2].scatter_(0, index[:, :2].cuda(), got[:, 2:])
+    expected[:, :2].scatter_(0, index[:, :2], expected[:, 2:])
     same(got, expected)
     empty = ember.zeros(3, 0, dtype=ember.int64)
     same(a.cuda().scatter(1, empty.cuda(), a.cuda()), a.scatter(1, empty, a))
@@ -199,6 +201,30 @@ def test_scatter_errors_are_the_cpus(device):
     ]
     for call in calls:
         _same_error(lambda: call(a, index, src), lambda: call(a.cuda(), index.cuda(), src.cuda()))
+
+
+def test_overlapping_arguments_are_refused_as_on_the_cpu(device):
+    """PyTorch's assert_no_overlap (c/th/THCopy.c:THTensor_checkNoOverlap):
+    a dense index or source in the written tensor's memory, after the
+    shapes and before the positions are read."""
+    a = ember.arange(12.0).view(3, 4)
+    i, j = ember.tensor([0, 1, 2, 3]), ember.tensor([[0, 1, 2, 3], [3, 2, 1, 0]])
+    calls = [
+        lambda t, i, j: t.index_add_(1, i, t),
+        lambda t, i, j: t[0].index_add_(0, i, t[0], alpha=2),
+        lambda t, i, j: i.index_add_(0, i, i.clone()),
+        lambda t, i, j: t.scatter_(1, j, t),
+        lambda t, i, j: t[1].scatter_add_(0, i[:2], t[1, 2:]),
+        lambda t, i, j: t.scatter_reduce_(1, j, t, "sum"),
+        lambda t, i, j: j.scatter_(1, j, 7),
+        lambda t, i, j: (lambda k: k.scatter_(1, k, 0))(j + 4),  # before the bad positions
+        lambda t, i, j: i.index_fill_(0, i, 7),
+        lambda t, i, j: t.index_copy_(0, i[:2], t[1:]),
+        lambda t, i, j: t.view(-1).put_(i, t[0]),
+    ]
+    for call in calls:
+        _same_error(lambda: call(a.clone(), i.clone(), j.clone()),
+                    lambda: call(a.cuda(), i.cuda(), j.cuda()))
 
 
 # ---- index_fill -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ accumulation order differs; see ember/cuda/_reduce.py).
 import ctypes
 import gc
 import os
+import re
 
 import numpy as np
 import pytest
@@ -235,6 +236,20 @@ def test_statistics_softmax_and_scans(device):
     (expected.softmax(1) * a).sum().backward()
     assert x.grad.is_cuda
     close(x.grad, expected.grad)
+
+
+def test_a_norms_dtype_is_checked_before_the_input_is_converted(device):
+    """THTensor_newNorm's errors, on the device as on the host: the input
+    must be floating and dtype= may widen it, never narrow it."""
+    for values, dtype in ((ember.arange(6), ember.float32), (ember.ones(3), ember.float16),
+                          (ember.ones(3, dtype=ember.float16), ember.bfloat16),
+                          (ember.ones(3), ember.int32)):
+        with pytest.raises(RuntimeError) as on_host:
+            values.norm(dtype=dtype)
+        with pytest.raises(RuntimeError, match=f"^{re.escape(str(on_host.value))}$"):
+            values.cuda().norm(dtype=dtype)
+    widened = ember.ones(3, dtype=ember.float16).cuda().norm(dtype=ember.float32)
+    assert widened.dtype == ember.float32 and abs(widened.item() - 3 ** 0.5) < 1e-6
 
 
 def test_autograd_runs_through_the_launcher(device):

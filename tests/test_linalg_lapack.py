@@ -239,6 +239,41 @@ def test_norms(dtype, tol):
     same_gradients(lambda m, x: m.linalg.norm(x, 1, (1, 2)).sum(), a, tol)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_norms_of_16_bit_inputs(dtype):
+    """As PyTorch: computed in float32, returned in the input's dtype
+    unless dtype= widens it; gradients in the input's dtype."""
+    tol = dict(rtol=1e-2, atol=1e-2)
+    a = general((2, 3, 4), np.float32)
+    e_dtype, t_dtype = getattr(ember, dtype), getattr(torch, dtype)
+
+    def pair_16(requires_grad=False):
+        return (ember.tensor(a).to(e_dtype).requires_grad_(requires_grad),
+                torch.tensor(a).to(t_dtype).requires_grad_(requires_grad))
+
+    def same(norm):
+        (e, t) = pair_16(True)
+        ne, nt = norm(ember, e), norm(torch, t)
+        assert str(ne.dtype) == str(nt.dtype).replace("torch", "ember")
+        close(ne.float(), nt.float(), tol)
+        ne.sum().backward()
+        nt.sum().backward()
+        assert e.grad.dtype == e_dtype
+        close(e.grad.float(), t.grad.float(), tol)
+
+    for ord in (2, 1, 3.5, 0.5, math.inf, -math.inf):
+        for dim in (None, 1, (0, 2)):
+            same(lambda m, x: m.linalg.vector_norm(x, ord, dim))
+    for ord in ("fro", 1, -1, math.inf, -math.inf):
+        same(lambda m, x: m.linalg.matrix_norm(x, ord))
+        same(lambda m, x: m.linalg.norm(x, ord, (0, 2), keepdim=True))
+    for wider in ("float32", "float64"):
+        same(lambda m, x: m.linalg.vector_norm(x, 2, 1, dtype=getattr(m, wider)))
+        same(lambda m, x: m.linalg.matrix_norm(x, 1, dtype=getattr(m, wider)))
+    same(lambda m, x: m.norm(x, p=1, dim=2))
+    same(lambda m, x: x.norm())
+
+
 @pytest.mark.parametrize("dtype,tol", DTYPES)
 def test_cross_matrix_power(dtype, tol):
     a, b = general((2, 1, 3), dtype), general((4, 3), dtype, 1)[None]
@@ -448,6 +483,19 @@ NOT_PD = [[1., 2, 0], [2, 1, 0], [0, 0, 1]]
     lambda m: m.linalg.norm(m.ones(2, 2, 2), ord=2),
     lambda m: m.linalg.norm(m.ones(2, 2, 2), ord="fro"),
     lambda m: m.linalg.norm(m.ones(2), ord="nuc"),
+    # 16-bit inputs: the norms take them, the singular values do not
+    lambda m: m.linalg.matrix_norm(m.ones(2, 2, dtype=m.float16), "nuc"),
+    lambda m: m.linalg.matrix_norm(m.ones(2, 2, dtype=m.bfloat16), 2, dtype=m.float32),
+    lambda m: m.linalg.matrix_norm(m.ones(2, dtype=m.float16), 3),
+    lambda m: m.linalg.inv(m.eye(2, dtype=m.float16)),
+    # a norm's dtype= widens, never narrows
+    lambda m: m.linalg.vector_norm(m.ones(2), dtype=m.float16),
+    lambda m: m.linalg.vector_norm(m.ones(2, dtype=m.float16), dtype=m.bfloat16),
+    lambda m: m.linalg.vector_norm(m.ones(2, dtype=m.float16), dtype=m.int32),
+    lambda m: m.linalg.matrix_norm(m.ones(2, 2), 1, dtype=m.float16),
+    lambda m: m.linalg.matrix_norm(m.ones(2, 2, dtype=m.float64), dtype=m.float32),
+    lambda m: m.norm(m.ones(2, dtype=m.float64), dtype=m.float32),
+    lambda m: m.ones(2).norm(1, dtype=m.bfloat16),
     lambda m: m.linalg.lstsq(m.eye(2), m.ones(3, 1)),
     lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1), driver="x"),
     lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1, dtype=m.float64)),

@@ -429,6 +429,27 @@ def test_empty_reductions_follow_pytorch():
         e.norm(float("inf"))
 
 
+def test_norms_take_magnitudes_with_the_sign_bit_clear():
+    """|-0.0| is +0.0 and |-nan| is +nan, as PyTorch's abs: the inf norms
+    return one of the magnitudes, sign bit and all."""
+    def sign(value):
+        return math.copysign(1.0, value)
+
+    for dtype in (ember.float32, ember.float64):
+        zeros = ember.tensor([-0.0, 1.0, -0.0], dtype=dtype)
+        assert sign(ember.linalg.vector_norm(zeros, float("-inf")).item()) == 1.0
+        assert sign(ember.linalg.vector_norm(zeros[::2], float("inf")).item()) == 1.0
+        assert sign(zeros[:1].norm(1).item()) == 1.0
+        columns = ember.tensor([[-0.0, -0.0], [-0.0, 1.0]], dtype=dtype)
+        for dim in (0, 1):
+            for order in (float("inf"), float("-inf")):
+                norms = ember.linalg.vector_norm(columns, order, dim=dim).tolist()
+                assert [sign(v) for v in norms] == [1.0, 1.0], (order, dim)
+        nan = ember.tensor([-float("nan")], dtype=dtype)
+        for order in (float("inf"), float("-inf"), 1):
+            assert sign(ember.linalg.vector_norm(nan, order).item()) == 1.0, order
+
+
 def test_nan_propagation():
     nan = float("nan")
     x = ember.tensor([1.0, nan, 3.0, nan])

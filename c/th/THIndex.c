@@ -1197,6 +1197,9 @@ THTensor_indexFill(THTensor *self, int64_t dim, THTensor *index,
         return THError_set(TH_ERR_INDEX,
                            "index_fill_(): Expected dtype int64 for index.");
     }
+    if (THTensor_checkNoOverlap(self, index) < 0) {
+        return -1;
+    }
     if (index->ndim > 1) {
         return THError_set(TH_ERR_RUNTIME, "Index has to be a vector/scalar");
     }
@@ -1273,7 +1276,9 @@ THTensor_indexAdd(THTensor *self, int64_t dim, THTensor *index,
                            THDtype_scalarTypeName(self->dtype),
                            THDtype_scalarTypeName(source->dtype));
     }
-    if (check_index_add_shapes(self, dim, index, source) < 0) {
+    if (check_index_add_shapes(self, dim, index, source) < 0
+        || check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
+        || THTensor_checkNoOverlap(self, source) < 0) {
         return -1;
     }
     THTensor *source_1d = new_at_least_1d(source);
@@ -1566,7 +1571,9 @@ check_scatter_args(THTensor *self, int64_t *dim, THTensor *index,
     }
     if (check_written(self) < 0
         || check_scatter_shapes(self, *dim, index, is_value ? NULL : src)
-               < 0) {
+               < 0
+        || THTensor_checkNoOverlap(self, index) < 0
+        || (!is_value && THTensor_checkNoOverlap(self, src) < 0)) {
         return -1;
     }
     return 0;

@@ -34,7 +34,11 @@ THTensor *THTensor_newIndex(THTensor *self, int nindices,
 int THTensor_indexPut(THTensor *self, int nindices, THTensor *const *indices,
                       THTensor *values, bool accumulate);
 
-/* ---- operators along one dim ---------------------------------------------- */
+/* ---- operators along one dim ---------------------------------------------- *
+ * The writing ones (scatter, scatterReduce, indexAdd, indexFill, indexCopy)
+ * refuse a dense index or source in self's memory, as PyTorch's
+ * assert_no_overlap (THTensor_checkNoOverlap); a strided one, which that
+ * check lets through, is copied aside and read as it was. */
 
 THTensor *THTensor_newIndexSelect(THTensor *self, int64_t dim,
                                   THTensor *index);

@@ -1846,6 +1846,16 @@ THTensor_newNorm(THTensor *input, double p, const bool *mask, bool keepdim,
                     THDtype_scalarTypeName((THDtype)dtype));
         return NULL;
     }
+    if (dtype >= 0
+        && THDtype_promote(input->dtype, (THDtype)dtype) != (THDtype)dtype) {
+        THError_set(TH_ERR_RUNTIME,
+                    "linalg.vector_norm: the dtype of the input (%s) should "
+                    "be convertible without narrowing to the specified "
+                    "dtype (%s)",
+                    THDtype_scalarTypeName(input->dtype),
+                    THDtype_scalarTypeName((THDtype)dtype));
+        return NULL;
+    }
     bool no_identity = isinf(p) || p < 0;
     if (no_identity && input->numel == 0) {
         int64_t len;

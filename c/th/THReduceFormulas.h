@@ -48,7 +48,11 @@
 
 /* ---- the floating reductions' per-element and finishing math ---------- */
 
-#define TH_ABS(v) ((v) < 0 ? -(v) : (v))
+/* |v| with the sign bit cleared, as PyTorch's abs: |-0.0| is +0.0 (a
+ * compare-and-negate would keep -0.0, which the inf norms then return) and
+ * |-nan| is +nan.  fabs is type-generic here: <tgmath.h> in C, the float
+ * and double overloads in C++ (CUDA's and libstdc++'s). */
+#define TH_ABS(v) fabs(v)
 #define TH_SQUARE(v) ((v) * (v))
 /* var's second pass: the squared deviation from the first pass's mean. */
 #define TH_SQUARED_DEVIATION(v, mean) (((v) - (mean)) * ((v) - (mean)))

@@ -45,6 +45,8 @@ import ember
 from .. import _C
 from .._functions import _broadcast_shapes
 from .._tensor import _contiguous_strides
+from ..linalg._lapack import check_floating as _check_floating
+from ..linalg._lapack import check_norm_dtype as _check_norm_dtype
 from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime,
                _sort)
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
@@ -341,6 +343,10 @@ def _reduction_call(name):
     int64 sums of integers), the result, as the CPU's sum_or_prod does."""
     def run(tensor, *args, out=None, **kwargs):
         dtype = _reduce.pop_dtype(name, kwargs)
+        if dtype is not None and name.removeprefix("Tensor.") == "norm":
+            # THTensor_newNorm's checks, on the input before it is converted
+            _check_floating("linalg.vector_norm", tensor, low_precision=True)
+            _check_norm_dtype("linalg.vector_norm", tensor.dtype, dtype)
         if dtype is not None and dtype != tensor.dtype:
             tensor = _cast_into(ember.empty(tensor.shape, dtype=dtype, device="cuda"), tensor)
         plan = _reduce.plan_call(name, (tensor, *args), kwargs)
@@ -959,6 +965,9 @@ def _index_select(input, dim, index, *, out=None):
 def _scatter_add(input, dim, index, src, *, out=None):
     """scatter_add (out=input: scatter_add_): target += src at the indices."""
     dim = _wrap(dim, input.ndim)
+    if out is not None:
+        _check_no_overlap(out, index)
+        _check_no_overlap(out, src)
     target = _copy_kernel(input) if out is None else out
     shape = tuple(index.shape)
     _along("scatter_add", target, src, index, shape, dim, 1,
@@ -968,6 +977,9 @@ def _scatter_add(input, dim, index, src, *, out=None):
 
 def _index_add(input, dim, index, source, *, alpha=1, out=None):
     dim = _wrap(dim, input.ndim)
+    if out is not None:
+        _check_no_overlap(out, index)
+        _check_no_overlap(out, source)
     target = _copy_kernel(input) if out is None else out
     shape = tuple(source.shape)
     seen = _along_dim(index, input.ndim, dim).expand(shape)
@@ -1097,6 +1109,27 @@ def _overlaps(a, b):
             1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())))
     (a0, a1), (b0, b1) = span(a), span(b)
     return a.numel() and b.numel() and a0 < b1 and b0 < a1
+
+
+def _is_dense(t):
+    """c/th/THTensor.c:THTensor_isNonOverlappingAndDense: the elements fill
+    their span, each once (size-1 dims aside)."""
+    expected = 1
+    for size, stride in sorted(((n, s) for n, s in zip(t.shape, t.stride()) if n != 1),
+                               key=lambda pair: pair[1]):
+        if stride != expected:
+            return t.numel() == 0
+        expected *= size
+    return True
+
+
+def _check_no_overlap(written, input):
+    """c/th/THCopy.c:THTensor_checkNoOverlap: PyTorch's assert_no_overlap,
+    which tells only for two dense tensors."""
+    if _is_dense(written) and _is_dense(input) and _overlaps(written, input):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please clone() "
+                           "the tensor before performing the operation.")
 
 
 def _put_values(values, sizes, target):
@@ -1255,6 +1288,10 @@ def _check_scatter(self, dim, index, src, written=None):
     size_at = lambda t, d: t.shape[d] if t.ndim else 1  # noqa: E731 (0-d counts as 1-d)
     if all((d == dim or size <= size_at(self, d)) and (src is None or size <= size_at(src, d))
            for d, size in enumerate(index.shape)):
+        if written is not None:
+            _check_no_overlap(written, index)
+            if src is not None:
+                _check_no_overlap(written, src)
         return dim
     if src is None:
         raise RuntimeError(f"Expected index {_shape_text(index.shape)} to be no larger than "
@@ -1364,6 +1401,8 @@ def _index_fill(input, dim, index, value, *, out=None):
                            f"tensor with {value.ndim} dimension(s).")
     if index.dtype != ember.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if out is not None:
+        _check_no_overlap(out, index)
     if index.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     dim = _wrap(dim, input.ndim)
@@ -1438,6 +1477,8 @@ def _index_copy(input, dim, index, source, *, out=None):
     dim = _wrap(dim, input.ndim)
     if out is not None:
         _check_written(out)
+        _check_no_overlap(out, index)
+        _check_no_overlap(out, source)
     _check_index_copy(input, dim, index, source)
     target = _copy_kernel(input) if out is None else out
     if source.numel():  # else no position is read, as on the CPU
@@ -1471,6 +1512,8 @@ def _put(input, index, source, accumulate=False, *, out=None):
         raise IndexError("put_(): Tried to put elements into an empty tensor")
     if out is not None:
         _check_written(out)
+        _check_no_overlap(out, index)
+        _check_no_overlap(out, source)
     target = _copy_kernel(input) if out is None else out
     if not index.numel():
         return target

@@ -4,7 +4,8 @@ Every factorisation runs in LAPACK through numpy.linalg (Note [LAPACK
 through NumPy] in _lapack.py), batched over the leading dims; each records
 PyTorch's derivative (Note [Decomposition gradients] in _backward.py).
 Norms, cross, matrix_power and matrix_rank are compositions of
-differentiable ember operators.
+differentiable ember operators; the norms (all but the singular-value ones)
+also take float16 and bfloat16, as PyTorch's.
 
 Not here: complex dtypes, the `out=` arguments, the `*_ex` variants,
 `eig`/`eigvals` (non-symmetric), `lu*`, `solve_triangular`.  `lstsq` runs
@@ -24,7 +25,7 @@ import ember
 from . import _backward as _bw
 from ._backward import attach
 from ._lapack import (LinAlgError, _type_name, as_numpy, as_tensor, check_floating, check_matrix,
-                      check_square, check_square_shape, quiet, raise_eigh_failed, raise_not_positive_definite,
+                      check_norm_dtype, check_square, check_square_shape, quiet, raise_eigh_failed, raise_not_positive_definite,
                       check_positive_pivots, raise_singular_inverse, raise_singular_solve, raise_svd_nonfinite)
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet",
@@ -373,7 +374,6 @@ def lstsq(A, B, rcond=None, *, driver=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
-    check_floating("linalg.vector_norm", x)
     if isinstance(dim, list):
         dim = tuple(dim)
     if dim is None and keepdim:
@@ -382,9 +382,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    check_matrix("linalg.matrix_norm", A)
+    if ord not in _MATRIX_NORM_ORDERS:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    # 16-bit inputs: not for the singular values, which LAPACK computes
+    check_matrix("linalg.matrix_norm", A, low_precision=ord not in ("nuc", 2, -2))
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {_dims(dim)}")
+    check_norm_dtype("linalg.matrix_norm", A.dtype, dtype)
     if dtype is not None:
         A = A.to(dtype)
     rows, cols = (d % A.dim() for d in dim)
@@ -403,7 +407,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         sums = A.abs().sum(summed, keepdim=True)
         result = sums.amax(extreme, keepdim=True) if ord > 0 else sums.amin(extreme, keepdim=True)
         return result if keepdim else result.squeeze(max(rows, cols)).squeeze(min(rows, cols))
-    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+_MATRIX_NORM_ORDERS = ("fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)
 
 
 def _dims(dim):

@@ -49,18 +49,38 @@ _NUMPY_DTYPES = {_C.float32: np.float32, _C.float64: np.float64}
 
 # ---- argument checks (PyTorch's messages) -------------------------------------------
 
-def check_floating(name, tensor, what="input"):
-    if tensor.dtype not in _NUMPY_DTYPES:
+def check_floating(name, tensor, what="input", low_precision=False):
+    """PyTorch's checkFloatingOrComplex: a floating tensor, 16-bit only
+    where `low_precision` allows it (LAPACK takes float32 and float64)."""
+    if not tensor.dtype.is_floating_point:
         raise RuntimeError(
             f"{name}: Expected a floating point or complex tensor as {what}. "
             f"Got {_type_name(tensor.dtype)}")
+    if not low_precision and tensor.dtype not in _NUMPY_DTYPES:
+        raise RuntimeError(
+            f"{name}: Low precision dtypes not supported. Got {_type_name(tensor.dtype)}")
 
 
-def check_matrix(name, tensor, what="A"):
+def check_matrix(name, tensor, what="A", low_precision=False):
     if tensor.dim() < 2:
         raise RuntimeError(
             f"{name}: The input tensor {what} must have at least 2 dimensions.")
-    check_floating(name, tensor)
+    check_floating(name, tensor, low_precision=low_precision)
+
+
+def check_norm_dtype(name, input_dtype, dtype):
+    """PyTorch's check_linalg_norm_dtype: a norm's dtype= is floating and
+    may widen the input's dtype, never narrow it (THTensor_newNorm's test,
+    for the norms composed in Python and ember.cuda's)."""
+    if dtype is None:
+        return
+    if not dtype.is_floating_point:
+        raise RuntimeError(
+            f"{name}: dtype should be floating point or complex, but got {_type_name(dtype)}")
+    if _C.promote_types(input_dtype, dtype) != dtype:
+        raise RuntimeError(
+            f"{name}: the dtype of the input ({_type_name(input_dtype)}) should be "
+            f"convertible without narrowing to the specified dtype ({_type_name(dtype)})")
 
 
 def check_square(name, tensor):
