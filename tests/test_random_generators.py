@@ -203,6 +203,39 @@ def test_random_defaults_follow_the_dtype(torch):
     assert a.min() >= 30000
 
 
+@pytest.mark.parametrize("dtype, digits", [(ember.float16, 11), (ember.bfloat16, 8)])
+def test_16_bit_samplers_fill_their_own_format(dtype, digits):
+    """The samplers wrote 8-byte doubles into 2-byte elements (a heap
+    overflow under ASan, garbage values): each draw is rounded once to the
+    format.  uniform's u has the format's significant bits, as torch's."""
+    g = gen(9)
+    n = 20000
+    u = ember.rand(n, dtype=dtype, generator=g)
+    assert u.dtype == dtype and u.shape == (n,)
+    values = u.float().numpy()
+    assert values.min() >= 0 and values.max() < 1
+    assert np.all(values * 2**digits == np.floor(values * 2**digits))
+    assert abs(values.mean() - 0.5) < 0.02
+    # a value that rounds up to `to` steps down one step of the format
+    wide = ember.empty(n, dtype=dtype).uniform_(1, 2, generator=g).float().numpy()
+    assert wide.min() >= 1 and wide.max() < 2 and wide.max() >= 2 - 2.0**(2 - digits)
+    normal = ember.randn(n, dtype=dtype, generator=g).float().numpy()
+    assert np.all(np.isfinite(normal))
+    assert abs(normal.mean()) < 0.05 and abs(normal.std() - 1) < 0.05
+    exponential = ember.empty(n, dtype=dtype).exponential_(2.0, generator=g).float().numpy()
+    assert exponential.min() >= 0 and abs(exponential.mean() - 0.5) < 0.03
+    counts = ember.poisson(ember.full((n,), 3.0, dtype=dtype), generator=g)
+    assert counts.dtype == dtype and abs(counts.float().numpy().mean() - 3) < 0.1
+    # random_() spans the format's exact integers, [0, 2**digits]
+    whole = ember.zeros(n, dtype=dtype).random_(generator=g).float().numpy()
+    assert whole.min() >= 0 and whole.max() <= 2**digits and whole.max() >= 2**digits * 0.9
+    # a strided view is drawn densely, then copied in
+    base = ember.zeros(4, 6, dtype=dtype)
+    base[:, ::2].normal_(5.0, 0.1, generator=g)
+    assert np.all(base[:, 1::2].float().numpy() == 0)
+    assert np.all(np.abs(base[:, ::2].float().numpy() - 5) < 1)
+
+
 def test_bernoulli_and_poisson():
     g = gen(8)
     p = ember.tensor([0.0, 0.3, 1.0]).expand(5000, 3)

@@ -92,6 +92,57 @@ check_fresh_floating(const THTensor *tensor, const char *what)
     return THTensor_checkWritable(tensor);
 }
 
+/* Stores draw number i of a floating tensor, rounded once to its dtype
+ * (the 16-bit formats round the float32 value to nearest even, as casts
+ * do; PyTorch also draws them in float32). */
+static void
+store_draw(char *data, int64_t i, THDtype dtype, double value)
+{
+    switch (dtype) {
+    case TH_Float64: ((double *)data)[i] = value; break;
+    case TH_Float32: ((float *)data)[i] = (float)value; break;
+    case TH_Float16: ((THHalf *)data)[i] = THHalf_fromFloat((float)value); break;
+    case TH_BFloat16: ((THBFloat16 *)data)[i] = THBFloat16_fromFloat((float)value); break;
+    default: break; /* check_fresh_floating admits only the four above */
+    }
+}
+
+/* The next 16-bit float below `bits` (a finite float16 or bfloat16: both
+ * are sign and magnitude with the sign in bit 15). */
+static uint16_t
+narrow_below(uint16_t bits)
+{
+    if ((bits & 0x7fff) == 0) {
+        return 0x8001; /* below +-0: the negative subnormal nearest zero */
+    }
+    return (bits & 0x8000) ? (uint16_t)(bits + 1) : (uint16_t)(bits - 1);
+}
+
+/* uniform for float16/bfloat16: u has the format's significant bits (11
+ * and 8, PyTorch's too), so every u in [0, 1) is exact in it; lo + u *
+ * range is rounded once, and a value that rounds up to `high` steps down
+ * one step of the format, keeping the range half-open where it can. */
+#define TH_DEFINE_UNIFORM_NARROW(Type, digits)                                 \
+    static void uniform_##Type(Type *out, int64_t n, THGenerator *gen,          \
+                               double low, double high)                        \
+    {                                                                          \
+        float lo = (float)low, range = (float)(high - low);                    \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            float u = (float)(THGenerator_next(gen) >> (64 - digits))          \
+                      * (1.0f / (float)(1 << digits));                         \
+            Type v = Type##_fromFloat(lo + u * range);                         \
+            if (!(Type##_toFloat(v) < high)) {                                 \
+                Type below = {.bits = narrow_below(v.bits)};                   \
+                v = Type##_toFloat(below) >= low ? below : v;                  \
+            }                                                                  \
+            out[i] = v;                                                        \
+        }                                                                      \
+    }
+
+TH_DEFINE_UNIFORM_NARROW(THHalf, 11)
+TH_DEFINE_UNIFORM_NARROW(THBFloat16, 8)
+#undef TH_DEFINE_UNIFORM_NARROW
+
 int
 THTensor_uniform(THTensor *tensor, THGenerator *gen, double low, double high)
 {
@@ -105,7 +156,13 @@ THTensor_uniform(THTensor *tensor, THGenerator *gen, double low, double high)
                            low, high);
     }
     char *data = THTensor_data(tensor);
-    if (tensor->dtype == TH_Float32) {
+    if (tensor->dtype == TH_Float16) {
+        uniform_THHalf((THHalf *)data, tensor->numel, gen, low, high);
+    }
+    else if (tensor->dtype == TH_BFloat16) {
+        uniform_THBFloat16((THBFloat16 *)data, tensor->numel, gen, low, high);
+    }
+    else if (tensor->dtype == TH_Float32) {
         float *out = (float *)data;
         float lo = (float)low, hi = (float)high, range = (float)(high - low);
         for (int64_t i = 0; i < tensor->numel; i++) {
@@ -146,13 +203,7 @@ THTensor_normal(THTensor *tensor, THGenerator *gen, double mean, double std)
         double angle = 6.283185307179586476925 * u2; /* 2 pi */
         double pair[2] = {radius * cos(angle), radius * sin(angle)};
         for (int64_t j = 0; j < 2 && i + j < tensor->numel; j++) {
-            double value = mean + std * pair[j];
-            if (tensor->dtype == TH_Float32) {
-                ((float *)data)[i + j] = (float)value;
-            }
-            else {
-                ((double *)data)[i + j] = value;
-            }
+            store_draw(data, i + j, tensor->dtype, mean + std * pair[j]);
         }
     }
     return 0;
@@ -233,13 +284,7 @@ THTensor_exponential(THTensor *tensor, THGenerator *gen, double lambd)
     char *data = THTensor_data(tensor);
     /* 1 - u lies in (0, 1], so the logarithm is finite. */
     for (int64_t i = 0; i < tensor->numel; i++) {
-        double value = -log(1.0 - THGenerator_uniform01(gen)) / lambd;
-        if (tensor->dtype == TH_Float32) {
-            ((float *)data)[i] = (float)value;
-        }
-        else {
-            ((double *)data)[i] = value;
-        }
+        store_draw(data, i, tensor->dtype, -log(1.0 - THGenerator_uniform01(gen)) / lambd);
     }
     return 0;
 }
@@ -411,6 +456,8 @@ THRandom_defaultHigh(THDtype dtype)
     case TH_Int32: return (int64_t)INT32_MAX + 1;
     case TH_Float32: return ((int64_t)1 << 24) + 1;
     case TH_Float64: return ((int64_t)1 << 53) + 1;
+    case TH_Float16: return ((int64_t)1 << 11) + 1;
+    case TH_BFloat16: return ((int64_t)1 << 8) + 1;
     default: return INT64_MAX;
     }
 }
@@ -579,12 +626,7 @@ THTensor_newPoisson(THTensor *rates, THGenerator *gen)
             double count = rate[i] == 0.0 ? 0.0
                            : rate[i] < 10.0 ? poisson_small(gen, rate[i])
                                             : poisson_large(gen, rate[i]);
-            if (rates->dtype == TH_Float32) {
-                ((float *)out)[i] = (float)count;
-            }
-            else {
-                ((double *)out)[i] = count;
-            }
+            store_draw(out, i, rates->dtype, count);
         }
     }
     THTensor_release(values);
