@@ -88,6 +88,20 @@ check_written(const THTensor *tensor)
     return 0;
 }
 
+/* check_written(self), then that neither index nor source shares memory
+ * with self (PyTorch's assert_no_overlap, in its order): the checks of the
+ * operators that write source's values at index. */
+static int
+check_written_apart(const THTensor *self, const THTensor *index,
+                    const THTensor *source)
+{
+    if (check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
+        || THTensor_checkNoOverlap(self, source) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 /* A new 0-d tensor of dtype holding value (PyTorch's overflow check
  * included). */
 static THTensor *
@@ -1277,8 +1291,7 @@ THTensor_indexAdd(THTensor *self, int64_t dim, THTensor *index,
                            THDtype_scalarTypeName(source->dtype));
     }
     if (check_index_add_shapes(self, dim, index, source) < 0
-        || check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
-        || THTensor_checkNoOverlap(self, source) < 0) {
+        || check_written_apart(self, index, source) < 0) {
         return -1;
     }
     THTensor *source_1d = new_at_least_1d(source);
@@ -1335,8 +1348,7 @@ static int
 check_index_copy_args(THTensor *self, int64_t dim, THTensor *index,
                       THTensor *source)
 {
-    if (check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
-        || THTensor_checkNoOverlap(self, source) < 0) {
+    if (check_written_apart(self, index, source) < 0) {
         return -1;
     }
     if (index->ndim > 1) {
@@ -1909,8 +1921,7 @@ check_put_args(THTensor *self, THTensor *index, THTensor *source)
                            "put_(): Tried to put elements into an empty "
                            "tensor");
     }
-    if (check_written(self) < 0 || THTensor_checkNoOverlap(self, index) < 0
-        || THTensor_checkNoOverlap(self, source) < 0) {
+    if (check_written_apart(self, index, source) < 0) {
         return -1;
     }
     return 0;
