@@ -11,11 +11,14 @@ for bit: random values plus NaN, infinities, signed zeros, subnormals of
 both formats and products that overflow to inf.
 """
 
+import os
+
 import numpy as np
 import pytest
 
 import ember
-from ember.cuda import _kernels, _launcher, _pointwise
+from ember.cuda import _kernels, _launch, _launcher, _nvrtc, _pointwise
+from ember.cuda import _matmul as _tiled_matmul
 
 import cuda_emulation
 from test_cuda_binary_reduce_kernels import ALPHA_OPS, CPU
@@ -146,3 +149,78 @@ def test_number_as_gives_the_bits():
     assert _pointwise.number_as(1.0, "bfloat16") == 0x3F80
     assert _pointwise.number_as(70000.0, "float16") == 0x7C00
     assert _pointwise.number_as(-2.0, "bfloat16") == 0xC000
+
+
+def _product_reference(a, b, dtype):
+    """a @ b in float64 from the operands' exact values, and a bound on
+    what float32 sums of k products may differ from it (k roundings of the
+    partial sums' size, plus half a unit in the last place of the format)."""
+    a64, b64 = a.double().numpy(), b.double().numpy()
+    exact = np.matmul(a64, b64)
+    k = a64.shape[-1]
+    magnitude = np.matmul(np.abs(a64), np.abs(b64))
+    format_ulp = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[dtype]
+    return exact, (k * 2.0 ** -24) * magnitude + format_ulp * np.abs(exact) + 1e-30
+
+
+def _close_to_product(got, a, b, dtype):
+    assert got.is_cuda and got.dtype == getattr(ember, dtype)
+    exact, bound = _product_reference(a, b, dtype)
+    error = np.abs(got.cpu().double().numpy() - exact)
+    assert (error <= bound).all(), f"worst error {error.max()}, bound there {bound.flat[error.argmax()]}"
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_half_matmul_sums_in_float32_and_rounds_once(device, dtype):
+    """ember's tiled kernel (Note [A tiled product] in ember/cuda/_matmul.py):
+    shapes that leave partial tiles, strided and broadcast operands, 1-d
+    operands, k = 0, out=; small integers give the exact product, bit for bit."""
+    half = getattr(ember, dtype)
+    a, b = ember.randn(17, 33).to(half), ember.randn(33, 9).to(half)
+    _close_to_product(a.cuda() @ b.cuda(), a, b, dtype)
+    _close_to_product(b.cuda().t() @ a.cuda().t(), b.t(), a.t(), dtype)  # transposed views
+    _close_to_product(ember.matmul(a.cuda(), b.cuda()[:, 2]), a, b[:, 2], dtype)
+    _close_to_product(ember.matmul(b.cuda()[:, 2], a.cuda().t()[:, :33].t().t()[:33, :17].t().t()),
+                      b[:, 2], a.t(), dtype)
+    batched, shared = ember.randn(2, 1, 5, 7).to(half), ember.randn(3, 7, 4).to(half)
+    _close_to_product(batched.cuda() @ shared.cuda(), batched, shared, dtype)
+    same_bits(ember.zeros(3, 0).to(half).cuda() @ ember.zeros(0, 4).to(half).cuda(),
+              ember.zeros(3, 4).to(half))
+    integers = ember.randint(-4, 5, (9, 20)).to(half), ember.randint(-4, 5, (20, 18)).to(half)
+    same_bits(integers[0].cuda() @ integers[1].cuda(), integers[0] @ integers[1])
+    out = ember.empty(9, 18, dtype=half, device="cuda").t().contiguous().t()  # column-major
+    ember.mm(integers[0].cuda(), integers[1].cuda(), out=out)
+    same_bits(out, integers[0] @ integers[1])
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_a_half_linear_layer_trains_on_the_device(device, dtype):
+    """Forward and every gradient of a 16-bit Linear on the device match
+    float64 products of the same values, within float32 sums rounded once."""
+    half = getattr(ember, dtype)
+    layer = ember.nn.Linear(12, 5).to(half)
+    x = ember.randn(6, 12).to(half)
+    grad_out = ember.randn(6, 5).to(half)
+    layer.cuda()
+    y = layer(x.cuda().requires_grad_())
+    y.backward(grad_out.cuda())
+    weight, bias = layer.weight.detach().cpu(), layer.bias.detach().cpu()
+    exact, bound = _product_reference(x, weight.t(), dtype)
+    error = np.abs((y.detach().cpu().double() - bias.double()).numpy() - exact)
+    assert (error <= 2 * bound + 2.0 ** -6 * np.abs(bias.double().numpy())).all()
+    _close_to_product(layer.weight.grad, grad_out.t(), x, dtype)
+
+
+@pytest.mark.skipif(not _nvrtc.available(),
+                    reason="NVRTC is not installed (pip install ember[cuda])")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_matmul_kernels_compile_without_spills(arch):
+    cache = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "build", "cuda_kernels")
+    for dtype in _tiled_matmul.DTYPES:
+        name = _tiled_matmul.kernel_name(dtype)
+        compiled = _launch.compile_cached(_tiled_matmul.kernel_source(dtype), arch,
+                                          _tiled_matmul.headers(), name=f"{name}.cu",
+                                          directory=cache)
+        assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64, \
+            (name, compiled.registers[name], compiled.spill_bytes[name])

@@ -24,9 +24,10 @@ Two kinds of calls have handlers here:
               plan (metadata only: _pointwise.plan, _reduce.plan), a result
               tensor from the CUDA allocator and one kernel launch by the
               installed runtime (_runtime.py).  Besides them: matrix
-              products (cuBLAS), factories, random numbers (_random.py),
-              joins, indexing (views; gathers, scatters and scatter_reduce
-              along a dim, index_copy among them; index tensors and
+              products (cuBLAS; _matmul.py's kernel for 16-bit floats),
+              factories, random numbers (_random.py), joins, indexing
+              (views; gathers, scatters and scatter_reduce along a dim,
+              index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
               index_fill, take and put on the same plan; nonzero:
               _index.py) and sorting (_sort.py: sort, topk, kthvalue, and
@@ -49,6 +50,7 @@ from ..linalg._lapack import check_floating as _check_floating
 from ..linalg._lapack import check_norm_dtype as _check_norm_dtype
 from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime,
                _sort)
+from . import _matmul as _tiled_matmul  # its name is the operator's here
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
 from ._runtime import HOST_TO_DEVICE as _HOST_TO_DEVICE
@@ -525,7 +527,7 @@ _OPERATORS["lshift"] = _operator("lshift")
 _OPERATORS["rshift"] = _operator("rshift")
 
 
-# ---- matrix products: cuBLAS, through CuPy --------------------------------------
+# ---- matrix products: cuBLAS through CuPy, and a tiled kernel for 16 bits -------
 
 def _matmul_shape(a, b):
     """torch.matmul's result shape: 1-D operands gain (and lose) a dim,
@@ -543,18 +545,53 @@ def _matmul_shape(a, b):
 
 
 def _matmul(a, b, out=None):
-    """matmul/mm/bmm on the GPU: one cuBLAS call (the runtime's matmul)."""
+    """matmul/mm/bmm on the GPU: one cuBLAS call (the runtime's matmul), or
+    for float16/bfloat16 one launch of ember's tiled kernel."""
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{_dtype_name(a.dtype)} != {_dtype_name(b.dtype)}")
     dtype = _dtype_name(a.dtype)
-    if dtype not in ("float32", "float64"):
+    if dtype not in ("float32", "float64") + _tiled_matmul.DTYPES:
         raise RuntimeError(f'"addmm_cuda" not implemented for '
                            f"'{_pointwise.SCALAR_TYPE_NAMES.get(dtype, dtype)}'")
     out = _destination(out, _matmul_shape(a, b), dtype, "matmul")
-    if out.numel():
+    if not out.numel():
+        return out
+    if dtype in _tiled_matmul.DTYPES:
+        _half_matmul(out, a, b)
+    else:
         _runtime.current().matmul(out, a, b)
     return out
+
+
+@functools.cache
+def _matmul_kernel(dtype):
+    return _runtime.Kernel(_tiled_matmul.kernel_name(dtype), _tiled_matmul.kernel_source(dtype),
+                           _tiled_matmul.headers(), _tiled_matmul.kernel_parameters(dtype), True)
+
+
+def _half_matmul(out, a, b):
+    """out = a @ b for float16/bfloat16 by ember's tiled kernel (Note [A
+    tiled product] in _matmul.py), as 3-d operands: a 1-d operand gains
+    the dim torch.matmul gives it, batch dims are broadcast and merged
+    into one (a copy where an operand's batch dims do not merge)."""
+    a3 = a.unsqueeze(0) if a.ndim == 1 else a
+    b3 = b.unsqueeze(-1) if b.ndim == 1 else b
+    batch = tuple(_broadcast_shapes(tuple(a3.shape[:-2]), tuple(b3.shape[:-2])))
+    m, k, n = a3.shape[-2], a3.shape[-1], b3.shape[-1]
+    count = math.prod(batch)
+    a3 = a3.expand(batch + (m, k)).reshape(count, m, k)
+    b3 = b3.expand(batch + (k, n)).reshape(count, k, n)
+    target = out if out.is_contiguous() else ember.empty(tuple(out.shape), dtype=out.dtype,
+                                                         device="cuda")
+    c3 = target.view(count, m, n)
+    shape = _tiled_matmul.shape_of(a3, b3, c3)
+    grid = min(_tiled_matmul.tile_count(shape), _launch.sm_count() * _launch.BLOCKS_PER_SM)
+    _launch_kernel(_matmul_kernel(_dtype_name(a.dtype)), ((grid,), (_tiled_matmul.TILE ** 2,)),
+                   [ctypes.c_void_p(a3.data_ptr()), ctypes.c_void_p(b3.data_ptr()),
+                    ctypes.c_void_p(c3.data_ptr()), shape])
+    if target is not out:
+        _copy_(out, target)
 
 
 def _mm(a, b, out=None):
