@@ -702,3 +702,39 @@ def test_new_factories_keep_the_tensors_device(device):
         assert made.device == t.device and made.dtype == ember.float64
     assert t.new_full((2,), 4.0).cpu().tolist() == [4.0, 4.0]
     assert str(t.new_zeros(2, device="cpu").device) == "cpu"
+
+
+def test_writes_on_the_device_bump_version_counters_as_on_the_cpu(device):
+    """Note [Versions of tensors written on a device] (c/python/Device.c):
+    each in-place operator, out=, __setitem__, in-place slot and copy_
+    bumps the written tensor's version as the same call on the CPU does,
+    so autograd still refuses a saved tensor changed in place."""
+    writes = {
+        "copy_ from the host": lambda t: t.copy_(ember.ones(6)),
+        "copy_ on the device": lambda t: t.copy_(t + 1),
+        "mul_": lambda t: t.mul_(2),
+        "add(out=)": lambda t: ember.add(t, 1, out=t),
+        "sort(out=)": lambda t: ember.sort(t + 0, out=(t, ember.empty(6, dtype=ember.int64,
+                                                                        device=t.device))),
+        "__setitem__": lambda t: t.__setitem__(slice(0, 2), 3.0),
+        "+=": lambda t: t.__iadd__(1),
+        "fill_": lambda t: t.fill_(1),
+        "uniform_": lambda t: t.uniform_(),
+        "relu_": lambda t: ember.relu_(t),
+        "a read": lambda t: (t + 1, t.sum()),
+    }
+    for name, write in writes.items():
+        bumps = []
+        for t in (ember.zeros(6), ember.zeros(6).cuda()):
+            before = t._version
+            write(t)
+            bumps.append(t._version - before)
+        assert bumps[1] == bumps[0], (name, bumps)
+    host, before = ember.zeros(6), 0
+    host.copy_(ember.ones(6).cuda())  # from the device into a CPU tensor
+    assert host._version == before + 1
+    x = ember.randn(5).cuda().requires_grad_()
+    y = x.exp()  # exp saves its output
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

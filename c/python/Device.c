@@ -271,6 +271,17 @@ THPDevice_placement(THPPinFrame *frame)
 
 /* ---- launching ----------------------------------------------------------- */
 
+static bool
+name_in(const char *name, const char *const *names, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The CUDA launcher as a new reference (it may unregister itself while it
  * runs), or NULL with the error that says why there is none. */
 static PyObject *
@@ -327,6 +338,68 @@ keyword_dict(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     return kwargs;
 }
 
+/* Note [Versions of tensors written on a device]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * On the CPU the core's in-place writes bump the written tensor's version
+ * counter (autograd's check that a saved tensor was not changed since).
+ * A launcher writes device memory with kernels and cudaMemcpy, which know
+ * nothing of versions, so the dispatch bumps them when the call returns,
+ * by PyTorch's naming rule for what a call writes: the first argument of
+ * an in-place operator (a name ending in one underscore: mul_, copy_, or
+ * Tensor.uniform_), of an in-place number slot (__iadd__, ...) and of
+ * __setitem__, and every tensor passed as out=.  copy_ from the device
+ * into a CPU tensor bumps the CPU tensor, as its CPU copy_ would. */
+static bool
+writes_first_argument(PyObject *name)
+{
+    static const char *const inplace_slots[] = {
+        "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+        "__imod__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+        "__irshift__", "__ipow__", "__imatmul__", "__setitem__"};
+    Py_ssize_t length;
+    const char *text = PyUnicode_AsUTF8AndSize(name, &length);
+    if (text == NULL) {
+        PyErr_Clear(); /* a name that is not text names no in-place op */
+        return false;
+    }
+    if (name_in(text, inplace_slots,
+                sizeof(inplace_slots) / sizeof(inplace_slots[0]))) {
+        return true;
+    }
+    /* mul_, not __add__ */
+    return length >= 2 && text[length - 1] == '_' && text[length - 2] != '_';
+}
+
+static void
+bump_if_tensor(PyObject *obj)
+{
+    if (THPVariable_Check(obj)) {
+        THTensor_bumpVersion(THPVariable_Unpack(obj));
+    }
+}
+
+/* After a successful launch: Note [Versions of tensors written on a
+ * device].  Runs no Python code. */
+static void
+bump_written_versions(PyObject *name, PyObject *positional,
+                      PyObject *keywords)
+{
+    if (PyTuple_GET_SIZE(positional) > 0 && writes_first_argument(name)) {
+        bump_if_tensor(PyTuple_GET_ITEM(positional, 0));
+    }
+    PyObject *out = PyDict_GetItemString(keywords, "out"); /* borrowed */
+    if (out == NULL) {
+        return;
+    }
+    if (PyTuple_Check(out) || PyList_Check(out)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out); i++) {
+            bump_if_tensor(PySequence_Fast_GET_ITEM(out, i));
+        }
+        return;
+    }
+    bump_if_tensor(out);
+}
+
 PyObject *
 THPDevice_launch(PyObject *name, PyObject *self, PyObject *const *args,
                  Py_ssize_t nargs, PyObject *kwnames)
@@ -342,6 +415,9 @@ THPDevice_launch(PyObject *name, PyObject *self, PyObject *const *args,
     if (keywords != NULL) {
         result = PyObject_CallFunctionObjArgs(launcher, name, positional,
                                               keywords, NULL);
+        if (result != NULL) {
+            bump_written_versions(name, positional, keywords);
+        }
     }
     Py_XDECREF(keywords);
     Py_XDECREF(positional);
@@ -388,17 +464,6 @@ static const char *const runs_on_any_device[] = {
 
 /* Move data between devices: their tensors may sit on several. */
 static const char *const crosses_devices[] = {"copy_"};
-
-static bool
-name_in(const char *name, const char *const *names, size_t count)
-{
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(name, names[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 THPDeviceRule
 THPDevice_ruleOf(const char *name)

@@ -162,7 +162,13 @@ def _to(tensor, *args, **kwargs):
 
 def _copy_(destination, source, non_blocking=False):
     if not destination.is_cuda:  # device -> host
-        destination.copy_(_to_host_as(source, destination.dtype))
+        if destination.element_size() < source.element_size():
+            source = _cast_on_device(source, destination.dtype)  # the narrow side
+        if source.dtype == destination.dtype and destination.is_contiguous() \
+                and source.shape == destination.shape:  # straight into destination
+            _memcpy(destination, _dense_on_device(source), _DEVICE_TO_HOST)
+        else:
+            destination.copy_(_to_host_as(source, destination.dtype))
         return destination
     if not source.is_cuda:
         source = _host_side(source, destination.dtype)
