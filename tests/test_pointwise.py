@@ -393,6 +393,45 @@ def test_where_matches_numpy(data):
                 np.where(c, in_dtype(a, compute), in_dtype(b, compute)))
 
 
+@pytest.mark.parametrize("name", NAMES + ["float16", "bfloat16"])
+def test_where_picks_the_same_bits_on_every_fast_path(name):
+    """c/th/THPointwise.c:Note [Vectorised selects]: each pair of layouts of
+    the two values (dense, a stride-0 scalar, strided) over an odd length
+    that leaves a vector loop's remainder, bit for bit (NaN payloads, -0.0):
+    the select copies one of its inputs' elements."""
+    rng = np.random.default_rng(7)
+    n = 37
+    dtype = getattr(ember, name)
+    specials = np.array([np.nan, -0.0, np.inf, -np.inf, 1.5, -2.25, 0.0, 3.0])
+
+    def values(seed_shift):
+        if name == "bool":
+            return ember.tensor(rng.random(n) < 0.5)
+        raw = np.concatenate([specials, rng.normal(size=n - len(specials)) * 40])
+        raw = np.roll(raw, seed_shift)
+        if name in INTS:
+            raw = np.nan_to_num(raw, posinf=100, neginf=-100)
+        return ember.tensor(raw).to(dtype)
+
+    def bits(t):
+        if name == "bfloat16":  # no NumPy dtype: widening to float32 keeps every bit
+            t = t.float()
+        array = t.numpy()
+        return array.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[array.itemsize])
+
+    condition = ember.tensor(rng.random(n) < 0.5)
+    x, y = values(0), values(3)
+    layouts = {"dense": lambda t: t, "scalar": lambda t: t[5:6].expand(n),
+               "strided": lambda t: ember.cat([t, t]).view(2, n).t()[:, 1]}
+    picks = condition.numpy()
+    for x_layout, make_x in layouts.items():
+        for y_layout, make_y in layouts.items():
+            xs, ys = make_x(x), make_y(y)
+            got = ember.where(condition, xs, ys)
+            expected = np.where(picks, bits(xs.contiguous()), bits(ys.contiguous()))
+            assert (bits(got) == expected).all(), (x_layout, y_layout)
+
+
 def test_where_with_scalars_and_bad_condition(torch):
     c = ember.tensor([True, False])
     assert ember.where(c, 1, 2).dtype == ember.int64

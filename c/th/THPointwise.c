@@ -32,10 +32,11 @@
  * indexed fast paths, which GCC vectorises: all contiguous, and one input a
  * scalar (stride 0, a number or a broadcast dim); then the general strided
  * path. */
-#define TH_BINARY_LOOP(OP, Name, ctype, out_t)                               \
+#define TH_BINARY_LOOP(OP, Name, ctype, TYPE)                                \
     static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
                             void *ctx)                                       \
     {                                                                        \
+        typedef TH_TYPE_##TYPE(ctype) out_t;                                 \
         const ctype P = *(const ctype *)ctx;                                 \
         (void)P;                                                             \
         out_t *o = (out_t *)data[0];                                         \
@@ -71,10 +72,11 @@
         }                                                                    \
     }
 
-#define TH_UNARY_LOOP(OP, Name, ctype, out_t)                                \
+#define TH_UNARY_LOOP(OP, Name, ctype, TYPE)                                 \
     static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
                             void *ctx)                                       \
     {                                                                        \
+        typedef TH_TYPE_##TYPE(ctype) out_t;                                 \
         (void)ctx;                                                           \
         if (strides[0] == sizeof(out_t) && strides[1] == sizeof(ctype)) {    \
             out_t *o = (out_t *)data[0];                                     \
@@ -90,12 +92,32 @@
         }                                                                    \
     }
 
-/* Ternary loops: the fast path is a contiguous first input with the other
- * two contiguous or both scalars (clamp(x, 0, 1), where(c, x, 0.0)...). */
-#define TH_TERNARY_LOOP(OP, Name, ctype, in0_t)                              \
+/* Note [Vectorised selects]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * where(c, x, y) picks one of two values per element, which GCC turns into
+ * a vector blend only when (1) both values are loaded before the pick:
+ * `c[k] ? x[k] : y[k]` loads one of them only, as C requires, so the loop
+ * keeps a branch -- a mispredicted one half the time on a random mask,
+ * ~3 ns an element, 20x the comparison that made the mask; and (2) the
+ * condition is read as uint8_t: GCC 12 finds no vector type for a _Bool
+ * load.  So the ternary loops load every operand into a local first, and
+ * where's condition is read as the byte a bool is stored in (0 or 1).
+ * The fast paths are the contiguous first input with each of the other two
+ * contiguous or a scalar (clamp(x, 0, 1), where(c, grad, 0.0)). */
+#define TH_TERNARY_FIRST_SAME(ctype) ctype
+#define TH_TERNARY_FIRST_BOOLEAN(ctype) uint8_t
+#define TH_TERNARY_FAST_PATH(OP, Name, ctype, y_at, z_at)                    \
+    for (int64_t k = 0; k < n; k++) {                                        \
+        const in0_t a = x[k];                                                \
+        const ctype b = y_at, c = z_at;                                      \
+        o[k] = EXPR_##OP(Name, ctype, a, b, c, P);                           \
+    }                                                                        \
+    return;
+#define TH_TERNARY_LOOP(OP, Name, ctype, TYPE)                               \
     static void OP##_##Name(char **data, const int64_t *strides, int64_t n, \
                             void *ctx)                                       \
     {                                                                        \
+        typedef TH_TERNARY_FIRST_##TYPE(ctype) in0_t;                        \
         const ctype P = *(const ctype *)ctx;                                 \
         (void)P;                                                             \
         ctype *o = (ctype *)data[0];                                         \
@@ -103,18 +125,22 @@
         const ctype *y = (const ctype *)data[2];                             \
         const ctype *z = (const ctype *)data[3];                             \
         if (strides[0] == sizeof(ctype) && strides[1] == sizeof(in0_t)) {    \
-            if (strides[2] == sizeof(ctype) && strides[3] == sizeof(ctype)) { \
-                for (int64_t k = 0; k < n; k++) {                            \
-                    o[k] = EXPR_##OP(Name, ctype, x[k], y[k], z[k], P);      \
-                }                                                            \
-                return;                                                      \
+            const bool y_dense = strides[2] == sizeof(ctype);                \
+            const bool z_dense = strides[3] == sizeof(ctype);                \
+            if (y_dense && z_dense) {                                        \
+                TH_TERNARY_FAST_PATH(OP, Name, ctype, y[k], z[k])            \
+            }                                                                \
+            if (y_dense && strides[3] == 0) {                                \
+                const ctype zv = *z;                                         \
+                TH_TERNARY_FAST_PATH(OP, Name, ctype, y[k], zv)              \
+            }                                                                \
+            if (strides[2] == 0 && z_dense) {                                \
+                const ctype yv = *y;                                         \
+                TH_TERNARY_FAST_PATH(OP, Name, ctype, yv, z[k])              \
             }                                                                \
             if (strides[2] == 0 && strides[3] == 0) {                        \
                 const ctype yv = *y, zv = *z;                                \
-                for (int64_t k = 0; k < n; k++) {                            \
-                    o[k] = EXPR_##OP(Name, ctype, x[k], yv, zv, P);          \
-                }                                                            \
-                return;                                                      \
+                TH_TERNARY_FAST_PATH(OP, Name, ctype, yv, zv)                \
             }                                                                \
         }                                                                    \
         for (int64_t k = 0; k < n; k++) {                                    \
@@ -128,8 +154,7 @@
 
 /* One loop per (operator, dtype of a category it supports). */
 #define TH_GEN_LOOP(LOOP, OP, B, I, F, TYPE, Name, ctype)                    \
-    TH_WHEN(TH_KIND_##Name(B, I, F),                                         \
-            LOOP(OP, Name, ctype, TH_TYPE_##TYPE(ctype)))
+    TH_WHEN(TH_KIND_##Name(B, I, F), LOOP(OP, Name, ctype, TYPE))
 #define TH_GEN_FOR_DTYPE(info, Name, ctype, py) \
     TH_APPLY(TH_GEN_LOOP, TH_UNPAREN info, Name, ctype)
 #define TH_GEN_BINARY(OP, B, I, F, TYPE) \
