@@ -271,6 +271,39 @@ def test_calls_on_cuda_tensors_go_to_the_launcher(cuda_memory):
         use_launcher(previous)
 
 
+def test_a_launch_that_writes_bumps_the_written_versions(cuda_memory):
+    """c/python/Device.c:Note [Versions of tensors written on a device], on
+    the C dispatch alone: in-place names, in-place slots, __setitem__ and
+    out= (a tensor, a tuple, a list) bump what they write once, after the
+    launch returns; reads and a failed launch bump nothing."""
+    def answer(name, args, kwargs):
+        if name == "Tensor.div_":
+            raise RuntimeError("no kernel")
+        return "launched"
+    launcher = RecordingLauncher(answer)
+    previous = use_launcher(launcher)
+    try:
+        t, u = ember.empty(4, device="cuda"), ember.empty(4, device="cuda")
+        host = ember.zeros(4)
+        writes = [(lambda: t.mul_(2), t), (lambda: ember.relu_(t), t),
+                  (lambda: t.__iadd__(1), t), (lambda: t.__setitem__(0, 1.0), t),
+                  (lambda: ember.add(u, 1, out=t), t), (lambda: host.copy_(t), host),
+                  (lambda: ember.sort(u, out=(t, u)), (t, u)),
+                  (lambda: ember.sort(u, out=[t, u]), (t, u))]
+        for write, written in writes:
+            written = written if isinstance(written, tuple) else (written,)
+            before = [w._version for w in written]
+            write()
+            assert [w._version for w in written] == [v + 1 for v in before], launcher.calls[-1][0]
+        before = t._version, u._version
+        t + u, t.sum(), t.__getitem__(0), ember.exp(u)  # reads
+        with pytest.raises(RuntimeError, match="no kernel"):
+            t.div_(2)
+        assert (t._version, u._version) == before
+    finally:
+        use_launcher(previous)
+
+
 REDUCTION_CALLS = [
     lambda x: ember.sum(x, dim=1), lambda x: x.sum(), lambda x: x.mean((0, 2), True),
     lambda x: x.amax(1), lambda x: x.argmax(), lambda x: ember.prod(x, 2, keepdim=True),
