@@ -102,14 +102,21 @@ class ReduceOp:
     BXOR = RedOpType.BXOR
 
 
-def _mpi_op(op):
+@functools.cache
+def _mpi_ops():
+    """{ReduceOp: MPI's operation}, built once (hashing an enum member runs
+    Python code: a collective should not pay it eight times)."""
     MPI = _mpi()
-    table = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
-             ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
-             ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
-    if op not in table:
-        raise ValueError(f"unknown reduce op {op!r}")
-    return table[op]
+    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
+            ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
+            ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
+
+
+def _mpi_op(op):
+    try:
+        return _mpi_ops()[op]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown reduce op {op!r}") from None
 
 
 class Backend(str):
