@@ -138,6 +138,32 @@ def test_rot90_and_a_finiteness_check_run_on_the_device(device):
     assert bool(ember.isfinite(x.cuda()).all())
 
 
+def test_0_d_tensors_and_integer_tensors_as_arguments(device):
+    t = ember.tensor(2.5)
+    for run in (lambda x: x.flip(0), lambda x: x.roll(3, 0), lambda x: x.roll(1),
+                lambda x: x.repeat(2, 3), lambda x: x.tile(2)):
+        same(run(t.cuda()), run(t))
+    a = _values((3, 4), ember.int64)
+    same(a.cuda().roll(ember.tensor(2), ember.tensor(1)), a.roll(2, 1))
+    same(a.cuda().flip(np.int64(1)), a.flip(1))
+    same(a.cuda().repeat(ember.tensor(2), 1), a.repeat(2, 1))
+
+
+def test_gradients_flow_through_them_on_the_device(device):
+    x = ember.randn(3, 4, dtype=ember.float64)
+    weights = ember.randn(6, 8, dtype=ember.float64)
+
+    def loss(t, w):
+        moved = t.flip(0).roll(1, 1).tril(1).repeat(2, 2)
+        return (moved * w).sum()
+
+    dx = x.cuda().requires_grad_()
+    loss(dx, weights.cuda()).backward()
+    cx = x.clone().requires_grad_()
+    loss(cx, weights).backward()
+    same(dx.grad, cx.grad)
+
+
 def test_errors_are_the_cpus(device):
     a = ember.randn(3, 4)
     da = a.cuda()

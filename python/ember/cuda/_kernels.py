@@ -8,6 +8,9 @@ text and wraps each in a kernel, so the GPU computes what the CPU computes:
     kernel_source("exp", "float32", "contiguous")  ->  CUDA C++ source
     compiled_kernel("exp", "float32", "contiguous", "sm_90")  ->  cubin
 
+The predicates of TH_FORALL_PREDICATE_FORMULAS (isnan, isinf, isfinite,
+isposinf, isneginf) get the same kernels with a bool result.
+
 A kernel is specialised on (operator, dtype, rank class):
 
   contiguous   input and output dense and in the same order: one linear

@@ -29,10 +29,16 @@ Two kinds of calls have handlers here:
               along a dim, index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
               index_fill, take and put on the same plan; nonzero:
-              _index.py) and sorting (_sort.py: sort, topk, kthvalue, and
-              unique with a scan, along a dim by a sort per column).
+              _index.py), sorting (_sort.py: sort, topk, kthvalue, and
+              unique with a scan, along a dim by a sort per column), the
+              float predicates (isnan, isinf, ...: _kernels.py) and what
+              moves elements (_rearrange.py: flip, roll, repeat, tile,
+              tril/triu).
 
-Everything else raises NotImplementedError naming the operator.
+An out= of another dtype than the result's is converted into by the
+operators PyTorch converts for, and refused with PyTorch's RuntimeError
+by the others (_destination).  Everything else raises NotImplementedError
+naming the operator.
 """
 
 import ctypes
@@ -1795,12 +1801,21 @@ def _int_list(name, what, args, keyword):
         args = (keyword,)
     if not args:
         raise TypeError(f'{name}() missing 1 required positional arguments: "{what}"')
-    if len(args) == 1 and not isinstance(args[0], int):
-        args = tuple(args[0]) if hasattr(args[0], "__len__") else (args[0],)
+    if len(args) == 1:
+        args = _ints(args[0])
     if len(args) > _kernels.MAX_DIMS:
         raise ValueError(f"{name}(): ember tensors have at most {_kernels.MAX_DIMS} "
                          f"dimensions, got {len(args)}")
     return [operator.index(a) for a in args]
+
+
+def _ints(value):
+    """An int (a 0-d integer tensor, a NumPy integer) or a sequence of
+    them, as a list (c/python/Shape.c's parse_int_or_ints)."""
+    try:
+        return [operator.index(value)]
+    except TypeError:
+        return [operator.index(v) for v in value]
 
 
 def _flip(input, *dims, **keyword):
@@ -1829,9 +1844,7 @@ def _roll(input, shifts, dims=None):
     """roll: one launch with each dim's shift (repeated dims add up); with
     no dims, the flattened tensor's roll, shaped back (a dense copy first
     when the tensor has no 1-d view), as the CPU's roll_flat."""
-    shifts = [operator.index(s) for s in (shifts if hasattr(shifts, "__len__") else [shifts])]
-    dims = [] if dims is None else [
-        operator.index(d) for d in (dims if hasattr(dims, "__len__") else [dims])]
+    shifts, dims = _ints(shifts), [] if dims is None else _ints(dims)
     if not shifts:
         raise RuntimeError("`shifts` required")
     if len(shifts) != len(dims) and not (not dims and len(shifts) == 1):
