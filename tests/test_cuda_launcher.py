@@ -438,6 +438,8 @@ def test_distributions_and_the_generator_state(device):
         np.testing.assert_array_equal(ember.randn(n, device="cuda").cpu().numpy(), normal)
     with pytest.raises(RuntimeError, match="'from' to be less than 'to'"):
         ember.randint(5, 5, (2,), device="cuda")
+    with pytest.raises(RuntimeError, match=r"found from=2.5 > to=1 *$"):
+        ember.empty(2, device="cuda").uniform_(2.5, 1)
 
 
 def test_dropout_on_the_device(device):

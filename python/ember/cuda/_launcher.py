@@ -893,6 +893,9 @@ def _randint(*args, size=None, generator=None, dtype=None, device=None,
 def _uniform_(tensor, a=0.0, b=1.0, *, generator=None, out=None, **bounds):
     _no_generator(generator)
     a, b = bounds.get("from", a), bounds.get("to", b)
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a:g} > to={b:g}")
     return _random_fill(tensor if out is None else out, "uniform", a, b)
 
 
