@@ -1473,11 +1473,10 @@ def _take(input, index, *, out=None):
     if out is None:
         return result
     return _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "take",
-                               dtype_error=(
-                                   None if out is None else
-                                   f"take(): self and out expected to have the same dtype, but "
-                                   f"got self.dtype = {_type_name(input.dtype)} and out.dtype = "
-                                   f"{_type_name(out.dtype)}")), result)
+                               dtype_error=f"take(): self and out expected to have the same "
+                                           f"dtype, but got self.dtype = "
+                                           f"{_type_name(input.dtype)} and out.dtype = "
+                                           f"{_type_name(out.dtype)}"), result)
 
 
 _OPERATORS.update(scatter=_scatter, scatter_reduce=_scatter_reduce, index_fill=_index_fill,
@@ -1834,7 +1833,7 @@ def _flip(input, *dims, **keyword):
     return _rearranged(input, _rearrange.plan(input, flipped=sorted(flipped)))
 
 
-def _flip_one(name, dim):
+def _flip_one(dim):
     """fliplr (dim 1) and flipud (dim 0)."""
     def run(input):
         if input.ndim < dim + 1:
@@ -1850,7 +1849,7 @@ def _roll(input, shifts, dims=None):
     shifts, dims = _ints(shifts), [] if dims is None else _ints(dims)
     if not shifts:
         raise RuntimeError("`shifts` required")
-    if len(shifts) != len(dims) and not (not dims and len(shifts) == 1):
+    if len(shifts) != len(dims) and not (len(dims) == 0 and len(shifts) == 1):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
     if not dims:
@@ -1903,7 +1902,7 @@ def _triangle(name):
     return run
 
 
-_OPERATORS.update(flip=_flip, fliplr=_flip_one("fliplr", 1), flipud=_flip_one("flipud", 0),
+_OPERATORS.update(flip=_flip, fliplr=_flip_one(1), flipud=_flip_one(0),
                   roll=_roll, repeat=_repeat, tile=_tile, tril=_triangle("tril"),
                   triu=_triangle("triu"))
 

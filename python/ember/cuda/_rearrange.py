@@ -25,6 +25,7 @@ result and launches once.
 """
 
 import ctypes
+import math
 from collections import namedtuple
 
 from . import _kernels, _pointwise
@@ -161,16 +162,13 @@ def plan(input, shape=None, flipped=(), shifts=None, triangle=None, diagonal=0):
 def arguments(plan, in_ptr, out_ptr, out_strides, itemsize):
     """The kernel's arguments as ctypes values, in its parameter order
     (sizes and strides stored innermost first)."""
-    r = EmberRearrange(ndim=len(plan.shape), triangle=TRIANGLES[plan.triangle],
-                       diagonal=plan.diagonal)
     if len(plan.shape) > MAX_DIMS:
         raise ValueError(f"at most {MAX_DIMS} dimensions, got {len(plan.shape)}")
+    r = EmberRearrange(ndim=len(plan.shape), triangle=TRIANGLES[plan.triangle],
+                       diagonal=plan.diagonal)
     columns = zip(plan.shape, out_strides, plan.in_sizes, plan.shifts, plan.in_strides)
     for d, (size, out_stride, in_size, shift, in_stride) in enumerate(reversed(list(columns))):
         r.sizes[d], r.out_strides[d], r.in_sizes[d] = size, out_stride, in_size
         r.shifts[d], r.in_strides[d] = shift, in_stride
-    n = 1
-    for size in plan.shape:
-        n *= size
     return [ctypes.c_void_p(in_ptr + plan.in_offset * itemsize), ctypes.c_void_p(out_ptr),
-            ctypes.c_int64(n), r]
+            ctypes.c_int64(math.prod(plan.shape)), r]
