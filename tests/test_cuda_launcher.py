@@ -360,6 +360,13 @@ def test_cat_and_stack(device):
     same(ember.stack([a.cuda(), a.cuda() * 2], dim=1), ember.stack([a, a * 2], dim=1))
     with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
         ember.cat([a.cuda(), b.cuda()])
+    wider = ember.empty(4, 3, dtype=ember.float64, device="cuda")
+    same(ember.cat([a.cuda(), a.cuda()], out=wider), ember.cat([a, a]).double())
+    for join in (ember.cat, ember.stack):  # the CPU's (PyTorch's) TypeError
+        with pytest.raises(TypeError, match="^torch.cat\\(\\): input types can't be cast to the "
+                                            "desired output type Long$"):
+            join([a.cuda(), a.cuda()], out=ember.empty(2, 2, 3, dtype=ember.int64,
+                                                        device="cuda"))
 
 
 @pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")

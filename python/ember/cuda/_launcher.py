@@ -247,7 +247,7 @@ def _out_dtype_error(dtype, out_dtype):
 def _destination(out, shape, dtype, op, converts=False, dtype_error=None):
     """`out` checked for a result of `shape` and `dtype` (a new CUDA tensor
     when None).  An out= of another dtype: the operators whose result
-    converts into it (`converts`: pointwise, unary, reductions, cat) come
+    converts into it (`converts`: pointwise, unary, reductions) come
     here only when the result cannot cast to it (_converting_out took the
     others) and raise PyTorch's "result type ... can't be cast"; the rest
     store their result's dtype only, as PyTorch's gathers, sorts and matrix
@@ -797,7 +797,10 @@ def _cat(tensors, dim=0, *, out=None):
     shape[dim] = sum(t.shape[dim] for t in tensors)
     if _converting_out(out, tuple(shape), _dtype_name(dtype)):
         dtype = out.dtype  # each input converts as it is copied in (a cast kernel)
-    out = _destination(out, tuple(shape), _dtype_name(dtype), "cat", converts=True)
+    elif out is not None and out.dtype != dtype:  # PyTorch's (and the CPU's) TypeError
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_type_name(out.dtype)}")
+    out = _destination(out, tuple(shape), _dtype_name(dtype), "cat")
     start = 0
     for t in tensors:
         index = (slice(None),) * dim + (slice(start, start + t.shape[dim]),)
