@@ -19,6 +19,7 @@ import ember
 from ember.cuda import _kernels, _launch, _launcher, _nvrtc, _rearrange
 
 import cuda_emulation
+from test_cuda_indexing import _same_error
 from test_cuda_launcher import ROOT, _as_numpy, device, runtime, same, seeded  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(cuda_emulation.compiler() is None, reason="no g++")
@@ -38,20 +39,6 @@ def kernels(runtime):
 
 def _values(shape, dtype):
     return ember.randint(-50, 50, shape).to(dtype)
-
-
-def _error_of(run):
-    """(type, message) of what run() raises (`error` goes at the end of the
-    except block, so no traceback keeps device tensors alive)."""
-    try:
-        run()
-    except Exception as error:
-        return type(error), str(error)
-    raise AssertionError("no error raised")
-
-
-def _same_error(run_cpu, run_cuda):
-    assert _error_of(run_cuda) == _error_of(run_cpu)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
