@@ -309,6 +309,54 @@ def test_sort_errors_are_the_cpus(device):
     _same_error(lambda: a.argsort(dim=-3), lambda: da.argsort(dim=-3))
 
 
+def _out_dtype_cases(lib, x, index, flat, out):
+    """Calls into out= tensors of another dtype than the result's, in
+    ember or torch (`lib`); out(shape, dtype name) makes one."""
+    return {
+        "gather": lambda: lib.gather(x, 1, index, out=out((3, 2), "float64")),
+        "gather into int": lambda: lib.gather(x, 1, index, out=out((3, 2), "int64")),
+        "gather into half": lambda: lib.gather(x, 1, index, out=out((3, 2), "float16")),
+        "index_select": lambda: lib.index_select(x, 0, flat, out=out((2, 4), "float64")),
+        "take": lambda: lib.take(x, flat, out=out((2,), "float64")),
+        "masked_select": lambda: lib.masked_select(x, x > 0, out=out((0,), "float64")),
+        "nonzero": lambda: lib.nonzero(x, out=out((0, 2), "int32")),
+        "sort values": lambda: lib.sort(x, out=(out((3, 4), "float64"), out((3, 4), "int64"))),
+        "sort indices": lambda: lib.sort(x, out=(out((3, 4), "float32"), out((3, 4), "int32"))),
+        "topk values": lambda: lib.topk(x, 2, out=(out((3, 2), "int64"), out((3, 2), "int64"))),
+        "kthvalue values": lambda: lib.kthvalue(x, 2, out=(out((3,), "float64"),
+                                                           out((3,), "int64"))),
+        "kthvalue indices": lambda: lib.kthvalue(x, 2, out=(out((3,), "float32"),
+                                                            out((3,), "int32"))),
+        "msort": lambda: lib.msort(x, out=out((3, 4), "float64")),
+        "matmul": lambda: lib.matmul(x, x.t(), out=out((3, 3), "float64")),
+        "sum with dtype=": lambda: lib.sum(x, 0, dtype=lib.float64, out=out((4,), "float32")),
+    }
+
+
+def test_an_out_of_another_dtype_raises_pytorchs_error(device):
+    """Operators that store their result's dtype only (gathers, selections,
+    sorts, matrix products, a reduction's dtype=) refuse an out= of another
+    dtype with PyTorch's RuntimeError and its words, whether or not the
+    result could cast to it (ember.cuda raised NotImplementedError)."""
+    a = ember.randn(3, 4)
+    index, flat = ember.tensor([[0, 1], [1, 2], [0, 0]]), ember.tensor([0, 5])
+    cases = _out_dtype_cases(ember, a.cuda(), index.cuda(), flat.cuda(),
+                             lambda shape, dtype: ember.empty(
+                                 shape, dtype=getattr(ember, dtype), device="cuda"))
+    if torch is not None:
+        expected = _out_dtype_cases(
+            torch, *(torch.from_numpy(t.numpy()) for t in (a, index, flat)),
+            lambda shape, dtype: torch.empty(shape, dtype=getattr(torch, dtype)))
+    for name, run in cases.items():
+        error_type, message = _error_of(run)
+        assert error_type is RuntimeError, (name, message)
+        if torch is not None:
+            assert (error_type, message) == _error_of(expected[name]), name
+    # where the result converts into out=, it still does (PyTorch's rule)
+    got = ember.empty(3, 4, dtype=ember.float64, device="cuda")
+    same(ember.add(a.cuda(), 1, out=got), (a + 1).double())
+
+
 # ---- the sources compile for the GPUs -----------------------------------------------------
 
 @pytest.mark.skipif(not _nvrtc.available(),

@@ -360,6 +360,13 @@ def test_cat_and_stack(device):
     same(ember.stack([a.cuda(), a.cuda() * 2], dim=1), ember.stack([a, a * 2], dim=1))
     with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
         ember.cat([a.cuda(), b.cuda()])
+    wider = ember.empty(4, 3, dtype=ember.float64, device="cuda")
+    same(ember.cat([a.cuda(), a.cuda()], out=wider), ember.cat([a, a]).double())
+    for join in (ember.cat, ember.stack):  # the CPU's (PyTorch's) TypeError
+        with pytest.raises(TypeError, match="^torch.cat\\(\\): input types can't be cast to the "
+                                            "desired output type Long$"):
+            join([a.cuda(), a.cuda()], out=ember.empty(2, 2, 3, dtype=ember.int64,
+                                                        device="cuda"))
 
 
 @pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
@@ -438,6 +445,8 @@ def test_distributions_and_the_generator_state(device):
         np.testing.assert_array_equal(ember.randn(n, device="cuda").cpu().numpy(), normal)
     with pytest.raises(RuntimeError, match="'from' to be less than 'to'"):
         ember.randint(5, 5, (2,), device="cuda")
+    with pytest.raises(RuntimeError, match=r"found from=2.5 > to=1 *$"):
+        ember.empty(2, device="cuda").uniform_(2.5, 1)
 
 
 def test_dropout_on_the_device(device):
@@ -448,12 +457,66 @@ def test_dropout_on_the_device(device):
     assert abs((kept == 0).mean() - 0.25) < 0.02
 
 
+@pytest.mark.parametrize("dtype, digits", [(ember.float16, 11), (ember.bfloat16, 8)])
+def test_16_bit_random_numbers_fill_their_own_format(device, dtype, digits):
+    """As the CPU's samplers (tests/test_random_generators.py): each draw
+    computed in float32 and rounded once to the format; uniform's u has
+    the format's significant bits, and a draw that rounds up to `to` steps
+    down one step of the format."""
+    ember.cuda.manual_seed(3)
+    n = 20000
+    u = ember.rand(n, dtype=dtype, device="cuda")
+    assert u.is_cuda and u.dtype == dtype and u.shape == (n,)
+    values = u.cpu().float().numpy()
+    assert values.min() >= 0 and values.max() < 1 and abs(values.mean() - 0.5) < 0.02
+    assert np.all(values * 2**digits == np.floor(values * 2**digits))
+    if isinstance(device, cuda_emulation.EmulatedRuntime):  # u is the words' top bits
+        words = _words(3, 0, n // 4).T.reshape(-1)
+        np.testing.assert_array_equal(values, (words >> (32 - digits)) / 2.0**digits)
+    # 1 + u rounds to 2 for the largest u (a tie, to even): one draw in 2**digits
+    wide = ember.empty(n, dtype=dtype, device="cuda").uniform_(1, 2).cpu().float().numpy()
+    assert wide.min() >= 1 and wide.max() == 2 - 2.0**(1 - digits)
+    normal = ember.randn(n, dtype=dtype, device="cuda").cpu().float().numpy()
+    assert np.all(np.isfinite(normal))
+    assert abs(normal.mean()) < 0.05 and abs(normal.std() - 1) < 0.05
+    like = ember.randn_like(ember.empty(2, 3, dtype=dtype, device="cuda")).cpu()
+    assert like.dtype == dtype
+    base = ember.zeros(4, 6, dtype=dtype, device="cuda")
+    base[:, ::2].normal_(5.0, 0.1)  # a strided view: drawn densely, copied in
+    assert np.all(base[:, 1::2].cpu().float().numpy() == 0)
+    assert np.all(np.abs(base[:, ::2].cpu().float().numpy() - 5) < 1)
+
+
+def test_a_float32_uniform_draw_never_rounds_up_to_to(device):
+    """Note [A uniform draw stays below high]: Philox word 2 of counter
+    2330056 under seed 0 has its top 24 bits set, so u = 1 - 2**-24 and
+    1 + u rounds to 2 in float32; the kernel stores 2's predecessor."""
+    ember.cuda.manual_seed(0)
+    _random.default_generator.offset = 2330056
+    x = ember.empty(4, device="cuda").uniform_(1, 2).cpu().numpy()
+    if isinstance(device, cuda_emulation.EmulatedRuntime):
+        assert (_words(0, 2330056, 1)[2, 0] >> 8) == 2**24 - 1
+        assert x[2] == np.nextafter(np.float32(2), np.float32(1))
+    assert x.min() >= 1 and x.max() < 2
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+def test_dropout_of_a_16_bit_tensor_on_the_device(device, dtype):
+    x = ember.ones(1000, 10, dtype=dtype).cuda()
+    y = ember.nn.functional.dropout(x, p=0.25)
+    assert y.is_cuda and y.dtype == dtype
+    kept = y.cpu().float().numpy()
+    scale = ember.tensor(1.0 / 0.75, dtype=dtype).float().item()
+    assert set(np.unique(kept)) <= {0.0, scale}
+    assert abs((kept == 0).mean() - 0.25) < 0.02
+
+
 @pytest.mark.skipif(not _nvrtc.available(),
                     reason="NVRTC is not installed (pip install ember[cuda])")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_the_random_kernels_compile_without_spills(arch):
     cache = os.path.join(ROOT, "build", "cuda_kernels")
-    for distribution, dtype in sorted(_random._BODIES):
+    for distribution, dtype in _random.kernel_keys():
         name = _random.kernel_name(distribution, dtype)
         compiled = _launch.compile_cached(_random.kernel_source(distribution, dtype), arch,
                                           _random.headers(), name=f"{name}.cu", directory=cache)

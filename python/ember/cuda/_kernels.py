@@ -8,6 +8,9 @@ text and wraps each in a kernel, so the GPU computes what the CPU computes:
     kernel_source("exp", "float32", "contiguous")  ->  CUDA C++ source
     compiled_kernel("exp", "float32", "contiguous", "sm_90")  ->  cubin
 
+The predicates of TH_FORALL_PREDICATE_FORMULAS (isnan, isinf, isfinite,
+isposinf, isneginf) get the same kernels with a bool result.
+
 A kernel is specialised on (operator, dtype, rank class):
 
   contiguous   input and output dense and in the same order: one linear
@@ -27,7 +30,8 @@ import os
 import re
 from collections import namedtuple
 
-__all__ = ["DTYPES", "RANK_CLASSES", "MAX_DIMS", "float_formulas", "kernel_name",
+__all__ = ["DTYPES", "RANK_CLASSES", "MAX_DIMS", "float_formulas", "predicate_formulas",
+           "kernel_name",
            "kernel_source", "kernel_parameters", "headers", "compiled_kernel", "THUnaryParams",
            "EmberStrides", "pack_strides"]
 
@@ -109,6 +113,25 @@ def float_formulas():
     return {name: formula for name, formula in xmacro(header_text(), "TH_FORALL_FLOAT_FORMULAS")}
 
 
+Predicate = namedtuple("Predicate", "formula integer_value")
+
+
+@functools.cache
+def predicate_formulas():
+    """{operator: Predicate} from TH_FORALL_PREDICATE_FORMULAS (isnan,
+    isinf, ...: a float's bool), with the value every integer (and bool)
+    element gives, in the header's order."""
+    return {name: Predicate(formula, value == "true") for name, formula, value
+            in xmacro(header_text(), "TH_FORALL_PREDICATE_FORMULAS")}
+
+
+def _formula(op):
+    """(formula, result C type or None for the input's) of op."""
+    if op in predicate_formulas():
+        return predicate_formulas()[op].formula, "bool"
+    return float_formulas()[op], None
+
+
 # ---- the sources ----------------------------------------------------------------
 
 # Shared by every elementwise kernel: the formulas, the grid-stride loop's
@@ -165,7 +188,7 @@ ember_offsets(int64_t i, const EmberStrides &s)
 
 _CONTIGUOUS = """\
 extern "C" __global__ void
-{name}(const {ctype} *in, {ctype} *out, int64_t n, THUnaryParams params)
+{name}(const {ctype} *in, {out_ctype} *out, int64_t n, THUnaryParams params)
 {{
     EMBER_FOR_EACH_INDEX(i, n) {{
         ember_store(out[i], {ns}::formula(({ns}::scalar_t)ember_widen(in[i]), &params));
@@ -175,7 +198,7 @@ extern "C" __global__ void
 
 _STRIDED = """\
 extern "C" __global__ void
-{name}(const {ctype} *in, {ctype} *out, int64_t n, EmberStrides strides,
+{name}(const {ctype} *in, {out_ctype} *out, int64_t n, EmberStrides strides,
 {indent}THUnaryParams params)
 {{
     EMBER_FOR_EACH_INDEX(i, n) {{
@@ -191,7 +214,7 @@ def kernel_name(op, dtype, rank_class):
 
 
 def _check_key(op, dtype, rank_class):
-    if op not in float_formulas():
+    if op not in float_formulas() and op not in predicate_formulas():
         raise ValueError(f"no floating-point unary formula named {op!r}")
     if dtype not in DTYPES:
         raise ValueError(f"unary kernels are generated for {sorted(DTYPES)}, not {dtype!r}")
@@ -200,24 +223,28 @@ def _check_key(op, dtype, rank_class):
 
 
 def kernel_source(op, dtype, rank_class):
-    """The CUDA C++ source of one unary kernel (it includes PRELUDE_NAME)."""
+    """The CUDA C++ source of one unary kernel (it includes PRELUDE_NAME):
+    a float formula's result has the input's dtype, a predicate's is bool."""
     _check_key(op, dtype, rank_class)
     name, ctype = kernel_name(op, dtype, rank_class), DTYPES[dtype]
     ns = f"{name}_formula"
     scalar_t = COMPUTE_CTYPES[dtype]
+    text, result_t = _formula(op)
+    result_t = result_t or "scalar_t"
     # The formula reads `x` (a scalar_t) and `p` (the THUnaryParams), as in
     # THUnary.c's loops (Note [Unary formulas]).
     formula = (f"namespace {ns} {{\n"
                f"typedef {scalar_t} scalar_t;\n"
-               f"TH_FORMULA_FN scalar_t\n"
+               f"TH_FORMULA_FN {result_t}\n"
                f"formula(scalar_t x, const THUnaryParams *p)\n"
                f"{{\n"
                f"    (void)p;\n"
-               f"    return (scalar_t)({float_formulas()[op]});\n"
+               f"    return ({result_t})({text});\n"
                f"}}\n"
                f"}}\n")
     template = _CONTIGUOUS if rank_class == "contiguous" else _STRIDED
-    kernel = template.format(name=name, ctype=ctype, ns=ns, indent=" " * (len(name) + 1))
+    kernel = template.format(name=name, ctype=ctype, out_ctype=_out_ctype(op, dtype), ns=ns,
+                             indent=" " * (len(name) + 1))
     return f'#include "{PRELUDE_NAME}"\n\n{formula}\n{kernel}'
 
 
@@ -382,10 +409,16 @@ def compiled_kernel(op, dtype, rank_class, arch):
     return CompiledKernel(name, cubin, registers[name], spills[name])
 
 
-def kernel_parameters(dtype, rank_class):
-    """[(C type, name)] of a unary kernel's parameters, in order."""
-    ctype = DTYPES[dtype]
-    result = [(f"const {ctype} *", "in"), (f"{ctype} *", "out"), ("int64_t", "n")]
+def _out_ctype(op, dtype):
+    """The C type of a kernel's result element: bool for a predicate."""
+    return "bool" if op in predicate_formulas() else DTYPES[dtype]
+
+
+def kernel_parameters(dtype, rank_class, op=None):
+    """[(C type, name)] of a unary kernel's parameters, in order (op: for
+    a predicate's bool result)."""
+    result = [(f"const {DTYPES[dtype]} *", "in"), (f"{_out_ctype(op, dtype)} *", "out"),
+              ("int64_t", "n")]
     if rank_class == "strided":
         result.append(("EmberStrides", "strides"))
     return result + [("THUnaryParams", "params")]

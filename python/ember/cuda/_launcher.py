@@ -30,15 +30,22 @@ Two kinds of calls have handlers here:
               index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
               index_fill, take and put on the same plan; nonzero:
-              _index.py) and sorting (_sort.py: sort, topk, kthvalue, and
-              unique with a scan, along a dim by a sort per column).
+              _index.py), sorting (_sort.py: sort, topk, kthvalue, and
+              unique with a scan, along a dim by a sort per column), the
+              float predicates (isnan, isinf, ...: _kernels.py) and what
+              moves elements (_rearrange.py: flip, roll, repeat, tile,
+              tril/triu).
 
-Everything else raises NotImplementedError naming the operator.
+An out= of another dtype than the result's is converted into by the
+operators PyTorch converts for, and refused with PyTorch's RuntimeError
+by the others (_destination).  Everything else raises NotImplementedError
+naming the operator.
 """
 
 import ctypes
 import functools
 import math
+import operator
 from collections import namedtuple
 
 import ember
@@ -48,8 +55,8 @@ from .._functions import _broadcast_shapes
 from .._tensor import _contiguous_strides
 from ..linalg._lapack import check_floating as _check_floating
 from ..linalg._lapack import check_norm_dtype as _check_norm_dtype
-from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _reduce, _runtime,
-               _sort)
+from . import (_cast, _fused, _index, _kernels, _launch, _pointwise, _random, _rearrange,
+               _reduce, _runtime, _sort)
 from . import _matmul as _tiled_matmul  # its name is the operator's here
 from ._runtime import DEVICE_TO_DEVICE as _DEVICE_TO_DEVICE
 from ._runtime import DEVICE_TO_HOST as _DEVICE_TO_HOST
@@ -224,7 +231,7 @@ def _pointwise_kernel(key):
 def _unary_kernel(op, dtype, rank_class):
     return _runtime.Kernel(_kernels.kernel_name(op, dtype, rank_class),
                            _kernels.kernel_source(op, dtype, rank_class), _kernels.headers(),
-                           _kernels.kernel_parameters(dtype, rank_class), False)
+                           _kernels.kernel_parameters(dtype, rank_class, op), False)
 
 
 @functools.cache
@@ -240,28 +247,35 @@ def _launch_kernel(kernel, config, arguments):
     _runtime.current().launch(kernel, grid, block, arguments)
 
 
-def _destination(out, shape, dtype, op):
+def _out_dtype_error(dtype, out_dtype):
+    return (f"Expected out tensor to have dtype {_pointwise.CPP_TYPE_NAMES[dtype]}, but got "
+            f"{_pointwise.CPP_TYPE_NAMES[_dtype_name(out_dtype)]} instead")
+
+
+def _destination(out, shape, dtype, op, converts=False, dtype_error=None):
     """`out` checked for a result of `shape` and `dtype` (a new CUDA tensor
-    when None).  Kernels store their compute dtype: an out= of another dtype
-    the result casts to takes a cast kernel after (_converting_out), which
-    the pointwise, unary and reduction operators do and the others do not
-    yet."""
+    when None).  An out= of another dtype: the operators whose result
+    converts into it (`converts`: pointwise, unary, reductions) come
+    here only when the result cannot cast to it (_converting_out took the
+    others) and raise PyTorch's "result type ... can't be cast"; the rest
+    store their result's dtype only, as PyTorch's gathers, sorts and matrix
+    products do, and raise its "Expected out tensor to have dtype ..." (or
+    `dtype_error`, an operator's own words), before any shape check, since
+    PyTorch would resize out."""
     if out is None:
         return ember.empty(shape, dtype=getattr(ember, dtype), device="cuda")
     if not out.is_cuda:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
                            f"least two devices, cuda:0 and {out.device}!")
+    if _dtype_name(out.dtype) != dtype:
+        if converts:
+            raise RuntimeError(f"result type {_pointwise.SCALAR_TYPE_NAMES[dtype]} can't be "
+                               f"cast to the desired output type "
+                               f"{_pointwise.SCALAR_TYPE_NAMES[_dtype_name(out.dtype)]}")
+        raise RuntimeError(dtype_error or _out_dtype_error(dtype, out.dtype))
     if tuple(out.shape) != tuple(shape):
         raise RuntimeError(f"{op}: the output has shape {tuple(out.shape)}, the result "
                            f"{tuple(shape)} (ember.cuda does not resize out= tensors)")
-    if _dtype_name(out.dtype) != dtype:
-        if ember.can_cast(getattr(ember, dtype), out.dtype):
-            raise NotImplementedError(f"ember.cuda: {op} into a {_dtype_name(out.dtype)} "
-                                      f"output from {dtype} needs a converting store, "
-                                      "which ember's CUDA kernels do not have yet")
-        raise RuntimeError(f"result type {_pointwise.SCALAR_TYPE_NAMES[dtype]} can't be cast "
-                           f"to the desired output type "
-                           f"{_pointwise.SCALAR_TYPE_NAMES[_dtype_name(out.dtype)]}")
     return out
 
 
@@ -295,7 +309,7 @@ def _pointwise_op(op, *operands, alpha=1, out=None):
                            out_strides=None if out is None else out.stride())
     if _converting_out(out, plan.shape, plan.out_dtype):
         return _cast_into(out, _pointwise_op(op, *operands, alpha=alpha))
-    out = _destination(out, plan.shape, plan.out_dtype, op)
+    out = _destination(out, plan.shape, plan.out_dtype, op, converts=True)
     plan, pointers = _operand_pointers(plan, operands)
     if plan.numel:
         _launch_kernel(_pointwise_kernel(plan.key), _launch.launch_config(plan.numel),
@@ -311,7 +325,13 @@ def _unary_op(op, tensor, out=None):
                                   "kernels take float32, float64, float16 and bfloat16)")
     if _converting_out(out, tuple(tensor.shape), dtype):
         return _cast_into(out, _unary_op(op, tensor))
-    out = _destination(out, tuple(tensor.shape), dtype, op)
+    return _unary_launch(op, tensor, _destination(out, tuple(tensor.shape), dtype, op,
+                                                  converts=True))
+
+
+def _unary_launch(op, tensor, out):
+    """One _kernels.py kernel: op's formula of each element of a float
+    tensor into `out` (of its shape)."""
     dense = tensor.is_contiguous() and out.is_contiguous()
     rank_class = "contiguous" if dense else "strided"
     arguments = [ctypes.c_void_p(tensor.data_ptr()), ctypes.c_void_p(out.data_ptr()),
@@ -321,16 +341,27 @@ def _unary_op(op, tensor, out=None):
                                                out.stride()))
     arguments.append(_kernels.THUnaryParams())
     if tensor.numel():
-        _launch_kernel(_unary_kernel(op, dtype, rank_class),
+        _launch_kernel(_unary_kernel(op, _dtype_name(tensor.dtype), rank_class),
                        _launch.launch_config(tensor.numel()), arguments)
     return out
+
+
+def _predicate(op, tensor, *, out=None):
+    """isnan, isinf, isfinite, isposinf, isneginf (THFloatFormulas.h's
+    predicates): a bool tensor, one launch; an integer or bool tensor's
+    elements all give the predicate's integer value (one fill, as
+    THUnary.c's fill_bool_loop)."""
+    out = _destination(out, tuple(tensor.shape), "bool", op)
+    if _dtype_name(tensor.dtype) not in _kernels.DTYPES:
+        return _fill(out, _kernels.predicate_formulas()[op].integer_value)
+    return _unary_launch(op, tensor, out)
 
 
 def _run_reduction(plan, tensor, out=None):
     """A _reduce.py plan: the result, then one launch."""
     if _converting_out(out, plan.out_shape, plan.out_dtype):
         return _cast_into(out, _run_reduction(plan, tensor))
-    out = _destination(out, plan.out_shape, plan.out_dtype, plan.op)
+    out = _destination(out, plan.out_shape, plan.out_dtype, plan.op, converts=True)
     if not out.is_contiguous():
         raise NotImplementedError(f"ember.cuda: {plan.op} into a non-contiguous out= tensor")
     if plan.n_out and out.numel():
@@ -348,9 +379,13 @@ def _reduction_call(name):
     """A call named in _reduce.CALLS (sum, var, norm, softmax, cumsum, ...),
     its arguments bound by _reduce.plan_call.  A dtype= converts the input
     (a cast kernel) and, where the kernel's result has another dtype (the
-    int64 sums of integers), the result, as the CPU's sum_or_prod does."""
+    int64 sums of integers), the result, as the CPU's sum_or_prod does; an
+    out= must then have that dtype (PyTorch's rule: dtype= names the
+    result's dtype)."""
     def run(tensor, *args, out=None, **kwargs):
         dtype = _reduce.pop_dtype(name, kwargs)
+        if dtype is not None and out is not None and out.dtype != dtype:
+            raise RuntimeError(_out_dtype_error(_dtype_name(dtype), out.dtype))
         if dtype is not None and name.removeprefix("Tensor.") == "norm":
             # THTensor_newNorm's checks, on the input before it is converted
             _check_floating("linalg.vector_norm", tensor, low_precision=True)
@@ -504,6 +539,7 @@ _OPERATORS = {
         "div_trunc", "div_floor", "lshift", "rshift")},
     **{op: functools.partial(_unary_op, op) for op in _kernels.float_formulas()
        if op not in ("round_decimals", "nan_to_num")},
+    **{op: functools.partial(_predicate, op) for op in _kernels.predicate_formulas()},
     **{name: _reduction_call(name) for name in _reduce.CALLS},
     "add": _binary("add"), "sub": _binary("sub"), "subtract": _binary("sub"),
     "div": _div, "divide": _div, "true_divide": _div, "multiply": _operator("mul"),
@@ -804,6 +840,9 @@ def _cat(tensors, dim=0, *, out=None):
     shape[dim] = sum(t.shape[dim] for t in tensors)
     if _converting_out(out, tuple(shape), _dtype_name(dtype)):
         dtype = out.dtype  # each input converts as it is copied in (a cast kernel)
+    elif out is not None and out.dtype != dtype:  # PyTorch's (and the CPU's) TypeError
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_type_name(out.dtype)}")
     out = _destination(out, tuple(shape), _dtype_name(dtype), "cat")
     start = 0
     for t in tensors:
@@ -842,16 +881,16 @@ def _random_fill(out, distribution, a, b):
     """Fills `out` with the distribution's values: one Philox kernel, with
     counters from the CUDA generator (a dense temporary for a strided out)."""
     dtype = _dtype_name(out.dtype)
-    if (distribution, dtype) not in _random._BODIES:
+    if dtype not in _random.dtypes_of(distribution):
         raise NotImplementedError(f"ember.cuda: {distribution} random numbers of dtype "
                                   f"{dtype} (ember's CUDA generator makes "
-                                  f"{', '.join(sorted({d for k, d in _random._BODIES if k == distribution}))})")
+                                  f"{', '.join(_random.dtypes_of(distribution))})")
     target = out if out.is_contiguous() else ember.empty(out.shape, dtype=out.dtype,
                                                          device="cuda")
     n = out.numel()
     if n:
         seed, offset = _random.default_generator.take(distribution, dtype, n)
-        bound = ctypes.c_double if dtype.startswith("float") else ctypes.c_int64
+        bound = ctypes.c_double if dtype in _random.FLOATING else ctypes.c_int64
         _launch_kernel(_random_kernel(distribution, dtype), _launch.launch_config(n),
                        [ctypes.c_void_p(target.data_ptr()), ctypes.c_int64(n),
                         ctypes.c_uint64(seed), ctypes.c_uint64(offset), bound(a), bound(b)])
@@ -900,6 +939,9 @@ def _randint(*args, size=None, generator=None, dtype=None, device=None,
 def _uniform_(tensor, a=0.0, b=1.0, *, generator=None, out=None, **bounds):
     _no_generator(generator)
     a, b = bounds.get("from", a), bounds.get("to", b)
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a:g} > to={b:g}")
     return _random_fill(tensor if out is None else out, "uniform", a, b)
 
 
@@ -997,7 +1039,9 @@ def _index_select(input, dim, index, *, out=None):
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     shape = tuple(index.numel() if d == dim else s for d, s in enumerate(input.shape))
-    out = _destination(out, shape, _dtype_name(input.dtype), "index_select")
+    out = _destination(out, shape, _dtype_name(input.dtype), "index_select",
+                       dtype_error="index_select(): self and result must have the same "
+                                   "scalar type")
     if input.ndim:
         seen = _along_dim(index, input.ndim, dim).expand(shape)
         _along("gather", out, input, seen, shape, dim, 0,
@@ -1250,7 +1294,9 @@ def _nonzero(input, *, out=None, as_tuple=False):
     if input.numel():
         _nonzero_launch(input, None, count)
     rows = int(_to_host(count).item())
-    positions = _destination(out, (rows, input.ndim), "int64", "nonzero")
+    positions = _destination(out, (rows, input.ndim), "int64", "nonzero", dtype_error=(
+        None if out is None else f"nonzero: Expected out tensor to have scalar type Long but "
+                                 f"got scalar type{_type_name(out.dtype)}"))
     if rows and input.ndim:
         _nonzero_launch(input, positions, count)
     if not as_tuple:
@@ -1268,8 +1314,9 @@ def _masked_select(input, mask, *, out=None):
     result = _index_gather(input.expand(shape), [mask.expand(shape)])
     if out is None:
         return result
-    _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "masked_select"),
-           result)
+    _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "masked_select",
+                        dtype_error="masked_select(): self and result must have the same "
+                                    "scalar type"), result)
     return out
 
 
@@ -1471,8 +1518,11 @@ def _take(input, index, *, out=None):
         f"out of range: tried to access index {bad} on a tensor of {size} elements."))
     if out is None:
         return result
-    return _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "take"),
-                  result)
+    return _copy_(_destination(out, tuple(result.shape), _dtype_name(input.dtype), "take",
+                               dtype_error=f"take(): self and out expected to have the same "
+                                           f"dtype, but got self.dtype = "
+                                           f"{_type_name(input.dtype)} and out.dtype = "
+                                           f"{_type_name(out.dtype)}"), result)
 
 
 _OPERATORS.update(scatter=_scatter, scatter_reduce=_scatter_reduce, index_fill=_index_fill,
@@ -1616,13 +1666,14 @@ def _sorted_lanes(input, dim, descending, count, op):
     return _dense_on_device(values.permute(back)), _dense_on_device(indices.permute(back))
 
 
-def _into(out, results, op):
-    """A (values, indices) result, copied into out= when one is given."""
+def _into(out, results, op, dtype_errors=(None, None)):
+    """A (values, indices) result, copied into out= when one is given (of
+    the results' dtypes: dtype_errors, an operator's own words when not)."""
     if out is None:
         return results
-    for target, result in zip(out, results):
-        _copy_(_destination(target, tuple(result.shape), _dtype_name(result.dtype), op),
-               result)
+    for target, result, dtype_error in zip(out, results, dtype_errors):
+        _copy_(_destination(target, tuple(result.shape), _dtype_name(result.dtype), op,
+                            dtype_error=dtype_error), result)
     return out
 
 
@@ -1648,7 +1699,10 @@ def _topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 def _msort(input, *, out=None):
     values = _sort_call(input, 0).values
-    return values if out is None else _copy_(out, values)
+    if out is None:
+        return values
+    return _copy_(_destination(out, tuple(values.shape), _dtype_name(values.dtype), "msort"),
+                  values)
 
 
 def _kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
@@ -1662,7 +1716,9 @@ def _kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     if input.ndim:  # the lanes' last item, kept as a dim of size 1 or dropped
         results = tuple(_dense_on_device(r.narrow(dim, k - 1, 1) if keepdim
                                          else r.select(dim, k - 1)) for r in results)
-    return ember.return_types.kthvalue(_into(out, results, "kthvalue"))
+    return ember.return_types.kthvalue(_into(
+        out, results, "kthvalue", ("output values must be of same type as input",
+                                   "output indices must be of scalar type Long")))
 
 
 def _group_ids(values):
@@ -1763,6 +1819,138 @@ def _unique_consecutive(input, return_inverse=False, return_counts=False, dim=No
 
 _OPERATORS.update(sort=_sort_call, argsort=_argsort, topk=_topk, msort=_msort,
                   kthvalue=_kthvalue, unique=_unique, unique_consecutive=_unique_consecutive)
+
+
+# ---- flip, roll, repeat, tril/triu: one rearranging launch (_rearrange.py) ------------
+
+@functools.cache
+def _rearrange_kernel(dtype):
+    return _runtime.Kernel(_rearrange.kernel_name(dtype), _rearrange.kernel_source(dtype),
+                           _rearrange.headers(), _rearrange.kernel_parameters(dtype), False)
+
+
+def _rearranged(input, plan, out=None):
+    """A _rearrange.py plan: the result (or out=, of plan's shape), then
+    one launch."""
+    if out is None:
+        out = ember.empty(plan.shape, dtype=input.dtype, device="cuda")
+    if out.numel():
+        _launch_kernel(_rearrange_kernel(_dtype_name(input.dtype)),
+                       _launch.launch_config(out.numel()),
+                       _rearrange.arguments(plan, input.data_ptr(), out.data_ptr(), out.stride(),
+                                            input.element_size()))
+    return out
+
+
+def _int_list(name, what, args, keyword):
+    """The ints of f(*ints), f([ints]) or f(what=ints), as the CPU's
+    parse_dims_varargs reads them (c/python/Shape.c)."""
+    if keyword is not None:
+        args = (keyword,)
+    if not args:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "{what}"')
+    if len(args) == 1:
+        args = _ints(args[0])
+    if len(args) > _kernels.MAX_DIMS:
+        raise ValueError(f"{name}(): ember tensors have at most {_kernels.MAX_DIMS} "
+                         f"dimensions, got {len(args)}")
+    return [operator.index(a) for a in args]
+
+
+def _ints(value):
+    """An int (a 0-d integer tensor, a NumPy integer) or a sequence of
+    them, as a list (c/python/Shape.c's parse_int_or_ints)."""
+    try:
+        return [operator.index(value)]
+    except TypeError:
+        return [operator.index(v) for v in value]
+
+
+def _flip(input, *dims, **keyword):
+    dims = _int_list("flip", "dims", dims, keyword.pop("dims", None))
+    flipped = set()
+    for d in dims:
+        d = _wrap(d, input.ndim)
+        if d in flipped:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        flipped.add(d)
+    if input.ndim == 0:
+        return _copy_kernel(input)
+    return _rearranged(input, _rearrange.plan(input, flipped=sorted(flipped)))
+
+
+def _flip_one(dim):
+    """fliplr (dim 1) and flipud (dim 0)."""
+    def run(input):
+        if input.ndim < dim + 1:
+            raise RuntimeError(f"Input must be >= {dim + 1}-d.")
+        return _flip(input, dim)
+    return run
+
+
+def _roll(input, shifts, dims=None):
+    """roll: one launch with each dim's shift (repeated dims add up); with
+    no dims, the flattened tensor's roll, shaped back (a dense copy first
+    when the tensor has no 1-d view), as the CPU's roll_flat."""
+    shifts, dims = _ints(shifts), [] if dims is None else _ints(dims)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if len(shifts) != len(dims) and not (len(dims) == 0 and len(shifts) == 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    if not dims:
+        flat = _reshape(input, -1)
+        return _rearranged(flat, _rearrange.plan(flat, shifts=shifts)).view(input.shape)
+    per_dim = [0] * input.ndim
+    for shift, d in zip(shifts, dims):
+        d = _wrap(d, input.ndim)
+        if input.ndim:
+            per_dim[d] += shift
+    if input.ndim == 0:
+        return _copy_kernel(input)
+    return _rearranged(input, _rearrange.plan(input, shifts=per_dim))
+
+
+def _repeat_into_shape(input, repeats):
+    """repeat: the CPU's THTensor_newRepeat checks, then one launch."""
+    if len(repeats) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    sizes = (1,) * (len(repeats) - input.ndim) + tuple(input.shape)
+    shape = [size * r for size, r in zip(sizes, repeats)]
+    if any(size < 0 for size in shape):
+        negative = next(size for size in shape if size < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: "
+                           f"{_shape_text(shape)}")
+    return _rearranged(input, _rearrange.plan(input, shape=tuple(shape)))
+
+
+def _repeat(input, *repeats, **keyword):
+    return _repeat_into_shape(input, _int_list("repeat", "repeats", repeats,
+                                               keyword.pop("repeats", None)))
+
+
+def _tile(input, *dims, **keyword):
+    """tile: repeat with the repeats padded by leading 1s to the tensor's ndim."""
+    dims = _int_list("tile", "dims", dims, keyword.pop("dims", None))
+    return _repeat_into_shape(input, [1] * (input.ndim - len(dims)) + dims)
+
+
+def _triangle(name):
+    """tril/triu (out=input: tril_/triu_, each element in its own place)."""
+    def run(input, diagonal=0, *, out=None):
+        if input.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        diagonal = operator.index(diagonal)
+        out = _destination(out, tuple(input.shape), _dtype_name(input.dtype), name)
+        return _rearranged(input, _rearrange.plan(input, triangle=name, diagonal=diagonal),
+                           out)
+    return run
+
+
+_OPERATORS.update(flip=_flip, fliplr=_flip_one(1), flipud=_flip_one(0),
+                  roll=_roll, repeat=_repeat, tile=_tile, tril=_triangle("tril"),
+                  triu=_triangle("triu"))
 
 
 # ---- the jit's fusion groups: one generated kernel (_fused.py) ----------------------

@@ -66,6 +66,11 @@ CTYPES = {"bool": ctypes.c_bool, "uint8": ctypes.c_uint8, "int8": ctypes.c_int8,
 SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                      "int32": "Int", "int64": "Long", "float32": "Float",
                      "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+# ... and the C++ element types, for "Expected out tensor to have dtype float"
+# (c/th/THDtype.c's TH_SCALAR_TYPE_NAMES).
+CPP_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                  "int16": "short int", "int32": "int", "int64": "long int", "float32": "float",
+                  "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 RANK_CLASSES = ("contiguous", "strided")
 MAX_OPERANDS = 4  # the output and up to three inputs
 # Operators whose integer and bool inputs compute in the default float

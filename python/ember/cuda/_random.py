@@ -9,14 +9,20 @@ reproducible however the grid is shaped.  PyTorch's CUDA generator is also
 Philox4x32-10 (its counter layout differs, so the streams differ).
 
 Element i of a call takes words from counter (offset + i // per_call_group,
-0, 0) under key = seed: float32 uses one word a value (4 a group), float64
-two (2 a group).  The generator's offset then moves past the groups the
-call used, so the next call draws fresh counters (ember.cuda.manual_seed
-resets it).
+0, 0) under key = seed: float32, float16 and bfloat16 use one word a value
+(4 a group), float64 two (2 a group).  The generator's offset then moves
+past the groups the call used, so the next call draws fresh counters
+(ember.cuda.manual_seed resets it).
 
-  uniform   [low, high): 24 (float32) or 53 (float64) random bits scaled;
+  uniform   [low, high): 24 (float32), 53 (float64), 11 (float16) or 8
+            (bfloat16) random bits scaled, a draw that rounds up to high
+            stepped down (Note [A uniform draw stays below high]);
   normal    mean + std * Box-Muller of pairs of uniforms in (0, 1];
   randint   [low, high): a 64-bit word (two 32-bit ones) modulo the range.
+
+float16 and bfloat16 values are computed in float32 and rounded once to
+their format (ember_store: Note [Half precision on the device] in
+_kernels.py), as the CPU's samplers (c/th/THRandom.c's store_draw).
 
 Testing without a GPU: tests/test_cuda_launcher.py runs the kernels in the
 CPU emulation and checks them against `philox` below (a NumPy transcription)
@@ -29,12 +35,21 @@ import numpy as np
 
 from . import _kernels
 
-__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "kernel_name", "kernel_source",
-           "kernel_parameters", "headers", "groups", "CUDAGenerator", "default_generator"]
+__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "kernel_keys", "dtypes_of", "kernel_name",
+           "kernel_source", "kernel_parameters", "headers", "groups", "CUDAGenerator",
+           "default_generator"]
 
 PRELUDE_NAME = "ember_random.h"
 DISTRIBUTIONS = ("uniform", "normal", "randint")
-DTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t"}
+DTYPES = {"float32": "float", "float64": "double", "float16": "ember_float16",
+          "bfloat16": "ember_bfloat16", "int64": "int64_t", "int32": "int32_t"}
+# What a value is computed in (the 16-bit formats: float32, as on the CPU).
+COMPUTE_CTYPES = dict(DTYPES, float16="float", bfloat16="float")
+FLOATING = ("float32", "float64", "float16", "bfloat16")
+# The 16-bit formats' significant bits: a uniform draw's u has as many
+# (THRandom.c's TH_DEFINE_UNIFORM_NARROW, PyTorch's too), so each u in
+# [0, 1) is exact in the format.
+NARROW_DIGITS = {"float16": 11, "bfloat16": 8}
 # Philox's constants (Random123's PHILOX_M4x32_0/1 and PHILOX_W32_0/1).
 M0, M1 = 0xD2511F53, 0xCD9E8D57
 W0, W1 = 0x9E3779B9, 0xBB67AE85
@@ -108,6 +123,64 @@ ember_unit_double(uint32_t hi, uint32_t lo)
 {{
     return (double)(((uint64_t)(hi >> 6) << 27) | (lo >> 5)) * (1.0 / 9007199254740992.0);
 }}
+
+/* Uniform in [0, 1) from the top `digits` bits of one word (a 16-bit
+ * format's significant bits: NARROW_DIGITS). */
+static __device__ __forceinline__ float
+ember_unit_narrow(uint32_t w, int digits)
+{{
+    return (float)(w >> (32 - digits)) * (1.0f / (float)(1u << digits));
+}}
+
+/* Note [A uniform draw stays below high]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * low + u * (high - low) with u < 1 can still round up to high itself:
+ * float32's 1 + (1 - 2^-24) is 2, and float16's u = 1 - 2^-11 gives 2 in
+ * uniform(1, 2) one draw in 2048.  Such a draw is stored as the dtype's
+ * next value below high (when that is not below low), keeping the range
+ * half-open as c/th/THRandom.c's samplers do: nextafter for float32 and
+ * float64, one step of the format (THRandom.c's narrow_below) for the
+ * 16-bit ones. */
+static __device__ __forceinline__ void
+ember_store_uniform(float &out, float value, double low, double high)
+{{
+    float lo = (float)low, hi = (float)high;
+    out = lo < hi && !(value < hi) ? nextafterf(hi, lo) : value;
+}}
+
+static __device__ __forceinline__ void
+ember_store_uniform(double &out, double value, double low, double high)
+{{
+    out = low < high && !(value < high) ? nextafter(high, low) : value;
+}}
+
+/* The next 16-bit float below `bits`, finite: both formats are sign and
+ * magnitude, the sign in bit 15 (below +-0: the negative subnormal
+ * nearest zero). */
+static __device__ __forceinline__ uint16_t
+ember_narrow_below(uint16_t bits)
+{{
+    if ((bits & 0x7fff) == 0) {{
+        return 0x8001;
+    }}
+    return (bits & 0x8000) ? (uint16_t)(bits + 1) : (uint16_t)(bits - 1);
+}}
+
+/* float16 and bfloat16: value rounded once to the format, then stepped. */
+template <typename Narrow>
+static __device__ __forceinline__ void
+ember_store_uniform(Narrow &out, float value, double low, double high)
+{{
+    Narrow v;
+    ember_store(v, value);
+    if (!(ember_widen(v) < high)) {{
+        Narrow below = {{ember_narrow_below(v.bits)}};
+        if (ember_widen(below) >= low) {{
+            v = below;
+        }}
+    }}
+    out = v;
+}}
 #endif
 """
 
@@ -115,18 +188,25 @@ ember_unit_double(uint32_t hi, uint32_t lo)
 # the statements that compute value j of the group into `v` from r.x.
 _VALUES_PER_GROUP = {("uniform", "float32"): 4, ("uniform", "float64"): 2,
                      ("normal", "float32"): 4, ("normal", "float64"): 2,
-                     ("randint", "int64"): 2, ("randint", "int32"): 2}
+                     ("randint", "int64"): 2, ("randint", "int32"): 2,
+                     **{(distribution, dtype): 4 for distribution in ("uniform", "normal")
+                        for dtype in NARROW_DIGITS}}
+
+# Box-Muller in float32: the pair (2m, 2m + 1) shares a radius; 1 - u is in (0, 1]
+_NORMAL_FLOAT = (
+    "float u1 = 1.0f - ember_unit_float(r.x[j & ~1]);\n"
+    "        float u2 = ember_unit_float(r.x[j | 1]);\n"
+    "        float radius = sqrtf(-2.0f * logf(u1));\n"
+    "        float angle = 6.2831853071795864769f * u2;\n"
+    "        v = a + b * radius * ((j & 1) ? sinf(angle) : cosf(angle));")
 
 _BODIES = {
     ("uniform", "float32"): "v = a + (b - a) * ember_unit_float(r.x[j]);",
     ("uniform", "float64"): "v = a + (b - a) * ember_unit_double(r.x[2 * j], r.x[2 * j + 1]);",
-    # Box-Muller: the pair (2m, 2m + 1) shares a radius; 1 - u is in (0, 1]
-    ("normal", "float32"): (
-        "float u1 = 1.0f - ember_unit_float(r.x[j & ~1]);\n"
-        "        float u2 = ember_unit_float(r.x[j | 1]);\n"
-        "        float radius = sqrtf(-2.0f * logf(u1));\n"
-        "        float angle = 6.2831853071795864769f * u2;\n"
-        "        v = a + b * radius * ((j & 1) ? sinf(angle) : cosf(angle));"),
+    **{("uniform", dtype): f"v = a + (b - a) * ember_unit_narrow(r.x[j], {digits});"
+       for dtype, digits in NARROW_DIGITS.items()},
+    ("normal", "float32"): _NORMAL_FLOAT,
+    **{("normal", dtype): _NORMAL_FLOAT for dtype in NARROW_DIGITS},
     ("normal", "float64"): (
         "double u1 = 1.0 - ember_unit_double(r.x[0], r.x[1]);\n"
         "        double u2 = ember_unit_double(r.x[2], r.x[3]);\n"
@@ -148,6 +228,28 @@ def _check_key(distribution, dtype):
         raise ValueError(f"no {distribution} kernel for {dtype!r}")
 
 
+def kernel_keys():
+    """Every (distribution, dtype) there is a kernel for."""
+    return sorted(_BODIES)
+
+
+def dtypes_of(distribution):
+    """The dtypes `distribution` has kernels for, in DTYPES' order."""
+    return [dtype for dtype in DTYPES if (distribution, dtype) in _BODIES]
+
+
+def _bound_ctype(dtype):
+    """The C type the kernel takes a and b in (the call's two numbers)."""
+    return "double" if dtype in FLOATING else "int64_t"
+
+
+def _store(distribution, dtype):
+    """The statement that stores `v` as element i."""
+    if distribution == "uniform":
+        return "ember_store_uniform(out[i], v, a_, b_);"
+    return "ember_store(out[i], v);"
+
+
 def kernel_name(distribution, dtype):
     return f"ember_{distribution}_{dtype}"
 
@@ -162,25 +264,25 @@ def kernel_source(distribution, dtype):
     a, b: low and high (uniform, randint) or mean and std (normal)."""
     _check_key(distribution, dtype)
     ctype, group = DTYPES[dtype], values_per_group(distribution, dtype)
-    params = "double" if dtype.startswith("float") else "int64_t"
+    compute, params = COMPUTE_CTYPES[dtype], _bound_ctype(dtype)
     return (f'#include "{PRELUDE_NAME}"\n\n'
             f'extern "C" __global__ void\n'
             f"{kernel_name(distribution, dtype)}({ctype} *out, int64_t n, uint64_t seed, "
             f"uint64_t offset, {params} a_, {params} b_)\n"
             f"{{\n"
-            f"    const {ctype} a = ({ctype})a_, b = ({ctype})b_;\n"
+            f"    const {compute} a = ({compute})a_, b = ({compute})b_;\n"
             f"    EMBER_FOR_EACH_INDEX(i, n) {{\n"
             f"        EmberPhilox r = ember_philox(offset + (uint64_t)(i / {group}), seed);\n"
             f"        const int j = (int)(i % {group});\n"
-            f"        {ctype} v;\n"
+            f"        {compute} v;\n"
             f"        {_BODIES[(distribution, dtype)]}\n"
-            f"        out[i] = v;\n"
+            f"        {_store(distribution, dtype)}\n"
             f"    }}\n"
             f"}}\n")
 
 
 def kernel_parameters(distribution, dtype):
-    params = "double" if dtype.startswith("float") else "int64_t"
+    params = _bound_ctype(dtype)
     return [(f"{DTYPES[dtype]} *", "out"), ("int64_t", "n"), ("uint64_t", "seed"),
             ("uint64_t", "offset"), (params, "a_"), (params, "b_")]
 
