@@ -1,7 +1,7 @@
 """The memory-bound kernels' fast paths (ember issue 15): streaming stores
 for large pointwise results (Note [Streaming stores], c/th/THStream.h) and
-the side-by-side leaves of the pairwise sum (Note [Two streams],
-c/th/THReduce.c).
+the order of the pairwise sum's cascaded blocks and side-by-side blocks
+(Notes [Block cascade] and [Two streams], c/th/THReduce.c).
 
 The streaming threshold is lowered for these tests so that small arrays take
 the same path as a 64 MiB result; ember._C._streamed_runs() counts the
@@ -109,20 +109,30 @@ def test_stream_threshold_argument_checks():
 
 # ---- the pairwise sum's order of additions ----------------------------------
 
-LEAF, LANES = 4096, 64  # TH_PAIRWISE_LEAF, TH_PAIRWISE_LANES
+LEAF, LANES, BLOCKS = 4096, 64, 8  # TH_PAIRWISE_LEAF, _LANES, _BLOCKS
 
 
-def reference_lanes(x):
-    """The 64 lane sums of Note [Accurate sums], in x's dtype."""
+def block_lanes(x):
+    """A block's 64 lane sums: element i is added to lane i % 64."""
     n = x.size
-    if n > LEAF:
-        half = (n // 2) & ~(LANES - 1)
-        return reference_lanes(x[:half]) + reference_lanes(x[half:])
     full = n // LANES * LANES
     lanes = np.zeros(LANES, dtype=x.dtype)
     for row in x[:full].reshape(-1, LANES):  # one addition per lane a row
         lanes = lanes + row
     lanes[:n - full] += x[full:]
+    return lanes
+
+
+def reference_lanes(x):
+    """The 64 lane sums of Note [Accurate sums], in x's dtype: a leaf adds
+    its blocks' lanes front to back (Note [Block cascade])."""
+    n = x.size
+    if n > LEAF * BLOCKS:
+        half = (n // 2) & ~(LANES - 1)
+        return reference_lanes(x[:half]) + reference_lanes(x[half:])
+    lanes = np.zeros(LANES, dtype=x.dtype)
+    for start in range(0, n, LEAF):
+        lanes = lanes + block_lanes(x[start:start + LEAF])
     return lanes
 
 
@@ -135,11 +145,13 @@ def reference_sum(x):
     return lanes[0]
 
 
-@pytest.mark.parametrize("n", [4097, 2 * LEAF + 130, 3 * LEAF + 77, 100_003])
+@pytest.mark.parametrize("n", [4097, 2 * LEAF + 130, 3 * LEAF + 77,
+                               BLOCKS * LEAF + 1, 100_003, 300_007])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sum_adds_in_the_pairwise_order(n, dtype):
-    """Bit for bit: the side-by-side leaves add what the one-leaf-at-a-time
-    recursion added, in the same order, contiguous or strided."""
+    """Bit for bit the modelled order, whichever build runs (AVX-512VL one
+    block at a time, AVX2 with side-by-side blocks), contiguous or
+    strided."""
     saved = ember.get_num_threads()
     ember.set_num_threads(1)  # the split driver would cut the run
     try:

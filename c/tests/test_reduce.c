@@ -140,16 +140,17 @@ test_reduce_split_driver(void)
 }
 
 /* The order of Note [Accurate sums], modelled lane by lane: a run longer
- * than a leaf is halved at a multiple of the 64 lanes; a leaf adds element
- * i to lane i % 64; the lanes of two halves are added lane by lane, and
- * the 64 lanes are folded in halves at the end.  (The constants are
- * THReduce.c's TH_PAIRWISE_LEAF and TH_PAIRWISE_LANES.) */
-enum { MODEL_LEAF = 4096, MODEL_LANES = 64 };
+ * than a leaf is halved at a multiple of the 64 lanes; a leaf adds the
+ * lanes of its blocks front to back (Note [Block cascade]); a block adds
+ * its element i to lane i % 64; the lanes of two halves are added lane by
+ * lane, and the 64 lanes are folded in halves at the end.  (The constants
+ * are THReduce.c's TH_PAIRWISE_LEAF, _LANES and _BLOCKS.) */
+enum { MODEL_BLOCK = 4096, MODEL_LANES = 64, MODEL_BLOCKS = 8 };
 
 static void
 model_lanes(const float *x, int64_t n, float *out)
 {
-    if (n > MODEL_LEAF) {
+    if (n > MODEL_BLOCK * MODEL_BLOCKS) {
         int64_t half = (n / 2) & ~(int64_t)(MODEL_LANES - 1);
         float later[MODEL_LANES];
         model_lanes(x, half, out);
@@ -162,8 +163,14 @@ model_lanes(const float *x, int64_t n, float *out)
     for (int l = 0; l < MODEL_LANES; l++) {
         out[l] = 0.0f;
     }
-    for (int64_t i = 0; i < n; i++) {
-        out[i % MODEL_LANES] += x[i];
+    for (int64_t start = 0; start < n; start += MODEL_BLOCK) {
+        float block[MODEL_LANES] = {0};
+        for (int64_t i = start; i < n && i < start + MODEL_BLOCK; i++) {
+            block[(i - start) % MODEL_LANES] += x[i];
+        }
+        for (int l = 0; l < MODEL_LANES; l++) {
+            out[l] += block[l];
+        }
     }
 }
 
@@ -180,14 +187,15 @@ model_sum(const float *x, int64_t n)
     return lane[0];
 }
 
-/* Bit for bit the modelled order, whichever clone runs: natively on an
- * AVX-512 CPU one leaf at a time, under valgrind (no AVX-512) with the
- * side-by-side leaves of Note [Two streams].  The values span many
+/* Bit for bit the modelled order, whichever build runs: natively on an
+ * AVX-512 CPU one block at a time, under valgrind (no AVX-512) with the
+ * side-by-side blocks of Note [Two streams].  The values span many
  * binades, so another order would round differently. */
 static void
 test_reduce_float_sum_adds_in_the_pairwise_order(void)
 {
-    int64_t sizes[] = {2 * MODEL_LEAF + 130, 3 * MODEL_LEAF + 77, 40000};
+    int64_t sizes[] = {2 * MODEL_BLOCK + 130, 3 * MODEL_BLOCK + 77, 40000,
+                       MODEL_BLOCKS * MODEL_BLOCK * 3 + 4099};
     int saved = THParallel_getNumThreads();
     CHECK_OK(THParallel_setNumThreads(1)); /* the split driver cuts runs */
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {

@@ -28,62 +28,88 @@
  *
  * Note [Accurate sums]
  * ~~~~~~~~~~~~~~~~~~~~
- * Floating sums are pairwise, like NumPy's: a leaf of up to
+ * Floating sums are pairwise, like NumPy's: a block of up to
  * TH_PAIRWISE_LEAF elements is added by TH_PAIRWISE_LANES independent
  * accumulators (each sees at most LEAF / LANES = 64 elements; independent
  * chains are also what lets the compiler vectorise the loop without
- * reassociating anything), and longer runs are halved recursively.  The
- * error grows with log(n) instead of n: 2**25 float32 ones sum to 2**25
- * exactly, where a plain float loop gets stuck at 2**24 (2**24 + 1 rounds
- * back to 2**24).  Column sums use the same halving over rows.
+ * reassociating anything), a leaf of up to TH_PAIRWISE_BLOCKS blocks adds
+ * its blocks' lanes front to back (Note [Block cascade]), and longer runs
+ * are halved recursively.  The error grows with log(n) instead of n: 2**25
+ * float32 ones sum to 2**25 exactly, where a plain float loop gets stuck
+ * at 2**24 (2**24 + 1 rounds back to 2**24).  Column sums use the same
+ * halving over rows.
  *
- * The leaf size trades accuracy for speed: NumPy's leaves give each
+ * The block size trades accuracy for speed: NumPy's leaves give each
  * accumulator 16 elements, but every leaf ends a short loop and stores its
  * lanes, and with 1024-element leaves a 2**24-element sum streamed from
- * memory ran ~20% slower than one flat loop.  4096 closes that gap, and on
- * random data the error stays that of the final rounding, as NumPy's.
+ * memory ran ~20% slower than one flat loop (Zen 1).  4096 closes most of
+ * that gap, and on random data the error stays that of the final
+ * rounding, as NumPy's.
+ *
+ * Note [Block cascade]
+ * ~~~~~~~~~~~~~~~~~~~~
+ * On Zen 4 even 4096-element leaves cost: each ended a recursive call that
+ * zeroes, stores and merges 64 lanes through memory, and one thread's
+ * 16M-float sum ran at 0.92-0.95x PyTorch's GB/s on the same buffer
+ * (PyTorch adds in a flat loop and cascades its partials in registers).
+ * In a C test over one 64 MiB buffer (thread CPU time, 200-400 rounds,
+ * all variants interleaved, median of per-round ratios), the recursion
+ * with 4096-element leaves ran at 0.95x a flat 4-zmm loop like PyTorch's,
+ * and a leaf of 8 blocks, whose lanes are added front to back into running
+ * lanes, at 1.04-1.07x when built with AVX-512VL's 32 registers (both
+ * sets of lanes stay in registers; with AVX2's 16 the same loop ran at
+ * 0.98x).  4 blocks gave 1.04-1.05x, 16 no more than 8.  A lane now adds
+ * its 64 elements, then up to 7 block partials in a chain, then the
+ * log2(n / 32768) levels of the tree: a few more roundings than the plain
+ * tree, far fewer than NumPy's 128-element leaves' chains of 16.
  *
  * Note [Two streams]
  * ~~~~~~~~~~~~~~~~~~
  * A sum of data far larger than the cache is bound by how many cache
  * misses one core keeps in flight, not by the additions.  Reading two
  * places at once gives the hardware prefetchers two streams to run ahead
- * on: when both halves of a contiguous run are leaves, their lanes are
- * added side by side in one loop (16 AVX2 registers of accumulators for
- * float32; wider accumulators, double and uint64, stay one leaf at a
- * time, as 32 registers would spill).  That took one thread's 16M-float
- * sum from ~15.5 to ~18.5 GB/s on Zen 1, PyTorch's being ~16 (software
- * prefetch alone gained ~8% in a C test).
+ * on: the whole blocks of a contiguous leaf are taken two at a time and
+ * their lanes added side by side in one loop (16 AVX2 registers of
+ * accumulators for float32; wider accumulators, double and uint64, stay
+ * one block at a time, as 32 registers would spill).  Side by side
+ * sibling leaves of 4096 took one thread's 16M-float sum from ~15.5 to
+ * ~18.5 GB/s on Zen 1, PyTorch's being ~16 (software prefetch alone
+ * gained ~8% in a C test); the pair of blocks is the same two streams 16
+ * KB apart, not measured on Zen 1 since the blocks became cascaded.
  *
  * On Zen 4 (AVX-512) the pair cost instead: one thread's 16M-float sum,
  * by thread CPU time side by side with PyTorch in one process, ran at
  * 0.64-0.80x PyTorch's GB/s with the pair and at 0.79-1.0x one leaf at a
  * time (two sessions' measurements; prefetching 1 to 16 KB ahead gained
- * nothing there).  So the pair is taken only on CPUs without AVX-512
- * (two_streams_pay); with it, one leaf at a time, front to back, the
- * pattern Zen 4's prefetchers follow best.  The split follows the ISA, not
- * the CPU model: no Intel AVX-512 machine has been measured either way.
+ * nothing there, nor did it in a third's C test).  So the pair is taken
+ * only on CPUs without AVX-512 (two_streams_pay); with it, one block at a
+ * time, front to back, the pattern Zen 4's prefetchers follow best.  The
+ * split follows the ISA, not the CPU model: no Intel AVX-512 machine has
+ * been measured either way.
  *
  * Nor do the leaves use 512-bit vectors (Note [256-bit leaves]).
  *
  * Note [256-bit leaves]
  * ~~~~~~~~~~~~~~~~~~~~~
- * The pairwise leaves are built for AVX2 and the baseline only
- * (TH_TARGET_CLONES_256): on Zen 4, a sum streamed from memory with 64-byte
- * loads ran ~10% slower than with 32-byte ones.  In a C test of the leaf
- * loop over 64 MiB of float32 (thread CPU time, interleaved, best of 20-50,
- * with and without huge pages), 4 zmm accumulators reached 0.80-0.93x the
- * rate of 8 ymm ones, and 8 ymm ones 0.94-1.03x that of a loop that only
- * loads and ORs (the one-core read bandwidth, which PyTorch's own AVX2 sum
- * loop also reaches).  The lanes and the order of additions are the same
- * in every clone, so are the results.  The other vectorised kernels
- * (max/min, exp, column sums) keep their AVX-512 copy: they have not been
- * measured with 256-bit loads.
+ * The pairwise sums are built for AVX2 and the baseline
+ * (TH_TARGET_CLONES_256), and once more for AVX-512 CPUs with AVX-512VL's
+ * 32 registers but 256-bit vectors (TH_TARGET_AVX512VL_256, picked at run
+ * time by pairwise_avx512vl_runs, as target_clones cannot name it): on
+ * Zen 4, a sum streamed from memory with 64-byte loads ran ~10% slower
+ * than with 32-byte ones.  In a C test of the leaf loop over 64 MiB of
+ * float32 (thread CPU time, interleaved, best of 20-50, with and without
+ * huge pages), 4 zmm accumulators reached 0.80-0.93x the rate of 8 ymm
+ * ones, and 8 ymm ones 0.94-1.03x that of a loop that only loads and ORs
+ * (the one-core read bandwidth); the cascaded leaf of Note [Block
+ * cascade] ran at 0.95x with zmm lanes, 1.07x with ymm ones.  The other
+ * vectorised kernels (max/min, exp, column sums) keep their AVX-512 copy:
+ * they have not been measured with 256-bit loads.
  *
- * Either way every lane adds the same elements in the same order, so the
- * result is bit for bit the one of the plain recursion on every CPU
- * (tests/test_memory_bound_kernels.py checks it against a NumPy model of
- * the order; under valgrind, which reports no AVX-512, the pair runs).
+ * Every build adds the same elements in the same order into each lane,
+ * so the result is bit for bit the same on every CPU
+ * (tests/test_memory_bound_kernels.py and c/tests/test_reduce.c check it
+ * against a model of the order; under valgrind, which reports no AVX-512,
+ * the AVX2 build and its pair of blocks run).
  */
 #include "THReduce.h"
 
@@ -199,17 +225,17 @@ TH_FORALL_FLOAT_DTYPES(TH_DEFINE_EXP_BLOCK)
 
 /* ---- pairwise sums (Note [Accurate sums]) ------------------------------- */
 
-#define TH_PAIRWISE_LEAF 4096
+#define TH_PAIRWISE_LEAF 4096 /* elements per block */
 #define TH_PAIRWISE_LANES 64
-/* Whether two leaves' lanes fit in the 16 AVX2 registers: float32's do;
+#define TH_PAIRWISE_BLOCKS 8 /* blocks per leaf (Note [Block cascade]) */
+/* Whether two blocks' lanes fit in the 16 AVX2 registers: float32's do;
  * double and uint64 ones would spill to the stack, which costs more than
  * the second stream gains (Note [Two streams]). */
 #define TH_PAIR_FITS(acc_t) (2 * TH_PAIRWISE_LANES * sizeof(acc_t) <= 512)
 
-/* Whether the side-by-side leaves pay on this CPU: not on one with AVX-512
- * (Note [Two streams]), where the avx2 clone runs one leaf at a time (Note
- * [256-bit leaves]).  It is a load and a bit test, made once per pair of
- * leaves. */
+/* Whether the side-by-side blocks pay on this CPU: not on one with AVX-512
+ * (Note [Two streams]), which runs the AVX-512VL build one block at a time
+ * (Note [256-bit leaves]).  It is a load and a bit test, made once a leaf. */
 static inline bool
 two_streams_pay(void)
 {
@@ -220,68 +246,59 @@ two_streams_pay(void)
 #endif
 }
 
-/* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
- * may use `shift` (the mean, for the squared deviations of var).
- *
- * The recursion hands lane vectors, not scalars, up the tree
- * (name##_lanes adds lane l of the left half to lane l of the right half),
- * so a leaf costs one store of its accumulators and the 64 lanes are
- * reduced to one number only once, at the top. */
-#define TH_DEFINE_PAIRWISE(name, ctype, acc_t, MAP)                          \
-    /* Two sibling leaves of a contiguous run, x[0, n_left) and x[n_left,   \
-     * n_right), added side by side (Note [Two streams]); each lane adds    \
-     * the same elements in the same order as name##_lanes would.  n_left   \
-     * is a multiple of the lane count and at most n_right. */               \
-    static inline __attribute__((always_inline)) void name##_leaf_pair(      \
-        const ctype *x, int64_t n_left, int64_t n_right, acc_t shift,        \
-        acc_t *left, acc_t *right)                                           \
+/* The pairwise sums' build for AVX-512 CPUs: 256-bit vectors with
+ * AVX-512VL's 32 registers (Note [256-bit leaves]).  target_clones can
+ * name neither AVX-512VL nor a vector width, so the sums pick this build
+ * themselves (pairwise_avx512vl_runs). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TH_TARGET_AVX512VL_256 \
+    __attribute__((target("avx512f,avx512vl,prefer-vector-width=256")))
+static inline bool
+pairwise_avx512vl_runs(void)
+{
+    return __builtin_cpu_supports("avx512vl");
+}
+#else
+#define TH_TARGET_AVX512VL_256
+static inline bool
+pairwise_avx512vl_runs(void)
+{
+    return false;
+}
+#endif
+
+/* The body of a name##_lanes function called `self` (one per build): runs
+ * longer than a leaf are halved, a multiple of the lane count so that lanes
+ * stay aligned, and the halves' lanes added lane by lane. */
+#define TH_PAIRWISE_LANES_BODY(name, self, acc_t, pair_blocks)              \
     {                                                                        \
-        acc_t a[TH_PAIRWISE_LANES] = {0}, b[TH_PAIRWISE_LANES] = {0};        \
-        const ctype *y = x + n_left;                                         \
-        int64_t i = 0;                                                       \
-        (void)shift;                                                         \
-        for (; i < n_left; i += TH_PAIRWISE_LANES) {                         \
-            for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                    \
-                acc_t v = (acc_t)x[i + l], w = (acc_t)y[i + l];              \
-                a[l] += MAP(v);                                              \
-                b[l] += MAP(w);                                              \
-            }                                                                \
-        }                                                                    \
-        for (; i + TH_PAIRWISE_LANES <= n_right; i += TH_PAIRWISE_LANES) {   \
-            for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                    \
-                acc_t w = (acc_t)y[i + l];                                   \
-                b[l] += MAP(w);                                              \
-            }                                                                \
-        }                                                                    \
-        for (int l = 0; i + l < n_right; l++) {                              \
-            acc_t w = (acc_t)y[i + l];                                       \
-            b[l] += MAP(w);                                                  \
-        }                                                                    \
-        memcpy(left, a, sizeof(a));                                          \
-        memcpy(right, b, sizeof(b));                                         \
-    }                                                                        \
-    TH_TARGET_CLONES_256 static void name##_lanes(                               \
-        const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
-    {                                                                        \
-        if (n > TH_PAIRWISE_LEAF) {                                          \
-            /* A multiple of the lane count: lanes stay aligned. */          \
+        if (n > TH_PAIRWISE_LEAF * TH_PAIRWISE_BLOCKS) {                     \
             int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);      \
             acc_t later[TH_PAIRWISE_LANES];                                  \
-            if (TH_PAIR_FITS(acc_t) && stride == 1                           \
-                && n - half <= TH_PAIRWISE_LEAF && two_streams_pay()) {      \
-                /* both halves are leaves (the left is the shorter) */      \
-                name##_leaf_pair(x, half, n - half, shift, out, later);      \
-            }                                                                \
-            else {                                                           \
-                name##_lanes(x, half, stride, shift, out);                   \
-                name##_lanes(x + half * stride, n - half, stride, shift,     \
-                             later);                                         \
-            }                                                                \
+            self(x, half, stride, shift, out);                               \
+            self(x + half * stride, n - half, stride, shift, later);         \
             for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                    \
                 out[l] += later[l];                                          \
             }                                                                \
             return;                                                          \
         }                                                                    \
+        name##_leaf(x, n, stride, shift, (pair_blocks), out);                \
+    }
+
+/* name(x, n, stride, shift): the sum of MAP(x[i * stride]) in acc_t.  MAP
+ * may use `shift` (the mean, for the squared deviations of var).
+ *
+ * The recursion hands lane vectors, not scalars, up the tree
+ * (name##_lanes adds lane l of the left half to lane l of the right half),
+ * so a leaf costs one store of its lanes and the 64 lanes are reduced to
+ * one number only once, at the top. */
+#define TH_DEFINE_PAIRWISE(name, ctype, acc_t, MAP)                          \
+    /* total[l] += the sum of MAP over the elements l, l + 64, ... of the   \
+     * block x[0, n), n <= TH_PAIRWISE_LEAF (stride in elements). */         \
+    static inline __attribute__((always_inline)) void name##_block(          \
+        const ctype *x, int64_t n, int64_t stride, acc_t shift,              \
+        acc_t *total)                                                        \
+    {                                                                        \
         acc_t lane[TH_PAIRWISE_LANES] = {0};                                 \
         int64_t i = 0;                                                       \
         (void)shift;                                                         \
@@ -305,13 +322,70 @@ two_streams_pay(void)
             acc_t v = (acc_t)x[(i + l) * stride];                            \
             lane[l] += MAP(v);                                               \
         }                                                                    \
-        memcpy(out, lane, sizeof(lane));                                     \
+        for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
+            total[l] += lane[l];                                             \
+        }                                                                    \
     }                                                                        \
+    /* Two whole contiguous blocks, x[0, LEAF) and x[LEAF, 2 LEAF), added   \
+     * side by side (Note [Two streams]); total gets what two name##_block  \
+     * calls would add, in the same order. */                                \
+    static inline __attribute__((always_inline)) void name##_block_pair(     \
+        const ctype *x, acc_t shift, acc_t *total)                           \
+    {                                                                        \
+        acc_t a[TH_PAIRWISE_LANES] = {0}, b[TH_PAIRWISE_LANES] = {0};        \
+        const ctype *y = x + TH_PAIRWISE_LEAF;                               \
+        (void)shift;                                                         \
+        for (int64_t i = 0; i < TH_PAIRWISE_LEAF; i += TH_PAIRWISE_LANES) {  \
+            for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                    \
+                acc_t v = (acc_t)x[i + l], w = (acc_t)y[i + l];              \
+                a[l] += MAP(v);                                              \
+                b[l] += MAP(w);                                              \
+            }                                                                \
+        }                                                                    \
+        for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
+            total[l] += a[l];                                                \
+        }                                                                    \
+        for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
+            total[l] += b[l];                                                \
+        }                                                                    \
+    }                                                                        \
+    /* A leaf, n <= TH_PAIRWISE_BLOCKS * TH_PAIRWISE_LEAF: its blocks' lanes \
+     * added front to back (Note [Block cascade]). */                        \
+    static inline __attribute__((always_inline)) void name##_leaf(           \
+        const ctype *x, int64_t n, int64_t stride, acc_t shift,              \
+        bool pair_blocks, acc_t *out)                                        \
+    {                                                                        \
+        acc_t total[TH_PAIRWISE_LANES] = {0};                                \
+        int64_t start = 0;                                                   \
+        if (pair_blocks && TH_PAIR_FITS(acc_t) && stride == 1) {             \
+            for (; start + 2 * TH_PAIRWISE_LEAF <= n;                        \
+                 start += 2 * TH_PAIRWISE_LEAF) {                            \
+                name##_block_pair(x + start, shift, total);                  \
+            }                                                                \
+        }                                                                    \
+        for (; start < n; start += TH_PAIRWISE_LEAF) {                       \
+            int64_t len = n - start < TH_PAIRWISE_LEAF ? n - start           \
+                                                       : TH_PAIRWISE_LEAF;   \
+            name##_block(x + start * stride, len, stride, shift, total);     \
+        }                                                                    \
+        memcpy(out, total, sizeof(total));                                   \
+    }                                                                        \
+    TH_TARGET_CLONES_256 static void name##_lanes(                           \
+        const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
+    TH_PAIRWISE_LANES_BODY(name, name##_lanes, acc_t, two_streams_pay())     \
+    TH_TARGET_AVX512VL_256 static void name##_lanes_avx512vl(                \
+        const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
+    TH_PAIRWISE_LANES_BODY(name, name##_lanes_avx512vl, acc_t, false)        \
     static acc_t name(const ctype *x, int64_t n, int64_t stride,             \
                       acc_t shift)                                           \
     {                                                                        \
         acc_t lane[TH_PAIRWISE_LANES];                                       \
-        name##_lanes(x, n, stride, shift, lane);                             \
+        if (pairwise_avx512vl_runs()) {                                      \
+            name##_lanes_avx512vl(x, n, stride, shift, lane);                \
+        }                                                                    \
+        else {                                                               \
+            name##_lanes(x, n, stride, shift, lane);                         \
+        }                                                                    \
         for (int width = TH_PAIRWISE_LANES / 2; width >= 1; width /= 2) {    \
             for (int l = 0; l < width; l++) {                                \
                 lane[l] += lane[l + width];                                  \
@@ -328,7 +402,7 @@ two_streams_pay(void)
 /* sum_pairwise_<Name> for every dtype (wrapping unsigned sums for the
  * integer ones), and abs/square/deviation sums for the floating ones.
  * Built without GCC's loop distribution, which would split the loop of
- * name##_leaf_pair back into one loop per leaf (Note [Two streams]). */
+ * name##_block_pair back into one loop per block (Note [Two streams]). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("no-tree-loop-distribution")
