@@ -197,6 +197,22 @@ def test_gru_and_rnn_gradcheck_through_input_and_state():
     assert gradcheck(lambda t: rnn(t)[0], (x,))
 
 
+@pytest.mark.parametrize("name", ["LSTM", "RNN"])
+def test_bias_grads_are_separate_tensors(name):
+    # the C loop's backward sums one gradient for both biases; each .grad
+    # must still own its memory, so accumulating into one leaves the other
+    layer = getattr(nn, name)(3, 4)
+    x = ember.randn(5, 2, 3)
+    layer(x)[0].sum().backward()
+    b_ih, b_hh = layer.bias_ih_l0.grad, layer.bias_hh_l0.grad
+    np.testing.assert_array_equal(b_ih.numpy(), b_hh.numpy())
+    before = b_hh.numpy().copy()
+    b_ih.add_(1.0)
+    np.testing.assert_array_equal(b_hh.numpy(), before)
+    layer(x)[0].sum().backward()
+    np.testing.assert_array_equal(layer.bias_hh_l0.grad.numpy(), 2 * before)
+
+
 def _same_error(ours_call, theirs_call):
     with pytest.raises(Exception) as theirs_info:
         theirs_call()

@@ -1027,8 +1027,9 @@ THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
     return true;
 }
 
-/* One full row of a B micro-panel: memcpy with a size known at compile
- * time becomes a few vector moves instead of a library call. */
+/* One full line of a micro-panel (a row of B's, NR values, or a column
+ * of A's, MR values): memcpy with a size known at compile time becomes a
+ * few vector moves instead of a library call. */
 #define TH_DEFINE_COPY_PANEL_ROW(T)                                        \
     static inline void copy_panel_row_##T(T *dst, const T *src, int nr)   \
     {                                                                      \
@@ -1036,8 +1037,17 @@ THBlas_allocPackBuffers(void **a_pack, size_t a_bytes, void **b_pack,
         case 4:                                                            \
             memcpy(dst, src, 4 * sizeof(T));                               \
             break;                                                         \
+        case 6:                                                            \
+            memcpy(dst, src, 6 * sizeof(T));                               \
+            break;                                                         \
         case 8:                                                            \
             memcpy(dst, src, 8 * sizeof(T));                               \
+            break;                                                         \
+        case 10:                                                           \
+            memcpy(dst, src, 10 * sizeof(T));                              \
+            break;                                                         \
+        case 14:                                                           \
+            memcpy(dst, src, 14 * sizeof(T));                              \
             break;                                                         \
         case 16:                                                           \
             memcpy(dst, src, 16 * sizeof(T));                              \
@@ -1127,8 +1137,55 @@ pack_lines_float(int64_t count, int width, const float *src, int64_t stride,
     transpose_lines_float(count, width, src, stride, dst, p);
 }
 
+/* Note [Packing a column-major A]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A column-major A (row stride 1: the dY^T of a weight gradient dY^T @ X)
+ * holds each column of a micro-panel, MR values, contiguous, so packing is
+ * a copy of MR values per column (copy_panel_row_T).  The order matters:
+ * panel by panel, a panel reads MR values from each of KC lines cs
+ * apart, and with cs a multiple of 4 KiB (1024 floats) all of those
+ * lines fall in one L1 set, so the next panel's values of the same lines
+ * come back from L2 or beyond, and the 4 KiB strides defeat the hardware
+ * prefetcher.  Here PACK_A_COLUMNS_STEP columns of every panel
+ * go at a time: those few lines are read across, front to back, while
+ * they stay in L1.  On the Zen 4, one thread, perf cpu-clock: packing
+ * took 22% of the time of the micro-kernel in (1024 x 700)^T @ (700 x
+ * 256), an LSTM's dW_hh, panel by panel one element at a time, and 8%
+ * this way; the product went from ~3.8-4.2 to ~3.6-3.8 ms. */
+#define PACK_A_COLUMNS_STEP 8
+/* pack_a of a column-major A (Note [Packing a column-major A]) */
+#define TH_DEFINE_PACK_A_COLUMNS(T)                                        \
+    static void pack_a_columns_##T(int64_t mc, int64_t kc, int mr_full,   \
+                                   const T *a, int64_t cs, T *dst)         \
+    {                                                                      \
+        int64_t full = mc / mr_full * mr_full;                             \
+        for (int64_t p0 = 0; p0 < kc; p0 += PACK_A_COLUMNS_STEP) {         \
+            int64_t p1 = min64(p0 + PACK_A_COLUMNS_STEP, kc);              \
+            for (int64_t ir = 0; ir < full; ir += mr_full) {               \
+                T *panel = dst + ir * kc;                                  \
+                for (int64_t p = p0; p < p1; p++) {                        \
+                    copy_panel_row_##T(panel + p * mr_full, a + p * cs + ir, \
+                                       mr_full);                           \
+                }                                                          \
+            }                                                              \
+            if (full < mc) {                                               \
+                T *panel = dst + full * kc;                                \
+                for (int64_t p = p0; p < p1; p++) {                        \
+                    int64_t i = 0;                                         \
+                    for (; i < mc - full; i++) {                           \
+                        panel[p * mr_full + i] = a[p * cs + full + i];     \
+                    }                                                      \
+                    for (; i < mr_full; i++) {                             \
+                        panel[p * mr_full + i] = 0;                        \
+                    }                                                      \
+                }                                                          \
+            }                                                              \
+        }                                                                  \
+    }
+
 /* pack_a: the mc x kc block at `a` into MR-row micro-panels, each laid out
- * column after column (MR values per column), zero-padded to MR rows.
+ * column after column (MR values per column), zero-padded to MR rows; a
+ * column-major A by pack_a_columns_T (Note [Packing a column-major A]).
  * pack_b: the kc x nc block at `b` into NR-column micro-panels, each laid
  * out row after row (NR values per row), zero-padded to NR columns; a
  * row-major A and a column-major B are transposed into their panels by
@@ -1137,6 +1194,10 @@ pack_lines_float(int64_t count, int width, const float *src, int64_t stride,
     static void pack_a_##T(int64_t mc, int64_t kc, int mr_full, const T *a, \
                            int64_t rs, int64_t cs, T *dst)                 \
     {                                                                      \
+        if (rs == 1) {                                                     \
+            pack_a_columns_##T(mc, kc, mr_full, a, cs, dst);               \
+            return;                                                        \
+        }                                                                  \
         for (int64_t ir = 0; ir < mc; ir += mr_full) {                     \
             int64_t mr = min64(mr_full, mc - ir);                          \
             const T *src = a + ir * rs;                                    \
@@ -1292,6 +1353,8 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
 
 TH_DEFINE_COPY_PANEL_ROW(float)
 TH_DEFINE_COPY_PANEL_ROW(double)
+TH_DEFINE_PACK_A_COLUMNS(float)
+TH_DEFINE_PACK_A_COLUMNS(double)
 TH_DEFINE_PACKING(float)
 TH_DEFINE_PACKING(double)
 TH_DEFINE_BLOCK_STEPS(float)

@@ -93,7 +93,11 @@ class _Direction(Function):
         if needs[7]:
             grad_b_ih = grad_x_gates.sum(0)
         if needs[8]:
-            grad_b_hh = grad_h_gates.sum(0)
+            # one sum for both biases when they share a gradient (the engine
+            # copies a gradient two leaves would share: Note [Adopting
+            # gradients])
+            shared = grad_hidden is None and grad_b_ih is not None
+            grad_b_hh = grad_b_ih if shared else grad_h_gates.sum(0)
         return (None, None, grad_x, grad_h0 if needs[3] else None,
                 grad_c0 if needs[4] else None, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh,
                 grad_w_hr if needs[9] else None)
