@@ -152,6 +152,42 @@ def test_every_gemm_kernel_and_thread_count(dtype, geometry):
         ember.set_num_threads(saved_threads)
 
 
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geometry", [
+    (2, 3, 5, (28, 28), (5, 5), (1, 1), (2, 2), (1, 1), 1),
+    (3, 4, 40, (6, 13), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    (2, 2, 3, (5, 12), (3, 2), (2, 1), (1, 0), (1, 2), 1),
+])
+def test_direct_products_every_gemm_kernel(dtype, geometry):
+    """The forward and the stride-1 input gradient run directly by taps
+    (Note [Direct convolution by taps]) where MR-position blocks cover the
+    output lines with little waste: 28-wide lines (two blocks of AVX-512's
+    14, five of AVX2's 6 with a short last one), 13 (one short AVX-512
+    block) and 12 (two AVX2 blocks, a stride-2 height and a dilated width);
+    40 output channels fill part of B's second panel, two groups and the
+    bias go through tile_out.  Every family, one thread and two."""
+    x, w, b, rng = _operands(dtype, geometry)
+    out_shape = _C._conv2d(ember.tensor(x), ember.tensor(w), None, *geometry[5],
+                           *geometry[6], *geometry[7], geometry[8]).shape
+    g = rng.standard_normal(tuple(out_shape)).astype(dtype)
+    expected = _expected_products(x, w, b, g, geometry)
+    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in ("generic", "avx2", "avx512"):
+            try:
+                _C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                _assert_products_close(_ember_products(x, w, b, g, geometry), expected,
+                                       dtype)
+    finally:
+        _C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
+
+
 def _windowed_products(x, w, g, pad):
     """Stride-1 products by sliding windows and einsum (fast enough for
     wide layers, where the loops of reference_conv2d are not): the output,

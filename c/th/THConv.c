@@ -129,6 +129,8 @@ typedef struct {
                                    of the output, or the group's weight gradient */
     const char *bias;           /* the group's first bias value, or NULL */
     bool accumulate;            /* the weight gradient: add C to it */
+    int tap_rows;               /* a direct product's row block (MR), or 0 */
+    int64_t line_blocks;        /* its row blocks per output line */
 } GatherJob;
 
 /* Columns [col, col + len) of B (output positions of the samples side
@@ -526,12 +528,72 @@ transpose_Float64(TransposeVec_Float64 r[4])
         }                                                                   \
     }
 
+/* Note [Direct convolution by taps]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * With stride_w 1 the forward can skip the gather altogether: computed
+ * transposed, out^T = B^T . W^T, its rows are output positions and its
+ * columns output channels, and MR positions along one output line read
+ * tap (c, k, i, j) as MR consecutive values of the padded buffer, from
+ * that line's offset plus tap_offsets[(c, k, i, j)] on.  That is a packed
+ * A micro-panel's column found through an offset, so THBlas_gemmTapped
+ * (Note [GEMM with a tapped A] in THBlas.c) runs the micro-kernel on the
+ * padded buffer itself, with the weight transposed and packed once as B.
+ * The row blocks are each output line cut into MR-position pieces (the
+ * last one shorter: its extra rows read on into the padding and are
+ * dropped), and tile_out stores a block's MR x out_group tile transposed
+ * into the NCHW output, adding the bias.  taps_fit takes this path when
+ * the lines cut into MR-blocks with little waste and the packed weight
+ * stays in L2; the input gradient, a forward convolution (Note [Input
+ * gradient as a convolution] in THConv.h), takes it too. */
+
+/* The first output position of row block `block` of a direct product: its
+ * column of B (samples side by side), and *rows, the block's positions. */
+static int64_t
+tap_block_column(const GatherJob *job, int64_t block, int *rows)
+{
+    int64_t out_w = job->s->out_w;
+    int64_t line = block / job->line_blocks, x = block % job->line_blocks * job->tap_rows;
+    *rows = (int)(out_w - x < job->tap_rows ? out_w - x : job->tap_rows);
+    return line * out_w + x; /* lines run on across the samples */
+}
+
+/* THBlasRowBlock: where the block's first position reads its taps from. */
+static int64_t
+tap_block_start(void *ctx, int64_t block, int *rows)
+{
+    const GatherJob *job = ctx;
+    int64_t q = tap_block_column(job, block, rows);
+    return line_run_at(job, q, q + *rows).src;
+}
+
+/* THBlasTileOut: a block's positions (tile rows) x out_group (tile
+ * columns) into the NCHW output, transposed, the bias added. */
+#define TH_DEFINE_TILE_OUT(Name, ctype)                                     \
+    static void tile_out_##Name(void *ctx, int64_t block, int rows,         \
+                                const char *tile, int64_t ld)               \
+    {                                                                       \
+        const GatherJob *job = ctx;                                         \
+        int unused;                                                         \
+        int64_t q = tap_block_column(job, block, &unused);                  \
+        int64_t b = q / job->out_plane, r = q % job->out_plane;             \
+        ctype *out = (ctype *)job->out + b * job->s->out_channels * job->out_plane + r; \
+        for (int64_t o = 0; o < job->out_group; o++) {                      \
+            ctype bias = job->bias == NULL ? 0 : ((const ctype *)job->bias)[o]; \
+            const ctype *src = (const ctype *)tile + o;                     \
+            ctype *dst = out + o * job->out_plane;                          \
+            for (int i = 0; i < rows; i++) {                                \
+                dst[i] = src[i * ld] + bias;                                \
+            }                                                               \
+        }                                                                   \
+    }
+
 TH_CONV_DTYPES(TH_DEFINE_COL2IM)
 TH_CONV_DTYPES(TH_DEFINE_ADD_ROW)
 TH_CONV_DTYPES(TH_DEFINE_GATHER_B)
 TH_CONV_DTYPES(TH_DEFINE_SCATTER_C)
 TH_CONV_DTYPES(TH_DEFINE_GATHER_BT)
 TH_CONV_DTYPES(TH_DEFINE_ACCUMULATE_C)
+TH_CONV_DTYPES(TH_DEFINE_TILE_OUT)
 
 /* The typed kernels of one dtype. */
 typedef struct {
@@ -539,6 +601,7 @@ typedef struct {
     void (*add_row)(char *dst, const char *src, int64_t n, const char *value);
     THBlasGatherB gather_b, gather_bt;
     THBlasScatterC scatter_c, accumulate_c;
+    THBlasTileOut tile_out;
 } ConvKernels;
 
 static const ConvKernels *
@@ -547,7 +610,8 @@ kernels_for(THDtype dtype)
 #define TH_KERNELS_ENTRY(Name, ctype) \
     static const ConvKernels kernels_##Name = {col2im_##Name, add_row_##Name, \
                                                gather_b_##Name, gather_bt_##Name, \
-                                               scatter_c_##Name, accumulate_c_##Name};
+                                               scatter_c_##Name, accumulate_c_##Name, \
+                                               tile_out_##Name};
     TH_CONV_DTYPES(TH_KERNELS_ENTRY)
 #undef TH_KERNELS_ENTRY
 #define TH_KERNELS_CASE(Name, ctype) \
@@ -809,8 +873,43 @@ gather_images(const ConvPlan *p, const THConvShape *s, GatherJob *job, const cha
     job->columns = images * p->out_plane;
 }
 
-/* out[samples, g] = W[g] . B (+ bias) as implicit GEMMs, a chunk of
- * samples at a time. */
+/* Whether the forward runs direct (Note [Direct convolution by taps]):
+ * stride_w 1, some output, lines that MR-blocks cover with at most an eighth
+ * more positions, and a packed weight within a quarter of L2. */
+static bool
+taps_fit(const ConvPlan *p, const THConvShape *s)
+{
+    THBlasBlocking blocking;
+    if (s->stride_w != 1 || p->out_plane == 0
+        || THBlas_blocking(p->dtype, &blocking) < 0) {
+        return false;
+    }
+    int64_t rows = THBlas_tappedRows(p->dtype), caches[3];
+    int64_t covered = (s->out_w + rows - 1) / rows * rows;
+    int64_t packed = p->depth * ((p->out_group + blocking.nr - 1) / blocking.nr * blocking.nr);
+    THBlas_cacheSizes(caches);
+    return covered * 8 <= s->out_w * 9
+           && packed <= caches[1] / 4 / (int64_t)p->itemsize;
+}
+
+/* out[samples, g] = W[g] . B (+ bias) as one implicit GEMM of `images`
+ * samples, or directly by taps. */
+static int
+forward_product(const ConvPlan *p, const THConvShape *s, GatherJob *job, char *weight,
+                int64_t images)
+{
+    THBlasMatrix w = row_major(weight, p->depth);
+    if (job->tap_rows == 0) {
+        return THBlas_gemmGathered(p->dtype, p->out_group, job->columns, p->depth, w,
+                                   p->kernels->gather_b, p->kernels->scatter_c, job);
+    }
+    int64_t blocks = images * (p->out_plane / s->out_w) * job->line_blocks;
+    return THBlas_gemmTapped(p->dtype, blocks, p->out_group, p->depth, job->padded,
+                             job->tap_offsets, THBlasMatrix_transposed(w),
+                             tap_block_start, p->kernels->tile_out, job);
+}
+
+/* out[samples, g] = W[g] . B (+ bias), a chunk of samples at a time. */
 static int
 forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *weight,
                  const char *bias, char *output)
@@ -820,6 +919,10 @@ forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *wei
     if (gather_setup(p, s, &job, &chunk) < 0) {
         return -1;
     }
+    if (taps_fit(p, s)) {
+        job.tap_rows = THBlas_tappedRows(p->dtype);
+        job.line_blocks = (s->out_w + job.tap_rows - 1) / job.tap_rows;
+    }
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n += chunk) {
         int64_t images = s->batch - n < chunk ? s->batch - n : chunk;
@@ -828,9 +931,7 @@ forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *wei
             gather_images(p, s, &job, b.image, images);
             job.out = b.out;
             job.bias = bias == NULL ? NULL : bias + g * p->out_group * p->itemsize;
-            rc = THBlas_gemmGathered(p->dtype, p->out_group, job.columns, p->depth,
-                                     row_major(b.weight, p->depth), p->kernels->gather_b,
-                                     p->kernels->scatter_c, &job);
+            rc = forward_product(p, s, &job, b.weight, images);
         }
     }
     gather_free(&job);
