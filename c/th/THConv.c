@@ -567,23 +567,58 @@ tap_block_start(void *ctx, int64_t block, int *rows)
 }
 
 /* THBlasTileOut: a block's positions (tile rows) x out_group (tile
- * columns) into the NCHW output, transposed, the bias added. */
+ * columns) into the NCHW output, transposed, the bias added: LANES x
+ * LANES blocks through transpose_<dtype> (Note [Transposing the weight
+ * gradient's panel]), rows past the block's repeating its last (never
+ * stored), output channels past out_group read from the tile's padding
+ * columns (never stored).  Each block's stores reach out_group lines a
+ * plane apart, so it asks for the next block's lines as it leaves, as
+ * scatter_c does (Note [Prefetching the next panel's output]). */
 #define TH_DEFINE_TILE_OUT(Name, ctype)                                     \
+    TH_VECTOR_CLONES                                                        \
     static void tile_out_##Name(void *ctx, int64_t block, int rows,         \
                                 const char *tile, int64_t ld)               \
     {                                                                       \
+        typedef TransposeVec_##Name Vec;                                    \
+        enum { LANES = sizeof(Vec) / sizeof(ctype) };                       \
         const GatherJob *job = ctx;                                         \
-        int unused;                                                         \
-        int64_t q = tap_block_column(job, block, &unused);                  \
+        int block_rows;                                                     \
+        int64_t q = tap_block_column(job, block, &block_rows);              \
         int64_t b = q / job->out_plane, r = q % job->out_plane;             \
         ctype *out = (ctype *)job->out + b * job->s->out_channels * job->out_plane + r; \
-        for (int64_t o = 0; o < job->out_group; o++) {                      \
-            ctype bias = job->bias == NULL ? 0 : ((const ctype *)job->bias)[o]; \
-            const ctype *src = (const ctype *)tile + o;                     \
-            ctype *dst = out + o * job->out_plane;                          \
-            for (int i = 0; i < rows; i++) {                                \
-                dst[i] = src[i * ld] + bias;                                \
+        const ctype *values = (const ctype *)tile;                          \
+        for (int64_t o = 0; o < job->out_group; o += LANES) {               \
+            for (int i = 0; i < rows; i += LANES) {                         \
+                Vec v[LANES];                                               \
+                _Pragma("GCC unroll 8")                                     \
+                for (int t = 0; t < LANES; t++) {                           \
+                    int row = i + t < rows ? i + t : rows - 1;              \
+                    memcpy(&v[t], values + row * ld + o, sizeof(Vec));      \
+                }                                                           \
+                transpose_##Name(v);                                        \
+                int count = rows - i < LANES ? rows - i : LANES;            \
+                _Pragma("GCC unroll 8")                                     \
+                for (int t = 0; t < LANES; t++) {                           \
+                    if (o + t >= job->out_group) {                          \
+                        break;                                              \
+                    }                                                       \
+                    ctype *dst = out + (o + t) * job->out_plane + i;        \
+                    v[t] += job->bias == NULL ? 0 : ((const ctype *)job->bias)[o + t]; \
+                    if (count == LANES) {                                   \
+                        memcpy(dst, &v[t], sizeof(Vec));                    \
+                        continue;                                           \
+                    }                                                       \
+                    for (int l = 0; l < count; l++) {                       \
+                        dst[l] = v[t][l];                                   \
+                    }                                                       \
+                }                                                           \
             }                                                               \
+        }                                                                   \
+        int64_t next = r + rows, left = job->out_plane - next;              \
+        for (int64_t o = 0; left > 0 && o < job->out_group; o++) {          \
+            prefetch_for_writing((const char *)(out + o * job->out_plane + rows), \
+                                 (size_t)(left < job->tap_rows ? left : job->tap_rows) \
+                                     * sizeof(ctype));                      \
         }                                                                   \
     }
 
