@@ -109,6 +109,24 @@ def _assert_products_close(got, expected, dtype):
         np.testing.assert_allclose(have, want, rtol=tolerance, atol=tolerance)
 
 
+def _each_gemm_kernel_and_thread_count():
+    """Runs the loop body on every GEMM family this CPU runs, on one thread
+    and two, then restores the family and the thread count."""
+    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in ("generic", "avx2", "avx512"):
+            try:
+                _C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                yield family, threads
+    finally:
+        _C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_forward_and_backward_products_match_numpy(dtype, geometry):
@@ -136,20 +154,8 @@ def test_every_gemm_kernel_and_thread_count(dtype, geometry):
     x, w, b, rng = _operands(dtype, geometry)
     g = rng.standard_normal((geometry[0], geometry[2], *geometry[3])).astype(dtype)
     expected = _expected_products(x, w, b, g, geometry)
-    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
-    try:
-        for family in ("generic", "avx2", "avx512"):
-            try:
-                _C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for threads in (1, 2):
-                ember.set_num_threads(threads)
-                _assert_products_close(_ember_products(x, w, b, g, geometry), expected,
-                                       dtype)
-    finally:
-        _C._gemm_kernel(saved_kernel)
-        ember.set_num_threads(saved_threads)
+    for _ in _each_gemm_kernel_and_thread_count():
+        _assert_products_close(_ember_products(x, w, b, g, geometry), expected, dtype)
 
 
 @pytest.mark.noleakcheck
@@ -172,20 +178,8 @@ def test_direct_products_every_gemm_kernel(dtype, geometry):
                            *geometry[6], *geometry[7], geometry[8]).shape
     g = rng.standard_normal(tuple(out_shape)).astype(dtype)
     expected = _expected_products(x, w, b, g, geometry)
-    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
-    try:
-        for family in ("generic", "avx2", "avx512"):
-            try:
-                _C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for threads in (1, 2):
-                ember.set_num_threads(threads)
-                _assert_products_close(_ember_products(x, w, b, g, geometry), expected,
-                                       dtype)
-    finally:
-        _C._gemm_kernel(saved_kernel)
-        ember.set_num_threads(saved_threads)
+    for _ in _each_gemm_kernel_and_thread_count():
+        _assert_products_close(_ember_products(x, w, b, g, geometry), expected, dtype)
 
 
 def _windowed_products(x, w, g, pad):
@@ -485,19 +479,8 @@ def test_conv3d_every_gemm_kernel_and_thread_count(dtype):
     g = rng.standard_normal((2, 5, 4, 5, 7)).astype(dtype)
     expected = (reference_conv(x64, w64, stride, pad, dilation, groups) + b.reshape(1, -1, 1, 1, 1),
                 *reference_conv(x64, w64, stride, pad, dilation, groups, grad=g.astype(np.float64)))
-    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
-    try:
-        for family in ("generic", "avx2", "avx512"):
-            try:
-                _C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for threads in (1, 2):
-                ember.set_num_threads(threads)
-                _assert_products_close(_conv3d_products(x, w, b, g, geometry), expected, dtype)
-    finally:
-        _C._gemm_kernel(saved_kernel)
-        ember.set_num_threads(saved_threads)
+    for _ in _each_gemm_kernel_and_thread_count():
+        _assert_products_close(_conv3d_products(x, w, b, g, geometry), expected, dtype)
 
 
 _ONES5 = (1, 1, 1, 0, 0, 0, 1, 1, 1, 1)   # stride, padding, dilation, groups
