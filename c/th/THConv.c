@@ -8,6 +8,8 @@
 #include "THGeneral.h"
 #include "THParallel.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -792,6 +794,152 @@ forward_direct(const ConvPlan *p, const THConvShape *s, char *input, char *weigh
     return rc;
 }
 
+/* ---- buffers kept across calls (Note [Work buffers kept across calls]) ---------- */
+
+/* Note [Work buffers kept across calls]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The padded images and the weight gradient's staging block are a
+ * megabyte or two on small layers.  Given back to malloc at the end of
+ * every call, they reach the top of glibc's heap, which returns what
+ * comes back beyond its trim threshold to the system, so the next call
+ * faulted every page in again: the 32-channel 5x5 weight gradient took
+ * 453 page faults a call (perf stat -e page-faults).  So each thread
+ * keeps up to KEPT_BLOCKS such blocks of at most KEPT_BYTES for its next
+ * call: take_buffer hands out the smallest kept block that is large
+ * enough (taking it out of the thread's slots: a call owns it alone) or
+ * a new one, and give_back_buffer keeps it, in an empty slot or in place
+ * of a smaller block (freed), else frees it.  A thread's kept blocks are
+ * freed when it ends (the key's destructor), the main thread's at exit. */
+#define KEPT_BLOCKS 2
+#define KEPT_BYTES ((size_t)16 << 20)
+
+typedef struct {
+    size_t bytes;
+    max_align_t data[]; /* what take_buffer hands out */
+} KeptBlock;
+
+typedef struct {
+    KeptBlock *blocks[KEPT_BLOCKS]; /* NULL: an empty slot */
+} KeptBlocks;
+
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static bool kept_available; /* the key and the exit handler are set up */
+
+static void
+free_kept(void *ctx)
+{
+    KeptBlocks *kept = ctx;
+    for (int i = 0; i < KEPT_BLOCKS; i++) {
+        free(kept->blocks[i]);
+    }
+    free(kept);
+}
+
+/* At exit: the exiting (main) thread's blocks; key destructors do not
+ * run for it. */
+static void
+free_exiting_thread_kept(void)
+{
+    KeptBlocks *kept = pthread_getspecific(kept_key);
+    if (kept != NULL) {
+        pthread_setspecific(kept_key, NULL);
+        free_kept(kept);
+    }
+}
+
+static void
+kept_init(void)
+{
+    kept_available = pthread_key_create(&kept_key, free_kept) == 0
+                     && atexit(free_exiting_thread_kept) == 0;
+}
+
+/* This thread's slots, made on first use when `make`; NULL without. */
+static KeptBlocks *
+thread_kept(bool make)
+{
+    pthread_once(&kept_once, kept_init);
+    if (!kept_available) {
+        return NULL;
+    }
+    KeptBlocks *kept = pthread_getspecific(kept_key);
+    if (kept == NULL && make) {
+        kept = calloc(1, sizeof(*kept));
+        if (kept != NULL && pthread_setspecific(kept_key, kept) != 0) {
+            free(kept);
+            kept = NULL;
+        }
+    }
+    return kept;
+}
+
+/* A buffer of rows x cols items of itemsize bytes for this call
+ * (uninitialized); NULL with a MemoryError-kind error. */
+static void *
+take_buffer(int64_t rows, int64_t cols, size_t itemsize, const char *what)
+{
+    int64_t count;
+    size_t bytes;
+    if (TH_mul_overflows(rows, cols, &count) || !TH_arrayNbytes(count, itemsize, &bytes)
+        || bytes > SIZE_MAX - sizeof(KeptBlock)) {
+        THError_set(TH_ERR_MEMORY, "convolution: %s too large", what);
+        return NULL;
+    }
+    KeptBlocks *kept = thread_kept(false);
+    int best = -1;
+    for (int i = 0; kept != NULL && i < KEPT_BLOCKS; i++) {
+        KeptBlock *block = kept->blocks[i];
+        if (block != NULL && block->bytes >= bytes
+            && (best < 0 || block->bytes < kept->blocks[best]->bytes)) {
+            best = i;
+        }
+    }
+    if (best >= 0) {
+        KeptBlock *block = kept->blocks[best];
+        kept->blocks[best] = NULL;
+        return block->data;
+    }
+    KeptBlock *block = malloc(sizeof(KeptBlock) + bytes);
+    if (block == NULL) {
+        THError_set(TH_ERR_MEMORY, "convolution: out of memory for %s", what);
+        return NULL;
+    }
+    block->bytes = bytes;
+    return block->data;
+}
+
+/* Ends this call's use of a take_buffer block (NULL: none). */
+static void
+give_back_buffer(void *data)
+{
+    if (data == NULL) {
+        return;
+    }
+    KeptBlock *block = (KeptBlock *)((char *)data - offsetof(KeptBlock, data));
+    KeptBlocks *kept = block->bytes <= KEPT_BYTES ? thread_kept(true) : NULL;
+    if (kept == NULL) {
+        free(block);
+        return;
+    }
+    int slot = 0; /* an empty one, else the smallest */
+    for (int i = 0; i < KEPT_BLOCKS; i++) {
+        if (kept->blocks[i] == NULL) {
+            slot = i;
+            break;
+        }
+        if (kept->blocks[i]->bytes < kept->blocks[slot]->bytes) {
+            slot = i;
+        }
+    }
+    if (kept->blocks[slot] != NULL && kept->blocks[slot]->bytes >= block->bytes) {
+        free(block); /* the kept ones are all larger */
+        return;
+    }
+    free(kept->blocks[slot]);
+    kept->blocks[slot] = block;
+}
+
 /* Copies samples' group blocks into the interiors of their zero-padded
  * images: planes [begin, end) of images x in_group. */
 typedef struct {
@@ -849,10 +997,11 @@ gather_buffers(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t 
         return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
     }
     count += GATHER_MAX_NR; /* read past the last run: gather_b */
-    job->padded = TH_mallocArray(count, p->itemsize, "the convolution's padded input");
+    /* Note [Work buffers kept across calls] */
+    job->padded = take_buffer(count, 1, p->itemsize, "the padded input");
     int64_t *offsets = TH_mallocArray(p->depth, sizeof(int64_t), "the convolution's taps");
     if (job->padded == NULL || offsets == NULL) {
-        free(job->padded);
+        give_back_buffer(job->padded);
         free(offsets);
         return -1;
     }
@@ -892,7 +1041,7 @@ gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t *c
 static void
 gather_free(GatherJob *job)
 {
-    free(job->padded);
+    give_back_buffer(job->padded);
     free((void *)job->tap_offsets);
 }
 
@@ -1156,8 +1305,8 @@ THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
     }
     char *staging = NULL;
     if (chunk > 1) {
-        staging = alloc_matrix(&p, p.out_group, chunk * p.out_plane,
-                               "the convolution's staging buffer");
+        staging = take_buffer(p.out_group, chunk * p.out_plane, p.itemsize,
+                              "the staging buffer");
         if (staging == NULL) {
             gather_free(&job);
             return -1;
@@ -1183,7 +1332,7 @@ THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
                                      p.kernels->accumulate_c, &job);
         }
     }
-    free(staging);
+    give_back_buffer(staging);
     gather_free(&job);
     return rc;
 }
