@@ -468,15 +468,23 @@ def test_depth_one_volumes_are_the_2d_products(geometry):
 
 @pytest.mark.noleakcheck
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_conv3d_every_gemm_kernel_and_thread_count(dtype):
-    """The 3-D gathers on each GEMM family this CPU runs, one thread and
+@pytest.mark.parametrize("geometry", [
+    (2, 3, 5, (4, 6, 7), (3, 2, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1),
+    (2, 2, 3, (3, 2, 12), (2, 1, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1),
+    (2, 2, 3, (3, 2, 13), (2, 1, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1),
+])
+def test_conv3d_every_gemm_kernel_and_thread_count(dtype, geometry):
+    """The 3-D products on each GEMM family this CPU runs, one thread and
     two: 5 output channels (a partial MR tile), 4 x 6 x 7 outputs of 2
-    samples side by side (a partial last panel)."""
-    geometry = (2, 3, 5, (4, 6, 7), (3, 2, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1)
+    samples side by side (a partial last panel); and directly by taps
+    (Note [Direct convolution by taps]) along 12-wide lines (AVX2's and
+    the portable family's 6-position blocks) and 13-wide ones (one short
+    block of AVX-512's 14), lines running on across depth and samples."""
     x, w, b, rng = _operands(dtype, geometry)
     stride, pad, dilation, groups = geometry[5:]
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
-    g = rng.standard_normal((2, 5, 4, 5, 7)).astype(dtype)
+    out_shape = reference_conv(x64, w64, stride, pad, dilation, groups).shape
+    g = rng.standard_normal(out_shape).astype(dtype)
     expected = (reference_conv(x64, w64, stride, pad, dilation, groups) + b.reshape(1, -1, 1, 1, 1),
                 *reference_conv(x64, w64, stride, pad, dilation, groups, grad=g.astype(np.float64)))
     for _ in _each_gemm_kernel_and_thread_count():
