@@ -109,6 +109,24 @@ def _assert_products_close(got, expected, dtype):
         np.testing.assert_allclose(have, want, rtol=tolerance, atol=tolerance)
 
 
+def _each_gemm_kernel_and_thread_count():
+    """Runs the loop body on every GEMM family this CPU runs, on one thread
+    and two, then restores the family and the thread count."""
+    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        for family in ("generic", "avx2", "avx512"):
+            try:
+                _C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for threads in (1, 2):
+                ember.set_num_threads(threads)
+                yield family, threads
+    finally:
+        _C._gemm_kernel(saved_kernel)
+        ember.set_num_threads(saved_threads)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 def test_forward_and_backward_products_match_numpy(dtype, geometry):
@@ -136,20 +154,32 @@ def test_every_gemm_kernel_and_thread_count(dtype, geometry):
     x, w, b, rng = _operands(dtype, geometry)
     g = rng.standard_normal((geometry[0], geometry[2], *geometry[3])).astype(dtype)
     expected = _expected_products(x, w, b, g, geometry)
-    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
-    try:
-        for family in ("generic", "avx2", "avx512"):
-            try:
-                _C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for threads in (1, 2):
-                ember.set_num_threads(threads)
-                _assert_products_close(_ember_products(x, w, b, g, geometry), expected,
-                                       dtype)
-    finally:
-        _C._gemm_kernel(saved_kernel)
-        ember.set_num_threads(saved_threads)
+    for _ in _each_gemm_kernel_and_thread_count():
+        _assert_products_close(_ember_products(x, w, b, g, geometry), expected, dtype)
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geometry", [
+    (2, 3, 5, (28, 28), (5, 5), (1, 1), (2, 2), (1, 1), 1),
+    (3, 4, 40, (6, 13), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    (2, 2, 3, (5, 12), (3, 2), (2, 1), (1, 0), (1, 2), 1),
+])
+def test_direct_products_every_gemm_kernel(dtype, geometry):
+    """The forward and the stride-1 input gradient run directly by taps
+    (Note [Direct convolution by taps]) where MR-position blocks cover the
+    output lines with little waste: 28-wide lines (two blocks of AVX-512's
+    14, five of AVX2's 6 with a short last one), 13 (one short AVX-512
+    block) and 12 (two AVX2 blocks, a stride-2 height and a dilated width);
+    40 output channels fill part of B's second panel, two groups and the
+    bias go through tile_out.  Every family, one thread and two."""
+    x, w, b, rng = _operands(dtype, geometry)
+    out_shape = _C._conv2d(ember.tensor(x), ember.tensor(w), None, *geometry[5],
+                           *geometry[6], *geometry[7], geometry[8]).shape
+    g = rng.standard_normal(tuple(out_shape)).astype(dtype)
+    expected = _expected_products(x, w, b, g, geometry)
+    for _ in _each_gemm_kernel_and_thread_count():
+        _assert_products_close(_ember_products(x, w, b, g, geometry), expected, dtype)
 
 
 def _windowed_products(x, w, g, pad):
@@ -438,30 +468,27 @@ def test_depth_one_volumes_are_the_2d_products(geometry):
 
 @pytest.mark.noleakcheck
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_conv3d_every_gemm_kernel_and_thread_count(dtype):
-    """The 3-D gathers on each GEMM family this CPU runs, one thread and
+@pytest.mark.parametrize("geometry", [
+    (2, 3, 5, (4, 6, 7), (3, 2, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1),
+    (2, 2, 3, (3, 2, 12), (2, 1, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1),
+    (2, 2, 3, (3, 2, 13), (2, 1, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1),
+])
+def test_conv3d_every_gemm_kernel_and_thread_count(dtype, geometry):
+    """The 3-D products on each GEMM family this CPU runs, one thread and
     two: 5 output channels (a partial MR tile), 4 x 6 x 7 outputs of 2
-    samples side by side (a partial last panel)."""
-    geometry = (2, 3, 5, (4, 6, 7), (3, 2, 3), (1, 1, 1), (1, 0, 1), (1, 1, 1), 1)
+    samples side by side (a partial last panel); and directly by taps
+    (Note [Direct convolution by taps]) along 12-wide lines (AVX2's and
+    the portable family's 6-position blocks) and 13-wide ones (one short
+    block of AVX-512's 14), lines running on across depth and samples."""
     x, w, b, rng = _operands(dtype, geometry)
     stride, pad, dilation, groups = geometry[5:]
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
-    g = rng.standard_normal((2, 5, 4, 5, 7)).astype(dtype)
+    out_shape = reference_conv(x64, w64, stride, pad, dilation, groups).shape
+    g = rng.standard_normal(out_shape).astype(dtype)
     expected = (reference_conv(x64, w64, stride, pad, dilation, groups) + b.reshape(1, -1, 1, 1, 1),
                 *reference_conv(x64, w64, stride, pad, dilation, groups, grad=g.astype(np.float64)))
-    saved_kernel, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
-    try:
-        for family in ("generic", "avx2", "avx512"):
-            try:
-                _C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for threads in (1, 2):
-                ember.set_num_threads(threads)
-                _assert_products_close(_conv3d_products(x, w, b, g, geometry), expected, dtype)
-    finally:
-        _C._gemm_kernel(saved_kernel)
-        ember.set_num_threads(saved_threads)
+    for _ in _each_gemm_kernel_and_thread_count():
+        _assert_products_close(_conv3d_products(x, w, b, g, geometry), expected, dtype)
 
 
 _ONES5 = (1, 1, 1, 0, 0, 0, 1, 1, 1, 1)   # stride, padding, dilation, groups

@@ -89,17 +89,20 @@ typedef double v8df __attribute__((vector_size(64)));
  * only the top-left mr x nr part of the tile is stored (edge tiles).
  * The A panel is packed (MR values of one column after another; a_rs is
  * not read), or with A_IN_PLACE read from A's own rows, a_rs elements
- * apart and contiguous along k (Note [GEMM small products]).
+ * apart and contiguous along k (Note [GEMM small products]), or with
+ * A_TAPS read in place with column p's MR values from a + a_taps[p] on
+ * (Note [GEMM with a tapped A]; a_taps is not read otherwise).
  * beta == 0 writes without reading c.  The B panel's rows are b_rs
  * elements apart: NR when packed, B's own row stride when a small product
  * reads B in place (Note [GEMM small products]).  B and C may be anywhere,
  * so their vectors move through memcpy, which compiles to one unaligned
  * vector load or store (as fast as an aligned one on aligned data). */
-#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, A_IN_PLACE,               \
+#define TH_DEFINE_MICROKERNEL(T, VT, family, MR, A_IN_PLACE, A_TAPS,       \
                               EMBEDDED_BROADCASTS, target_attr, MADD)     \
     target_attr static void ukernel_##T##_##family(                        \
-        int64_t kc, const T *a, int64_t a_rs, const T *b, int64_t b_rs,    \
-        T alpha, T beta, T *c, int64_t c_rs, int64_t c_cs, int mr, int nr) \
+        int64_t kc, const T *a, int64_t a_rs, const int64_t *a_taps,       \
+        const T *b, int64_t b_rs, T alpha, T beta, T *c, int64_t c_rs,     \
+        int64_t c_cs, int mr, int nr)                                      \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
         _Static_assert(NR <= THBLAS_MAX_NR, "a panel wider than THBLAS_MAX_NR"); \
@@ -132,7 +135,7 @@ typedef double v8df __attribute__((vector_size(64)));
             }                                                              \
             /* a1 reads what a0 does, as loads of its own: Note          \
              * [Broadcast operands of the micro-kernel] */                 \
-            const T *a0 = a + p * MR, *a1 = a0;                            \
+            const T *a0 = A_TAPS ? a + a_taps[p] : a + p * MR, *a1 = a0;   \
             if (EMBEDDED_BROADCASTS) {                                     \
                 __asm__("" : "+r"(a1));                                    \
             }                                                              \
@@ -222,10 +225,13 @@ typedef double v8df __attribute__((vector_size(64)));
 /* Each family's tile and its narrow tile, for both dtypes. */
 #define TH_DEFINE_FAMILY_KERNELS(T, VT, family, MR, MR_NARROW, EMBEDDED, target_attr, \
                                  MADD)                                                \
-    TH_DEFINE_MICROKERNEL(T, VT, family, MR, false, EMBEDDED, target_attr, MADD)      \
-    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, false, EMBEDDED,         \
+    TH_DEFINE_MICROKERNEL(T, VT, family, MR, false, false, EMBEDDED, target_attr,     \
+                          MADD)                                                       \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, false, false, EMBEDDED,  \
                           target_attr, MADD)                                          \
     TH_DEFINE_MICROKERNEL(T, VT, family##_narrow_in_place, MR_NARROW, true, false,    \
+                          false, target_attr, MADD)                                   \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_tapped, MR, false, true, EMBEDDED,          \
                           target_attr, MADD)
 
 TH_DEFINE_FAMILY_KERNELS(float, v4sf, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
@@ -241,9 +247,9 @@ TH_DEFINE_FAMILY_KERNELS(float, v16sf, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AV
                          TH_TARGET_AVX512, MADD_AVX512_FLOAT)
 TH_DEFINE_FAMILY_KERNELS(double, v8df, avx512, GEMM_MR_AVX512, GEMM_MR_NARROW_AVX512, true,
                          TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
-TH_DEFINE_MICROKERNEL(float, v16sf, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
+TH_DEFINE_MICROKERNEL(float, v16sf, avx512_ten, GEMM_MR_TEN_AVX512, false, false, true,
                       TH_TARGET_AVX512, MADD_AVX512_FLOAT)
-TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
+TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, false, true,
                       TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
 
@@ -538,12 +544,12 @@ TH_DEFINE_VECTOR_KERNELS(double, v8df, v8di, avx512, TH_TARGET_AVX512,
                          MADD_AVX512_DOUBLE, TREE_MASKS_8D)
 #endif
 
-typedef void (*UKernel_float)(int64_t, const float *, int64_t, const float *,
-                              int64_t, float, float, float *, int64_t,
-                              int64_t, int, int);
-typedef void (*UKernel_double)(int64_t, const double *, int64_t, const double *,
-                               int64_t, double, double, double *, int64_t,
-                               int64_t, int, int);
+typedef void (*UKernel_float)(int64_t, const float *, int64_t, const int64_t *,
+                              const float *, int64_t, float, float, float *,
+                              int64_t, int64_t, int, int);
+typedef void (*UKernel_double)(int64_t, const double *, int64_t, const int64_t *,
+                               const double *, int64_t, double, double, double *,
+                               int64_t, int64_t, int, int);
 
 #define TH_DEFINE_DOT_BLOCK_TYPE(T)                                        \
     typedef void (*DotBlock_##T)(int64_t, const T *, int64_t, const T *,   \
@@ -570,6 +576,7 @@ typedef struct {
     /* the family's tile, then narrower ones (Note [The narrow tile]) */
     GemmTile tiles[GEMM_MAX_TILES];
     GemmTile in_place; /* the narrow tile reading A in place */
+    GemmTile tapped; /* the family's tile reading A by taps (THBlas_gemmTapped) */
     void (*axpy4_float)(int64_t, const float *, const float *const *,
                         float *);
     void (*axpy4_double)(int64_t, const double *, const double *const *,
@@ -597,14 +604,17 @@ static const KernelFamily kernel_families[] = {
     {"avx512", {"avx512f", "fma"}, 1, 32, 16,
      {TH_TILE(GEMM_MR_AVX512, avx512), TH_TILE(GEMM_MR_TEN_AVX512, avx512_ten),
       TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow)},
-     TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow_in_place), TH_VECTOR_KERNELS(avx512)},
+     TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow_in_place), TH_TILE(GEMM_MR_AVX512, avx512_tapped),
+     TH_VECTOR_KERNELS(avx512)},
     {"avx2", {"avx2", "fma"}, 2, 16, 8,
      {TH_TILE(GEMM_MR_AVX2, avx2), TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow)},
-     TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow_in_place), TH_VECTOR_KERNELS(avx2)},
+     TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow_in_place), TH_TILE(GEMM_MR_AVX2, avx2_tapped),
+     TH_VECTOR_KERNELS(avx2)},
 #endif
     {"generic", {NULL, NULL}, 2, 8, 4,
      {TH_TILE(GEMM_MR_GENERIC, generic), TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow)},
-     TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow_in_place), TH_VECTOR_KERNELS(generic)},
+     TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow_in_place), TH_TILE(GEMM_MR_GENERIC, generic_tapped),
+     TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
     ((int)(sizeof(kernel_families) / sizeof(kernel_families[0])))
@@ -1342,8 +1352,8 @@ in_place_columns(const PackedProduct *pp, const THBlasBlockOfB *block)
                     const T *a_panel = pp->a_in_place                      \
                                            ? a + (ic + ir) * a_rs          \
                                            : (const T *)a_pack + ir * kc;  \
-                    ukernel(kc, a_panel, a_rs, panel, panel_rs, alpha,     \
-                            beta, tile, c_rs, c_cs,                        \
+                    ukernel(kc, a_panel, a_rs, NULL, panel, panel_rs,      \
+                            alpha, beta, tile, c_rs, c_cs,                 \
                             (int)min64(mr_full, mc - ir),                  \
                             (int)min64(nr_full, nc - jr));                 \
                 }                                                          \
@@ -2016,9 +2026,9 @@ typedef struct {
                               (char *)b_panel);                            \
                 T *c_panel = c_panels + g * c_size;                        \
                 for (int64_t ir = 0; ir < job->m; ir += mr) {              \
-                    ukernel(kc, a_block + ir * kc, 0, b_panel, nr, (T)1,   \
-                            pc == 0 ? (T)0 : (T)1, c_panel + ir * nr, nr, 1, \
-                            mr, nr);                                       \
+                    ukernel(kc, a_block + ir * kc, 0, NULL, b_panel, nr,   \
+                            (T)1, pc == 0 ? (T)0 : (T)1, c_panel + ir * nr, \
+                            nr, 1, mr, nr);                                \
                 }                                                          \
             }                                                              \
         }                                                                  \
@@ -2119,6 +2129,138 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
     int64_t panel_work = work_of(m, job.blocking.nr, k);
     THParallel_for(panels, GEMM_PARALLEL_WORK / 2 / panel_work + 1, run_gathered, &job);
     free(a_packed);
+    return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
+}
+
+/* ---- a tapped A (Note [GEMM with a tapped A]) -------------------------------- */
+
+/* Note [GEMM with a tapped A]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The other way round from a gathered B: A is read in place, never
+ * packed, because each of its MR-row blocks is one base pointer plus a
+ * column offset per k step.  In a stride-1 convolution computed
+ * transposed (C^T = columns^T @ W^T: rows are output positions, columns
+ * are output channels), the MR positions of a block that lie on one
+ * output line read tap p of the padded input from base + taps[p] on, MR
+ * consecutive values: exactly what a packed A micro-panel's column is,
+ * only found through taps[p] instead of at p * MR.  So the micro-kernel
+ * reads A's column p at a + taps[p] (A_TAPS: one more scalar load per k
+ * step, the broadcasts still embedded), B (the weight transposed, k x n)
+ * is packed once into its NR-column panels, and nothing is gathered:
+ *
+ *   for each row block r                        (split over threads)
+ *     a = A + row_block(r)                      (its first row's values)
+ *     for jr in steps of NR
+ *       micro-kernel: tile[:, jr:jr+NR] = A-block @ B-panel (all k)
+ *     tile_out(r, tile)                         (the caller stores it)
+ *
+ * k is not blocked: the convolutions that take this path have a small B
+ * (THConv.c keeps it within a fraction of L2), which streams from L2 along
+ * the k steps while the block's reads of the input stay in L1 (a tap of
+ * the next channel is the next plane of the same lines).  A block's rows
+ * past its `rows` are computed (reading up to MR - 1 values past the last
+ * row's) and not handed on. */
+
+typedef struct {
+    GemmTile tile;
+    int itemsize, nr;
+    int64_t n, n_padded, k;
+    const char *a;
+    const int64_t *taps;
+    const void *b_packed;
+    THBlasRowBlock row_block;
+    THBlasTileOut tile_out;
+    void *ctx;
+    atomic_bool out_of_memory;
+} TappedJob;
+
+#define TH_DEFINE_TAPPED(T)                                                \
+    /* Row blocks [begin, end), each through `tile` (MR x n_padded). */    \
+    static void tapped_blocks_##T(const TappedJob *job, int64_t begin,     \
+                                  int64_t end, T *tile)                    \
+    {                                                                      \
+        UKernel_##T ukernel = job->tile.ukernel_##T;                       \
+        for (int64_t r = begin; r < end; r++) {                            \
+            int rows;                                                      \
+            const T *a = (const T *)job->a + job->row_block(job->ctx, r, &rows); \
+            for (int64_t jr = 0; jr < job->n; jr += job->nr) {             \
+                ukernel(job->k, a, 0, job->taps,                           \
+                        (const T *)job->b_packed + jr * job->k, job->nr,   \
+                        (T)1, (T)0, tile + jr, job->n_padded, 1, rows,     \
+                        job->nr);                                          \
+            }                                                              \
+            job->tile_out(job->ctx, r, rows, (const char *)tile,           \
+                          job->n_padded);                                  \
+        }                                                                  \
+    }
+
+TH_DEFINE_TAPPED(float)
+TH_DEFINE_TAPPED(double)
+
+static void
+run_tapped(int64_t begin, int64_t end, void *ctx)
+{
+    TappedJob *job = ctx;
+    void *tile = THBlas_allocPack((size_t)(job->tile.mr * job->n_padded * job->itemsize));
+    if (tile == NULL) {
+        atomic_store(&job->out_of_memory, true);
+        return;
+    }
+    if (job->itemsize == 4) {
+        tapped_blocks_float(job, begin, end, tile);
+    } else {
+        tapped_blocks_double(job, begin, end, tile);
+    }
+    free(tile);
+}
+
+int
+THBlas_tappedRows(THDtype dtype)
+{
+    (void)dtype; /* one tile for both */
+    return current_family()->tapped.mr;
+}
+
+int
+THBlas_gemmTapped(THDtype dtype, int64_t blocks, int64_t n, int64_t k, const char *a,
+                  const int64_t *taps, THBlasMatrix b, THBlasRowBlock row_block,
+                  THBlasTileOut tile_out, void *ctx)
+{
+    if (!is_packed_dtype(dtype)) {
+        return THError_set(TH_ERR_VALUE,
+                           "THBlas_gemmTapped: %s does not take the packed GEMM",
+                           THDtype_name(dtype));
+    }
+    if (blocks == 0 || n == 0) {
+        return 0;
+    }
+    const KernelFamily *family = current_family();
+    int itemsize = THDtype_itemsize(dtype);
+    TappedJob job = {.tile = family->tapped, .itemsize = itemsize,
+                     .nr = itemsize == 4 ? family->nr_float : family->nr_double,
+                     .n = n, .k = k, .a = a, .taps = taps,
+                     .row_block = row_block, .tile_out = tile_out, .ctx = ctx};
+    job.n_padded = round_up(n, job.nr);
+    atomic_init(&job.out_of_memory, false);
+    int64_t packed_count;
+    if (TH_mul_overflows(job.n_padded, k > 0 ? k : 1, &packed_count)) {
+        return out_of_memory();
+    }
+    void *b_packed = TH_mallocArray(packed_count, (size_t)itemsize, "the GEMM's packed B");
+    if (b_packed == NULL) {
+        return -1;
+    }
+    if (dtype == TH_Float32) {
+        pack_b_float(k, n, job.nr, (const float *)b.data, b.row_stride, b.col_stride,
+                     b_packed);
+    } else {
+        pack_b_double(k, n, job.nr, (const double *)b.data, b.row_stride, b.col_stride,
+                      b_packed);
+    }
+    job.b_packed = b_packed;
+    int64_t block_work = work_of(job.tile.mr, n, k);
+    THParallel_for(blocks, GEMM_PARALLEL_WORK / 2 / block_work + 1, run_tapped, &job);
+    free(b_packed);
     return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
 }
 

@@ -161,6 +161,31 @@ int THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
                         THBlasMatrix a, THBlasGatherB gather_b,
                         THBlasScatterC scatter_c, void *ctx);
 
+/* A row block of THBlas_gemmTapped's A: returns where its first row's
+ * values start (elements from a) and sets *rows, how many of its MR rows
+ * count. */
+typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, int *rows);
+/* Receives a row block's rows of C: row i < rows holds its n values from
+ * tile + i * ld elements on. */
+typedef void (*THBlasTileOut)(void *ctx, int64_t block, int rows, const char *tile,
+                              int64_t ld);
+
+/* The rows (MR) of THBlas_gemmTapped's row blocks under the family in
+ * use. */
+int THBlas_tappedRows(THDtype dtype);
+
+/* C = A @ B for float32 or float64 where A is read in place through tap
+ * offsets: in row block r (r < blocks), A[i][p] = a[row_block(r) + i +
+ * taps[p]] for i < MR, p < k (Note [GEMM with a tapped A] in THBlas.c; a
+ * direct convolution, THConv.c).  Rows past a block's count are still
+ * read.  B (k x n) is packed once; C reaches the caller a row block at a
+ * time through tile_out.  Blocks are split over threads, so both
+ * callbacks run concurrently on different blocks.  Returns 0, or -1 with
+ * a TH error. */
+int THBlas_gemmTapped(THDtype dtype, int64_t blocks, int64_t n, int64_t k,
+                      const char *a, const int64_t *taps, THBlasMatrix b,
+                      THBlasRowBlock row_block, THBlasTileOut tile_out, void *ctx);
+
 /* The micro-kernel family in use: "avx512", "avx2" or "generic". */
 const char *THBlas_kernelName(void);
 /* Selects a family by name (tests use it to cover each one).  Returns 0,

@@ -8,6 +8,8 @@
 #include "THGeneral.h"
 #include "THParallel.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +131,8 @@ typedef struct {
                                    of the output, or the group's weight gradient */
     const char *bias;           /* the group's first bias value, or NULL */
     bool accumulate;            /* the weight gradient: add C to it */
+    int tap_rows;               /* a direct product's row block (MR), or 0 */
+    int64_t line_blocks;        /* its row blocks per output line */
 } GatherJob;
 
 /* Columns [col, col + len) of B (output positions of the samples side
@@ -526,12 +530,107 @@ transpose_Float64(TransposeVec_Float64 r[4])
         }                                                                   \
     }
 
+/* Note [Direct convolution by taps]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * With stride_w 1 the forward can skip the gather altogether: computed
+ * transposed, out^T = B^T . W^T, its rows are output positions and its
+ * columns output channels, and MR positions along one output line read
+ * tap (c, k, i, j) as MR consecutive values of the padded buffer, from
+ * that line's offset plus tap_offsets[(c, k, i, j)] on.  That is a packed
+ * A micro-panel's column found through an offset, so THBlas_gemmTapped
+ * (Note [GEMM with a tapped A] in THBlas.c) runs the micro-kernel on the
+ * padded buffer itself, with the weight transposed and packed once as B.
+ * The row blocks are each output line cut into MR-position pieces (the
+ * last one shorter: its extra rows read on into the padding and are
+ * dropped), and tile_out stores a block's MR x out_group tile transposed
+ * into the NCHW output, adding the bias.  taps_fit takes this path when
+ * the lines cut into MR-blocks with little waste and the packed weight
+ * stays in L2; the input gradient, a forward convolution (Note [Input
+ * gradient as a convolution] in THConv.h), takes it too. */
+
+/* The first output position of row block `block` of a direct product: its
+ * column of B (samples side by side), and *rows, the block's positions. */
+static int64_t
+tap_block_column(const GatherJob *job, int64_t block, int *rows)
+{
+    int64_t out_w = job->s->out_w;
+    int64_t line = block / job->line_blocks, x = block % job->line_blocks * job->tap_rows;
+    *rows = (int)(out_w - x < job->tap_rows ? out_w - x : job->tap_rows);
+    return line * out_w + x; /* lines run on across the samples */
+}
+
+/* THBlasRowBlock: where the block's first position reads its taps from. */
+static int64_t
+tap_block_start(void *ctx, int64_t block, int *rows)
+{
+    const GatherJob *job = ctx;
+    int64_t q = tap_block_column(job, block, rows);
+    return line_run_at(job, q, q + *rows).src;
+}
+
+/* THBlasTileOut: a block's positions (tile rows) x out_group (tile
+ * columns) into the NCHW output, transposed, the bias added: LANES x
+ * LANES blocks through transpose_<dtype> (Note [Transposing the weight
+ * gradient's panel]), rows past the block's repeating its last (never
+ * stored), output channels past out_group read from the tile's padding
+ * columns (never stored).  Each block's stores reach out_group lines a
+ * plane apart, so it asks for the next block's lines as it leaves, as
+ * scatter_c does (Note [Prefetching the next panel's output]). */
+#define TH_DEFINE_TILE_OUT(Name, ctype)                                     \
+    TH_VECTOR_CLONES                                                        \
+    static void tile_out_##Name(void *ctx, int64_t block, int rows,         \
+                                const char *tile, int64_t ld)               \
+    {                                                                       \
+        typedef TransposeVec_##Name Vec;                                    \
+        enum { LANES = sizeof(Vec) / sizeof(ctype) };                       \
+        const GatherJob *job = ctx;                                         \
+        int block_rows;                                                     \
+        int64_t q = tap_block_column(job, block, &block_rows);              \
+        int64_t b = q / job->out_plane, r = q % job->out_plane;             \
+        ctype *out = (ctype *)job->out + b * job->s->out_channels * job->out_plane + r; \
+        const ctype *values = (const ctype *)tile;                          \
+        for (int64_t o = 0; o < job->out_group; o += LANES) {               \
+            for (int i = 0; i < rows; i += LANES) {                         \
+                Vec v[LANES];                                               \
+                _Pragma("GCC unroll 8")                                     \
+                for (int t = 0; t < LANES; t++) {                           \
+                    int row = i + t < rows ? i + t : rows - 1;              \
+                    memcpy(&v[t], values + row * ld + o, sizeof(Vec));      \
+                }                                                           \
+                transpose_##Name(v);                                        \
+                int count = rows - i < LANES ? rows - i : LANES;            \
+                _Pragma("GCC unroll 8")                                     \
+                for (int t = 0; t < LANES; t++) {                           \
+                    if (o + t >= job->out_group) {                          \
+                        break;                                              \
+                    }                                                       \
+                    ctype *dst = out + (o + t) * job->out_plane + i;        \
+                    v[t] += job->bias == NULL ? 0 : ((const ctype *)job->bias)[o + t]; \
+                    if (count == LANES) {                                   \
+                        memcpy(dst, &v[t], sizeof(Vec));                    \
+                        continue;                                           \
+                    }                                                       \
+                    for (int l = 0; l < count; l++) {                       \
+                        dst[l] = v[t][l];                                   \
+                    }                                                       \
+                }                                                           \
+            }                                                               \
+        }                                                                   \
+        int64_t next = r + rows, left = job->out_plane - next;              \
+        for (int64_t o = 0; left > 0 && o < job->out_group; o++) {          \
+            prefetch_for_writing((const char *)(out + o * job->out_plane + rows), \
+                                 (size_t)(left < job->tap_rows ? left : job->tap_rows) \
+                                     * sizeof(ctype));                      \
+        }                                                                   \
+    }
+
 TH_CONV_DTYPES(TH_DEFINE_COL2IM)
 TH_CONV_DTYPES(TH_DEFINE_ADD_ROW)
 TH_CONV_DTYPES(TH_DEFINE_GATHER_B)
 TH_CONV_DTYPES(TH_DEFINE_SCATTER_C)
 TH_CONV_DTYPES(TH_DEFINE_GATHER_BT)
 TH_CONV_DTYPES(TH_DEFINE_ACCUMULATE_C)
+TH_CONV_DTYPES(TH_DEFINE_TILE_OUT)
 
 /* The typed kernels of one dtype. */
 typedef struct {
@@ -539,6 +638,7 @@ typedef struct {
     void (*add_row)(char *dst, const char *src, int64_t n, const char *value);
     THBlasGatherB gather_b, gather_bt;
     THBlasScatterC scatter_c, accumulate_c;
+    THBlasTileOut tile_out;
 } ConvKernels;
 
 static const ConvKernels *
@@ -547,7 +647,8 @@ kernels_for(THDtype dtype)
 #define TH_KERNELS_ENTRY(Name, ctype) \
     static const ConvKernels kernels_##Name = {col2im_##Name, add_row_##Name, \
                                                gather_b_##Name, gather_bt_##Name, \
-                                               scatter_c_##Name, accumulate_c_##Name};
+                                               scatter_c_##Name, accumulate_c_##Name, \
+                                               tile_out_##Name};
     TH_CONV_DTYPES(TH_KERNELS_ENTRY)
 #undef TH_KERNELS_ENTRY
 #define TH_KERNELS_CASE(Name, ctype) \
@@ -693,6 +794,152 @@ forward_direct(const ConvPlan *p, const THConvShape *s, char *input, char *weigh
     return rc;
 }
 
+/* ---- buffers kept across calls (Note [Work buffers kept across calls]) ---------- */
+
+/* Note [Work buffers kept across calls]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The padded images and the weight gradient's staging block are a
+ * megabyte or two on small layers.  Given back to malloc at the end of
+ * every call, they reach the top of glibc's heap, which returns what
+ * comes back beyond its trim threshold to the system, so the next call
+ * faulted every page in again: the 32-channel 5x5 weight gradient took
+ * 453 page faults a call (perf stat -e page-faults).  So each thread
+ * keeps up to KEPT_BLOCKS such blocks of at most KEPT_BYTES for its next
+ * call: take_buffer hands out the smallest kept block that is large
+ * enough (taking it out of the thread's slots: a call owns it alone) or
+ * a new one, and give_back_buffer keeps it, in an empty slot or in place
+ * of a smaller block (freed), else frees it.  A thread's kept blocks are
+ * freed when it ends (the key's destructor), the main thread's at exit. */
+#define KEPT_BLOCKS 2
+#define KEPT_BYTES ((size_t)16 << 20)
+
+typedef struct {
+    size_t bytes;
+    max_align_t data[]; /* what take_buffer hands out */
+} KeptBlock;
+
+typedef struct {
+    KeptBlock *blocks[KEPT_BLOCKS]; /* NULL: an empty slot */
+} KeptBlocks;
+
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static bool kept_available; /* the key and the exit handler are set up */
+
+static void
+free_kept(void *ctx)
+{
+    KeptBlocks *kept = ctx;
+    for (int i = 0; i < KEPT_BLOCKS; i++) {
+        free(kept->blocks[i]);
+    }
+    free(kept);
+}
+
+/* At exit: the exiting (main) thread's blocks; key destructors do not
+ * run for it. */
+static void
+free_exiting_thread_kept(void)
+{
+    KeptBlocks *kept = pthread_getspecific(kept_key);
+    if (kept != NULL) {
+        pthread_setspecific(kept_key, NULL);
+        free_kept(kept);
+    }
+}
+
+static void
+kept_init(void)
+{
+    kept_available = pthread_key_create(&kept_key, free_kept) == 0
+                     && atexit(free_exiting_thread_kept) == 0;
+}
+
+/* This thread's slots, made on first use when `make`; NULL without. */
+static KeptBlocks *
+thread_kept(bool make)
+{
+    pthread_once(&kept_once, kept_init);
+    if (!kept_available) {
+        return NULL;
+    }
+    KeptBlocks *kept = pthread_getspecific(kept_key);
+    if (kept == NULL && make) {
+        kept = calloc(1, sizeof(*kept));
+        if (kept != NULL && pthread_setspecific(kept_key, kept) != 0) {
+            free(kept);
+            kept = NULL;
+        }
+    }
+    return kept;
+}
+
+/* A buffer of rows x cols items of itemsize bytes for this call
+ * (uninitialized); NULL with a MemoryError-kind error. */
+static void *
+take_buffer(int64_t rows, int64_t cols, size_t itemsize, const char *what)
+{
+    int64_t count;
+    size_t bytes;
+    if (TH_mul_overflows(rows, cols, &count) || !TH_arrayNbytes(count, itemsize, &bytes)
+        || bytes > SIZE_MAX - sizeof(KeptBlock)) {
+        THError_set(TH_ERR_MEMORY, "convolution: %s too large", what);
+        return NULL;
+    }
+    KeptBlocks *kept = thread_kept(false);
+    int best = -1;
+    for (int i = 0; kept != NULL && i < KEPT_BLOCKS; i++) {
+        KeptBlock *block = kept->blocks[i];
+        if (block != NULL && block->bytes >= bytes
+            && (best < 0 || block->bytes < kept->blocks[best]->bytes)) {
+            best = i;
+        }
+    }
+    if (best >= 0) {
+        KeptBlock *block = kept->blocks[best];
+        kept->blocks[best] = NULL;
+        return block->data;
+    }
+    KeptBlock *block = malloc(sizeof(KeptBlock) + bytes);
+    if (block == NULL) {
+        THError_set(TH_ERR_MEMORY, "convolution: out of memory for %s", what);
+        return NULL;
+    }
+    block->bytes = bytes;
+    return block->data;
+}
+
+/* Ends this call's use of a take_buffer block (NULL: none). */
+static void
+give_back_buffer(void *data)
+{
+    if (data == NULL) {
+        return;
+    }
+    KeptBlock *block = (KeptBlock *)((char *)data - offsetof(KeptBlock, data));
+    KeptBlocks *kept = block->bytes <= KEPT_BYTES ? thread_kept(true) : NULL;
+    if (kept == NULL) {
+        free(block);
+        return;
+    }
+    int slot = 0; /* an empty one, else the smallest */
+    for (int i = 0; i < KEPT_BLOCKS; i++) {
+        if (kept->blocks[i] == NULL) {
+            slot = i;
+            break;
+        }
+        if (kept->blocks[i]->bytes < kept->blocks[slot]->bytes) {
+            slot = i;
+        }
+    }
+    if (kept->blocks[slot] != NULL && kept->blocks[slot]->bytes >= block->bytes) {
+        free(block); /* the kept ones are all larger */
+        return;
+    }
+    free(kept->blocks[slot]);
+    kept->blocks[slot] = block;
+}
+
 /* Copies samples' group blocks into the interiors of their zero-padded
  * images: planes [begin, end) of images x in_group. */
 typedef struct {
@@ -750,10 +997,11 @@ gather_buffers(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t 
         return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
     }
     count += GATHER_MAX_NR; /* read past the last run: gather_b */
-    job->padded = TH_mallocArray(count, p->itemsize, "the convolution's padded input");
+    /* Note [Work buffers kept across calls] */
+    job->padded = take_buffer(count, 1, p->itemsize, "the padded input");
     int64_t *offsets = TH_mallocArray(p->depth, sizeof(int64_t), "the convolution's taps");
     if (job->padded == NULL || offsets == NULL) {
-        free(job->padded);
+        give_back_buffer(job->padded);
         free(offsets);
         return -1;
     }
@@ -793,7 +1041,7 @@ gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t *c
 static void
 gather_free(GatherJob *job)
 {
-    free(job->padded);
+    give_back_buffer(job->padded);
     free((void *)job->tap_offsets);
 }
 
@@ -809,8 +1057,45 @@ gather_images(const ConvPlan *p, const THConvShape *s, GatherJob *job, const cha
     job->columns = images * p->out_plane;
 }
 
-/* out[samples, g] = W[g] . B (+ bias) as implicit GEMMs, a chunk of
- * samples at a time. */
+/* Whether the forward runs direct (Note [Direct convolution by taps]):
+ * stride_w 1, some output, lines that MR-blocks cover with at most an
+ * eighth more positions, and a packed weight within L2 (128 channels of
+ * 3x3 pack 590K; from 256 on the gathered GEMM, whose panel groups suit a
+ * weight beyond L2, keeps them). */
+static bool
+taps_fit(const ConvPlan *p, const THConvShape *s)
+{
+    THBlasBlocking blocking;
+    if (s->stride_w != 1 || p->out_plane == 0
+        || THBlas_blocking(p->dtype, &blocking) < 0) {
+        return false;
+    }
+    int64_t rows = THBlas_tappedRows(p->dtype), caches[3];
+    int64_t covered = (s->out_w + rows - 1) / rows * rows;
+    int64_t packed = p->depth * ((p->out_group + blocking.nr - 1) / blocking.nr * blocking.nr);
+    THBlas_cacheSizes(caches);
+    return covered * 8 <= s->out_w * 9
+           && packed <= caches[1] / (int64_t)p->itemsize;
+}
+
+/* out[samples, g] = W[g] . B (+ bias) as one implicit GEMM of `images`
+ * samples, or directly by taps. */
+static int
+forward_product(const ConvPlan *p, const THConvShape *s, GatherJob *job, char *weight,
+                int64_t images)
+{
+    THBlasMatrix w = row_major(weight, p->depth);
+    if (job->tap_rows == 0) {
+        return THBlas_gemmGathered(p->dtype, p->out_group, job->columns, p->depth, w,
+                                   p->kernels->gather_b, p->kernels->scatter_c, job);
+    }
+    int64_t blocks = images * (p->out_plane / s->out_w) * job->line_blocks;
+    return THBlas_gemmTapped(p->dtype, blocks, p->out_group, p->depth, job->padded,
+                             job->tap_offsets, THBlasMatrix_transposed(w),
+                             tap_block_start, p->kernels->tile_out, job);
+}
+
+/* out[samples, g] = W[g] . B (+ bias), a chunk of samples at a time. */
 static int
 forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *weight,
                  const char *bias, char *output)
@@ -820,6 +1105,10 @@ forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *wei
     if (gather_setup(p, s, &job, &chunk) < 0) {
         return -1;
     }
+    if (taps_fit(p, s)) {
+        job.tap_rows = THBlas_tappedRows(p->dtype);
+        job.line_blocks = (s->out_w + job.tap_rows - 1) / job.tap_rows;
+    }
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n += chunk) {
         int64_t images = s->batch - n < chunk ? s->batch - n : chunk;
@@ -828,9 +1117,7 @@ forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *wei
             gather_images(p, s, &job, b.image, images);
             job.out = b.out;
             job.bias = bias == NULL ? NULL : bias + g * p->out_group * p->itemsize;
-            rc = THBlas_gemmGathered(p->dtype, p->out_group, job.columns, p->depth,
-                                     row_major(b.weight, p->depth), p->kernels->gather_b,
-                                     p->kernels->scatter_c, &job);
+            rc = forward_product(p, s, &job, b.weight, images);
         }
     }
     gather_free(&job);
@@ -1018,8 +1305,8 @@ THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
     }
     char *staging = NULL;
     if (chunk > 1) {
-        staging = alloc_matrix(&p, p.out_group, chunk * p.out_plane,
-                               "the convolution's staging buffer");
+        staging = take_buffer(p.out_group, chunk * p.out_plane, p.itemsize,
+                              "the staging buffer");
         if (staging == NULL) {
             gather_free(&job);
             return -1;
@@ -1045,7 +1332,7 @@ THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
                                      p.kernels->accumulate_c, &job);
         }
     }
-    free(staging);
+    give_back_buffer(staging);
     gather_free(&job);
     return rc;
 }
