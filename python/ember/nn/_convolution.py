@@ -139,7 +139,10 @@ def _remember(ctx, input, weight, bias, stride, padding, dilation, groups):
 def _bias_grad(ctx, grad):
     if not (ctx.has_bias and ctx.needs_input_grad[2]):
         return None
-    return grad.sum((0, *range(2, grad.dim())))
+    # The spatial dims first (a contiguous run per sample and channel), then
+    # the batch: reducing (0, 2, 3) at once is not one run, and THReduce
+    # would copy grad channel-first to make it one (4x the time at 64x56x56).
+    return grad.sum(tuple(range(2, grad.dim()))).sum(0)
 
 
 # The C products by spatial dims: (forward, input gradient, weight gradient).
