@@ -85,6 +85,20 @@ typedef double v2df __attribute__((vector_size(16)));
 typedef double v4df __attribute__((vector_size(32)));
 typedef double v8df __attribute__((vector_size(64)));
 
+/* row[j * cs] = values[j] + beta * row[j * cs] for j < n (beta == 0: row
+ * is not read): the micro-kernel's store of a partial tile's row. */
+#define TH_DEFINE_STORE_PARTIAL_ROW(T)                                     \
+    __attribute__((noinline)) static void store_partial_row_##T(          \
+        T *row, int64_t cs, int n, const T *values, T beta)                \
+    {                                                                      \
+        for (int j = 0; j < n; j++) {                                      \
+            T *out = row + j * cs;                                         \
+            *out = beta == 0 ? values[j] : values[j] + beta * *out;        \
+        }                                                                  \
+    }
+TH_DEFINE_STORE_PARTIAL_ROW(float)
+TH_DEFINE_STORE_PARTIAL_ROW(double)
+
 /* c[MR x NR tile] = beta * c + alpha * (a-panel @ b-panel) over kc steps;
  * only the top-left mr x nr part of the tile is stored (edge tiles).
  * The A panel is packed (MR values of one column after another; a_rs is
@@ -103,9 +117,10 @@ typedef double v8df __attribute__((vector_size(64)));
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
         _Static_assert(NR <= THBLAS_MAX_NR, "a panel wider than THBLAS_MAX_NR"); \
-        VT acc[MR][2];                                                     \
+        VT acc[MR][2]; /* Note [Registers of the micro-kernel] */          \
         /* A_IN_PLACE: row i at a + a_row[i], rows past mr repeat row 0 */ \
         int64_t a_row[MR];                                                 \
+        _Pragma("GCC unroll 16")                                           \
         for (int i = 0; i < MR; i++) {                                     \
             a_row[i] = (i < mr ? i : 0) * a_rs;                            \
         }                                                                  \
@@ -113,6 +128,7 @@ typedef double v8df __attribute__((vector_size(64)));
             __builtin_prefetch(c + i * c_rs, 1);                           \
             __builtin_prefetch(c + i * c_rs + (nr - 1) * c_cs, 1);         \
         }                                                                  \
+        _Pragma("GCC unroll 16")                                           \
         for (int i = 0; i < MR; i++) {                                     \
             acc[i][0] = acc[i][1] = (VT){0};                               \
         }                                                                  \
@@ -122,11 +138,17 @@ typedef double v8df __attribute__((vector_size(64)));
             memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
             memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
             if (A_IN_PLACE) {                                              \
-                const T *column = a + p; /* one pointer, MR offsets */    \
+                /* one pointer, MR offsets; column1 as a1 below */        \
+                const T *column = a + p, *column1 = column;                \
+                if (EMBEDDED_BROADCASTS) {                                 \
+                    __asm__("" : "+r"(column1));                           \
+                }                                                          \
+                _Pragma("GCC unroll 16")                                   \
                 for (int i = 0; i < MR; i++) {                             \
-                    VT ai = column[a_row[i]] - (VT){0};                    \
-                    acc[i][0] = MADD(ai, b0, acc[i][0]);                   \
-                    acc[i][1] = MADD(ai, b1, acc[i][1]);                   \
+                    VT a0 = column[a_row[i]] - (VT){0};                    \
+                    VT a1 = column1[a_row[i]] - (VT){0};                   \
+                    acc[i][0] = MADD(a0, b0, acc[i][0]);                   \
+                    acc[i][1] = MADD(a1, b1, acc[i][1]);                   \
                 }                                                          \
                 continue;                                                  \
             }                                                              \
@@ -136,37 +158,38 @@ typedef double v8df __attribute__((vector_size(64)));
             if (EMBEDDED_BROADCASTS) {                                     \
                 __asm__("" : "+r"(a1));                                    \
             }                                                              \
+            _Pragma("GCC unroll 16")                                       \
             for (int i = 0; i < MR; i++) {                                 \
                 acc[i][0] = MADD(a0[i] - (VT){0}, b0, acc[i][0]);          \
                 acc[i][1] = MADD(a1[i] - (VT){0}, b1, acc[i][1]);          \
             }                                                              \
         }                                                                  \
-        if (nr == NR && c_cs == 1) { /* whole rows: by vectors */         \
-            for (int i = 0; i < MR; i++) {                                 \
-                if (i == mr) {                                             \
-                    break;                                                 \
-                }                                                          \
-                T *row = c + i * c_rs;                                     \
-                for (int v = 0; v < 2; v++) {                              \
-                    VT out = alpha * acc[i][v];                            \
-                    if (beta != 0) {                                       \
-                        VT old;                                            \
-                        memcpy(&old, row + v * VLEN, sizeof(VT));          \
-                        out += beta * old;                                 \
-                    }                                                      \
-                    memcpy(row + v * VLEN, &out, sizeof(VT));              \
-                }                                                          \
+        /* acc by constant indices only: Note [Registers of the         \
+         * micro-kernel] */                                                \
+        bool whole_rows = nr == NR && c_cs == 1;                           \
+        _Pragma("GCC unroll 16")                                           \
+        for (int i = 0; i < MR; i++) {                                     \
+            if (i == mr) {                                                 \
+                break;                                                     \
             }                                                              \
-            return;                                                        \
-        }                                                                  \
-        T tile[MR][NR];                                                    \
-        memcpy(tile, acc, sizeof(tile));                                   \
-        for (int i = 0; i < mr; i++) {                                     \
-            for (int j = 0; j < nr; j++) {                                 \
-                T *out = c + i * c_rs + j * c_cs;                          \
-                *out = beta == 0 ? alpha * tile[i][j]                      \
-                                 : alpha * tile[i][j] + beta * *out;       \
+            T *row = c + i * c_rs;                                         \
+            VT out0 = alpha * acc[i][0], out1 = alpha * acc[i][1];         \
+            if (!whole_rows) {                                             \
+                T lanes[NR];                                               \
+                memcpy(lanes, &out0, sizeof(VT));                          \
+                memcpy(lanes + VLEN, &out1, sizeof(VT));                   \
+                store_partial_row_##T(row, c_cs, nr, lanes, beta);         \
+                continue;                                                  \
             }                                                              \
+            if (beta != 0) {                                               \
+                VT old0, old1;                                             \
+                memcpy(&old0, row, sizeof(VT));                            \
+                memcpy(&old1, row + VLEN, sizeof(VT));                     \
+                out0 += beta * old0;                                       \
+                out1 += beta * old1;                                       \
+            }                                                              \
+            memcpy(row, &out0, sizeof(VT));                                \
+            memcpy(row + VLEN, &out1, sizeof(VT));                         \
         }                                                                  \
     }
 
@@ -205,8 +228,27 @@ typedef double v8df __attribute__((vector_size(64)));
  * kernels read the second use through a copy of the pointer that an
  * empty asm hides from the compiler (EMBEDDED_BROADCASTS).  On the Zen 4
  * this was measured on, that is a few percent of the micro-kernel's rate
- * from L1.  AVX2 has no embedded broadcast, so its kernels keep the
- * shared register. */
+ * from L1.  The kernel that reads A in place (Note [GEMM small products])
+ * does the same with its column pointer: its broadcasts, through a base
+ * and an index register each, had kept the shared register, and a batch
+ * of 8 x 64x64x64 float32 products ran ~40 us of micro-kernel time where
+ * the embedded broadcasts run ~37.5 (one thread, thread CPU time, the
+ * kernel alone; 41.8 -> 38.5 us through matmul, NumPy ~38.8).  AVX2 has
+ * no embedded broadcast, so its kernels keep the shared register.
+ *
+ * Note [Registers of the micro-kernel]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The tile's accumulators must stay in vector registers from the first k
+ * step to the store.  GCC keeps an array in registers (scalar replacement
+ * of aggregates) only if nothing takes its address and every access has
+ * a constant index when that pass runs, which is before the ordinary
+ * unrolling of loops: so each loop over the tile's rows carries a
+ * `#pragma GCC unroll` (those run earlier), and a partial tile's row
+ * leaves through a copy (`lanes`, to store_partial_row) instead of a
+ * memcpy of acc.  When the kernel copied acc into a scalar tile for the
+ * partial store, acc lived on the stack in every call: 2 * MR vector
+ * stores to zero it, loads before the k loop, stores after it and loads
+ * again to write C, a store-to-load round trip per accumulator. */
 
 /* Rows of the tile (MR) per family: Note [GEMM kernel families]. */
 #define GEMM_MR_GENERIC 6
@@ -225,7 +267,7 @@ typedef double v8df __attribute__((vector_size(64)));
     TH_DEFINE_MICROKERNEL(T, VT, family, MR, false, EMBEDDED, target_attr, MADD)      \
     TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, false, EMBEDDED,         \
                           target_attr, MADD)                                          \
-    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow_in_place, MR_NARROW, true, false,    \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_narrow_in_place, MR_NARROW, true, EMBEDDED, \
                           target_attr, MADD)
 
 TH_DEFINE_FAMILY_KERNELS(float, v4sf, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
