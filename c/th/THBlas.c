@@ -289,6 +289,23 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
                       TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
 
+/* The sum of v's lanes, as a tree: each level adds to every lane the
+ * lane `width` away (i ^ width; the masks below), for width VLEN / 2,
+ * ..., 1, so lane 0 ends with the whole sum after log2(VLEN) shuffles and
+ * adds, where a lane after lane chain was VLEN dependent adds (the
+ * matrix-vector rows' dot products end in one each: a 1024x1024 @
+ * 1024x1 ends 256 groups of four). */
+#define TH_DEFINE_LANE_SUM(T, VT, VI, family, target_attr, PARTNERS)       \
+    target_attr static inline T lane_sum_##T##_##family(VT v)             \
+    {                                                                      \
+        const VI partners[] = PARTNERS();                                  \
+        _Pragma("GCC unroll 4")                                            \
+        for (size_t level = 0; level < sizeof(partners) / sizeof(VI); level++) { \
+            v += __builtin_shuffle(v, partners[level]);                    \
+        }                                                                  \
+        return v[0];                                                       \
+    }
+
 /* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
  * the compiler does not vectorise a floating-point sum by itself, since
  * that reorders the additions. */
@@ -307,11 +324,7 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
                 acc[u] = MADD(xv, yv, acc[u]);                             \
             }                                                              \
         }                                                                  \
-        VT total = (acc[0] + acc[1]) + (acc[2] + acc[3]);                  \
-        T sum = 0;                                                         \
-        for (int i = 0; i < VLEN; i++) {                                   \
-            sum += total[i];                                               \
-        }                                                                  \
+        T sum = lane_sum_##T##_##family((acc[0] + acc[1]) + (acc[2] + acc[3])); \
         for (; p < k; p++) {                                               \
             sum += x[p] * y[p];                                            \
         }                                                                  \
@@ -325,7 +338,8 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
         int64_t k, const T *const *rows, const T *x, T *out)               \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T) };                            \
-        VT acc[4][2];                                                      \
+        VT acc[4][2]; /* Note [Registers of the micro-kernel] */          \
+        _Pragma("GCC unroll 4")                                            \
         for (int r = 0; r < 4; r++) {                                      \
             acc[r][0] = acc[r][1] = (VT){0};                               \
         }                                                                  \
@@ -334,6 +348,7 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
             VT x0, x1;                                                     \
             memcpy(&x0, x + p, sizeof(VT));                                \
             memcpy(&x1, x + p + VLEN, sizeof(VT));                         \
+            _Pragma("GCC unroll 4")                                        \
             for (int r = 0; r < 4; r++) {                                  \
                 VT r0, r1;                                                 \
                 memcpy(&r0, rows[r] + p, sizeof(VT));                      \
@@ -342,12 +357,9 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, true,
                 acc[r][1] = MADD(r1, x1, acc[r][1]);                       \
             }                                                              \
         }                                                                  \
+        _Pragma("GCC unroll 4")                                            \
         for (int r = 0; r < 4; r++) {                                      \
-            VT total = acc[r][0] + acc[r][1];                              \
-            T sum = 0;                                                     \
-            for (int i = 0; i < VLEN; i++) {                               \
-                sum += total[i];                                           \
-            }                                                              \
+            T sum = lane_sum_##T##_##family(acc[r][0] + acc[r][1]);        \
             for (int64_t q = p; q < k; q++) {                              \
                 sum += rows[r][q] * x[q];                                  \
             }                                                              \
@@ -559,25 +571,43 @@ typedef int64_t v8di __attribute__((vector_size(64)));
      (v16si){0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},    \
      (v16si){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}}
 
-#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS) \
+/* lane_sum's shuffles: lane i takes lane i ^ width, width halving. */
+#define PARTNERS_2() {(v2di){1, 0}}
+#define PARTNERS_4() {(v4si){2, 3, 0, 1}, (v4si){1, 0, 3, 2}}
+#define PARTNERS_4D() {(v4di){2, 3, 0, 1}, (v4di){1, 0, 3, 2}}
+#define PARTNERS_8()                                                         \
+    {(v8si){4, 5, 6, 7, 0, 1, 2, 3}, (v8si){2, 3, 0, 1, 6, 7, 4, 5},       \
+     (v8si){1, 0, 3, 2, 5, 4, 7, 6}}
+#define PARTNERS_8D()                                                        \
+    {(v8di){4, 5, 6, 7, 0, 1, 2, 3}, (v8di){2, 3, 0, 1, 6, 7, 4, 5},       \
+     (v8di){1, 0, 3, 2, 5, 4, 7, 6}}
+#define PARTNERS_16()                                                        \
+    {(v16si){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},        \
+     (v16si){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},        \
+     (v16si){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},        \
+     (v16si){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}}
+
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS, \
+                                 PARTNERS)                                  \
+    TH_DEFINE_LANE_SUM(T, VT, VI, family, target_attr, PARTNERS)   \
     TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
     TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
     TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
 TH_DEFINE_VECTOR_KERNELS(float, v4sf, v4si, generic, TH_NO_TARGET, MADD_PLAIN,
-                         TREE_MASKS_4)
+                         TREE_MASKS_4, PARTNERS_4)
 TH_DEFINE_VECTOR_KERNELS(double, v2df, v2di, generic, TH_NO_TARGET, MADD_PLAIN,
-                         TREE_MASKS_2)
+                         TREE_MASKS_2, PARTNERS_2)
 #if defined(__x86_64__)
 TH_DEFINE_VECTOR_KERNELS(float, v8sf, v8si, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_FLOAT, TREE_MASKS_8)
+                         MADD_AVX2_FLOAT, TREE_MASKS_8, PARTNERS_8)
 TH_DEFINE_VECTOR_KERNELS(double, v4df, v4di, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_DOUBLE, TREE_MASKS_4D)
+                         MADD_AVX2_DOUBLE, TREE_MASKS_4D, PARTNERS_4D)
 TH_DEFINE_VECTOR_KERNELS(float, v16sf, v16si, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_FLOAT, TREE_MASKS_16)
+                         MADD_AVX512_FLOAT, TREE_MASKS_16, PARTNERS_16)
 TH_DEFINE_VECTOR_KERNELS(double, v8df, v8di, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_DOUBLE, TREE_MASKS_8D)
+                         MADD_AVX512_DOUBLE, TREE_MASKS_8D, PARTNERS_8D)
 #endif
 
 typedef void (*UKernel_float)(int64_t, const float *, int64_t, const float *,
