@@ -70,7 +70,7 @@
 #define GEMM_FEW_ROWS 32
 /* Products with at most this many panels of B columns read A in place
  * when its rows are contiguous (Note [GEMM small products]). */
-#define GEMM_FEW_PANELS 2
+#define GEMM_FEW_PANELS 4
 /* Packing buffers up to this size (bytes) live on the stack. */
 #define GEMM_STACK_WORKSPACE (16 << 10)
 /* Products with fewer multiply-adds than this stay on one thread. */
@@ -1664,12 +1664,19 @@ gemm_path(THDtype dtype, const GemmArgs *g)
  *     from ~157 to ~124 us float32 and (8 x 256) @ (256 x 1024) from ~77
  *     to ~44 us; m = 32 with k, n up to 4096 ran faster too;
  *   - A with contiguous rows under at most GEMM_FEW_PANELS panels of B's
- *     columns (a batch of 64 x 64 products): each A tile meets one or two
- *     B panels, so packing A (a transpose of its rows) cost as much as a
- *     sixth of the product; the narrow tile's micro-kernel then reads A
- *     in place (family->in_place: one pointer plus MR row offsets, the
- *     rows of a partial last tile pointed at row 0 and dropped), and
- *     8 x 64x64x64 float32 went from ~47 to ~42 us.
+ *     columns (a batch of 64 x 64 products, linear's 64x784 @
+ *     (128x784).t()): each A tile meets at most four B panels, so packing
+ *     A (a transpose of its rows) cost as much as a sixth of the product;
+ *     the narrow tile's micro-kernel then reads A in place
+ *     (family->in_place: one pointer plus MR row offsets, the rows of a
+ *     partial last tile pointed at row 0 and dropped), and 8 x 64x64x64
+ *     float32 went from ~47 to ~42 us.  Up to two panels at first; four
+ *     since that kernel reads A by embedded broadcasts (Note [Broadcast
+ *     operands of the micro-kernel]): C harness, one thread, thread CPU
+ *     time, float32, AVX-512, 64x784 @ (128x784).t() ~131 -> ~125 us,
+ *     128x128 @ 128x128 38.7 -> 37.2, 64x784 @ 784x96 95.4 -> 88.2; AVX2
+ *     (two to four panels: 32 to 64 columns) 128x128 @ 128x64 22.6 ->
+ *     20.5 us and 64x784 @ 784x48 53.3 -> 46.5.
  * A small product's packing buffers (up to GEMM_STACK_WORKSPACE bytes)
  * live on the stack: a malloc and a free per product cost a tenth of a
  * 10 x 128 x 64 product. */
