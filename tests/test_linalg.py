@@ -527,7 +527,7 @@ def test_few_columns_every_kernel(dtype):
 
 # Note [GEMM small products] and [The narrow tile], every family this CPU
 # runs: m, n, k up to 40 reach every floating path (the row-wise loop, the
-# dot-product blocks, A read in place from its rows for at most two panels
+# dot-product blocks, A read in place from its rows for at most four panels
 # of columns, B read in place, every tile with its partial last row tile);
 # each operand contiguous, transposed or stepped; addmm's beta and alpha;
 # a batch of them (bmm) too.

@@ -410,7 +410,7 @@ test_gemm_narrow_tile_every_family(void)
     CHECK_OK(THBlas_setKernel(saved));
 }
 
-/* Note [GEMM small products]: a row-major A under at most two panels of
+/* Note [GEMM small products]: a row-major A under at most four panels of
  * B's columns is read in place by the narrow tile's rows (row tiles cut
  * at m, so the last repeats row 0; several KC blocks under the tiny
  * caches), and a column-major A is packed as before; ten rows take
@@ -423,6 +423,7 @@ test_gemm_a_in_place_every_family(void)
     static const int64_t shapes[][3] = {
         {64, 64, 64}, {10, 128, 64}, {13, 40, 70}, {20, 50, 300},
         {30, 64, 33}, {10, 20, 9},   {3, 17, 129}, {40, 65, 12},
+        {20, 129, 50}, /* one column past four AVX-512 float32 panels */
     };
     const char *saved = THBlas_kernelName();
     for (int f = 0; f < NUM_FAMILIES; f++) {
@@ -431,7 +432,7 @@ test_gemm_a_in_place_every_family(void)
         }
         for (int caches = 0; caches < 2; caches++) {
             THBlas_setCacheSizes(caches == 0 ? NULL : tiny_caches);
-            for (int s = 0; s < 8; s++) {
+            for (int s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
                 for (int la = 0; la < 2; la++) {
                     for (int lb = 0; lb < NUM_LAYOUTS; lb++) {
                         int layouts[3] = {la == 0 ? LAYOUT_ROWS : LAYOUT_COLS, lb,

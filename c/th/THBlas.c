@@ -70,7 +70,7 @@
 #define GEMM_FEW_ROWS 32
 /* Products with at most this many panels of B columns read A in place
  * when its rows are contiguous (Note [GEMM small products]). */
-#define GEMM_FEW_PANELS 2
+#define GEMM_FEW_PANELS 4
 /* Packing buffers up to this size (bytes) live on the stack. */
 #define GEMM_STACK_WORKSPACE (16 << 10)
 /* Products with fewer multiply-adds than this stay on one thread. */
@@ -84,6 +84,20 @@ typedef float v16sf __attribute__((vector_size(64)));
 typedef double v2df __attribute__((vector_size(16)));
 typedef double v4df __attribute__((vector_size(32)));
 typedef double v8df __attribute__((vector_size(64)));
+
+/* row[j * cs] = values[j] + beta * row[j * cs] for j < n (beta == 0: row
+ * is not read): the micro-kernel's store of a partial tile's row. */
+#define TH_DEFINE_STORE_PARTIAL_ROW(T)                                     \
+    __attribute__((noinline)) static void store_partial_row_##T(          \
+        T *row, int64_t cs, int n, const T *values, T beta)                \
+    {                                                                      \
+        for (int j = 0; j < n; j++) {                                      \
+            T *out = row + j * cs;                                         \
+            *out = beta == 0 ? values[j] : values[j] + beta * *out;        \
+        }                                                                  \
+    }
+TH_DEFINE_STORE_PARTIAL_ROW(float)
+TH_DEFINE_STORE_PARTIAL_ROW(double)
 
 /* c[MR x NR tile] = beta * c + alpha * (a-panel @ b-panel) over kc steps;
  * only the top-left mr x nr part of the tile is stored (edge tiles).
@@ -106,9 +120,10 @@ typedef double v8df __attribute__((vector_size(64)));
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T), NR = 2 * VLEN };             \
         _Static_assert(NR <= THBLAS_MAX_NR, "a panel wider than THBLAS_MAX_NR"); \
-        VT acc[MR][2];                                                     \
+        VT acc[MR][2]; /* Note [Registers of the micro-kernel] */          \
         /* A_IN_PLACE: row i at a + a_row[i], rows past mr repeat row 0 */ \
         int64_t a_row[MR];                                                 \
+        _Pragma("GCC unroll 16")                                           \
         for (int i = 0; i < MR; i++) {                                     \
             a_row[i] = (i < mr ? i : 0) * a_rs;                            \
         }                                                                  \
@@ -116,6 +131,7 @@ typedef double v8df __attribute__((vector_size(64)));
             __builtin_prefetch(c + i * c_rs, 1);                           \
             __builtin_prefetch(c + i * c_rs + (nr - 1) * c_cs, 1);         \
         }                                                                  \
+        _Pragma("GCC unroll 16")                                           \
         for (int i = 0; i < MR; i++) {                                     \
             acc[i][0] = acc[i][1] = (VT){0};                               \
         }                                                                  \
@@ -125,11 +141,17 @@ typedef double v8df __attribute__((vector_size(64)));
             memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
             memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
             if (A_IN_PLACE) {                                              \
-                const T *column = a + p; /* one pointer, MR offsets */    \
+                /* one pointer, MR offsets; column1 as a1 below */        \
+                const T *column = a + p, *column1 = column;                \
+                if (EMBEDDED_BROADCASTS) {                                 \
+                    __asm__("" : "+r"(column1));                           \
+                }                                                          \
+                _Pragma("GCC unroll 16")                                   \
                 for (int i = 0; i < MR; i++) {                             \
-                    VT ai = column[a_row[i]] - (VT){0};                    \
-                    acc[i][0] = MADD(ai, b0, acc[i][0]);                   \
-                    acc[i][1] = MADD(ai, b1, acc[i][1]);                   \
+                    VT a0 = column[a_row[i]] - (VT){0};                    \
+                    VT a1 = column1[a_row[i]] - (VT){0};                   \
+                    acc[i][0] = MADD(a0, b0, acc[i][0]);                   \
+                    acc[i][1] = MADD(a1, b1, acc[i][1]);                   \
                 }                                                          \
                 continue;                                                  \
             }                                                              \
@@ -139,37 +161,38 @@ typedef double v8df __attribute__((vector_size(64)));
             if (EMBEDDED_BROADCASTS) {                                     \
                 __asm__("" : "+r"(a1));                                    \
             }                                                              \
+            _Pragma("GCC unroll 16")                                       \
             for (int i = 0; i < MR; i++) {                                 \
                 acc[i][0] = MADD(a0[i] - (VT){0}, b0, acc[i][0]);          \
                 acc[i][1] = MADD(a1[i] - (VT){0}, b1, acc[i][1]);          \
             }                                                              \
         }                                                                  \
-        if (nr == NR && c_cs == 1) { /* whole rows: by vectors */         \
-            for (int i = 0; i < MR; i++) {                                 \
-                if (i == mr) {                                             \
-                    break;                                                 \
-                }                                                          \
-                T *row = c + i * c_rs;                                     \
-                for (int v = 0; v < 2; v++) {                              \
-                    VT out = alpha * acc[i][v];                            \
-                    if (beta != 0) {                                       \
-                        VT old;                                            \
-                        memcpy(&old, row + v * VLEN, sizeof(VT));          \
-                        out += beta * old;                                 \
-                    }                                                      \
-                    memcpy(row + v * VLEN, &out, sizeof(VT));              \
-                }                                                          \
+        /* acc by constant indices only: Note [Registers of the         \
+         * micro-kernel] */                                                \
+        bool whole_rows = nr == NR && c_cs == 1;                           \
+        _Pragma("GCC unroll 16")                                           \
+        for (int i = 0; i < MR; i++) {                                     \
+            if (i == mr) {                                                 \
+                break;                                                     \
             }                                                              \
-            return;                                                        \
-        }                                                                  \
-        T tile[MR][NR];                                                    \
-        memcpy(tile, acc, sizeof(tile));                                   \
-        for (int i = 0; i < mr; i++) {                                     \
-            for (int j = 0; j < nr; j++) {                                 \
-                T *out = c + i * c_rs + j * c_cs;                          \
-                *out = beta == 0 ? alpha * tile[i][j]                      \
-                                 : alpha * tile[i][j] + beta * *out;       \
+            T *row = c + i * c_rs;                                         \
+            VT out0 = alpha * acc[i][0], out1 = alpha * acc[i][1];         \
+            if (!whole_rows) {                                             \
+                T lanes[NR];                                               \
+                memcpy(lanes, &out0, sizeof(VT));                          \
+                memcpy(lanes + VLEN, &out1, sizeof(VT));                   \
+                store_partial_row_##T(row, c_cs, nr, lanes, beta);         \
+                continue;                                                  \
             }                                                              \
+            if (beta != 0) {                                               \
+                VT old0, old1;                                             \
+                memcpy(&old0, row, sizeof(VT));                            \
+                memcpy(&old1, row + VLEN, sizeof(VT));                     \
+                out0 += beta * old0;                                       \
+                out1 += beta * old1;                                       \
+            }                                                              \
+            memcpy(row, &out0, sizeof(VT));                                \
+            memcpy(row + VLEN, &out1, sizeof(VT));                         \
         }                                                                  \
     }
 
@@ -208,8 +231,27 @@ typedef double v8df __attribute__((vector_size(64)));
  * kernels read the second use through a copy of the pointer that an
  * empty asm hides from the compiler (EMBEDDED_BROADCASTS).  On the Zen 4
  * this was measured on, that is a few percent of the micro-kernel's rate
- * from L1.  AVX2 has no embedded broadcast, so its kernels keep the
- * shared register. */
+ * from L1.  The kernel that reads A in place (Note [GEMM small products])
+ * does the same with its column pointer: its broadcasts, through a base
+ * and an index register each, had kept the shared register, and a batch
+ * of 8 x 64x64x64 float32 products ran ~40 us of micro-kernel time where
+ * the embedded broadcasts run ~37.5 (one thread, thread CPU time, the
+ * kernel alone; 41.8 -> 38.5 us through matmul, NumPy ~38.8).  AVX2 has
+ * no embedded broadcast, so its kernels keep the shared register.
+ *
+ * Note [Registers of the micro-kernel]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The tile's accumulators must stay in vector registers from the first k
+ * step to the store.  GCC keeps an array in registers (scalar replacement
+ * of aggregates) only if nothing takes its address and every access has
+ * a constant index when that pass runs, which is before the ordinary
+ * unrolling of loops: so each loop over the tile's rows carries a
+ * `#pragma GCC unroll` (those run earlier), and a partial tile's row
+ * leaves through a copy (`lanes`, to store_partial_row) instead of a
+ * memcpy of acc.  When the kernel copied acc into a scalar tile for the
+ * partial store, acc lived on the stack in every call: 2 * MR vector
+ * stores to zero it, loads before the k loop, stores after it and loads
+ * again to write C, a store-to-load round trip per accumulator. */
 
 /* Rows of the tile (MR) per family: Note [GEMM kernel families]. */
 #define GEMM_MR_GENERIC 6
@@ -230,7 +272,7 @@ typedef double v8df __attribute__((vector_size(64)));
     TH_DEFINE_MICROKERNEL(T, VT, family##_narrow, MR_NARROW, false, false, EMBEDDED,  \
                           target_attr, MADD)                                          \
     TH_DEFINE_MICROKERNEL(T, VT, family##_narrow_in_place, MR_NARROW, true, false,    \
-                          false, target_attr, MADD)                                   \
+                          EMBEDDED, target_attr, MADD)                                \
     TH_DEFINE_MICROKERNEL(T, VT, family##_tapped, MR, false, true, EMBEDDED,          \
                           target_attr, MADD)
 
@@ -253,6 +295,23 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, false
                       TH_TARGET_AVX512, MADD_AVX512_DOUBLE)
 #endif
 
+/* The sum of v's lanes, as a tree: each level adds to every lane the
+ * lane `width` away (i ^ width; the masks below), for width VLEN / 2,
+ * ..., 1, so lane 0 ends with the whole sum after log2(VLEN) shuffles and
+ * adds, where a lane after lane chain was VLEN dependent adds (the
+ * matrix-vector rows' dot products end in one each: a 1024x1024 @
+ * 1024x1 ends 256 groups of four). */
+#define TH_DEFINE_LANE_SUM(T, VT, VI, family, target_attr, PARTNERS)       \
+    target_attr static inline T lane_sum_##T##_##family(VT v)             \
+    {                                                                      \
+        const VI partners[] = PARTNERS();                                  \
+        _Pragma("GCC unroll 4")                                            \
+        for (size_t level = 0; level < sizeof(partners) / sizeof(VI); level++) { \
+            v += __builtin_shuffle(v, partners[level]);                    \
+        }                                                                  \
+        return v[0];                                                       \
+    }
+
 /* sum_p x[p] * y[p] over contiguous x and y, in four vector partial sums:
  * the compiler does not vectorise a floating-point sum by itself, since
  * that reorders the additions. */
@@ -271,11 +330,7 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, false
                 acc[u] = MADD(xv, yv, acc[u]);                             \
             }                                                              \
         }                                                                  \
-        VT total = (acc[0] + acc[1]) + (acc[2] + acc[3]);                  \
-        T sum = 0;                                                         \
-        for (int i = 0; i < VLEN; i++) {                                   \
-            sum += total[i];                                               \
-        }                                                                  \
+        T sum = lane_sum_##T##_##family((acc[0] + acc[1]) + (acc[2] + acc[3])); \
         for (; p < k; p++) {                                               \
             sum += x[p] * y[p];                                            \
         }                                                                  \
@@ -289,7 +344,8 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, false
         int64_t k, const T *const *rows, const T *x, T *out)               \
     {                                                                      \
         enum { VLEN = sizeof(VT) / sizeof(T) };                            \
-        VT acc[4][2];                                                      \
+        VT acc[4][2]; /* Note [Registers of the micro-kernel] */          \
+        _Pragma("GCC unroll 4")                                            \
         for (int r = 0; r < 4; r++) {                                      \
             acc[r][0] = acc[r][1] = (VT){0};                               \
         }                                                                  \
@@ -298,6 +354,7 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, false
             VT x0, x1;                                                     \
             memcpy(&x0, x + p, sizeof(VT));                                \
             memcpy(&x1, x + p + VLEN, sizeof(VT));                         \
+            _Pragma("GCC unroll 4")                                        \
             for (int r = 0; r < 4; r++) {                                  \
                 VT r0, r1;                                                 \
                 memcpy(&r0, rows[r] + p, sizeof(VT));                      \
@@ -306,12 +363,9 @@ TH_DEFINE_MICROKERNEL(double, v8df, avx512_ten, GEMM_MR_TEN_AVX512, false, false
                 acc[r][1] = MADD(r1, x1, acc[r][1]);                       \
             }                                                              \
         }                                                                  \
+        _Pragma("GCC unroll 4")                                            \
         for (int r = 0; r < 4; r++) {                                      \
-            VT total = acc[r][0] + acc[r][1];                              \
-            T sum = 0;                                                     \
-            for (int i = 0; i < VLEN; i++) {                               \
-                sum += total[i];                                           \
-            }                                                              \
+            T sum = lane_sum_##T##_##family(acc[r][0] + acc[r][1]);        \
             for (int64_t q = p; q < k; q++) {                              \
                 sum += rows[r][q] * x[q];                                  \
             }                                                              \
@@ -523,25 +577,43 @@ typedef int64_t v8di __attribute__((vector_size(64)));
      (v16si){0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},    \
      (v16si){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}}
 
-#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS) \
+/* lane_sum's shuffles: lane i takes lane i ^ width, width halving. */
+#define PARTNERS_2() {(v2di){1, 0}}
+#define PARTNERS_4() {(v4si){2, 3, 0, 1}, (v4si){1, 0, 3, 2}}
+#define PARTNERS_4D() {(v4di){2, 3, 0, 1}, (v4di){1, 0, 3, 2}}
+#define PARTNERS_8()                                                         \
+    {(v8si){4, 5, 6, 7, 0, 1, 2, 3}, (v8si){2, 3, 0, 1, 6, 7, 4, 5},       \
+     (v8si){1, 0, 3, 2, 5, 4, 7, 6}}
+#define PARTNERS_8D()                                                        \
+    {(v8di){4, 5, 6, 7, 0, 1, 2, 3}, (v8di){2, 3, 0, 1, 6, 7, 4, 5},       \
+     (v8di){1, 0, 3, 2, 5, 4, 7, 6}}
+#define PARTNERS_16()                                                        \
+    {(v16si){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},        \
+     (v16si){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},        \
+     (v16si){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},        \
+     (v16si){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}}
+
+#define TH_DEFINE_VECTOR_KERNELS(T, VT, VI, family, target_attr, MADD, MASKS, \
+                                 PARTNERS)                                  \
+    TH_DEFINE_LANE_SUM(T, VT, VI, family, target_attr, PARTNERS)   \
     TH_DEFINE_DOT(T, VT, family, target_attr, MADD)                \
     TH_DEFINE_DOT4(T, VT, family, target_attr, MADD)               \
     TH_DEFINE_DOT_BLOCK(T, VT, VI, family, target_attr, MADD, MASKS) \
     TH_DEFINE_AXPY4(T, family, target_attr)
 
 TH_DEFINE_VECTOR_KERNELS(float, v4sf, v4si, generic, TH_NO_TARGET, MADD_PLAIN,
-                         TREE_MASKS_4)
+                         TREE_MASKS_4, PARTNERS_4)
 TH_DEFINE_VECTOR_KERNELS(double, v2df, v2di, generic, TH_NO_TARGET, MADD_PLAIN,
-                         TREE_MASKS_2)
+                         TREE_MASKS_2, PARTNERS_2)
 #if defined(__x86_64__)
 TH_DEFINE_VECTOR_KERNELS(float, v8sf, v8si, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_FLOAT, TREE_MASKS_8)
+                         MADD_AVX2_FLOAT, TREE_MASKS_8, PARTNERS_8)
 TH_DEFINE_VECTOR_KERNELS(double, v4df, v4di, avx2, TH_TARGET_AVX2,
-                         MADD_AVX2_DOUBLE, TREE_MASKS_4D)
+                         MADD_AVX2_DOUBLE, TREE_MASKS_4D, PARTNERS_4D)
 TH_DEFINE_VECTOR_KERNELS(float, v16sf, v16si, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_FLOAT, TREE_MASKS_16)
+                         MADD_AVX512_FLOAT, TREE_MASKS_16, PARTNERS_16)
 TH_DEFINE_VECTOR_KERNELS(double, v8df, v8di, avx512, TH_TARGET_AVX512,
-                         MADD_AVX512_DOUBLE, TREE_MASKS_8D)
+                         MADD_AVX512_DOUBLE, TREE_MASKS_8D, PARTNERS_8D)
 #endif
 
 typedef void (*UKernel_float)(int64_t, const float *, int64_t, const int64_t *,
@@ -1665,12 +1737,19 @@ gemm_path(THDtype dtype, const GemmArgs *g)
  *     from ~157 to ~124 us float32 and (8 x 256) @ (256 x 1024) from ~77
  *     to ~44 us; m = 32 with k, n up to 4096 ran faster too;
  *   - A with contiguous rows under at most GEMM_FEW_PANELS panels of B's
- *     columns (a batch of 64 x 64 products): each A tile meets one or two
- *     B panels, so packing A (a transpose of its rows) cost as much as a
- *     sixth of the product; the narrow tile's micro-kernel then reads A
- *     in place (family->in_place: one pointer plus MR row offsets, the
- *     rows of a partial last tile pointed at row 0 and dropped), and
- *     8 x 64x64x64 float32 went from ~47 to ~42 us.
+ *     columns (a batch of 64 x 64 products, linear's 64x784 @
+ *     (128x784).t()): each A tile meets at most four B panels, so packing
+ *     A (a transpose of its rows) cost as much as a sixth of the product;
+ *     the narrow tile's micro-kernel then reads A in place
+ *     (family->in_place: one pointer plus MR row offsets, the rows of a
+ *     partial last tile pointed at row 0 and dropped), and 8 x 64x64x64
+ *     float32 went from ~47 to ~42 us.  Up to two panels at first; four
+ *     since that kernel reads A by embedded broadcasts (Note [Broadcast
+ *     operands of the micro-kernel]): C harness, one thread, thread CPU
+ *     time, float32, AVX-512, 64x784 @ (128x784).t() ~131 -> ~125 us,
+ *     128x128 @ 128x128 38.7 -> 37.2, 64x784 @ 784x96 95.4 -> 88.2; AVX2
+ *     (two to four panels: 32 to 64 columns) 128x128 @ 128x64 22.6 ->
+ *     20.5 us and 64x784 @ 784x48 53.3 -> 46.5.
  * A small product's packing buffers (up to GEMM_STACK_WORKSPACE bytes)
  * live on the stack: a malloc and a free per product cost a tenth of a
  * 10 x 128 x 64 product. */
