@@ -404,6 +404,11 @@ def test_out_of_another_dtype_without_torch():
     with pytest.raises(RuntimeError, match=r"^nonzero: Expected out tensor to have scalar type Long but got "
                                            r"scalar typeDouble$"):
         ember.nonzero(x, out=out)
+    with pytest.raises(RuntimeError, match=r"^take\(\): self and out expected to have the same dtype, but got "
+                                           r"self\.dtype = Float and out\.dtype = Double$"):
+        ember.take(x, ember.tensor([0]), out=out)
+    with pytest.raises(RuntimeError, match=r"^masked_select\(\): self and result must have the same scalar type$"):
+        ember.masked_select(x, x > 1, out=out)
     assert out._version == 0 and not out.any().item()
 
 
