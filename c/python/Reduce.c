@@ -490,16 +490,16 @@ static PyObject *
 sum_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames)
 {
-    return masked_reduce("sum", THTensor_newSum, true, out_sets_dtype, input, args,
-                         nargs, kwnames);
+    return masked_reduce("sum", THTensor_newSum, true, out_sets_dtype,
+                         input, args, nargs, kwnames);
 }
 
 static PyObject *
 mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    return masked_reduce("mean", THTensor_newMean, true, out_of_mean, input, args,
-                         nargs, kwnames);
+    return masked_reduce("mean", THTensor_newMean, true, out_of_mean,
+                         input, args, nargs, kwnames);
 }
 
 /* prod takes one int dim (or none), as PyTorch's. */
@@ -512,8 +512,8 @@ prod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                         "prod(): argument 'dim' must be int, not tuple");
         return NULL;
     }
-    return masked_reduce("prod", THTensor_newProd, true, out_sets_dtype, input, args,
-                         nargs, kwnames);
+    return masked_reduce("prod", THTensor_newProd, true, out_sets_dtype,
+                         input, args, nargs, kwnames);
 }
 
 static PyObject *
