@@ -349,11 +349,67 @@ def test_bad_out_is_left_alone():
         ember.index_select(t, 1, ember.tensor([2, 0]), out=wrong_shape)
     assert wrong_shape.tolist() == [[0.0] * 3] * 3 and wrong_shape._version == 0
     wrong_dtype = ember.zeros(2, 2, dtype=ember.int64)
-    with pytest.raises(RuntimeError, match="dtype"):
+    with pytest.raises(RuntimeError, match="same scalar type"):
         ember.index_select(t, 1, ember.tensor([2, 0]), out=wrong_dtype)
     assert wrong_dtype._version == 0
     with pytest.raises(TypeError):
         ember.take(t, ember.tensor([0]), out=[1.0])
+
+
+# out= of another dtype (Note [out= of the gathers] in IndexOps.c): PyTorch's
+# RuntimeError in each operator's own words, before any shape check.
+OUT_DTYPE_CASES = {
+    "index_select": lambda m, x, out: m.index_select(x, 0, m.tensor([1, 0]), out=out),
+    "gather": lambda m, x, out: m.gather(x, 1, m.tensor([[0, 2], [1, 1]]), out=out),
+    "take": lambda m, x, out: m.take(x, m.tensor([4, 0]), out=out),
+    "masked_select": lambda m, x, out: m.masked_select(x, x != 0, out=out),
+    "nonzero": lambda m, x, out: m.nonzero(x, out=out),
+}
+
+
+def out_dtype_outcome(lib, name, input_dtype, out_dtype, right_shape):
+    """(exception type, message) or (dtype, values, whether out came back)."""
+    x = lib.tensor([[0, 1, 2], [3, 0, 5]], dtype=getattr(lib, input_dtype))
+    shape = tuple(OUT_DTYPE_CASES[name](lib, x, None).shape) if right_shape else (7,)
+    out = lib.zeros(shape, dtype=getattr(lib, out_dtype))
+    try:
+        result = OUT_DTYPE_CASES[name](lib, x, out)
+    except Exception as error:  # noqa: BLE001 (the oracle's exception is the subject)
+        if lib is ember:
+            assert not out.any().item() and out._version == 0, "a refused out= is left alone"
+        return type(error).__name__, str(error).splitlines()[0]
+    return str(result.dtype).split(".")[1], result.tolist(), result is out
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("right_shape", [True, False], ids=["out_shape", "other_shape"])
+@pytest.mark.parametrize("input_dtype", ["float32", "int64", "bool"])
+@pytest.mark.parametrize("out_dtype", ["bool", "uint8", "int32", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("name", sorted(OUT_DTYPE_CASES))
+def test_out_of_another_dtype_raises_as_torch(name, out_dtype, input_dtype, right_shape):
+    torch = pytest.importorskip("torch")
+    theirs = out_dtype_outcome(torch, name, input_dtype, out_dtype, right_shape)
+    ours = out_dtype_outcome(ember, name, input_dtype, out_dtype, right_shape)
+    if theirs[0].endswith("Error") or right_shape:
+        assert ours == theirs
+    else:  # PyTorch resizes out; ember does not
+        assert ours[0] == "RuntimeError" and "shape" in ours[1]
+
+
+def test_out_of_another_dtype_without_torch():
+    x = ember.arange(6.0).view(2, 3)
+    out = ember.zeros(5, dtype=ember.float64)  # the dtype is checked first
+    with pytest.raises(RuntimeError, match=r"^Expected out tensor to have dtype float, but got double instead$"):
+        ember.gather(x, 1, ember.tensor([[0], [1]]), out=out)
+    with pytest.raises(RuntimeError, match=r"^nonzero: Expected out tensor to have scalar type Long but got "
+                                           r"scalar typeDouble$"):
+        ember.nonzero(x, out=out)
+    with pytest.raises(RuntimeError, match=r"^take\(\): self and out expected to have the same dtype, but got "
+                                           r"self\.dtype = Float and out\.dtype = Double$"):
+        ember.take(x, ember.tensor([0]), out=out)
+    with pytest.raises(RuntimeError, match=r"^masked_select\(\): self and result must have the same scalar type$"):
+        ember.masked_select(x, x > 1, out=out)
+    assert out._version == 0 and not out.any().item()
 
 
 # ---- errors: types and messages as in PyTorch; nothing modified -----------------------

@@ -598,7 +598,7 @@ def test_out_argument():
     ember.cumsum(x.flatten(), 0, out=ember.empty(4))
     wrong_dtype = ember.zeros(2, dtype=ember.int64)
     with pytest.raises(RuntimeError, match="dtype"):
-        ember.sum(x, 0, out=wrong_dtype)
+        ember.sum(x, 0, dtype=ember.float32, out=wrong_dtype)
     assert wrong_dtype.tolist() == [0, 0]
     wrong_shape = ember.zeros(3)
     with pytest.raises(RuntimeError, match="shape"):
@@ -759,6 +759,110 @@ def test_values_match_torch_for_named_cases(torch):
                  lambda x: x.logsumexp((0, 1)), lambda x: x.log_softmax(0), lambda x: x.cumprod(1),
                  lambda x: x.max(1).indices, lambda x: x.argmin(), lambda x: x.norm(p="fro", dim=0)):
         np.testing.assert_allclose(call(e).numpy(), call(t).numpy(), rtol=1e-6, atol=1e-6)
+
+
+# out= of another dtype (Note [out= dtype of the reductions] in Reduce.c):
+# each case is (name, call(lib, x, out)); x is 2x3, out has the result's shape.
+OUT_DTYPE_CASES = {
+    "sum": lambda m, x, out: m.sum(x, 0, out=out),
+    "sum_dtype_float64": lambda m, x, out: m.sum(x, 0, dtype=m.float64, out=out),
+    "sum_dtype_int32": lambda m, x, out: m.sum(x, 0, dtype=m.int32, out=out),
+    "prod": lambda m, x, out: m.prod(x, 0, out=out),
+    "mean": lambda m, x, out: m.mean(x, 0, out=out),
+    "mean_dtype_float64": lambda m, x, out: m.mean(x, 0, dtype=m.float64, out=out),
+    "amax": lambda m, x, out: m.amax(x, 0, out=out),
+    "amin": lambda m, x, out: m.amin(x, 0, out=out),
+    "all": lambda m, x, out: m.all(x, 0, out=out),
+    "any": lambda m, x, out: m.any(x, 0, out=out),
+    "logsumexp": lambda m, x, out: m.logsumexp(x, 0, out=out),
+    "var": lambda m, x, out: m.var(x, 0, out=out),
+    "std": lambda m, x, out: m.std(x, 0, out=out),
+    "norm": lambda m, x, out: m.norm(x, 2, 0, out=out),
+    "norm_dtype_float64": lambda m, x, out: m.norm(x, 2, 0, dtype=m.float64, out=out),
+    "cumsum": lambda m, x, out: m.cumsum(x[0], 0, out=out),
+    "cumsum_dtype_float64": lambda m, x, out: m.cumsum(x[0], 0, dtype=m.float64, out=out),
+    "cumprod": lambda m, x, out: m.cumprod(x[0], 0, out=out),
+    "logcumsumexp": lambda m, x, out: m.logcumsumexp(x[0], 0, out=out),
+    "searchsorted": lambda m, x, out: m.searchsorted(x[0].sort().values, x[1], out=out),
+    "searchsorted_out_int32": lambda m, x, out: m.searchsorted(x[0].sort().values, x[1],
+                                                               out_int32=True, out=out),
+    "bucketize": lambda m, x, out: m.bucketize(x[1], x[0].sort().values, out=out),
+    "histc": lambda m, x, out: m.histc(x[0], 3, out=out),
+}
+OUT_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64"]
+
+
+def out_dtype_outcome(lib, name, input_dtype, out_dtype):
+    """(exception type, message) or (dtype, values, out itself?) of one case."""
+    data = [[0.5, -2.0, 3.75], [1.25, 4.0, -1.0]]
+    x = lib.tensor(data, dtype=getattr(lib, input_dtype))
+    out = lib.zeros(3, dtype=getattr(lib, out_dtype))
+    try:
+        result = OUT_DTYPE_CASES[name](lib, x, out)
+    except Exception as error:  # noqa: BLE001 (the oracle's exception is the subject)
+        if lib is ember:  # (PyTorch's mean has written out when its division refuses)
+            assert out.tolist() == [0] * 3 and out._version == 0, "a refused out= is left alone"
+        return type(error).__name__, str(error).splitlines()[0]
+    return str(result.dtype).split(".")[1], result.tolist(), result is out
+
+
+@pytest.mark.parametrize("input_dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES)
+@pytest.mark.parametrize("name", sorted(OUT_DTYPE_CASES))
+def test_out_of_another_dtype_converts_or_raises_as_torch(torch, name, input_dtype, out_dtype):
+    if name in ("histc", "logcumsumexp") and input_dtype == "int64" == out_dtype:
+        pytest.skip("an integral input: PyTorch's NotImplementedError, the core's RuntimeError")
+    theirs = out_dtype_outcome(torch, name, input_dtype, out_dtype)
+    ours = out_dtype_outcome(ember, name, input_dtype, out_dtype)
+    if theirs[0].endswith("Error"):
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0] and ours[2] and theirs[2]
+    tolerance = 2e-3 if out_dtype == "float16" else 1e-6
+    np.testing.assert_allclose(np.array(ours[1], dtype=np.float64), np.array(theirs[1], dtype=np.float64),
+                               rtol=tolerance, atol=tolerance)
+
+
+# PyTorch 2.13's own outcomes, for runs without it (the leak gates run no torch).
+OUT_DTYPE_EXPECTED = [
+    ("sum", "float64", [1.75, 2.0, 2.75]),
+    ("prod", "bool", [True, True, True]),
+    ("mean", "int64", "result type Float can't be cast to the desired output type Long"),
+    ("mean_dtype_float64", "float32", "Expected out tensor to have dtype double, but got float instead"),
+    ("var", "float64", [0.28125, 18.0, 11.28125]),
+    ("std", "int32", "result type Float can't be cast to the desired output type Int"),
+    ("all", "uint8", [0, 1, 1]),
+    ("any", "float32", "any only supports bool tensor for result, got: Float"),
+    ("logsumexp", "int32", "logsumexp(): Expected floating point type for result tensor, but got: Int"),
+    ("amax", "float64", "Expected the dtype for input and out to match, but got Float for input's dtype and "
+                        "Double for out's dtype."),
+    ("norm", "float64", "Expected out tensor to have dtype float, but got double instead"),
+    ("cumsum", "bool", "\"cumsum_out_cpu\" not implemented for 'Bool'"),
+    ("cumprod", "int64", [0, 0, 0]),
+    ("logcumsumexp", "float64", "expected scalar_type Float but found Double"),
+    ("searchsorted_out_int32", "int64", "torch.searchsorted(): output tensor's dtype is wrong, it can only be "
+                                        "Int(int32) or Long(int64) depending on whether out_int32 flag is "
+                                        "True, but we got output tensor's dtype Long and out_int32 flag is True"),
+    ("histc", "float64", "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+                         "input float and hist double"),
+]
+
+
+@pytest.mark.parametrize("name, out_dtype, expected", OUT_DTYPE_EXPECTED)
+def test_out_of_another_dtype_without_torch(name, out_dtype, expected):
+    outcome = out_dtype_outcome(ember, name, "float32", out_dtype)
+    if isinstance(expected, str):
+        assert outcome[1] == expected
+    else:
+        assert outcome[0] == out_dtype and outcome[2]
+        np.testing.assert_allclose(np.array(outcome[1], dtype=np.float64), expected, rtol=1e-6)
+
+
+def test_sum_into_an_integral_out_converts_each_element_first():
+    # PyTorch sums in out's dtype: 0.5 + 0.75 -> 0 + 0, not int(1.25)
+    out = ember.zeros((), dtype=ember.int64)
+    assert ember.sum(ember.tensor([0.5, 0.75]), 0, out=out) is out and out.item() == 0
+    assert ember.cumsum(ember.tensor([0.5, 0.75]), 0, out=ember.zeros(2, dtype=ember.int64)).tolist() == [0, 0]
 
 
 @pytest.mark.noleakcheck

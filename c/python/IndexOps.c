@@ -87,9 +87,83 @@ bool_arg(const char *fname, const char *name, PyObject *obj, bool *out)
 #define THP_RUN_MAYBE_WITHOUT_GIL(large, statement) \
     THP_RUN_WITHOUT_GIL_IF(large, statement)
 
-/* Hands a fresh result back, or moves it into out= when one was given.
- * Steals `result` (NULL: the core's error).  An out= of another shape or
- * dtype is an error and is left as it was. */
+/* Note [out= of the gathers]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * index_select, gather, take, masked_select and nonzero store their own
+ * dtype only (the input's; int64 for nonzero's positions): an out= of
+ * another dtype is a RuntimeError, as in PyTorch, in each operator's own
+ * PyTorch words.  It is checked with the arguments, before the kernel
+ * runs and before out's shape, which PyTorch checks only later (it would
+ * resize out; ember raises instead, once the result's shape is known). */
+typedef int (*OutDtypeError)(THDtype result, THDtype out);
+
+static int
+same_scalar_type_error(const char *fname)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s(): self and result must have the same scalar type",
+                 fname);
+    return -1;
+}
+
+static int
+index_select_dtype_error(THDtype result, THDtype out)
+{
+    (void)result, (void)out;
+    return same_scalar_type_error("index_select");
+}
+
+static int
+masked_select_dtype_error(THDtype result, THDtype out)
+{
+    (void)result, (void)out;
+    return same_scalar_type_error("masked_select");
+}
+
+static int
+take_dtype_error(THDtype result, THDtype out)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "take(): self and out expected to have the same dtype, but "
+                 "got self.dtype = %s and out.dtype = %s",
+                 THDtype_scalarTypeName(result), THDtype_scalarTypeName(out));
+    return -1;
+}
+
+static int
+nonzero_dtype_error(THDtype result, THDtype out)
+{
+    /* sic: PyTorch's message has no space before the second type */
+    PyErr_Format(PyExc_RuntimeError,
+                 "nonzero: Expected out tensor to have scalar type %s but "
+                 "got scalar type%s",
+                 THDtype_scalarTypeName(result), THDtype_scalarTypeName(out));
+    return -1;
+}
+
+/* Checks out= (NULL/None: absent) against a result of `dtype`, raising
+ * `dtype_error` on a mismatch (Note [out= of the gathers]). */
+static int
+check_out_dtype(const char *fname, PyObject *out, THDtype dtype,
+                OutDtypeError dtype_error)
+{
+    if (out == NULL || out == Py_None) {
+        return 0;
+    }
+    if (!THPVariable_Check(out)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'out' must be Tensor, not %.100s", fname,
+                     Py_TYPE(out)->tp_name);
+        return -1;
+    }
+    THDtype got = THPVariable_Unpack(out)->dtype;
+    return got == dtype ? 0 : dtype_error(dtype, got);
+}
+
+/* Hands a fresh result back, or copies it into out= (its dtype checked
+ * by check_out_dtype) when one was given.  Steals `result` (NULL: the
+ * core's error).  An out= of another shape is an error and is left as it
+ * was. */
 static PyObject *
 finish_with_out(const char *fname, THTensor *result, PyObject *out)
 {
@@ -99,22 +173,11 @@ finish_with_out(const char *fname, THTensor *result, PyObject *out)
     if (out == NULL || out == Py_None) {
         return THPVariable_Wrap(result);
     }
-    THTensor *dst = THPVariable_Check(out) ? THPVariable_Unpack(out) : NULL;
-    if (dst == NULL) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'out' must be Tensor, not %.100s", fname,
-                     Py_TYPE(out)->tp_name);
-    }
-    else if (dst->dtype != result->dtype) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): expected out tensor of dtype %s, but got %s",
-                     fname, THDtype_name(result->dtype),
-                     THDtype_name(dst->dtype));
-    }
-    else if (dst->ndim != result->ndim
-             || memcmp(dst->sizes, result->sizes,
-                       sizeof(int64_t) * (size_t)dst->ndim)
-                    != 0) {
+    THTensor *dst = THPVariable_Unpack(out);
+    if (dst->ndim != result->ndim
+        || memcmp(dst->sizes, result->sizes,
+                  sizeof(int64_t) * (size_t)dst->ndim)
+               != 0) {
         PyObject *want = THPSize_New(result->ndim, result->sizes);
         PyObject *got = THPSize_New(dst->ndim, dst->sizes);
         if (want != NULL && got != NULL) {
@@ -262,7 +325,11 @@ index_select_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         || require_args("index_select", objs, names, 2) < 0
         || THPUtils_unpackLong(objs[0], "index_select", "dim", &dim) < 0
         || (index = tensor_arg("index_select", "index", 3, objs[1]))
-               == NULL) {
+               == NULL
+        || check_out_dtype("index_select", objs[2],
+                           THPVariable_Unpack(input)->dtype,
+                           index_select_dtype_error)
+               < 0) {
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
@@ -288,7 +355,10 @@ gather_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         || require_args("gather", objs, names, 2) < 0
         || THPUtils_unpackLong(objs[0], "gather", "dim", &dim) < 0
         || (index = tensor_arg("gather", "index", 3, objs[1])) == NULL
-        || bool_arg("gather", "sparse_grad", objs[2], &sparse_grad) < 0) {
+        || bool_arg("gather", "sparse_grad", objs[2], &sparse_grad) < 0
+        || check_out_dtype("gather", objs[3], THPVariable_Unpack(input)->dtype,
+                           THPUtils_setOutDtypeError)
+               < 0) {
         return NULL;
     }
     THTensor *result;
@@ -309,7 +379,10 @@ take_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     if (THPUtils_parseArgs("take", args, nargs, kwnames, names, 2, 1, objs)
             < 0
         || require_args("take", objs, names, 1) < 0
-        || (index = tensor_arg("take", "index", 2, objs[0])) == NULL) {
+        || (index = tensor_arg("take", "index", 2, objs[0])) == NULL
+        || check_out_dtype("take", objs[1], THPVariable_Unpack(input)->dtype,
+                           take_dtype_error)
+               < 0) {
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
@@ -733,7 +806,11 @@ masked_select_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                            objs)
             < 0
         || require_args("masked_select", objs, names, 1) < 0
-        || (mask = tensor_arg("masked_select", "mask", 2, objs[0])) == NULL) {
+        || (mask = tensor_arg("masked_select", "mask", 2, objs[0])) == NULL
+        || check_out_dtype("masked_select", objs[1],
+                           THPVariable_Unpack(input)->dtype,
+                           masked_select_dtype_error)
+               < 0) {
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
@@ -798,6 +875,10 @@ nonzero_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_TypeError,
                         "nonzero(): out= is not supported with "
                         "as_tuple=True");
+        return NULL;
+    }
+    if (check_out_dtype("nonzero", objs[0], TH_Int64, nonzero_dtype_error)
+        < 0) {
         return NULL;
     }
     THTensor *positions;

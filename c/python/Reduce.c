@@ -124,21 +124,225 @@ parse_optional_dtype(PyObject *obj, int *dtype)
     return 0;
 }
 
+/* Note [out= dtype of the reductions]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * An out= of another dtype than the result's is, as in PyTorch, one of:
+ *   - the dtype the op computes in: sum, prod, cumsum, cumprod (and mean
+ *     into a floating out) read out's dtype as their dtype= (so a float
+ *     sum into an int64 out truncates each element first, as PyTorch
+ *     does); a dtype= that differs from out's is an error;
+ *   - var and std convert the input to a floating out's dtype first;
+ *   - all and any store bool, or uint8 computed on the input converted
+ *     to uint8 (0.5 is then false);
+ *   - a dtype the result converts into: logsumexp (a floating out);
+ *   - an error: amax, amin, norm, logcumsumexp, searchsorted, bucketize,
+ *     histc store their own dtype only.
+ * Each op names its rule (an OutDtypeRule), which runs once the arguments
+ * are parsed, before the kernel, and raises in PyTorch's words; the
+ * result then goes through wrap_or_copy_out, which checks the shape and
+ * copies (converting) into out. */
+
+/* Checks out's dtype for an op on `self`; *dtype is dtype= (-1 absent),
+ * which the rule may set to the dtype to compute in.  0 or -1. */
+typedef int (*OutDtypeRule)(const char *fname, const THTensor *self,
+                            THDtype out, int *dtype);
+
+static int
+out_sets_dtype(const char *fname, const THTensor *self, THDtype out,
+               int *dtype)
+{
+    (void)fname, (void)self;
+    if (*dtype >= 0 && *dtype != (int)out) {
+        return THPUtils_setOutDtypeError((THDtype)*dtype, out);
+    }
+    *dtype = (int)out;
+    return 0;
+}
+
+static int
+cannot_cast_error(THDtype result, THDtype out)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "result type %s can't be cast to the desired output type %s",
+                 THDtype_scalarTypeName(result), THDtype_scalarTypeName(out));
+    return -1;
+}
+
+/* PyTorch's mean into out= is sum(dtype=out's dtype) divided in place, so
+ * an integral out fails in the division, whose result is the default
+ * float dtype.  A non-floating input without dtype= is left to the core's
+ * own error. */
+static int
+out_of_mean(const char *fname, const THTensor *self, THDtype out,
+            int *dtype)
+{
+    if (*dtype < 0 && !THDtype_isFloating(self->dtype)) {
+        return 0;
+    }
+    if (*dtype < 0 && !THDtype_isFloating(out)) {
+        return cannot_cast_error(THPDtype_defaultFloat(), out);
+    }
+    return out_sets_dtype(fname, self, out, dtype);
+}
+
+/* PyTorch's var/std convert the input to a floating out's dtype and
+ * compute in it; an integral out is castable only from an integral input,
+ * which the core refuses. */
+static int
+out_of_var(const char *fname, const THTensor *self, THDtype out, int *dtype)
+{
+    (void)fname;
+    if (!THDtype_isFloating(self->dtype)) {
+        return 0;
+    }
+    if (!THPointwise_canCast(self->dtype, out)) {
+        return cannot_cast_error(self->dtype, out);
+    }
+    *dtype = (int)out;
+    return 0;
+}
+
+static int
+out_floating(const char *fname, const THTensor *self, THDtype out,
+             int *dtype)
+{
+    (void)self, (void)dtype;
+    if (!THDtype_isFloating(out)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): Expected floating point type for result tensor, "
+                     "but got: %s",
+                     fname, THDtype_scalarTypeName(out));
+        return -1;
+    }
+    return 0;
+}
+
+/* all/any store bool, or uint8 (PyTorch's uint8 compatibility), computed
+ * on the input converted to uint8 first when out is uint8. */
+static int
+out_bool_or_uint8(const char *fname, const THTensor *self, THDtype out,
+                  int *dtype)
+{
+    (void)self;
+    if (out != TH_Bool && out != TH_UInt8) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s only supports bool tensor for result, got: %s",
+                     fname, THDtype_scalarTypeName(out));
+        return -1;
+    }
+    if (out == TH_UInt8) {
+        *dtype = TH_UInt8;
+    }
+    return 0;
+}
+
+static int
+out_matches_input(const char *fname, const THTensor *self, THDtype out,
+                  int *dtype)
+{
+    (void)fname, (void)dtype;
+    if (out != self->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected the dtype for input and out to match, but got "
+                     "%s for input's dtype and %s for out's dtype.",
+                     THDtype_scalarTypeName(self->dtype),
+                     THDtype_scalarTypeName(out));
+        return -1;
+    }
+    return 0;
+}
+
+/* norm's result has its dtype= or else the input's; a non-floating input
+ * is left to the core's own error, which PyTorch raises first. */
+static int
+out_is_norm_dtype(const char *fname, const THTensor *self, THDtype out,
+                  int *dtype)
+{
+    (void)fname;
+    if (!THDtype_isFloating(self->dtype)) {
+        return 0;
+    }
+    THDtype expected = *dtype >= 0 ? (THDtype)*dtype : self->dtype;
+    return out == expected ? 0 : THPUtils_setOutDtypeError(expected, out);
+}
+
+static int
+out_of_logcumsumexp(const char *fname, const THTensor *self, THDtype out,
+                    int *dtype)
+{
+    (void)fname, (void)dtype;
+    if (out != self->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "expected scalar_type %s but found %s",
+                     THDtype_scalarTypeName(self->dtype),
+                     THDtype_scalarTypeName(out));
+        return -1;
+    }
+    return 0;
+}
+
+/* *dtype: the positions' dtype, int32 with out_int32=True, else int64. */
+static int
+out_of_searchsorted(const char *fname, const THTensor *self, THDtype out,
+                    int *dtype)
+{
+    (void)fname, (void)self;
+    if (out != (THDtype)*dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "torch.searchsorted(): output tensor's dtype is wrong, "
+                     "it can only be Int(int32) or Long(int64) depending on "
+                     "whether out_int32 flag is True, but we got output "
+                     "tensor's dtype %s and out_int32 flag is %s",
+                     THDtype_scalarTypeName(out),
+                     *dtype == TH_Int32 ? "True" : "False");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+out_of_histc(const char *fname, const THTensor *self, THDtype out,
+             int *dtype)
+{
+    (void)fname, (void)dtype;
+    if (out != self->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "torch.histogram: input tensor and hist tensor should "
+                     "have the same dtype, but got input %s and hist %s",
+                     THDtype_cppTypeName(self->dtype),
+                     THDtype_cppTypeName(out));
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks out= (NULL/None: absent) with `rule` (Note [out= dtype of the
+ * reductions]); a TypeError when it is no tensor. */
+static int
+check_out(const char *fname, OutDtypeRule rule, const THTensor *self,
+          PyObject *out, int *dtype)
+{
+    if (out == NULL || out == Py_None) {
+        return 0;
+    }
+    if (!THPVariable_Check(out)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'out' must be Tensor, not %s", fname,
+                     Py_TYPE(out)->tp_name);
+        return -1;
+    }
+    return rule(fname, self, THPVariable_Unpack(out)->dtype, dtype);
+}
+
 /* Wraps `result` (stolen; NULL means the core failed), or copies it into
- * `out` when one was given and returns that.  A mismatched out is an
- * error and is left untouched. */
+ * `out` (checked by check_out) when one was given, converting to its
+ * dtype, and returns that.  An out of another shape is an error and is
+ * left untouched. */
 static PyObject *
 wrap_or_copy_out(const char *fname, THTensor *result, PyObject *out)
 {
     if (result == NULL || out == NULL || out == Py_None) {
         return THPVariable_Wrap(result);
-    }
-    if (!THPVariable_Check(out)) {
-        THTensor_release(result);
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'out' must be Tensor, not %s", fname,
-                     Py_TYPE(out)->tp_name);
-        return NULL;
     }
     THTensor *target = THPVariable_Unpack(out);
     bool same_shape = target->ndim == result->ndim;
@@ -146,14 +350,7 @@ wrap_or_copy_out(const char *fname, THTensor *result, PyObject *out)
         same_shape = target->sizes[d] == result->sizes[d];
     }
     int status = -1;
-    if (target->dtype != result->dtype) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): expected out tensor to have dtype %s, but got %s "
-                     "instead",
-                     fname, THDtype_name(result->dtype),
-                     THDtype_name(target->dtype));
-    }
-    else if (!same_shape) {
+    if (!same_shape) {
         PyObject *want = THPSize_New(result->ndim, result->sizes);
         PyObject *got = THPSize_New(target->ndim, target->sizes);
         if (want != NULL && got != NULL) {
@@ -223,16 +420,17 @@ typedef THTensor *(*MaskedReduceFn)(THTensor *input, const bool *mask,
 
 static PyObject *
 masked_reduce(const char *fname, MaskedReduceFn fn, bool takes_dtype,
-              PyObject *input, PyObject *const *args, Py_ssize_t nargs,
-              PyObject *kwnames)
+              OutDtypeRule out_rule, PyObject *input, PyObject *const *args,
+              Py_ssize_t nargs, PyObject *kwnames)
 {
     ReduceArgs ra;
+    THTensor *self = THPVariable_Unpack(input);
     if (parse_reduce_args(fname, input, args, nargs, kwnames, takes_dtype,
                           &ra)
-        < 0) {
+            < 0
+        || check_out(fname, out_rule, self, ra.out, &ra.dtype) < 0) {
         return NULL;
     }
-    THTensor *self = THPVariable_Unpack(input);
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel,
                           result = fn(self, ra.mask, ra.keepdim, ra.dtype));
@@ -253,18 +451,31 @@ amin_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
     return THTensor_newAmax(input, mask, keepdim, false, "amin");
 }
 
+/* all or any of `input` converted to `dtype` first (-1: as it is). */
+static THTensor *
+new_all_or_any(THTensor *(*fn)(THTensor *, const bool *, bool),
+               THTensor *input, const bool *mask, bool keepdim, int dtype)
+{
+    THTensor *operand = THTensor_newCast(
+        input, dtype >= 0 ? (THDtype)dtype : input->dtype, false);
+    if (operand == NULL) {
+        return NULL;
+    }
+    THTensor *result = fn(operand, mask, keepdim);
+    THTensor_release(operand);
+    return result;
+}
+
 static THTensor *
 all_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
 {
-    (void)dtype;
-    return THTensor_newAll(input, mask, keepdim);
+    return new_all_or_any(THTensor_newAll, input, mask, keepdim, dtype);
 }
 
 static THTensor *
 any_fn(THTensor *input, const bool *mask, bool keepdim, int dtype)
 {
-    (void)dtype;
-    return THTensor_newAny(input, mask, keepdim);
+    return new_all_or_any(THTensor_newAny, input, mask, keepdim, dtype);
 }
 
 static THTensor *
@@ -279,16 +490,16 @@ static PyObject *
 sum_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames)
 {
-    return masked_reduce("sum", THTensor_newSum, true, input, args, nargs,
-                         kwnames);
+    return masked_reduce("sum", THTensor_newSum, true, out_sets_dtype,
+                         input, args, nargs, kwnames);
 }
 
 static PyObject *
 mean_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    return masked_reduce("mean", THTensor_newMean, true, input, args, nargs,
-                         kwnames);
+    return masked_reduce("mean", THTensor_newMean, true, out_of_mean,
+                         input, args, nargs, kwnames);
 }
 
 /* prod takes one int dim (or none), as PyTorch's. */
@@ -301,36 +512,40 @@ prod_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                         "prod(): argument 'dim' must be int, not tuple");
         return NULL;
     }
-    return masked_reduce("prod", THTensor_newProd, true, input, args, nargs,
-                         kwnames);
+    return masked_reduce("prod", THTensor_newProd, true, out_sets_dtype,
+                         input, args, nargs, kwnames);
 }
 
 static PyObject *
 amax_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    return masked_reduce("amax", amax_fn, false, input, args, nargs, kwnames);
+    return masked_reduce("amax", amax_fn, false, out_matches_input, input,
+                         args, nargs, kwnames);
 }
 
 static PyObject *
 amin_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
           PyObject *kwnames)
 {
-    return masked_reduce("amin", amin_fn, false, input, args, nargs, kwnames);
+    return masked_reduce("amin", amin_fn, false, out_matches_input, input,
+                         args, nargs, kwnames);
 }
 
 static PyObject *
 all_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames)
 {
-    return masked_reduce("all", all_fn, false, input, args, nargs, kwnames);
+    return masked_reduce("all", all_fn, false, out_bool_or_uint8, input,
+                         args, nargs, kwnames);
 }
 
 static PyObject *
 any_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames)
 {
-    return masked_reduce("any", any_fn, false, input, args, nargs, kwnames);
+    return masked_reduce("any", any_fn, false, out_bool_or_uint8, input,
+                         args, nargs, kwnames);
 }
 
 /* logsumexp's dim is required. */
@@ -357,8 +572,8 @@ logsumexp_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                         "arguments: \"dim\"");
         return NULL;
     }
-    return masked_reduce("logsumexp", logsumexp_fn, false, input, args, nargs,
-                         kwnames);
+    return masked_reduce("logsumexp", logsumexp_fn, false, out_floating,
+                         input, args, nargs, kwnames);
 }
 
 static PyObject *
@@ -568,20 +783,35 @@ parse_var_args(const char *fname, PyObject *input, PyObject *const *args,
     return 0;
 }
 
+/* var or std of `self` computed in `dtype` (-1: self's own). */
+static THTensor *
+new_var_in(THTensor *self, int dtype, const VarArgs *va, bool take_sqrt)
+{
+    THTensor *operand = THTensor_newCast(
+        self, dtype >= 0 ? (THDtype)dtype : self->dtype, false);
+    if (operand == NULL) {
+        return NULL;
+    }
+    THTensor *result = THTensor_newVar(operand, va->mask, va->correction,
+                                       va->keepdim, take_sqrt);
+    THTensor_release(operand);
+    return result;
+}
+
 static PyObject *
 var_or_std(const char *fname, bool take_sqrt, PyObject *input,
            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     VarArgs va;
-    if (parse_var_args(fname, input, args, nargs, kwnames, &va) < 0) {
+    THTensor *self = THPVariable_Unpack(input);
+    int dtype = -1;
+    if (parse_var_args(fname, input, args, nargs, kwnames, &va) < 0
+        || check_out(fname, out_of_var, self, va.out, &dtype) < 0) {
         return NULL;
     }
-    THTensor *self = THPVariable_Unpack(input);
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel,
-                          result = THTensor_newVar(self, va.mask,
-                                                   va.correction, va.keepdim,
-                                                   take_sqrt));
+                          result = new_var_in(self, dtype, &va, take_sqrt));
     return wrap_or_copy_out(fname, result, va.out);
 }
 
@@ -702,7 +932,8 @@ norm_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         || parse_norm_order(objs[0], &p) < 0
         || parse_dim_mask("norm", objs[1], self, mask) < 0
         || parse_bool("norm", "keepdim", objs[2], &keepdim) < 0
-        || parse_optional_dtype(objs[4], &dtype) < 0) {
+        || parse_optional_dtype(objs[4], &dtype) < 0
+        || check_out("norm", out_is_norm_dtype, self, objs[3], &dtype) < 0) {
         return NULL;
     }
     THTensor *result;
@@ -769,12 +1000,19 @@ scan_common(const char *fname, ScanFn fn, PyObject *input,
     PyObject *objs[3];
     int64_t dim;
     int dtype;
+    THTensor *self = THPVariable_Unpack(input);
     if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 1, objs) < 0
         || parse_one_dim(fname, objs[0], &dim) < 0
-        || parse_optional_dtype(objs[1], &dtype) < 0) {
+        || parse_optional_dtype(objs[1], &dtype) < 0
+        || check_out(fname, out_sets_dtype, self, objs[2], &dtype) < 0) {
         return NULL;
     }
-    THTensor *self = THPVariable_Unpack(input);
+    if (dtype == TH_Bool) {
+        /* PyTorch's exception type (as in softmax_common) */
+        PyErr_Format(PyExc_NotImplementedError,
+                     "\"%s_out_cpu\" not implemented for 'Bool'", fname);
+        return NULL;
+    }
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel, result = fn(self, dim, dtype));
     return wrap_or_copy_out(fname, result, objs[2]);
@@ -805,13 +1043,17 @@ logcumsumexp_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
     static const char *const names[] = {"dim", "out"};
     PyObject *objs[2];
     int64_t dim;
+    THTensor *self = THPVariable_Unpack(input);
+    int no_dtype = -1;
     if (THPUtils_parseArgs("logcumsumexp", args, nargs, kwnames, names, 2, 1,
                            objs)
             < 0
-        || parse_one_dim("logcumsumexp", objs[0], &dim) < 0) {
+        || parse_one_dim("logcumsumexp", objs[0], &dim) < 0
+        || check_out("logcumsumexp", out_of_logcumsumexp, self, objs[1],
+                     &no_dtype)
+               < 0) {
         return NULL;
     }
-    THTensor *self = THPVariable_Unpack(input);
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel,
                           result = THTensor_newLogcumsumexp(self, dim));
@@ -946,6 +1188,12 @@ run_searchsorted(PyObject *sorted_obj, PyObject *values_obj, bool right,
     THTensor *sorted = THPVariable_Unpack(sorted_obj);
     THTensor *values = THPVariable_Unpack(values_obj);
     THTensor *sorter = sorter_obj ? THPVariable_Unpack(sorter_obj) : NULL;
+    int positions_dtype = out_int32 ? TH_Int32 : TH_Int64;
+    if (check_out("searchsorted", out_of_searchsorted, values, out,
+                  &positions_dtype)
+        < 0) {
+        return NULL;
+    }
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(values->numel,
                           result = THTensor_newSearchsorted(
@@ -1080,6 +1328,10 @@ histc_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     THTensor *self = THPVariable_Unpack(input);
+    int no_dtype = -1;
+    if (check_out("histc", out_of_histc, self, objs[3], &no_dtype) < 0) {
+        return NULL;
+    }
     THTensor *result;
     THP_MAYBE_WITHOUT_GIL(self->numel,
                           result = THTensor_newHistc(self, bins, min, max));

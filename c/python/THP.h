@@ -200,6 +200,10 @@ extern PyMethodDef THPDevice_methods[];
 PyObject *THPUtils_setErrorFromTH(void);
 /* The same for int-returning functions: returns -1. */
 int THPUtils_setErrorFromTH_int(void);
+/* PyTorch's RuntimeError for an out= tensor of another dtype than the
+ * one its operator stores, "Expected out tensor to have dtype float, but
+ * got double instead" (C++ type names); returns -1. */
+int THPUtils_setOutDtypeError(THDtype expected, THDtype got);
 
 /* Fills `out[i]` with borrowed references to the arguments named
  * names[i] (NULL when absent) from a vectorcall argument list.  At most

@@ -39,6 +39,15 @@ THPUtils_setErrorFromTH_int(void)
 }
 
 int
+THPUtils_setOutDtypeError(THDtype expected, THDtype got)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected out tensor to have dtype %s, but got %s instead",
+                 THDtype_cppTypeName(expected), THDtype_cppTypeName(got));
+    return -1;
+}
+
+int
 THPUtils_parseArgs(const char *fname, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames,
                    const char *const *names, int nnames, int max_positional,
