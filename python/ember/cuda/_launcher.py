@@ -25,7 +25,10 @@ Two kinds of calls have handlers here:
               tensor from the CUDA allocator and one kernel launch by the
               installed runtime (_runtime.py).  Besides them: matrix
               products (cuBLAS; _matmul.py's kernel for 16-bit floats),
-              factories, random numbers (_random.py), joins, indexing
+              factories, random numbers (_random.py: rand/randn,
+              uniform_/normal_, randint/random_ in every dtype with
+              PyTorch's range checks, exponential_, bernoulli_ and
+              bernoulli), joins, indexing
               (views; gathers, scatters and scatter_reduce along a dim,
               index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
