@@ -32,8 +32,8 @@ Two kinds of calls have handlers here:
               (views; gathers, scatters and scatter_reduce along a dim,
               index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
-              index_fill, take and put on the same plan; nonzero:
-              _index.py), sorting (_sort.py: sort, topk, kthvalue, and
+              index_fill, take and put on the same plan; nonzero;
+              repeat_interleave as an index_select: _index.py), sorting (_sort.py: sort, topk, kthvalue, and
               unique with a scan, along a dim by a sort per column), the
               float predicates (isnan, isinf, ...: _kernels.py) and what
               moves elements (_rearrange.py: flip, roll, repeat, tile,
@@ -1410,10 +1410,37 @@ def _any_or_all(reduction):
     return run
 
 
+def _repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """repeat_interleave on the device: a gather.  The index is the CPU's
+    repeat_interleave of a stand-in of the input's rank whose elements are
+    their positions along dim (arange; all of them when it flattens), so
+    every check and error is the CPU's, and index_select gathers (one
+    _index kernel).  Repeats on the device are read on the host first, as
+    PyTorch's CUDA kernel reads their sum to size its result."""
+    if isinstance(repeats, ember.Tensor) and repeats.is_cuda:
+        repeats = _to_host(repeats)
+    if repeats is None:  # repeat_interleave(repeats): arange(n) repeated
+        return _to_device(ember.repeat_interleave(_to_host(input), output_size=output_size))
+    flattens = dim is None or input.ndim == 0
+    if flattens:
+        stand_in = ember.arange(input.numel()).view(input.shape)
+    else:
+        shape = [1] * input.ndim
+        if -input.ndim <= dim < input.ndim:
+            shape[dim] = input.shape[dim]
+        stand_in = ember.arange(math.prod(shape)).view(shape)
+    index = ember.repeat_interleave(stand_in, repeats, dim, output_size=output_size)
+    index = _to_device(index.reshape(-1))
+    if flattens:
+        return _index_select(input.reshape(-1), 0, index)
+    return _index_select(input, dim, index)
+
+
 _OPERATORS.update(gather=_gather, index_select=_index_select, scatter_add=_scatter_add,
                   index_add=_index_add, masked_fill=_masked_fill, any=_any_or_all("amax"),
                   all=_any_or_all("amin"), index_put=_index_put, nonzero=_nonzero,
-                  argwhere=_nonzero, masked_select=_masked_select, where=_where)
+                  argwhere=_nonzero, masked_select=_masked_select, where=_where,
+                  repeat_interleave=_repeat_interleave)
 
 
 # ---- scatter, scatter_reduce, index_fill, take: the CPU's checks, then launches -----
