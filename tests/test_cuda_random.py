@@ -50,11 +50,20 @@ def _numbers(tensor):
     return tensor.cpu().double().numpy()
 
 
+def _cpu_error(call):
+    """The message of the RuntimeError `call` raises on the CPU, as a match
+    for the whole message (an ExceptionInfo kept for the device's error would
+    keep its frames, and their CUDA tensors, alive past the test)."""
+    with pytest.raises(RuntimeError) as on_cpu:
+        call()
+    return "^" + re.escape(str(on_cpu.value)) + "$"
+
+
 # ---- random_ and randint in every dtype ------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_random_integers_fill_every_dtype(device, dtype):
-    low, high = (0, 2) if dtype == "bool" else (-3, 5) if dtype not in ("uint8",) else (3, 11)
+    low, high = {"bool": (0, 2), "uint8": (3, 11)}.get(dtype, (-3, 5))
     x = ember.empty(2000, dtype=getattr(ember, dtype), device="cuda").random_(low, high)
     assert x.is_cuda and x.dtype == getattr(ember, dtype)
     assert set(np.unique(_numbers(x))) == set(range(low, high))
@@ -103,6 +112,8 @@ _BOUNDS = [("bool", 0, 10, "to - 1 is out of bounds for bool"),
                                    "to_inc=2048"),
            ("int64", 5, 5, "random_ expects 'from' to be less than 'to', but got from=5 >= "
                            "to=5"),
+           ("int8", -2**63, None, "random_full_64_bits_range_kernel_cuda handles only int64, "
+                                  "double, float and bfloat16"),
            ("bfloat16", 0, 300, (0, 298)),  # 299 rounds up to 300 = to: to steps down
            ("int8", -5, None, (-5, 133)),
            ("float32", 0, None, (0, 2**24 + 1)),
@@ -115,24 +126,21 @@ def test_random_bounds_are_pytorchs(dtype, low, high, outcome):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         if isinstance(outcome, str):
-            with pytest.raises(RuntimeError, match="^" + outcome.replace("(", r"\(")
-                                                                 .replace(")", r"\)") + "$"):
+            with pytest.raises(RuntimeError, match="^" + re.escape(outcome) + "$"):
                 _random.random_bounds(dtype, low, high)
         else:
             assert _random.random_bounds(dtype, low, high) == outcome
-        if torch is not None:
-            t = torch.empty(1000, dtype=getattr(torch, dtype))
-            bounds = (low, high) if high is not None else (low,)
-            if high is None:
-                bounds = {"from": low, "to": None}
-            if isinstance(outcome, str):
-                with pytest.raises(RuntimeError, match=outcome.split(",")[0]):
-                    t.random_(**bounds) if isinstance(bounds, dict) else t.random_(*bounds)
-            else:
-                drawn = t.random_(**bounds) if isinstance(bounds, dict) else t.random_(*bounds)
-                start, span = outcome
-                assert drawn.double().min() >= start
-                assert drawn.double().max() <= start + span - 1
+        if torch is None:
+            return
+        draw = torch.empty(1000, dtype=getattr(torch, dtype)).random_
+        if isinstance(outcome, str):  # PyTorch's CPU kernel names itself _cpu
+            with pytest.raises(RuntimeError, match="^" + re.escape(outcome.replace("_cuda",
+                                                                                   "_cpu"))):
+                draw(**{"from": low, "to": high})
+        else:
+            drawn = draw(**{"from": low, "to": high}).double()
+            start, span = outcome
+            assert drawn.min() >= start and drawn.max() <= start + span - 1
 
 
 def test_random_errors_and_warnings_on_the_device(device):
@@ -144,15 +152,6 @@ def test_random_errors_and_warnings_on_the_device(device):
         ember.empty(3, dtype=ember.bfloat16, device="cuda").random_(0, 300)
     with pytest.raises(RuntimeError, match="generator"):
         ember.empty(3, device="cuda").random_(generator=ember.Generator())
-
-
-def _cpu_error(call):
-    """The message of the RuntimeError `call` raises on the CPU, as a match
-    for the whole message (an ExceptionInfo kept for the device's error would
-    keep its frames, and their CUDA tensors, alive past the test)."""
-    with pytest.raises(RuntimeError) as on_cpu:
-        call()
-    return "^" + re.escape(str(on_cpu.value)) + "$"
 
 
 # ---- exponential_ ---------------------------------------------------------------------

@@ -10,9 +10,9 @@ Philox4x32-10 (its counter layout differs, so the streams differ).
 
 Element i of a call takes words from counter (offset + i // per_call_group,
 0, 0) under key = seed: float32, float16 and bfloat16 use one word a value
-(4 a group), float64, randint and bernoulli two (2 a group).  The generator's offset then moves
-past the groups the call used, so the next call draws fresh counters
-(ember.cuda.manual_seed resets it).
+(4 a group), float64, randint and bernoulli two (2 a group).  The
+generator's offset then moves past the groups the call used, so the next
+call draws fresh counters (ember.cuda.manual_seed resets it).
 
   uniform      [low, high): 24 (float32), 53 (float64), 11 (float16) or 8
                (bfloat16) random bits scaled, a draw that rounds up to high
@@ -43,8 +43,8 @@ import ember
 
 from . import _pointwise
 
-__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "random_bounds", "kernel_keys", "dtypes_of", "kernel_name",
-           "kernel_source", "kernel_parameters", "headers", "groups", "CUDAGenerator",
+__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "random_bounds", "kernel_keys", "dtypes_of",
+           "kernel_name", "kernel_source", "kernel_parameters", "headers", "groups", "CUDAGenerator",
            "default_generator"]
 
 PRELUDE_NAME = "ember_random.h"
@@ -195,8 +195,8 @@ ember_store_uniform(Narrow &out, float value, double low, double high)
 """
 
 # Per distribution: the kernel's parameters after (out, n, seed, offset),
-# and what the value `v` of element i is computed in (None: the dtype's
-# STORED_FROM type).
+# and (_VALUE_CTYPES) what the value `v` of element i is computed in where
+# that is not the dtype's STORED_FROM type.
 _PARAMETERS = {"uniform": [("double", "a_"), ("double", "b_")],
                "normal": [("double", "a_"), ("double", "b_")],
                "randint": [("int64_t", "low"), ("uint64_t", "range")],
@@ -362,6 +362,8 @@ def _update_to(dtype, high):
 
 
 def _check_in_range(dtype, low, to_inc):
+    """PyTorch's check_from_to_in_range: both ends in the dtype's range,
+    and a warning for a float format's beyond the integers it holds exactly."""
     name = _pointwise.CPP_TYPE_NAMES[dtype]
     lowest, largest = ((-_FLOAT_LIMITS[dtype], _FLOAT_LIMITS[dtype]) if dtype in FLOATING
                        else _INTEGER_LIMITS[dtype])
@@ -395,7 +397,10 @@ def random_bounds(dtype, low, high=None):
                                    f"'to' casted to dtype, but got from={low} >= to={high}")
         _check_in_range(dtype, low, high - 1)
         return low, (high - low) % 2**64
-    if low == INT64_MIN:
+    if low == INT64_MIN:  # all 2^64 int64s, stored in the dtypes that span them
+        if dtype not in ("int64", "float32", "float64", "bfloat16"):
+            raise RuntimeError("random_full_64_bits_range_kernel_cuda handles only int64, "
+                               "double, float and bfloat16")
         return low, 0
     if dtype in FLOATING:
         to_inc = 1 << DIGITS[dtype]
