@@ -79,6 +79,16 @@ def test_random_integers_fill_every_dtype(device, dtype):
     assert np.all(full == np.floor(full))
 
 
+def test_randint_like_keeps_the_shape_and_dtype(device):
+    like = ember.empty(40, 50, dtype=ember.int16, device="cuda")
+    for x in (ember.randint_like(like, 7), ember.randint_like(like, -2, high=3),
+              ember.randint_like(like, 7, device="cuda")):
+        assert x.is_cuda and x.dtype == ember.int16 and x.shape == (40, 50)
+        assert _numbers(x).min() >= -2 and _numbers(x).max() < 7
+    floats = ember.randint_like(like, 1, 4, dtype=ember.float32)
+    assert floats.dtype == ember.float32 and set(np.unique(_numbers(floats))) == {1, 2, 3}
+
+
 def test_random_integers_are_philox_words_modulo_the_range(device):
     ember.cuda.manual_seed(11)
     x = ember.empty(5, dtype=ember.int16, device="cuda").random_(-7, 1000)

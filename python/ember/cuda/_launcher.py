@@ -26,9 +26,9 @@ Two kinds of calls have handlers here:
               installed runtime (_runtime.py).  Besides them: matrix
               products (cuBLAS; _matmul.py's kernel for 16-bit floats),
               factories, random numbers (_random.py: rand/randn,
-              uniform_/normal_, randint/random_ in every dtype with
-              PyTorch's range checks, exponential_, bernoulli_ and
-              bernoulli), joins, indexing
+              uniform_/normal_, randint/randint_like/random_ in every
+              dtype with PyTorch's range checks, exponential_,
+              bernoulli_ and bernoulli), joins, indexing
               (views; gathers, scatters and scatter_reduce along a dim,
               index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
@@ -946,6 +946,19 @@ def _randint(*args, size=None, generator=None, dtype=None, device=None,
                                                                low, high))
 
 
+def _randint_like(tensor, *bounds, dtype=None, device=None, requires_grad=False,
+                  generator=None, **options):
+    """randint_like(input, high) or randint_like(input, low, high): input's
+    shape, and its dtype unless dtype= is given."""
+    _no_generator(generator)
+    named = {name: options.pop(name) for name in ("low", "high") if name in options}
+    given = dict(zip(("high",) if len(bounds) == 1 else ("low", "high"), bounds), **named)
+    out = ember.empty(tuple(tensor.shape), dtype=dtype or tensor.dtype, device="cuda")
+    low, high = given.get("low", 0), given["high"]
+    return _random_fill(out, "randint", *_random.random_bounds(_dtype_name(out.dtype), low,
+                                                               high)).requires_grad_(requires_grad)
+
+
 def _integer_argument(value, name):
     """random_'s from/to: an int (the CPU's THPUtils_unpackLong message)."""
     try:
@@ -1031,7 +1044,8 @@ _OPERATORS.update(rand=_random_factory("uniform", 0.0, 1.0),
                   randn=_random_factory("normal", 0.0, 1.0),
                   rand_like=_random_like("uniform", 0.0, 1.0),
                   randn_like=_random_like("normal", 0.0, 1.0),
-                  randint=_randint, uniform=_uniform_, normal=_normal_, random=_random_,
+                  randint=_randint, randint_like=_randint_like, uniform=_uniform_,
+                  normal=_normal_, random=_random_,
                   exponential=_exponential_, bernoulli=_bernoulli)
 _OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
 
