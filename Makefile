@@ -87,6 +87,8 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            and bfloat16 (pointwise, unary; reductions)
 #   test_cuda_casts.py       the cast kernels (NVRTC, g++) and to()/copy_,
 #                            across the bus on the narrow side
+#   test_cuda_random.py      the same for randint/random_ in every dtype,
+#                            exponential_ and bernoulli (Philox kernels)
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_kernels.py \
                     --ignore=tests/test_cuda_binary_reduce_kernels.py \
@@ -98,6 +100,7 @@ PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_cuda_half_reductions.py \
                     --ignore=tests/test_cuda_casts.py \
                     --ignore=tests/test_cuda_rearrange.py \
+                    --ignore=tests/test_cuda_random.py \
                     --ignore=tests/test_distributed.py \
                     --ignore=tests/test_distributed_hooks.py \
                     --ignore=tests/test_distributed_sampler.py \

@@ -185,3 +185,36 @@ def test_the_kernels_compile_without_spills(arch):
         for name in sources:
             assert compiled.spill_bytes[name] == 0 and compiled.registers[name] <= 64, \
                 (name, compiled.registers[name], compiled.spill_bytes[name])
+
+
+@pytest.mark.parametrize("dtype", [ember.bool, ember.int16, ember.float32, ember.bfloat16],
+                         ids=str)
+def test_repeat_interleave(device, dtype):
+    a = _values((3, 4), dtype)
+    for x in (a, a.t()):  # a strided input gathers through its strides
+        dx = x.cuda()
+        counts = ember.tensor([2, 0, 3] + [1] * (x.shape[1] - 3))
+        for repeats, dim, kwargs in ((2, None, {}), (3, 0, {}),
+                                     (2, -1, {"output_size": 2 * x.shape[1]}),
+                                     (ember.tensor([1, 0, 2, 1][:x.shape[0]]), 0, {}),
+                                     (counts, 1, {}), (counts.int(), -1, {}),
+                                     (ember.tensor(2), None, {}), (ember.tensor([3]), 1, {})):
+            on_device = repeats.cuda() if isinstance(repeats, ember.Tensor) else repeats
+            same(dx.repeat_interleave(on_device, dim, **kwargs),
+                 x.repeat_interleave(repeats, dim, **kwargs))
+        # a 0-dim CPU tensor of repeats goes with CUDA tensors
+        same(dx.repeat_interleave(ember.tensor(2), 0), x.repeat_interleave(2, 0))
+        same(ember.repeat_interleave(dx[1, 2], 3), ember.repeat_interleave(x[1, 2], 3))
+    counts = ember.tensor([1, 0, 4, 2])
+    same(ember.repeat_interleave(counts.cuda()), ember.repeat_interleave(counts))
+
+
+def test_repeat_interleave_errors_are_the_cpus(device):
+    a = ember.randn(3, 4)
+    da = a.cuda()
+    for run in (lambda t: t.repeat_interleave(-1), lambda t: t.repeat_interleave(2, 2),
+                lambda t: t.repeat_interleave(ember.tensor([1, 2], device=t.device), 0),
+                lambda t: t.repeat_interleave(ember.tensor([1, -1, 1], device=t.device), 0),
+                lambda t: t.repeat_interleave(ember.tensor([1.0, 2.0, 1.0], device=t.device), 0),
+                lambda t: t.repeat_interleave(2, 0, output_size=5)):
+        _same_error(lambda: run(a), lambda: run(da))

@@ -25,12 +25,15 @@ Two kinds of calls have handlers here:
               tensor from the CUDA allocator and one kernel launch by the
               installed runtime (_runtime.py).  Besides them: matrix
               products (cuBLAS; _matmul.py's kernel for 16-bit floats),
-              factories, random numbers (_random.py), joins, indexing
+              factories, random numbers (_random.py: rand/randn,
+              uniform_/normal_, randint/randint_like/random_ in every
+              dtype with PyTorch's range checks, exponential_,
+              bernoulli_ and bernoulli), joins, indexing
               (views; gathers, scatters and scatter_reduce along a dim,
               index_copy among them; index tensors and
               masks, planned as the CPU's Note [Advanced indexing], with
-              index_fill, take and put on the same plan; nonzero:
-              _index.py), sorting (_sort.py: sort, topk, kthvalue, and
+              index_fill, take and put on the same plan; nonzero;
+              repeat_interleave as an index_select: _index.py), sorting (_sort.py: sort, topk, kthvalue, and
               unique with a scan, along a dim by a sort per column), the
               float predicates (isnan, isinf, ...: _kernels.py) and what
               moves elements (_rearrange.py: flip, roll, repeat, tile,
@@ -877,9 +880,15 @@ def _random_kernel(distribution, dtype):
                            _random.kernel_parameters(distribution, dtype), False)
 
 
-def _random_fill(out, distribution, a, b):
+# The host's ctypes for the distributions' parameters (_random._PARAMETERS).
+_RANDOM_PARAMETER_CTYPES = {"double": ctypes.c_double, "int64_t": ctypes.c_int64,
+                            "uint64_t": ctypes.c_uint64, "const double *": ctypes.c_void_p}
+
+
+def _random_fill(out, distribution, *parameters):
     """Fills `out` with the distribution's values: one Philox kernel, with
-    counters from the CUDA generator (a dense temporary for a strided out)."""
+    counters from the CUDA generator (a dense temporary for a strided out).
+    `parameters`: numbers, or a CUDA tensor for a pointer."""
     dtype = _dtype_name(out.dtype)
     if dtype not in _random.dtypes_of(distribution):
         raise NotImplementedError(f"ember.cuda: {distribution} random numbers of dtype "
@@ -890,10 +899,13 @@ def _random_fill(out, distribution, a, b):
     n = out.numel()
     if n:
         seed, offset = _random.default_generator.take(distribution, dtype, n)
-        bound = ctypes.c_double if dtype in _random.FLOATING else ctypes.c_int64
-        _launch_kernel(_random_kernel(distribution, dtype), _launch.launch_config(n),
+        kernel = _random_kernel(distribution, dtype)
+        ctypes_ = [_RANDOM_PARAMETER_CTYPES[ctype] for ctype, _ in kernel.parameters[4:]]
+        _launch_kernel(kernel, _launch.launch_config(n),
                        [ctypes.c_void_p(target.data_ptr()), ctypes.c_int64(n),
-                        ctypes.c_uint64(seed), ctypes.c_uint64(offset), bound(a), bound(b)])
+                        ctypes.c_uint64(seed), ctypes.c_uint64(offset)]
+                       + [ctype(x.data_ptr() if isinstance(x, ember.Tensor) else x)
+                          for ctype, x in zip(ctypes_, parameters)])
     if target is not out:
         _copy_(out, target)
     return out
@@ -924,16 +936,92 @@ def _random_like(distribution, a, b):
 
 def _randint(*args, size=None, generator=None, dtype=None, device=None,
              requires_grad=False, **kwargs):
-    """randint(high, size) or randint(low, high, size)."""
+    """randint(high, size) or randint(low, high, size), in any dtype."""
     _no_generator(generator)
     if size is None:
         *args, size = args
     low, high = (0, *args) if len(args) == 1 else args
-    if not low < high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
-                           f"from={low} >= to={high}")
     out = ember.empty(tuple(ember.empty(size).shape), dtype=dtype or ember.int64, device="cuda")
-    return _random_fill(out, "randint", low, high)
+    return _random_fill(out, "randint", *_random.random_bounds(_dtype_name(out.dtype),
+                                                               low, high))
+
+
+def _randint_like(tensor, *bounds, dtype=None, device=None, requires_grad=False,
+                  generator=None, **options):
+    """randint_like(input, high) or randint_like(input, low, high): input's
+    shape, and its dtype unless dtype= is given."""
+    _no_generator(generator)
+    named = {name: options.pop(name) for name in ("low", "high") if name in options}
+    given = dict(zip(("high",) if len(bounds) == 1 else ("low", "high"), bounds), **named)
+    out = ember.empty(tuple(tensor.shape), dtype=dtype or tensor.dtype, device="cuda")
+    low, high = given.get("low", 0), given["high"]
+    return _random_fill(out, "randint", *_random.random_bounds(_dtype_name(out.dtype), low,
+                                                               high)).requires_grad_(requires_grad)
+
+
+def _integer_argument(value, name):
+    """random_'s from/to: an int (the CPU's THPUtils_unpackLong message)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"random_(): argument '{name}' must be int, not "
+                        f"{type(value).__name__}") from None
+
+
+def _random_(tensor, *bounds, generator=None, out=None, **named):
+    """random_(from, to), random_(to), random_(): integers in [from, to),
+    by default from 0 to the dtype's largest (_random.random_bounds)."""
+    _no_generator(generator)
+    given = dict(zip(("from", "to"), bounds), **named)
+    if len(bounds) == 1 and "to" not in named:  # x.random_(10): [0, 10)
+        given = {"to": bounds[0]}
+    low = _integer_argument(given.get("from", 0), "from")
+    high = given.get("to")
+    if high is not None:
+        high = _integer_argument(high, "to")
+    out = tensor if out is None else out
+    return _random_fill(out, "randint", *_random.random_bounds(_dtype_name(out.dtype),
+                                                               low, high))
+
+
+def _exponential_(tensor, lambd=1.0, *, generator=None, out=None):
+    _no_generator(generator)
+    out = tensor if out is None else out
+    if _dtype_name(out.dtype) not in _random.FLOATING:
+        raise RuntimeError(f"Exponential distribution is a continuous probability "
+                           f"distribution. dtype must be a floating point but you specified "
+                           f"{_dtype_name(out.dtype)}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    return _random_fill(out, "exponential", lambd)
+
+
+def _probabilities(p, shape):
+    """A tensor of probabilities as the bernoulli_tensor kernel reads them:
+    dense float64 of `shape` on the device, every value checked in [0, 1]."""
+    if not p.is_cuda:  # a 0-dim CPU tensor goes with CUDA ones
+        p = _to_device(p)
+    if not bool(((p >= 0) & (p <= 1)).all()):  # a NaN fails both
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    return _dense_on_device(_cast_on_device(p, ember.float64).expand(shape))
+
+
+def _bernoulli_(tensor, p=0.5, *, generator=None):
+    """bernoulli_(p): 1 with probability p (a number, or a tensor that
+    broadcasts to tensor's shape), in tensor's dtype."""
+    _no_generator(generator)
+    if isinstance(p, ember.Tensor):
+        return _random_fill(tensor, "bernoulli_tensor", _probabilities(p, tensor.shape))
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    return _random_fill(tensor, "bernoulli", p)
+
+
+def _bernoulli(tensor, p=None, *, generator=None, out=None):
+    """bernoulli(input): 1 with probability input[i]; bernoulli(input, p):
+    with probability p, shaped like input."""
+    out = _destination(out, tuple(tensor.shape), _dtype_name(tensor.dtype), "bernoulli")
+    return _bernoulli_(out, tensor if p is None else p, generator=generator)
 
 
 def _uniform_(tensor, a=0.0, b=1.0, *, generator=None, out=None, **bounds):
@@ -956,7 +1044,9 @@ _OPERATORS.update(rand=_random_factory("uniform", 0.0, 1.0),
                   randn=_random_factory("normal", 0.0, 1.0),
                   rand_like=_random_like("uniform", 0.0, 1.0),
                   randn_like=_random_like("normal", 0.0, 1.0),
-                  randint=_randint, uniform=_uniform_, normal=_normal_)
+                  randint=_randint, randint_like=_randint_like, uniform=_uniform_,
+                  normal=_normal_, random=_random_,
+                  exponential=_exponential_, bernoulli=_bernoulli)
 _OPERATORS.update(matmul=_matmul, __matmul__=_matmul, mm=_mm, bmm=_bmm, addmm=_addmm)
 
 
@@ -1334,10 +1424,37 @@ def _any_or_all(reduction):
     return run
 
 
+def _repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """repeat_interleave on the device: a gather.  The index is the CPU's
+    repeat_interleave of a stand-in of the input's rank whose elements are
+    their positions along dim (arange; all of them when it flattens), so
+    every check and error is the CPU's, and index_select gathers (one
+    _index kernel).  Repeats on the device are read on the host first, as
+    PyTorch's CUDA kernel reads their sum to size its result."""
+    if isinstance(repeats, ember.Tensor) and repeats.is_cuda:
+        repeats = _to_host(repeats)
+    if repeats is None:  # repeat_interleave(repeats): arange(n) repeated
+        return _to_device(ember.repeat_interleave(_to_host(input), output_size=output_size))
+    flattens = dim is None or input.ndim == 0
+    if flattens:
+        stand_in = ember.arange(input.numel()).view(input.shape)
+    else:
+        shape = [1] * input.ndim
+        if -input.ndim <= dim < input.ndim:
+            shape[dim] = input.shape[dim]
+        stand_in = ember.arange(math.prod(shape)).view(shape)
+    index = ember.repeat_interleave(stand_in, repeats, dim, output_size=output_size)
+    index = _to_device(index.reshape(-1))
+    if flattens:
+        return _index_select(input.reshape(-1), 0, index)
+    return _index_select(input, dim, index)
+
+
 _OPERATORS.update(gather=_gather, index_select=_index_select, scatter_add=_scatter_add,
                   index_add=_index_add, masked_fill=_masked_fill, any=_any_or_all("amax"),
                   all=_any_or_all("amin"), index_put=_index_put, nonzero=_nonzero,
-                  argwhere=_nonzero, masked_select=_masked_select, where=_where)
+                  argwhere=_nonzero, masked_select=_masked_select, where=_where,
+                  repeat_interleave=_repeat_interleave)
 
 
 # ---- scatter, scatter_reduce, index_fill, take: the CPU's checks, then launches -----
@@ -2028,6 +2145,7 @@ def _operator_call(name, args, kwargs):
 _HANDLERS = {
     "Tensor.to": _to,
     "Tensor.copy_": _copy_,
+    "Tensor.bernoulli_": _bernoulli_,  # p is its probability, not bernoulli's input
     "Tensor.item": _on_host("item"),
     "Tensor.tolist": _on_host("tolist"),
     "Tensor.numpy": _on_host("numpy"),

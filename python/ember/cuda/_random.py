@@ -10,15 +10,20 @@ Philox4x32-10 (its counter layout differs, so the streams differ).
 
 Element i of a call takes words from counter (offset + i // per_call_group,
 0, 0) under key = seed: float32, float16 and bfloat16 use one word a value
-(4 a group), float64 two (2 a group).  The generator's offset then moves
-past the groups the call used, so the next call draws fresh counters
-(ember.cuda.manual_seed resets it).
+(4 a group), float64, randint and bernoulli two (2 a group).  The
+generator's offset then moves past the groups the call used, so the next
+call draws fresh counters (ember.cuda.manual_seed resets it).
 
-  uniform   [low, high): 24 (float32), 53 (float64), 11 (float16) or 8
-            (bfloat16) random bits scaled, a draw that rounds up to high
-            stepped down (Note [A uniform draw stays below high]);
-  normal    mean + std * Box-Muller of pairs of uniforms in (0, 1];
-  randint   [low, high): a 64-bit word (two 32-bit ones) modulo the range.
+  uniform      [low, high): 24 (float32), 53 (float64), 11 (float16) or 8
+               (bfloat16) random bits scaled, a draw that rounds up to high
+               stepped down (Note [A uniform draw stays below high]);
+  normal       mean + std * Box-Muller of pairs of uniforms in (0, 1];
+  randint      low + a 64-bit word (two 32-bit ones) modulo the range, in
+               every dtype (range 0 stands for 2^64: random_ of all int64);
+  exponential  -log(1 - u) / lambd, u uniform in [0, 1) (24 or 53 bits);
+  bernoulli    1 where a 53-bit uniform u < p, else 0, in every dtype: p a
+               number, or (bernoulli_tensor) a dense float64 tensor's
+               element i.
 
 float16 and bfloat16 values are computed in float32 and rounded once to
 their format (ember_store: Note [Half precision on the device] in
@@ -30,22 +35,26 @@ and against Random123's published known-answer vectors.
 """
 
 import functools
+import warnings
 
 import numpy as np
 
-from . import _kernels
+import ember
 
-__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "kernel_keys", "dtypes_of", "kernel_name",
-           "kernel_source", "kernel_parameters", "headers", "groups", "CUDAGenerator",
+from . import _pointwise
+
+__all__ = ["DISTRIBUTIONS", "DTYPES", "philox", "random_bounds", "kernel_keys", "dtypes_of",
+           "kernel_name", "kernel_source", "kernel_parameters", "headers", "groups", "CUDAGenerator",
            "default_generator"]
 
 PRELUDE_NAME = "ember_random.h"
-DISTRIBUTIONS = ("uniform", "normal", "randint")
-DTYPES = {"float32": "float", "float64": "double", "float16": "ember_float16",
-          "bfloat16": "ember_bfloat16", "int64": "int64_t", "int32": "int32_t"}
-# What a value is computed in (the 16-bit formats: float32, as on the CPU).
-COMPUTE_CTYPES = dict(DTYPES, float16="float", bfloat16="float")
+DISTRIBUTIONS = ("uniform", "normal", "randint", "exponential", "bernoulli",
+                 "bernoulli_tensor")
+DTYPES = {name: ctype for name, (_, ctype) in _pointwise.DTYPES.items()}
 FLOATING = ("float32", "float64", "float16", "bfloat16")
+# What a value is stored from: the 16-bit formats are computed in float32,
+# as on the CPU (an integer draw too: c/th/THDtype.h's TH_FROM_FLOAT).
+STORED_FROM = dict(DTYPES, float16="float", bfloat16="float")
 # The 16-bit formats' significant bits: a uniform draw's u has as many
 # (THRandom.c's TH_DEFINE_UNIFORM_NARROW, PyTorch's too), so each u in
 # [0, 1) is exact in the format.
@@ -72,7 +81,8 @@ def philox(counter, key, rounds=10):
 _PRELUDE = f"""\
 #ifndef EMBER_RANDOM_H
 #define EMBER_RANDOM_H
-#include "{_kernels.PRELUDE_NAME}"
+/* the pointwise prelude: its NVRTC typedefs of the 8- and 16-bit integers */
+#include "{_pointwise.PRELUDE_NAME}"
 
 /* Philox4x32-10: four 32-bit words from a 128-bit counter and a 64-bit key. */
 struct EmberPhilox {{
@@ -184,13 +194,18 @@ ember_store_uniform(Narrow &out, float value, double low, double high)
 #endif
 """
 
-# Per distribution and dtype: how many values one Philox call gives, and
-# the statements that compute value j of the group into `v` from r.x.
-_VALUES_PER_GROUP = {("uniform", "float32"): 4, ("uniform", "float64"): 2,
-                     ("normal", "float32"): 4, ("normal", "float64"): 2,
-                     ("randint", "int64"): 2, ("randint", "int32"): 2,
-                     **{(distribution, dtype): 4 for distribution in ("uniform", "normal")
-                        for dtype in NARROW_DIGITS}}
+# Per distribution: the kernel's parameters after (out, n, seed, offset),
+# and (_VALUE_CTYPES) what the value `v` of element i is computed in where
+# that is not the dtype's STORED_FROM type.
+_PARAMETERS = {"uniform": [("double", "a_"), ("double", "b_")],
+               "normal": [("double", "a_"), ("double", "b_")],
+               "randint": [("int64_t", "low"), ("uint64_t", "range")],
+               "exponential": [("double", "lambd")],
+               "bernoulli": [("double", "p")],
+               "bernoulli_tensor": [("const double *", "p")]}
+_VALUE_CTYPES = {"randint": "int64_t", "bernoulli": "bool", "bernoulli_tensor": "bool"}
+# uniform and normal compute in their dtype's arithmetic type.
+_PREAMBLE = "const {compute} a = ({compute})a_, b = ({compute})b_;"
 
 # Box-Muller in float32: the pair (2m, 2m + 1) shares a radius; 1 - u is in (0, 1]
 _NORMAL_FLOAT = (
@@ -199,6 +214,10 @@ _NORMAL_FLOAT = (
     "        float radius = sqrtf(-2.0f * logf(u1));\n"
     "        float angle = 6.2831853071795864769f * u2;\n"
     "        v = a + b * radius * ((j & 1) ? sinf(angle) : cosf(angle));")
+# 1 - u is in (0, 1]: the logarithm is finite
+_EXPONENTIAL_FLOAT = "v = -logf(1.0f - ember_unit_float(r.x[j])) / (float)lambd;"
+# the 53-bit u of ember_unit_double: p = 0 never draws 1, p = 1 always
+_BERNOULLI_U = "ember_unit_double(r.x[2 * j], r.x[2 * j + 1])"
 
 _BODIES = {
     ("uniform", "float32"): "v = a + (b - a) * ember_unit_float(r.x[j]);",
@@ -213,13 +232,18 @@ _BODIES = {
         "        double radius = sqrt(-2.0 * log(u1));\n"
         "        double angle = 6.2831853071795864769 * u2;\n"
         "        v = a + b * radius * ((j & 1) ? sin(angle) : cos(angle));"),
-    # a + (64 random bits mod (b - a)): b - a > 0, checked on the host
-    ("randint", "int64"): (
+    ("exponential", "float32"): _EXPONENTIAL_FLOAT,
+    **{("exponential", dtype): _EXPONENTIAL_FLOAT for dtype in NARROW_DIGITS},
+    ("exponential", "float64"):
+        "v = -log(1.0 - ember_unit_double(r.x[2 * j], r.x[2 * j + 1])) / lambd;",
+    # low + (64 random bits mod range), range = high - low on the host (0: all
+    # 2^64 values), in int64 as the CPU's randint, then converted to the dtype
+    **{("randint", dtype): (
         "uint64_t bits = ((uint64_t)r.x[2 * j] << 32) | r.x[2 * j + 1];\n"
-        "        v = (int64_t)((uint64_t)a + bits % (uint64_t)(b - a));"),
-    ("randint", "int32"): (
-        "uint64_t bits = ((uint64_t)r.x[2 * j] << 32) | r.x[2 * j + 1];\n"
-        "        v = (int32_t)((int64_t)a + (int64_t)(bits % (uint64_t)(b - a)));"),
+        "        v = (int64_t)((uint64_t)low + (range ? bits % range : bits));")
+       for dtype in DTYPES},
+    **{("bernoulli", dtype): f"v = {_BERNOULLI_U} < p;" for dtype in DTYPES},
+    **{("bernoulli_tensor", dtype): f"v = {_BERNOULLI_U} < p[i];" for dtype in DTYPES},
 }
 
 
@@ -238,15 +262,12 @@ def dtypes_of(distribution):
     return [dtype for dtype in DTYPES if (distribution, dtype) in _BODIES]
 
 
-def _bound_ctype(dtype):
-    """The C type the kernel takes a and b in (the call's two numbers)."""
-    return "double" if dtype in FLOATING else "int64_t"
-
-
 def _store(distribution, dtype):
     """The statement that stores `v` as element i."""
     if distribution == "uniform":
         return "ember_store_uniform(out[i], v, a_, b_);"
+    if distribution in _VALUE_CTYPES:
+        return f"ember_store(out[i], ({STORED_FROM[dtype]})v);"
     return "ember_store(out[i], v);"
 
 
@@ -255,26 +276,31 @@ def kernel_name(distribution, dtype):
 
 
 def values_per_group(distribution, dtype):
-    return _VALUES_PER_GROUP[(distribution, dtype)]
+    """How many values one Philox call (four words) gives."""
+    two_words = distribution in _VALUE_CTYPES or dtype == "float64"
+    return 2 if two_words else 4
 
 
 @functools.cache
 def kernel_source(distribution, dtype):
-    """out[i] for i < n, from Philox group offset + i / G (G values a group).
-    a, b: low and high (uniform, randint) or mean and std (normal)."""
+    """out[i] for i < n, from Philox group offset + i / G (G values a group),
+    with the distribution's parameters (_PARAMETERS)."""
     _check_key(distribution, dtype)
-    ctype, group = DTYPES[dtype], values_per_group(distribution, dtype)
-    compute, params = COMPUTE_CTYPES[dtype], _bound_ctype(dtype)
+    group = values_per_group(distribution, dtype)
+    value = _VALUE_CTYPES.get(distribution, STORED_FROM[dtype])
+    preamble = (_PREAMBLE.format(compute=value) if distribution in ("uniform", "normal")
+                else "")
+    signature = ", ".join(f"{ctype}{'' if ctype.endswith('*') else ' '}{name}"
+                          for ctype, name in kernel_parameters(distribution, dtype))
     return (f'#include "{PRELUDE_NAME}"\n\n'
             f'extern "C" __global__ void\n'
-            f"{kernel_name(distribution, dtype)}({ctype} *out, int64_t n, uint64_t seed, "
-            f"uint64_t offset, {params} a_, {params} b_)\n"
+            f"{kernel_name(distribution, dtype)}({signature})\n"
             f"{{\n"
-            f"    const {compute} a = ({compute})a_, b = ({compute})b_;\n"
+            + (f"    {preamble}\n" if preamble else "") +
             f"    EMBER_FOR_EACH_INDEX(i, n) {{\n"
             f"        EmberPhilox r = ember_philox(offset + (uint64_t)(i / {group}), seed);\n"
             f"        const int j = (int)(i % {group});\n"
-            f"        {compute} v;\n"
+            f"        {value} v;\n"
             f"        {_BODIES[(distribution, dtype)]}\n"
             f"        {_store(distribution, dtype)}\n"
             f"    }}\n"
@@ -282,19 +308,111 @@ def kernel_source(distribution, dtype):
 
 
 def kernel_parameters(distribution, dtype):
-    params = _bound_ctype(dtype)
     return [(f"{DTYPES[dtype]} *", "out"), ("int64_t", "n"), ("uint64_t", "seed"),
-            ("uint64_t", "offset"), (params, "a_"), (params, "b_")]
+            ("uint64_t", "offset"), *_PARAMETERS[distribution]]
 
 
 def headers():
-    return dict(_kernels.headers(), **{PRELUDE_NAME: _PRELUDE})
+    return dict(_pointwise.headers(), **{PRELUDE_NAME: _PRELUDE})
 
 
 def groups(distribution, dtype, numel):
     """The Philox counters a call of `numel` values uses."""
     group = values_per_group(distribution, dtype)
     return -(-numel // group)
+
+
+# ---- random_'s range: PyTorch's checks (aten/src/ATen/native/DistributionTemplates.h) --
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+# Integers: the dtype's range; floats: the finite range, and the integers
+# the format holds exactly, [-(2^digits), 2^digits].
+_INTEGER_LIMITS = {"bool": (0, 1), "uint8": (0, 255), "int8": (-128, 127),
+                   "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
+                   "int64": (INT64_MIN, INT64_MAX)}
+_FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+                 "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+DIGITS = dict(NARROW_DIGITS, float32=24, float64=53)
+
+
+def _through(dtype, value):
+    """int64 -> dtype -> int64, as C++'s static_casts (the CPU's conversions)."""
+    return ember.tensor(value, dtype=ember.int64).to(getattr(ember, dtype)).long().item()
+
+
+def _bit_length_below(value):
+    """The n of PyTorch's update_from/update_to: floor(log2 |value|)."""
+    return max(abs(value).bit_length() - 1, 0)
+
+
+def _update_from(dtype, low):
+    """A float dtype's `from` moved up when low + 1 rounds below it."""
+    plus_one = _through(dtype, low + 1)
+    if plus_one < low:
+        low = plus_one + (1 << (_bit_length_below(low + 1) - DIGITS[dtype] + 1))
+    return low
+
+
+def _update_to(dtype, high):
+    """A float dtype's `to` moved down when high - 1 rounds up to it or past."""
+    minus_one = _through(dtype, high - 1)
+    if minus_one >= high:
+        high = minus_one - (1 << (_bit_length_below(high - 1) - DIGITS[dtype] + 1))
+    return high
+
+
+def _check_in_range(dtype, low, to_inc):
+    """PyTorch's check_from_to_in_range: both ends in the dtype's range,
+    and a warning for a float format's beyond the integers it holds exactly."""
+    name = _pointwise.CPP_TYPE_NAMES[dtype]
+    lowest, largest = ((-_FLOAT_LIMITS[dtype], _FLOAT_LIMITS[dtype]) if dtype in FLOATING
+                       else _INTEGER_LIMITS[dtype])
+    for value, what in ((low, "from"), (to_inc, "to - 1")):
+        if not lowest <= value <= largest:
+            raise RuntimeError(f"{what} is out of bounds for {name}")
+    if dtype in FLOATING:
+        exact = 1 << DIGITS[dtype]
+        for value, what in ((low, "from"), (to_inc, "to - 1")):
+            if not -exact <= value <= exact:
+                warnings.warn(f"{what} is out of bounds [-(2^{DIGITS[dtype]}), "
+                              f"2^{DIGITS[dtype]}]. Due to precision limitations {name} can "
+                              f"support discrete uniform distribution only within this range. "
+                              f"This warning will become an error in version 1.7 release, "
+                              f"please fix the code in advance", UserWarning, stacklevel=4)
+
+
+def random_bounds(dtype, low, high=None):
+    """(low, range) of randint's kernel for random_(low, high) of `dtype`:
+    [low, high), or with high None [low, the dtype's largest value] (the
+    integers a float format holds exactly: [low, 2^digits]); range 0 is
+    all 2^64 int64s.  PyTorch's random_from_to_impl, its checks and errors."""
+    if high is not None:
+        if not low < high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                               f"from={low} >= to={high}")
+        if dtype in FLOATING:
+            low, high = _update_from(dtype, low), _update_to(dtype, high)
+            if not low < high:
+                raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than "
+                                   f"'to' casted to dtype, but got from={low} >= to={high}")
+        _check_in_range(dtype, low, high - 1)
+        return low, (high - low) % 2**64
+    if low == INT64_MIN:  # all 2^64 int64s, stored in the dtypes that span them
+        if dtype not in ("int64", "float32", "float64", "bfloat16"):
+            raise RuntimeError("random_full_64_bits_range_kernel_cuda handles only int64, "
+                               "double, float and bfloat16")
+        return low, 0
+    if dtype in FLOATING:
+        to_inc = 1 << DIGITS[dtype]
+        low = _update_from(dtype, low)
+        if not low < to_inc:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or "
+                               f"equal to 'to_inc' casted to dtype, but got from={low} > "
+                               f"to_inc={to_inc}")
+    else:
+        to_inc = _INTEGER_LIMITS[dtype][1]
+    _check_in_range(dtype, low, to_inc)
+    return low, (to_inc - low + 1) % 2**64
 
 
 class CUDAGenerator:
