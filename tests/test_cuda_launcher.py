@@ -793,9 +793,16 @@ def test_writes_on_the_device_bump_version_counters_as_on_the_cpu(device):
             write(t)
             bumps.append(t._version - before)
         assert bumps[1] == bumps[0], (name, bumps)
-    host, before = ember.zeros(6), 0
-    host.copy_(ember.ones(6).cuda())  # from the device into a CPU tensor
-    assert host._version == before + 1
+    # from the device into a CPU tensor: straight in, or (strided, another
+    # dtype, a broadcast source) through the CPU's copy_, which bumps too:
+    # once either way
+    source = ember.ones(6).cuda()
+    for host in (ember.zeros(6), ember.zeros(12)[::2], ember.zeros(6, dtype=ember.float64),
+                 ember.zeros(2, 6)):
+        before = host._version
+        host.copy_(source)
+        assert host._version == before + 1, (host.shape, host.stride(), host.dtype)
+        assert host.tolist() == ember.ones(host.shape, dtype=host.dtype).tolist()
     x = ember.randn(5).cuda().requires_grad_()
     y = x.exp()  # exp saves its output
     y.add_(1)

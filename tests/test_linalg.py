@@ -553,3 +553,39 @@ def test_small_products_every_path_and_family(m, n, k, dtype, la, lb, beta, alph
         check_close(ember.bmm(ea, eb), np.matmul(na, nb), k)
     finally:
         ember._C._gemm_kernel(saved)
+
+
+# Note [Packing a column-major A] (c/th/THBlas.c): an A with row stride 1
+# (a transposed matrix, a slice of one, an expanded column, rows that
+# overlap) is packed a few columns of every panel at a time.  Small integers
+# make every product exact, so any element packed into the wrong place
+# shows; m, k and n take each tile of every family (MR 14, 10, 8, 6, 4) with
+# a partial last panel, k a tail of the 8-column steps and more than one KC
+# block, m more than one MC block.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_major_a_packs_exactly_every_kernel(dtype):
+    rng = np.random.default_rng(8)
+    saved = ember._C._gemm_kernel()
+    try:
+        for family in ["generic", "avx2", "avx512"]:
+            try:
+                ember._C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            for m, k, n in [(20, 13, 40), (47, 300, 37), (29, 530, 17), (520, 70, 33)]:
+                base = rng.integers(-3, 4, (k, m + 5)).astype(dtype)
+                b = rng.integers(-3, 4, (k, n)).astype(dtype)
+                column = rng.integers(-3, 4, m + k).astype(dtype)
+                cases = {
+                    "transposed slice": (ember.tensor(base)[:, 2:2 + m].t(), base[:, 2:2 + m].T),
+                    "expanded column": (ember.tensor(column[:m]).unsqueeze(1).expand(m, k),
+                                        np.broadcast_to(column[:m, None], (m, k))),
+                    "overlapping rows": (ember.tensor(column).as_strided((m, k), (1, 1)),
+                                         np.lib.stride_tricks.sliding_window_view(column, k)[:m]),
+                }
+                for case, (a, a_np) in cases.items():
+                    assert a.stride()[0] == 1
+                    got = (a @ ember.tensor(b)).numpy()
+                    np.testing.assert_array_equal(got, a_np @ b, err_msg=f"{family} {case}")
+    finally:
+        ember._C._gemm_kernel(saved)

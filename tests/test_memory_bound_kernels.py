@@ -161,6 +161,13 @@ def test_sum_adds_in_the_pairwise_order(n, dtype):
         assert ember.from_numpy(x)[::2].sum().item() == reference_sum(x[::2])
         assert ember.from_numpy(x[:n]).norm(p=1).item() == reference_sum(
             np.abs(x[:n]))
+        # the squares' and squared deviations' sums (norm, var) too
+        y = x[1:n + 1]
+        assert ember.from_numpy(x)[1:n + 1].norm().item() == dtype(
+            np.sqrt(np.float64(reference_sum(y * y))))
+        mean = dtype(reference_sum(y) / dtype(n))
+        m2 = reference_sum((y - mean) * (y - mean))
+        assert ember.from_numpy(x)[1:n + 1].var().item() == dtype(np.float64(m2) / (n - 1))
     finally:
         ember.set_num_threads(saved)
     np.testing.assert_allclose(want, x[:n].sum(dtype=np.float64), rtol=1e-5)

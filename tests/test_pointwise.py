@@ -432,6 +432,52 @@ def test_where_picks_the_same_bits_on_every_fast_path(name):
             assert (bits(got) == expected).all(), (x_layout, y_layout)
 
 
+TERNARY = {"clamp": (lambda a, b, c, **kw: ember.clamp(a, b, c, **kw), NAMES[1:]),
+           "lerp": (ember.lerp, FLOATS),
+           "addcmul": (lambda a, b, c, **kw: ember.addcmul(a, b, c, value=3, **kw), NAMES[1:]),
+           "addcdiv": (lambda a, b, c, **kw: ember.addcdiv(a, b, c, value=3, **kw), FLOATS)}
+
+
+@pytest.mark.parametrize("op", list(TERNARY))
+def test_ternary_fast_paths_give_the_general_loops_bits(op):
+    """c/th/THPointwise.c's ternary fast paths (a dense first input, each of
+    the other two dense or a stride-0 scalar) over an odd length: bit for
+    bit the general strided loop's result (a strided first input), with
+    NaN, -0.0, infinities and zero divisors among the values."""
+    fn, names = TERNARY[op]
+    rng = np.random.default_rng(13)
+    n = 37
+    specials = np.array([np.nan, -0.0, np.inf, -np.inf, 1.5, -2.25, 0.0, 3.0, 0.5])
+    layouts = {"dense": lambda t: t, "scalar": lambda t: t[5:6].expand(n),
+               "strided": lambda t: ember.cat([t, t]).view(2, n).t()[:, 1]}
+    for name in names:
+        raw = [np.roll(np.concatenate([specials, rng.normal(size=n - len(specials)) * 40]), s)
+               for s in (0, 3, 7)]
+        if name in INTS:
+            raw = [np.nan_to_num(r, posinf=100, neginf=-100) for r in raw]
+        x, y, z = (ember.tensor(r).to(DTYPES[name][0]) for r in raw)
+        for y_layout, make_y in layouts.items():
+            for z_layout, make_z in layouts.items():
+                general = fn(layouts["strided"](x), make_y(y), make_z(z))
+                fast = fn(x, make_y(y), make_z(z))
+                assert (fast.numpy().view(np.uint8) == general.numpy().view(np.uint8)).all(), \
+                    (name, y_layout, z_layout)
+
+
+@pytest.mark.parametrize("op", list(TERNARY) + ["where"])
+def test_ternary_out_may_be_an_input(op):
+    """out= the tensor of one of the operands: each element is read before
+    its result is stored, so the result is the one into a fresh tensor."""
+    fn = TERNARY[op][0] if op != "where" else (lambda a, b, c, **k: ember.where(a > 0, b, c, **k))
+    rng = np.random.default_rng(5)
+    for k in range(3):
+        args = [ember.tensor(rng.normal(size=37).astype(np.float32)) for _ in range(3)]
+        want = fn(*[a.clone() for a in args]).numpy()
+        got = fn(*args, out=args[k])
+        assert got is args[k]
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
 def test_where_with_scalars_and_bad_condition(torch):
     c = ember.tensor([True, False])
     assert ember.where(c, 1, 2).dtype == ember.int64

@@ -348,7 +348,14 @@ keyword_dict(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
  * an in-place operator (a name ending in one underscore: mul_, copy_, or
  * Tensor.uniform_), of an in-place number slot (__iadd__, ...) and of
  * __setitem__, and every tensor passed as out=.  copy_ from the device
- * into a CPU tensor bumps the CPU tensor, as its CPU copy_ would. */
+ * into a CPU tensor bumps the CPU tensor, as its CPU copy_ would.
+ *
+ * Once, even when the launcher wrote through a CPU operator that bumps by
+ * itself: copy_ into a strided CPU tensor, or one of another dtype, ends
+ * in the CPU's copy_ from a host temporary.  So the first argument is
+ * bumped only if its version is still the one read before the launch.
+ * (out= tensors are always device tensors, written by kernels: a CPU out=
+ * with device inputs is refused before any write.) */
 static bool
 writes_first_argument(PyObject *name)
 {
@@ -378,14 +385,34 @@ bump_if_tensor(PyObject *obj)
     }
 }
 
+/* The version of the tensor the call writes in place, read before the
+ * launch, or -1 when it writes no first argument (Note [Versions of
+ * tensors written on a device]). */
+static int64_t
+first_argument_version(PyObject *name, PyObject *positional)
+{
+    if (PyTuple_GET_SIZE(positional) == 0 || !writes_first_argument(name)) {
+        return -1;
+    }
+    PyObject *first = PyTuple_GET_ITEM(positional, 0); /* borrowed */
+    if (!THPVariable_Check(first)) {
+        return -1;
+    }
+    return THPVariable_Unpack(first)->version_counter->version;
+}
+
 /* After a successful launch: Note [Versions of tensors written on a
- * device].  Runs no Python code. */
+ * device]; first_version as first_argument_version read it.  Runs no
+ * Python code. */
 static void
-bump_written_versions(PyObject *name, PyObject *positional,
+bump_written_versions(PyObject *positional, int64_t first_version,
                       PyObject *keywords)
 {
-    if (PyTuple_GET_SIZE(positional) > 0 && writes_first_argument(name)) {
-        bump_if_tensor(PyTuple_GET_ITEM(positional, 0));
+    if (first_version >= 0) {
+        THTensor *first = THPVariable_Unpack(PyTuple_GET_ITEM(positional, 0));
+        if (first->version_counter->version == first_version) {
+            THTensor_bumpVersion(first); /* not bumped by a CPU write */
+        }
     }
     PyObject *out = PyDict_GetItemString(keywords, "out"); /* borrowed */
     if (out == NULL) {
@@ -413,10 +440,11 @@ THPDevice_launch(PyObject *name, PyObject *self, PyObject *const *args,
     PyObject *keywords =
         positional == NULL ? NULL : keyword_dict(args, nargs, kwnames);
     if (keywords != NULL) {
+        int64_t first_version = first_argument_version(name, positional);
         result = PyObject_CallFunctionObjArgs(launcher, name, positional,
                                               keywords, NULL);
         if (result != NULL) {
-            bump_written_versions(name, positional, keywords);
+            bump_written_versions(positional, first_version, keywords);
         }
     }
     Py_XDECREF(keywords);
