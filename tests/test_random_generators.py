@@ -474,3 +474,66 @@ def test_dropout_follows_the_default_generator():
     b = ember.nn.functional.dropout(x, 0.5)
     assert a.tolist() == b.tolist()
     assert set(a.tolist()) <= {0.0, 2.0}
+
+
+# ---- random_'s range rules on the CPU: PyTorch's random_from_to_impl -------
+
+RANDOM_RANGE_CASES = [
+    ("bool", (0, 10)), ("bool", (0, 2)), ("bool", ()), ("bool", (1, None)),
+    ("bfloat16", (299, 300)), ("bfloat16", (257, 259)), ("bfloat16", (0, 300)),
+    ("float16", (3000, None)), ("float16", (0, 5000)), ("float16", (-70000, 0)),
+    ("float16", (-2**63, None)), ("float32", (0, 2**25)), ("int8", (0, 200)),
+    ("uint8", (-1, 5)), ("int64", (-2**63, None)), ("int32", (5, None)),
+    ("float64", (2**60, 2**60 + 5)), ("float32", (7, 3)),
+]
+
+
+def _random_outcome(lib, dtype, args):
+    """(error type name, message) or ("ok", draws as int64 numbers), and the
+    warnings' messages, of lib's random_ on 2000 elements."""
+    import warnings
+    t = lib.empty(2000, dtype=getattr(lib, dtype))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            t.random_(*args)
+            outcome = ("ok", t.double().tolist())
+        except Exception as error:  # compared with torch's below
+            outcome = (type(error).__name__, str(error))
+    # torch appends "(Triggered internally at <its source file>)"
+    return outcome, [str(w.message).split(" (Triggered internally")[0] for w in caught]
+
+
+@pytest.mark.parametrize("dtype,args", RANDOM_RANGE_CASES)
+def test_random_range_rules_match_torch(dtype, args):
+    torch = pytest.importorskip("torch")
+    (kind, result), warned = _random_outcome(ember, dtype, args)
+    (torch_kind, torch_result), torch_warned = _random_outcome(torch, dtype, args)
+    assert warned == torch_warned
+    if torch_kind == "NotImplementedError":  # ember has no such error kind
+        assert (kind, result) == ("RuntimeError", torch_result)
+        return
+    assert kind == torch_kind
+    if kind != "ok":
+        assert result == torch_result
+        return
+    low = args[0] if len(args) == 2 else 0
+    high = args[1] if len(args) == 2 and args[1] is not None else None
+    # inside [from, to): from as the dtype stores it (float ends round)
+    assert min(result) >= float(ember.tensor(low).to(getattr(ember, dtype)).double().item())
+    if high is not None:
+        assert max(result) < high
+
+
+@pytest.mark.parametrize("dtype,low,high", [
+    ("bfloat16", 0, 300), ("bfloat16", 250, 300), ("bfloat16", 1000, 1030),
+    ("float16", 2000, 2100), ("float16", 4000, 4010), ("float16", 0, 2051)])
+def test_narrow_random_never_reaches_to(dtype, low, high):
+    """random_(low, high) of a 16-bit float stays below high though the int64
+    draws round in the conversion (Note [random_'s float ends])."""
+    gen = ember.Generator().manual_seed(5)
+    t = ember.empty(20000, dtype=getattr(ember, dtype))
+    with pytest.warns(UserWarning, match="Due to precision limitations"):
+        t.random_(low, high, generator=gen)
+    values = np.asarray(t.double().tolist())
+    assert values.max() < high and values.min() >= low - 16

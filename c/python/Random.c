@@ -356,6 +356,20 @@ exponential__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
                                nargs, kwnames);
 }
 
+/* PyTorch's UserWarning for an end of random_'s range beyond the integers
+ * a float dtype holds exactly; -1 when a warning filter made it an error. */
+static int
+warn_inexact_end(const char *end, const THRandintRange *range, THDtype dtype)
+{
+    return PyErr_WarnFormat(
+        PyExc_UserWarning, 1,
+        "%s is out of bounds [-(2^%d), 2^%d]. Due to precision limitations "
+        "%s can support discrete uniform distribution only within this "
+        "range. This warning will become an error in version 1.7 release, "
+        "please fix the code in advance",
+        end, range->digits, range->digits, THDtype_cppTypeName(dtype));
+}
+
 /* random_(from, to=None), random_(to), random_(): integers in [from, to),
  * by default every integer the dtype holds exactly from 0 up. */
 static PyObject *
@@ -376,16 +390,27 @@ random__impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs,
         objs[1] = objs[0];
         objs[0] = NULL;
     }
-    bool has_to = objs[1] != NULL && objs[1] != Py_None;
+    dist.high_is_max = objs[1] == NULL || objs[1] == Py_None;
     if ((objs[0] != NULL
          && THPUtils_unpackLong(objs[0], "random_", "from", &dist.low) < 0)
-        || (has_to
+        || (!dist.high_is_max
             && THPUtils_unpackLong(objs[1], "random_", "to", &dist.high) < 0)
         || THPGenerator_parse("random_", objs[2], &gen) < 0) {
         return NULL;
     }
-    if (!has_to) {
-        dist.high = THRandom_defaultHigh(THPVariable_Unpack(input)->dtype);
+    /* The range's errors and warnings before any tensor is taken (a
+     * warning may run Python); the sampler checks it again, for the dtype
+     * the tensor has then. */
+    THDtype dtype = THPVariable_Unpack(input)->dtype;
+    THRandintRange range;
+    if (THRandom_randintRange(dtype, dist.low,
+                              dist.high_is_max ? NULL : &dist.high, &range)
+        < 0) {
+        return THPUtils_setErrorFromTH();
+    }
+    if ((range.inexact_from && warn_inexact_end("from", &range, dtype) < 0)
+        || (range.inexact_to && warn_inexact_end("to - 1", &range, dtype) < 0)) {
+        return NULL;
     }
     return sample_into(input, gen, &dist);
 }

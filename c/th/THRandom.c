@@ -4,6 +4,7 @@
  */
 #include "THRandom.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,31 +228,205 @@ THGenerator_bounded(THGenerator *gen, uint64_t range)
     return (uint64_t)(product >> 64);
 }
 
-#define TH_RANDINT_CASE(Name, ctype, py)                                  \
-    case TH_##Name:                                                       \
-        for (int64_t i = 0; i < tensor->numel; i++) {                     \
-            ((ctype *)data)[i] = TH_FROM_FLOAT_##Name(                    \
-                (int64_t)((uint64_t)low + THGenerator_bounded(gen, range))); \
-        }                                                                 \
-        break;
+/* Note [random_'s float ends]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * random_ draws an int64 in [from, to) and converts it to the dtype, which
+ * rounds beyond 2^digits: bfloat16's 299 is 300, so random_(0, 300) could
+ * store `to` itself.  PyTorch's update_from/update_to move each end inward
+ * by one step of the format where from + 1 rounds below from or to - 1
+ * rounds up to to; the ends that remain beyond +-2^digits only warn. */
 
-int
-THTensor_randint(THTensor *tensor, THGenerator *gen, int64_t low,
-                 int64_t high)
+/* value -> dtype -> int64, as C's (and PyTorch's) static casts. */
+static int64_t
+through_dtype(THDtype dtype, int64_t value)
 {
-    if (low >= high) {
+#define TH_THROUGH_CASE(Name, ctype, py)                                   \
+    case TH_##Name:                                                         \
+        return (int64_t)TH_TO_FLOAT_##Name(TH_FROM_FLOAT_##Name(value));
+    switch (dtype) {
+        TH_FORALL_DTYPES(TH_THROUGH_CASE)
+    default:
+        return value;
+    }
+#undef TH_THROUGH_CASE
+}
+
+/* One step of a `digits`-bit format at |value|: 2^(floor(log2|value|) -
+ * digits + 1). */
+static int64_t
+float_step(int64_t value, int digits)
+{
+    uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
+    int floor_log2 = magnitude == 0 ? 0 : 63 - __builtin_clzll(magnitude);
+    return (int64_t)1 << (floor_log2 - digits + 1);
+}
+
+static int64_t
+update_from(THDtype dtype, int64_t from, int digits)
+{
+    int64_t plus_one = through_dtype(dtype, from + 1);
+    return plus_one < from ? plus_one + float_step(from + 1, digits) : from;
+}
+
+static int64_t
+update_to(THDtype dtype, int64_t to, int digits)
+{
+    int64_t minus_one = through_dtype(dtype, to - 1);
+    return minus_one >= to ? minus_one - float_step(to - 1, digits) : to;
+}
+
+/* The largest integer random_() without `to` draws: the dtype's largest
+ * value, 2^digits for a float dtype. */
+static int64_t
+largest_exact(THDtype dtype)
+{
+    switch (dtype) {
+    case TH_Bool: return 1;
+    case TH_UInt8: return UINT8_MAX;
+    case TH_Int8: return INT8_MAX;
+    case TH_Int16: return INT16_MAX;
+    case TH_Int32: return INT32_MAX;
+    case TH_Float32: return (int64_t)1 << 24;
+    case TH_Float64: return (int64_t)1 << 53;
+    case TH_Float16: return (int64_t)1 << 11;
+    case TH_BFloat16: return (int64_t)1 << 8;
+    default: return INT64_MAX;
+    }
+}
+
+/* The dtype's finite range, as doubles (PyTorch's check_from_to_in_range). */
+static void
+dtype_limits(THDtype dtype, double *lowest, double *largest)
+{
+    switch (dtype) {
+    case TH_Bool: *lowest = 0; *largest = 1; return;
+    case TH_UInt8: *lowest = 0; *largest = UINT8_MAX; return;
+    case TH_Int8: *lowest = INT8_MIN; *largest = INT8_MAX; return;
+    case TH_Int16: *lowest = INT16_MIN; *largest = INT16_MAX; return;
+    case TH_Int32: *lowest = INT32_MIN; *largest = INT32_MAX; return;
+    case TH_Float16: *largest = 65504.0; break;
+    case TH_BFloat16: *largest = 3.3895313892515355e38; break;
+    case TH_Float32: *largest = FLT_MAX; break;
+    case TH_Float64: *largest = DBL_MAX; break;
+    default: *lowest = (double)INT64_MIN; *largest = (double)INT64_MAX; return;
+    }
+    *lowest = -*largest;
+}
+
+static int
+check_in_range(THDtype dtype, int64_t from, int64_t to_inc,
+               THRandintRange *range)
+{
+    double lowest, largest;
+    dtype_limits(dtype, &lowest, &largest);
+    const int64_t ends[2] = {from, to_inc};
+    const char *const names[2] = {"from", "to - 1"};
+    for (int e = 0; e < 2; e++) {
+        if (!((double)ends[e] >= lowest && (double)ends[e] <= largest)) {
+            return THError_set(TH_ERR_RUNTIME, "%s is out of bounds for %s",
+                               names[e], THDtype_cppTypeName(dtype));
+        }
+    }
+    if (THDtype_isFloating(dtype)) {
+        int64_t exact = largest_exact(dtype);
+        range->inexact_from = from < -exact || from > exact;
+        range->inexact_to = to_inc < -exact || to_inc > exact;
+    }
+    return 0;
+}
+
+static int
+range_to(THDtype dtype, int64_t from, int64_t to, THRandintRange *range)
+{
+    if (from >= to) {
         return THError_set(TH_ERR_RUNTIME,
                            "random_ expects 'from' to be less than 'to', but "
                            "got from=%lld >= to=%lld",
-                           (long long)low, (long long)high);
+                           (long long)from, (long long)to);
     }
+    if (THDtype_isFloating(dtype)) {
+        from = update_from(dtype, from, range->digits);
+        to = update_to(dtype, to, range->digits);
+        if (from >= to) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "random_ expects 'from' casted to dtype to be "
+                               "less than 'to' casted to dtype, but got "
+                               "from=%lld >= to=%lld",
+                               (long long)from, (long long)to);
+        }
+    }
+    range->low = from;
+    range->range = (uint64_t)to - (uint64_t)from;
+    return check_in_range(dtype, from, to - 1, range);
+}
+
+static int
+range_to_largest(THDtype dtype, int64_t from, THRandintRange *range)
+{
+    int64_t to_inc = largest_exact(dtype);
+    if (THDtype_isFloating(dtype)) {
+        from = update_from(dtype, from, range->digits);
+        if (from >= to_inc) {
+            return THError_set(TH_ERR_RUNTIME,
+                               "random_ expects 'from' casted to dtype to be "
+                               "less than or equal to 'to_inc' casted to "
+                               "dtype, but got from=%lld > to_inc=%lld",
+                               (long long)from, (long long)to_inc);
+        }
+    }
+    range->low = from;
+    range->range = (uint64_t)to_inc - (uint64_t)from + 1;
+    return check_in_range(dtype, from, to_inc, range);
+}
+
+int
+THRandom_randintRange(THDtype dtype, int64_t low, const int64_t *high,
+                      THRandintRange *range)
+{
+    *range = (THRandintRange){
+        .digits = THDtype_isFloating(dtype)
+                      ? __builtin_ctzll((uint64_t)largest_exact(dtype))
+                      : 0};
+    if (high != NULL) {
+        return range_to(dtype, low, *high, range);
+    }
+    if (low != INT64_MIN) {
+        return range_to_largest(dtype, low, range);
+    }
+    /* every int64: only the dtypes whose conversion takes them all */
+    if (dtype != TH_Int64 && dtype != TH_Float32 && dtype != TH_Float64
+        && dtype != TH_BFloat16) {
+        return THError_set(TH_ERR_RUNTIME,
+                           "\"random_full_64_bits_range_kernel_cpu\" not "
+                           "implemented for '%s'",
+                           THDtype_scalarTypeName(dtype));
+    }
+    range->low = INT64_MIN;
+    range->range = 0;
+    return 0;
+}
+
+/* range 0: all 2^64 int64s, each draw as it comes */
+#define TH_RANDINT_CASE(Name, ctype, py)                                  \
+    case TH_##Name:                                                       \
+        for (int64_t i = 0; i < tensor->numel; i++) {                     \
+            uint64_t offset = range->range == 0                           \
+                                  ? THGenerator_next(gen)                 \
+                                  : THGenerator_bounded(gen, range->range); \
+            ((ctype *)data)[i] = TH_FROM_FLOAT_##Name(                    \
+                (int64_t)((uint64_t)range->low + offset));                \
+        }                                                                 \
+        break;
+
+static int
+fill_randint(THTensor *tensor, THGenerator *gen, const THRandintRange *range)
+{
     if (!THTensor_isNonOverlappingAndDense(tensor)) {
         return THError_set(TH_ERR_RUNTIME, "randint needs a dense tensor");
     }
     if (THTensor_checkWritable(tensor) < 0) {
         return -1;
     }
-    uint64_t range = (uint64_t)high - (uint64_t)low;
     char *data = THTensor_data(tensor);
     switch (tensor->dtype) {
         TH_FORALL_DTYPES(TH_RANDINT_CASE)
@@ -261,6 +436,30 @@ THTensor_randint(THTensor *tensor, THGenerator *gen, int64_t low,
     return 0;
 }
 #undef TH_RANDINT_CASE
+
+int
+THTensor_randint(THTensor *tensor, THGenerator *gen, int64_t low,
+                 int64_t high)
+{
+    THRandintRange range;
+    if (THRandom_randintRange(tensor->dtype, low, &high, &range) < 0) {
+        return -1;
+    }
+    return fill_randint(tensor, gen, &range);
+}
+
+/* random_ of a dense tensor: [low, high), or [low, largest exact]. */
+static int
+sample_randint(THTensor *tensor, THGenerator *gen, const THDistribution *dist)
+{
+    THRandintRange range;
+    if (THRandom_randintRange(tensor->dtype, dist->low,
+                              dist->high_is_max ? NULL : &dist->high, &range)
+        < 0) {
+        return -1;
+    }
+    return fill_randint(tensor, gen, &range);
+}
 
 int
 THTensor_exponential(THTensor *tensor, THGenerator *gen, double lambd)
@@ -393,7 +592,7 @@ fill_dense(THTensor *tensor, THGenerator *gen, const THDistribution *dist)
     case TH_DIST_NORMAL:
         return THTensor_normal(tensor, gen, dist->a, dist->b);
     case TH_DIST_RANDINT:
-        return THTensor_randint(tensor, gen, dist->low, dist->high);
+        return sample_randint(tensor, gen, dist);
     case TH_DIST_EXPONENTIAL:
         return THTensor_exponential(tensor, gen, dist->a);
     case TH_DIST_BERNOULLI:
@@ -448,18 +647,8 @@ contiguous_float64(THTensor *tensor)
 int64_t
 THRandom_defaultHigh(THDtype dtype)
 {
-    switch (dtype) {
-    case TH_Bool: return 2;
-    case TH_UInt8: return (int64_t)UINT8_MAX + 1;
-    case TH_Int8: return (int64_t)INT8_MAX + 1;
-    case TH_Int16: return (int64_t)INT16_MAX + 1;
-    case TH_Int32: return (int64_t)INT32_MAX + 1;
-    case TH_Float32: return ((int64_t)1 << 24) + 1;
-    case TH_Float64: return ((int64_t)1 << 53) + 1;
-    case TH_Float16: return ((int64_t)1 << 11) + 1;
-    case TH_BFloat16: return ((int64_t)1 << 8) + 1;
-    default: return INT64_MAX;
-    }
+    int64_t largest = largest_exact(dtype);
+    return largest == INT64_MAX ? INT64_MAX : largest + 1;
 }
 
 /* Fisher-Yates, from the end: position i swaps with a uniform j <= i.  The

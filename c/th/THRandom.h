@@ -31,7 +31,8 @@ uint64_t THGenerator_next(THGenerator *gen);
 double THGenerator_uniform01(THGenerator *gen);
 
 /* Fill a fresh contiguous tensor. uniform/normal need a floating dtype;
- * randint draws from [low, high) without modulo bias. */
+ * randint draws from [low, high) (PyTorch's bounds: THRandom_randintRange)
+ * without modulo bias. */
 int THTensor_uniform(THTensor *tensor, THGenerator *gen, double low,
                      double high);
 int THTensor_normal(THTensor *tensor, THGenerator *gen, double mean,
@@ -68,12 +69,31 @@ uint64_t THGenerator_bounded(THGenerator *gen, uint64_t range);
  * n <= bound. */
 int64_t THRandom_defaultHigh(THDtype dtype);
 
+/* The integers random_(low, high) of `dtype` draws: low + [0, range), with
+ * range 0 meaning all 2^64 (random_(INT64_MIN) without `to`). */
+typedef struct {
+    int64_t low;
+    uint64_t range;
+    /* PyTorch's float-range warning: `from` / `to - 1` lies beyond
+     * +-2^digits, the integers the float dtype holds exactly */
+    bool inexact_from, inexact_to;
+    int digits;
+} THRandintRange;
+
+/* PyTorch's random_from_to_impl: [low, *high), or with high NULL [low,
+ * the dtype's largest exact integer]; a float dtype's ends moved inward
+ * where they round outward (Note [random_'s float ends]), and its errors
+ * for ends out of order or outside the dtype. */
+int THRandom_randintRange(THDtype dtype, int64_t low, const int64_t *high,
+                          THRandintRange *range);
+
 /* ---- in-place sampling of any tensor ------------------------------------ */
 
 typedef enum {
     TH_DIST_UNIFORM,     /* a, b: [low, high) */
     TH_DIST_NORMAL,      /* a, b: mean, std */
-    TH_DIST_RANDINT,     /* low, high: integers in [low, high) */
+    TH_DIST_RANDINT,     /* low, high: integers in [low, high), or
+                            [low, largest exact] with high_is_max */
     TH_DIST_EXPONENTIAL, /* a: lambd */
     TH_DIST_BERNOULLI,   /* a: p */
 } THDistKind;
@@ -82,6 +102,7 @@ typedef struct {
     THDistKind kind;
     double a, b;
     int64_t low, high;
+    bool high_is_max; /* random_(from) without `to` */
 } THDistribution;
 
 /* Tensor.uniform_/normal_/random_/exponential_/bernoulli_: overwrites
