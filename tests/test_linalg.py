@@ -490,6 +490,21 @@ def test_small_and_skinny_products(dtype, shape_a, shape_b, ta, tb):
     check_close(ea @ eb, a @ b, a.shape[-1])
 
 
+def each_gemm_family():
+    """Switches to each GEMM kernel family this CPU runs, yielding its name;
+    the family in use before is back afterwards, also on a failure."""
+    saved = ember._C._gemm_kernel()
+    try:
+        for family in ["generic", "avx2", "avx512"]:
+            try:
+                ember._C._gemm_kernel(family)
+            except RuntimeError:
+                continue  # not on this CPU
+            yield family
+    finally:
+        ember._C._gemm_kernel(saved)
+
+
 # Note [GEMM with few columns]: x @ W.t() with fewer outputs than the tile's
 # columns runs as blocks of dot products along both operands' contiguous
 # rows, under every family; odd k (a scalar tail), rows and columns that cut
@@ -498,31 +513,23 @@ def test_small_and_skinny_products(dtype, shape_a, shape_b, ta, tb):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_few_columns_every_kernel(dtype):
     rng = np.random.default_rng(4)
-    saved = ember._C._gemm_kernel()
-    try:
-        for family in ["generic", "avx2", "avx512"]:
-            try:
-                ember._C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for m, n, k in [(64, 10, 128), (13, 3, 37), (7, 5, 4), (33, 2, 200)]:
-                x = rng.uniform(-1, 1, (m, 2 * k)).astype(dtype)
-                w = rng.uniform(-1, 1, (n, k)).astype(dtype)
-                ex, ew = ember.tensor(x)[:, :k], ember.tensor(w)
-                want = x[:, :k] @ w.T
-                check_close(ex @ ew.t(), want, k)
-                check_close(ember.tensor(x)[:, ::2] @ ew.t(), x[:, ::2] @ w.T, k)
-                check_close(ember.nn.functional.linear(ex, ew), want, k)
-                batched = ember.tensor(np.stack([x[:, :k]] * 2))
-                check_close(batched @ ew.t(), np.stack([want] * 2), k)
-                c = rng.uniform(-1, 1, (m, n)).astype(dtype)
-                check_close(ember.addmm(ember.tensor(c), ex, ew.t(), beta=0.5, alpha=2),
-                            0.5 * c + 2 * want, k)
-                out = ember.zeros(n, m, dtype=ex.dtype).t()  # column-major out
-                ember.matmul(ex, ew.t(), out=out)
-                check_close(out, want, k)
-    finally:
-        ember._C._gemm_kernel(saved)
+    for _family in each_gemm_family():
+        for m, n, k in [(64, 10, 128), (13, 3, 37), (7, 5, 4), (33, 2, 200)]:
+            x = rng.uniform(-1, 1, (m, 2 * k)).astype(dtype)
+            w = rng.uniform(-1, 1, (n, k)).astype(dtype)
+            ex, ew = ember.tensor(x)[:, :k], ember.tensor(w)
+            want = x[:, :k] @ w.T
+            check_close(ex @ ew.t(), want, k)
+            check_close(ember.tensor(x)[:, ::2] @ ew.t(), x[:, ::2] @ w.T, k)
+            check_close(ember.nn.functional.linear(ex, ew), want, k)
+            batched = ember.tensor(np.stack([x[:, :k]] * 2))
+            check_close(batched @ ew.t(), np.stack([want] * 2), k)
+            c = rng.uniform(-1, 1, (m, n)).astype(dtype)
+            check_close(ember.addmm(ember.tensor(c), ex, ew.t(), beta=0.5, alpha=2),
+                        0.5 * c + 2 * want, k)
+            out = ember.zeros(n, m, dtype=ex.dtype).t()  # column-major out
+            ember.matmul(ex, ew.t(), out=out)
+            check_close(out, want, k)
 
 
 # Note [GEMM small products] and [The narrow tile], every family this CPU
@@ -565,27 +572,19 @@ def test_small_products_every_path_and_family(m, n, k, dtype, la, lb, beta, alph
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_column_major_a_packs_exactly_every_kernel(dtype):
     rng = np.random.default_rng(8)
-    saved = ember._C._gemm_kernel()
-    try:
-        for family in ["generic", "avx2", "avx512"]:
-            try:
-                ember._C._gemm_kernel(family)
-            except RuntimeError:
-                continue  # not on this CPU
-            for m, k, n in [(20, 13, 40), (47, 300, 37), (29, 530, 17), (520, 70, 33)]:
-                base = rng.integers(-3, 4, (k, m + 5)).astype(dtype)
-                b = rng.integers(-3, 4, (k, n)).astype(dtype)
-                column = rng.integers(-3, 4, m + k).astype(dtype)
-                cases = {
-                    "transposed slice": (ember.tensor(base)[:, 2:2 + m].t(), base[:, 2:2 + m].T),
-                    "expanded column": (ember.tensor(column[:m]).unsqueeze(1).expand(m, k),
-                                        np.broadcast_to(column[:m, None], (m, k))),
-                    "overlapping rows": (ember.tensor(column).as_strided((m, k), (1, 1)),
-                                         np.lib.stride_tricks.sliding_window_view(column, k)[:m]),
-                }
-                for case, (a, a_np) in cases.items():
-                    assert a.stride()[0] == 1
-                    got = (a @ ember.tensor(b)).numpy()
-                    np.testing.assert_array_equal(got, a_np @ b, err_msg=f"{family} {case}")
-    finally:
-        ember._C._gemm_kernel(saved)
+    for family in each_gemm_family():
+        for m, k, n in [(20, 13, 40), (47, 300, 37), (29, 530, 17), (520, 70, 33)]:
+            base = rng.integers(-3, 4, (k, m + 5)).astype(dtype)
+            b = rng.integers(-3, 4, (k, n)).astype(dtype)
+            column = rng.integers(-3, 4, m + k).astype(dtype)
+            cases = {
+                "transposed slice": (ember.tensor(base)[:, 2:2 + m].t(), base[:, 2:2 + m].T),
+                "expanded column": (ember.tensor(column[:m]).unsqueeze(1).expand(m, k),
+                                    np.broadcast_to(column[:m, None], (m, k))),
+                "overlapping rows": (ember.tensor(column).as_strided((m, k), (1, 1)),
+                                     np.lib.stride_tricks.sliding_window_view(column, k)[:m]),
+            }
+            for case, (a, a_np) in cases.items():
+                assert a.stride()[0] == 1
+                got = (a @ ember.tensor(b)).numpy()
+                np.testing.assert_array_equal(got, a_np @ b, err_msg=f"{family} {case}")
