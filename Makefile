@@ -87,6 +87,8 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #                            and bfloat16 (pointwise, unary; reductions)
 #   test_cuda_casts.py       the cast kernels (NVRTC, g++) and to()/copy_,
 #                            across the bus on the narrow side
+#   test_cuda_rearrange.py   the same for flip/roll/repeat/tril/triu and
+#                            repeat_interleave (one rearranging kernel)
 #   test_cuda_random.py      the same for randint/random_ in every dtype,
 #                            exponential_ and bernoulli (Philox kernels)
 PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
@@ -315,7 +317,9 @@ KERNEL_SOURCE_SUITES := --ignore=tests/test_cuda_kernels.py \
                         --ignore=tests/test_cuda_index_ops.py \
                         --ignore=tests/test_cuda_half.py \
                         --ignore=tests/test_cuda_half_reductions.py \
-                        --ignore=tests/test_cuda_casts.py
+                        --ignore=tests/test_cuda_casts.py \
+                        --ignore=tests/test_cuda_rearrange.py \
+                        --ignore=tests/test_cuda_random.py
 test-pythons:
 	JOBS=$(OTHER_PYTHONS_JOBS) PYTEST_ARGS="$(PYTEST_ARGS) $(KERNEL_SOURCE_SUITES)" \
 	  tools/other_pythons.sh $(VPY)
