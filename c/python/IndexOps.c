@@ -147,17 +147,13 @@ static int
 check_out_dtype(const char *fname, PyObject *out, THDtype dtype,
                 OutDtypeError dtype_error)
 {
-    if (out == NULL || out == Py_None) {
-        return 0;
-    }
-    if (!THPVariable_Check(out)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'out' must be Tensor, not %.100s", fname,
-                     Py_TYPE(out)->tp_name);
+    THTensor *target;
+    if (THPUtils_parseOut(fname, out, &target) < 0) {
         return -1;
     }
-    THDtype got = THPVariable_Unpack(out)->dtype;
-    return got == dtype ? 0 : dtype_error(dtype, got);
+    return target == NULL || target->dtype == dtype
+               ? 0
+               : dtype_error(dtype, target->dtype);
 }
 
 /* Hands a fresh result back, or copies it into out= (its dtype checked

@@ -73,23 +73,6 @@ parse_operand_arg(const char *fname, const char *what, int position,
     return status > 0 ? 0 : -1;
 }
 
-static int
-parse_out(const char *fname, PyObject *obj, THTensor **out)
-{
-    *out = NULL;
-    if (obj == NULL || obj == Py_None) {
-        return 0;
-    }
-    if (!THPVariable_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'out' must be Tensor, not %.100s",
-                     fname, Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    *out = THPVariable_Unpack(obj);
-    return 0;
-}
-
 /* ---- running ----------------------------------------------------------------- */
 
 /* Runs `op` and returns the result: `returned` (a new reference to it) when
@@ -411,7 +394,7 @@ binary_impl(const BinarySpec *spec, PyObject *input, PyObject *const *args,
     }
     PyObject *out_obj = spec->inplace ? NULL : objs[nnames - 1];
     THTensor *out;
-    if (parse_out(spec->name, out_obj, &out) < 0) {
+    if (THPUtils_parseOut(spec->name, out_obj, &out) < 0) {
         return NULL;
     }
     PyObject *returned = spec->inplace ? input : out != NULL ? out_obj : NULL;
@@ -430,7 +413,7 @@ unary_impl(const char *name, THPointwiseOp op, bool inplace, PyObject *input,
         return NULL;
     }
     THTensor *out;
-    if (parse_out(name, out_obj, &out) < 0) {
+    if (THPUtils_parseOut(name, out_obj, &out) < 0) {
         return NULL;
     }
     THPointwiseArg arg = THPointwiseArg_tensor(THPVariable_Unpack(input));
@@ -558,7 +541,7 @@ where(PyObject *condition, PyObject *input, PyObject *other,
     if (parse_operand_arg("where", "condition", 1, condition, &args[0]) < 0
         || parse_operand_arg("where", "input", 2, input, &args[1]) < 0
         || parse_operand_arg("where", "other", 3, other, &args[2]) < 0
-        || parse_out("where", out_obj, &out) < 0) {
+        || THPUtils_parseOut("where", out_obj, &out) < 0) {
         return NULL;
     }
     return run_pointwise(TH_OP_WHERE, args, out, false, alpha_one,
@@ -673,7 +656,7 @@ clamp_common(const char *name, bool inplace, PyObject *input,
                                           : TH_OP_MINIMUM;
     THTensor *out;
     PyObject *out_obj = inplace ? NULL : objs[2];
-    if (parse_out(name, out_obj, &out) < 0) {
+    if (THPUtils_parseOut(name, out_obj, &out) < 0) {
         return NULL;
     }
     PyObject *returned = inplace ? input : out != NULL ? out_obj : NULL;
@@ -761,7 +744,7 @@ ternary_impl(const TernarySpec *spec, bool inplace, PyObject *input,
     }
     THTensor *out;
     PyObject *out_obj = inplace ? NULL : objs[nnames - 1];
-    if (parse_out(spec->name, out_obj, &out) < 0) {
+    if (THPUtils_parseOut(spec->name, out_obj, &out) < 0) {
         return NULL;
     }
     PyObject *returned = inplace ? input : out != NULL ? out_obj : NULL;

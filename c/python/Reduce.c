@@ -322,16 +322,11 @@ static int
 check_out(const char *fname, OutDtypeRule rule, const THTensor *self,
           PyObject *out, int *dtype)
 {
-    if (out == NULL || out == Py_None) {
-        return 0;
-    }
-    if (!THPVariable_Check(out)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'out' must be Tensor, not %s", fname,
-                     Py_TYPE(out)->tp_name);
+    THTensor *target;
+    if (THPUtils_parseOut(fname, out, &target) < 0) {
         return -1;
     }
-    return rule(fname, self, THPVariable_Unpack(out)->dtype, dtype);
+    return target == NULL ? 0 : rule(fname, self, target->dtype, dtype);
 }
 
 /* Wraps `result` (stolen; NULL means the core failed), or copies it into

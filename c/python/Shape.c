@@ -104,24 +104,6 @@ release_tensor_list(THTensor **tensors, int n)
     PyMem_Free(tensors);
 }
 
-/* `out=` must be a tensor when given; NULL/None mean absent. */
-static int
-parse_out(const char *fname, PyObject *obj, THTensor **out)
-{
-    *out = NULL;
-    if (obj == NULL || obj == Py_None) {
-        return 0;
-    }
-    if (!THPVariable_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'out' must be Tensor, not %.100s", fname,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    *out = THPVariable_Unpack(obj);
-    return 0;
-}
-
 /* Note [out= by copy]
  * ~~~~~~~~~~~~~~~~~~~
  * Apart from cat and stack (which write straight into out), the operators
@@ -166,7 +148,7 @@ result_or_out(const char *fname, PyObject *out_obj, THTensor *result)
         return THPVariable_Wrap(result);
     }
     THTensor *out;
-    if (parse_out(fname, out_obj, &out) < 0
+    if (THPUtils_parseOut(fname, out_obj, &out) < 0
         || check_out_like(fname, out, result) < 0) {
         THTensor_release(result);
         return NULL;
@@ -221,7 +203,7 @@ join_entry(const char *fname, JoinFn join, JoinOutFn join_out,
     if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 3, 2, objs)
             < 0
         || parse_int(fname, "dim", objs[1], &dim) < 0
-        || parse_out(fname, objs[2], &out) < 0) {
+        || THPUtils_parseOut(fname, objs[2], &out) < 0) {
         return NULL;
     }
     THTensor **tensors = parse_tensor_list(fname, objs[0], &n);
@@ -276,7 +258,7 @@ hv_stack(const char *fname, bool vertical, PyObject *const *args,
     THTensor *out;
     int n;
     if (THPUtils_parseArgs(fname, args, nargs, kwnames, names, 2, 1, objs) < 0
-        || parse_out(fname, objs[1], &out) < 0) {
+        || THPUtils_parseOut(fname, objs[1], &out) < 0) {
         return NULL;
     }
     THTensor **tensors = parse_tensor_list(fname, objs[0], &n);

@@ -204,6 +204,9 @@ int THPUtils_setErrorFromTH_int(void);
  * one its operator stores, "Expected out tensor to have dtype float, but
  * got double instead" (C++ type names); returns -1. */
 int THPUtils_setOutDtypeError(THDtype expected, THDtype got);
+/* An out= argument: *out is its THTensor (borrowed), or NULL when `obj`
+ * is NULL or None; -1 with PyTorch's TypeError when it is no tensor. */
+int THPUtils_parseOut(const char *fname, PyObject *obj, THTensor **out);
 
 /* Fills `out[i]` with borrowed references to the arguments named
  * names[i] (NULL when absent) from a vectorcall argument list.  At most

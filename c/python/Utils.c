@@ -48,6 +48,23 @@ THPUtils_setOutDtypeError(THDtype expected, THDtype got)
 }
 
 int
+THPUtils_parseOut(const char *fname, PyObject *obj, THTensor **out)
+{
+    *out = NULL;
+    if (obj == NULL || obj == Py_None) {
+        return 0;
+    }
+    if (!THPVariable_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'out' must be Tensor, not %.100s", fname,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *out = THPVariable_Unpack(obj);
+    return 0;
+}
+
+int
 THPUtils_parseArgs(const char *fname, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames,
                    const char *const *names, int nnames, int max_positional,
