@@ -15,6 +15,7 @@ is a function of the first three, the cubin of the source and the arch.
 """
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -36,8 +37,12 @@ MAX_REDUCE_THREADS = 512
 MIN_REDUCE_THREADS = 32  # one warp
 
 
+@functools.cache
 def sm_count(device=None):
-    """The device's multiprocessor count, or DEFAULT_SM_COUNT without one."""
+    """The device's multiprocessor count, or DEFAULT_SM_COUNT without one.
+    Asked once per device: every launch plans its grid with it, and the
+    question costs ~120 us (a failing `import cupy` searches sys.path each
+    time; CuPy's `attributes` reads every attribute of the device)."""
     try:
         import cupy
         with cupy.cuda.Device(device or 0) as d:
