@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# `make test` on every supported CPython this machine has besides the main one.
+# pytest (`make pytest`) on every supported CPython this machine has besides the main one.
 #
 #   tools/other_pythons.sh MAIN_PY
 #
 # For each version in SUPPORTED other than MAIN_PY's, the newest pyenv
 # install ($(pyenv root)/versions/3.X.Y, no -debug/-dev builds) or a working
 # python3.X on PATH is used; a version with neither is skipped with a message.
-# Each gets its own venv (.venv-3.X, made by the Makefile), and runs the C unit
-# tests and pytest without the torch oracle (no torch wheel for it here;
+# Each gets its own venv (.venv-3.X, made by the Makefile), and runs pytest
+# without the torch oracle (no torch wheel for it here;
 # EMBER_NO_TORCH=1 makes the torch tests skip cleanly).  The pytest run
 # includes docs/ (the walkthrough's examples must pass on every version).
 # PYTEST_ARGS passes through to pytest; PYTEST_PATHS chooses what it runs
@@ -39,13 +39,12 @@ find_python() {
     fi
 }
 
-# One version: install + build + C tests + pytest, without the torch oracle.
-# Its own ctest binary (CTEST_BIN), so versions running side by side never
-# write one file at once.
+# One version: install + build + pytest, without the torch oracle.  The C
+# unit tests (make ctest) are left to the main version: they link no Python,
+# so every version would build and run the same binary.
 test_version() {
     local version=$1 python=$2
-    EMBER_NO_TORCH=1 make --no-print-directory test PYTHON="$python" VENV=".venv-$version" \
-        CTEST_BIN="build/ctest-$version/test_th" \
+    EMBER_NO_TORCH=1 make --no-print-directory pytest PYTHON="$python" VENV=".venv-$version" \
         PYTEST_ARGS="${PYTEST_ARGS:-}" ${PYTEST_PATHS:+PYTEST_PATHS="$PYTEST_PATHS"}
 }
 
