@@ -218,6 +218,46 @@ def test_wide_layer_products(dtype):
     _assert_products_close(got, expected, dtype)
 
 
+# Weight gradients that run by taps (Note [Weight gradient by taps] in
+# THConv.c: enough channels per group for the tapped tile's rows, at least
+# 128 output positions a sample): 16 channels (two AVX-512 narrow blocks),
+# 30 (a last block of 6 rows under AVX-512's 8, whole blocks of AVX2's 6;
+# 11-wide lines end each channels-last transpose early), two groups with a
+# stride-2 height and a dilated width, and a 3-D volume.  reference_conv
+# is the definition for 2 or 3 spatial dims.
+TAPPED_WEIGHT_GEOMETRIES = [
+    (2, 16, 24, (12, 12), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (2, 30, 8, (16, 11), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (2, 32, 16, (20, 20), (3, 3), (2, 1), (1, 2), (1, 2), 2),
+    (2, 8, 8, (4, 6, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+]
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geometry", TAPPED_WEIGHT_GEOMETRIES)
+def test_weight_gradient_by_taps_every_gemm_kernel(dtype, geometry):
+    """The weight gradient read in place, channels last, through the
+    tapped GEMM: every family this CPU runs (its tapped tiles, usual and
+    narrow), one thread and two (row blocks split over threads, each
+    adding its own rows of the sums)."""
+    _, _, _, image, kernel, stride, pad, dilation, groups = geometry
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((geometry[0], geometry[1], *image)).astype(dtype)
+    w = rng.standard_normal((geometry[2], geometry[1] // groups, *kernel)).astype(dtype)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out_shape = reference_conv(x64, w64, stride, pad, dilation, groups).shape
+    g = rng.standard_normal(out_shape).astype(dtype)
+    _, expected = reference_conv(x64, w64, stride, pad, dilation, groups,
+                                 grad=g.astype(np.float64))
+    product = _C._conv2d_backward_weight if len(image) == 2 else _C._conv3d_backward_weight
+    ints = (*stride, *pad, *dilation, groups)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    for _ in _each_gemm_kernel_and_thread_count():
+        got = product(ember.tensor(g), ember.tensor(x), *kernel, *ints).numpy()
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
+
+
 @st.composite
 def stride_one_geometries(draw):
     """Stride-1 2-D geometries whose panels hit the gathers' edges: output

@@ -274,7 +274,9 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
     TH_DEFINE_MICROKERNEL(T, VT, family##_narrow_in_place, MR_NARROW, true, false,    \
                           EMBEDDED, target_attr, MADD)                                \
     TH_DEFINE_MICROKERNEL(T, VT, family##_tapped, MR, false, true, EMBEDDED,          \
-                          target_attr, MADD)
+                          target_attr, MADD)                                          \
+    TH_DEFINE_MICROKERNEL(T, VT, family##_tapped_narrow, MR_NARROW, false, true,      \
+                          EMBEDDED, target_attr, MADD)
 
 TH_DEFINE_FAMILY_KERNELS(float, v4sf, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
                          false, TH_NO_TARGET, MADD_PLAIN)
@@ -649,6 +651,7 @@ typedef struct {
     GemmTile tiles[GEMM_MAX_TILES];
     GemmTile in_place; /* the narrow tile reading A in place */
     GemmTile tapped; /* the family's tile reading A by taps (THBlas_gemmTapped) */
+    GemmTile tapped_narrow; /* the narrow tile reading A by taps */
     void (*axpy4_float)(int64_t, const float *, const float *const *,
                         float *);
     void (*axpy4_double)(int64_t, const double *, const double *const *,
@@ -677,15 +680,18 @@ static const KernelFamily kernel_families[] = {
      {TH_TILE(GEMM_MR_AVX512, avx512), TH_TILE(GEMM_MR_TEN_AVX512, avx512_ten),
       TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow)},
      TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow_in_place), TH_TILE(GEMM_MR_AVX512, avx512_tapped),
+     TH_TILE(GEMM_MR_NARROW_AVX512, avx512_tapped_narrow),
      TH_VECTOR_KERNELS(avx512)},
     {"avx2", {"avx2", "fma"}, 2, 16, 8,
      {TH_TILE(GEMM_MR_AVX2, avx2), TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow)},
      TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow_in_place), TH_TILE(GEMM_MR_AVX2, avx2_tapped),
+     TH_TILE(GEMM_MR_NARROW_AVX2, avx2_tapped_narrow),
      TH_VECTOR_KERNELS(avx2)},
 #endif
     {"generic", {NULL, NULL}, 2, 8, 4,
      {TH_TILE(GEMM_MR_GENERIC, generic), TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow)},
      TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow_in_place), TH_TILE(GEMM_MR_GENERIC, generic_tapped),
+     TH_TILE(GEMM_MR_NARROW_GENERIC, generic_tapped_narrow),
      TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
@@ -2301,21 +2307,35 @@ THBlas_tappedRows(THDtype dtype)
 }
 
 int
-THBlas_gemmTapped(THDtype dtype, int64_t blocks, int64_t n, int64_t k, const char *a,
-                  const int64_t *taps, THBlasMatrix b, THBlasRowBlock row_block,
-                  THBlasTileOut tile_out, void *ctx)
+THBlas_tappedRowsFor(THDtype dtype, int64_t m)
+{
+    (void)dtype;
+    const KernelFamily *family = current_family();
+    int64_t wide = family->tapped.mr, narrow = family->tapped_narrow.mr;
+    return round_up(m, narrow) < round_up(m, wide) ? (int)narrow : (int)wide;
+}
+
+int
+THBlas_gemmTapped(THDtype dtype, int rows, int64_t blocks, int64_t n, int64_t k,
+                  const char *a, const int64_t *taps, THBlasMatrix b,
+                  THBlasRowBlock row_block, THBlasTileOut tile_out, void *ctx)
 {
     if (!is_packed_dtype(dtype)) {
         return THError_set(TH_ERR_VALUE,
                            "THBlas_gemmTapped: %s does not take the packed GEMM",
                            THDtype_name(dtype));
     }
+    const KernelFamily *family = current_family();
+    if (rows != family->tapped.mr && rows != family->tapped_narrow.mr) {
+        return THError_set(TH_ERR_VALUE, "THBlas_gemmTapped: no %d-row tapped tile", rows);
+    }
     if (blocks == 0 || n == 0) {
         return 0;
     }
-    const KernelFamily *family = current_family();
     int itemsize = THDtype_itemsize(dtype);
-    TappedJob job = {.tile = family->tapped, .itemsize = itemsize,
+    TappedJob job = {.tile = rows == family->tapped.mr ? family->tapped
+                                                       : family->tapped_narrow,
+                     .itemsize = itemsize,
                      .nr = itemsize == 4 ? family->nr_float : family->nr_double,
                      .n = n, .k = k, .a = a, .taps = taps,
                      .row_block = row_block, .tile_out = tile_out, .ctx = ctx};

@@ -171,18 +171,20 @@ typedef void (*THBlasTileOut)(void *ctx, int64_t block, int rows, const char *ti
                               int64_t ld);
 
 /* The rows (MR) of THBlas_gemmTapped's row blocks under the family in
- * use. */
+ * use: its usual tile's, and of its two tiles (usual and narrow) the one
+ * that pads m rows to the fewest. */
 int THBlas_tappedRows(THDtype dtype);
+int THBlas_tappedRowsFor(THDtype dtype, int64_t m);
 
 /* C = A @ B for float32 or float64 where A is read in place through tap
  * offsets: in row block r (r < blocks), A[i][p] = a[row_block(r) + i +
- * taps[p]] for i < MR, p < k (Note [GEMM with a tapped A] in THBlas.c; a
+ * taps[p]] for i < MR = rows (THBlas_tappedRows or _tappedRowsFor), p < k (Note [GEMM with a tapped A] in THBlas.c; a
  * direct convolution, THConv.c).  Rows past a block's count are still
  * read.  B (k x n) is packed once; C reaches the caller a row block at a
  * time through tile_out.  Blocks are split over threads, so both
  * callbacks run concurrently on different blocks.  Returns 0, or -1 with
  * a TH error. */
-int THBlas_gemmTapped(THDtype dtype, int64_t blocks, int64_t n, int64_t k,
+int THBlas_gemmTapped(THDtype dtype, int rows, int64_t blocks, int64_t n, int64_t k,
                       const char *a, const int64_t *taps, THBlasMatrix b,
                       THBlasRowBlock row_block, THBlasTileOut tile_out, void *ctx);
 

@@ -45,7 +45,10 @@
  * time and is scattered into the NCHW output with the bias added
  * (scatter_c).  The weight gradient's B is col transposed (positions down,
  * (c, i, j) across): gather_bt reads each (c, i, j) along a line run and
- * writes it down the panel, and its column panels of C are added into gW.
+ * writes it down the panel, and its column panels of C are added into gW;
+ * when its working set fits L2 it gathers nothing either, reading each
+ * sample's image in place, laid out channels last (Note [Weight gradient
+ * by taps] in THConv.c).
  * With stride_w 1 the forward (and so the stride-1 input gradient) most
  * often gathers nothing at all: it runs transposed, reading the padded
  * buffer in place (Note [Direct convolution by taps] in THConv.c).
