@@ -215,3 +215,131 @@ def test_column_var_matches_numpy(threads):
     m = data(np.float64, 41 * 1100, seed=3).reshape(41, 1100)
     np.testing.assert_allclose(ember.from_numpy(m).var(0).numpy(),
                                m.var(0, ddof=1), rtol=1e-12)
+
+
+# ---- reductions over groups of slices (Note [Reduction groups]) ------------
+
+GROUP_MIN_FOLD = 1024  # TH_GROUP_MIN_FOLD
+
+
+def merge_tree(parts, merge):
+    """The slices' partials merged as a tree: halves [0, n // 2) and
+    [n // 2, n), the later merged into the earlier."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return merge(merge_tree(parts[:half], merge), merge_tree(parts[half:], merge))
+
+
+def trailing_run(shape, axes):
+    """The elements in the run of a contiguous input: the trailing reduced
+    dims that merge (consecutive, ending at the last reduced dim)."""
+    length, d = 1, max(axes)
+    if d != len(shape) - 1:
+        return 1
+    while d in axes:
+        length *= shape[d]
+        d -= 1
+    return length
+
+
+def reference_reduce(x, axes, slice_sum, merge):
+    """Per output (kept dims row-major), the order a contiguous input is
+    reduced in: slices of a run of GROUP_MIN_FOLD or more folded on their
+    own and merged as a tree; shorter runs copied kept-first and summed as
+    one run."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    rows = np.moveaxis(x, kept, list(range(len(kept)))).reshape(
+        int(np.prod([x.shape[d] for d in kept])), -1)
+    run = trailing_run(x.shape, axes)
+    if run < GROUP_MIN_FOLD or run == rows.shape[1]:
+        return [slice_sum(row) for row in rows]
+    return [merge_tree([slice_sum(s) for s in row.reshape(-1, run)], merge)
+            for row in rows]
+
+
+# (shape, reduced dims): BatchNorm's (0, 2, 3); two group dims and two kept
+# dims (15 slices); 37 slices; more outputs than one pass folds (16); a run
+# one short of the threshold, which takes the copy
+GROUP_CASES = [((4, 3, 30, 40), (0, 2, 3)), ((3, 2, 5, 2, 1100), (0, 2, 4)),
+               ((37, 2, 1024), (0, 2)), ((3, 20, 1100), (0, 2)),
+               ((5, 3, 1023), (0, 2))]
+
+
+@pytest.mark.parametrize("shape,axes", GROUP_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_group_sums_add_in_the_documented_order(threads, shape, axes, dtype):
+    """Bit for bit the modelled order for any thread count (each output's
+    slices are merged in its own tree), and within rounding of NumPy's."""
+    x = data(dtype, int(np.prod(shape)), seed=len(shape)).reshape(shape)
+    add = lambda a, b: dtype(a + b)  # noqa: E731
+    want = np.array(reference_reduce(x, axes, reference_sum, add), dtype=dtype)
+    kept_shape = [n for d, n in enumerate(shape) if d not in axes]
+    got = ember.from_numpy(x).sum(axes)
+    np.testing.assert_array_equal(got.numpy().reshape(-1), want)
+    assert list(got.shape) == kept_shape
+    count = x.size // want.size
+    np.testing.assert_array_equal(ember.from_numpy(x).mean(axes).numpy().reshape(-1),
+                                  want / dtype(count))
+    np.testing.assert_allclose(want, x.sum(axes, dtype=np.float64).reshape(-1),
+                               rtol=1e-4, atol=1e-3)
+    if trailing_run(shape, axes) >= GROUP_MIN_FOLD and dtype == np.float32:
+        # the test tells the orders apart: the copy's would round otherwise
+        copied = [reference_sum(row) for row in np.moveaxis(
+            x, [d for d in range(x.ndim) if d not in axes], list(range(len(kept_shape)))
+        ).reshape(want.size, -1)]
+        assert not np.array_equal(want, np.array(copied, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32",
+                                   "int64", "float16", "bfloat16"])
+def test_group_sums_of_every_dtype(threads, dtype):
+    """Integer sums wrap to int64 whatever the order; float16 and bfloat16
+    sum their float32 values in the float32 order, rounded once."""
+    shape, axes = (3, 4, 2, 1100), (0, 2, 3)
+    raw = data(np.float32, int(np.prod(shape)), seed=5).reshape(shape)
+    if dtype in ("float16", "bfloat16"):
+        x = ember.from_numpy(raw).to(getattr(ember, dtype))
+        wide = x.float().numpy()  # the values, exactly
+        add = lambda a, b: np.float32(a + b)  # noqa: E731
+        want = np.array(reference_reduce(wide, axes, reference_sum, add),
+                        dtype=np.float32)
+        expected = ember.from_numpy(want).to(getattr(ember, dtype))
+        got = x.sum(axes)
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())
+        return
+    values = (raw * 50).astype(np.int64) if dtype != "bool" else raw > 0
+    x = values.astype(dtype)
+    got = ember.from_numpy(x).sum(axes)
+    assert got.dtype == ember.int64
+    np.testing.assert_array_equal(got.numpy(), x.sum(axes, dtype=np.int64))
+
+
+def test_group_plans_of_the_other_reductions(threads):
+    """Every kernel folds slices and merges their partials: max/min,
+    var/std (Chan's merge), the norms, logsumexp, all/any, count_nonzero."""
+    shape, axes = (5, 3, 2, 1100), (0, 2, 3)
+    x = data(np.float64, int(np.prod(shape)), seed=7).reshape(shape)
+    e = ember.from_numpy(x)
+    np.testing.assert_array_equal(e.amax(axes).numpy(), x.max(axes))
+    np.testing.assert_array_equal(e.amin(axes).numpy(), x.min(axes))
+    np.testing.assert_allclose(e.var(axes).numpy(), x.var(axes, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(e.std(axes, correction=0).numpy(), x.std(axes), rtol=1e-12)
+    np.testing.assert_allclose(e.norm(dim=axes).numpy(),
+                               np.sqrt((x * x).sum(axes)), rtol=1e-12)
+    np.testing.assert_allclose(e.norm(p=1, dim=axes).numpy(), np.abs(x).sum(axes),
+                               rtol=1e-12)
+    np.testing.assert_allclose(e.norm(p=3, dim=axes).numpy(),
+                               (np.abs(x) ** 3).sum(axes) ** (1 / 3), rtol=1e-12)
+    np.testing.assert_allclose(e.logsumexp(axes).numpy(),
+                               np.log(np.exp(x).sum(axes)), rtol=1e-12)
+    ints = (x * 3).astype(np.int32)
+    ei = ember.from_numpy(ints)
+    np.testing.assert_array_equal(ei.all(axes).numpy(), ints.all(axes))
+    np.testing.assert_array_equal(ei.any(axes).numpy(), ints.any(axes))
+    np.testing.assert_array_equal(ember.count_nonzero(ei, axes).numpy(),
+                                  np.count_nonzero(ints, axes))
+    np.testing.assert_array_equal(ei.amax(axes).numpy(), ints.max(axes))
+    # the arg-reductions take one dim: a run, never groups
+    np.testing.assert_array_equal(e.argmax(3).numpy(), x.argmax(3))

@@ -224,6 +224,65 @@ test_reduce_float_sum_adds_in_the_pairwise_order(void)
     CHECK_OK(THParallel_setNumThreads(saved));
 }
 
+/* Note [Reduction groups]: sum over (0, 2, 3) of a 2 x 3 x 4 x 256 tensor
+ * is a contiguous run of 1024 elements (dims 2 and 3, TH_GROUP_MIN_FOLD)
+ * at the 2 positions of dim 0: each output folds its two slices on their
+ * own and adds the second's sum to the first's, on any thread count (3
+ * outputs: the per-output group driver on 1 and 2 threads).  The int32
+ * copy checks an integer kernel's slices and merge. */
+static void
+test_reduce_sum_over_groups_of_slices(void)
+{
+    enum { N = 2, C = 3, RUN = 4 * 256 };
+    THTensor *t = THTensor_newEmpty(TT_SIZES(N, C, 4, 256), TH_Float32,
+                                    TH_DEVICE_CPU);
+    THTensor *ints = THTensor_newEmpty(TT_SIZES(N, C, 4, 256), TH_Int32,
+                                       TH_DEVICE_CPU);
+    CHECK_NOT_NULL(t);
+    CHECK_NOT_NULL(ints);
+    if (t == NULL || ints == NULL) {
+        THTensor_release(t);
+        THTensor_release(ints);
+        return;
+    }
+    float *x = (float *)THTensor_data(t);
+    int32_t *xi = (int32_t *)THTensor_data(ints);
+    uint32_t state = 777u;
+    for (int64_t i = 0; i < N * C * RUN; i++) {
+        state = state * 1664525u + 1013904223u;
+        x[i] = ldexpf((float)(state >> 8), (int)(state % 24) - 30);
+        xi[i] = (int32_t)(state >> 12) - (1 << 19);
+    }
+    bool mask[TH_MAX_DIMS];
+    CHECK_OK(THReduce_dimMask(t, 3, (int64_t[]){0, 2, 3}, mask));
+    int saved = THParallel_getNumThreads();
+    for (int threads = 1; threads <= 2; threads++) {
+        CHECK_OK(THParallel_setNumThreads(threads));
+        THTensor *s = THTensor_newSum(t, mask, false, -1);
+        THTensor *m = THTensor_newMean(t, mask, false, -1);
+        THTensor *si = THTensor_newSum(ints, mask, false, -1);
+        CHECK_SHAPE(s, C);
+        CHECK_SHAPE(si, C);
+        for (int c = 0; s != NULL && m != NULL && si != NULL && c < C; c++) {
+            float want = model_sum(x + c * RUN, RUN)
+                         + model_sum(x + (C + c) * RUN, RUN);
+            CHECK(((float *)THTensor_data(s))[c] == want);
+            CHECK(((float *)THTensor_data(m))[c] == want / (float)(N * RUN));
+            int64_t exact = 0;
+            for (int64_t i = 0; i < RUN; i++) {
+                exact += xi[c * RUN + i] + xi[(C + c) * RUN + i];
+            }
+            CHECK(((int64_t *)THTensor_data(si))[c] == exact);
+        }
+        THTensor_release(s);
+        THTensor_release(m);
+        THTensor_release(si);
+    }
+    CHECK_OK(THParallel_setNumThreads(saved));
+    THTensor_release(ints);
+    THTensor_release(t);
+}
+
 static void
 test_reduce_softmax_rows_sum_to_one(void)
 {
@@ -248,6 +307,7 @@ TH_TEST_SUITE(reduce) = {
     TH_TEST(test_reduce_empty_errors),
     TH_TEST(test_reduce_split_driver),
     TH_TEST(test_reduce_float_sum_adds_in_the_pairwise_order),
+    TH_TEST(test_reduce_sum_over_groups_of_slices),
     TH_TEST(test_reduce_softmax_rows_sum_to_one),
     TH_TEST_END,
 };

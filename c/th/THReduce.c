@@ -10,8 +10,11 @@
  * of a transposed tensor is still one contiguous run).  When they cannot
  * be merged (sum over dims 0 and 2 of a contiguous 3-d tensor), the input
  * is first copied with the kept dims first and the reduced dims last,
- * which makes the run contiguous.  Arg-reductions keep the reduced dims in
- * their original order, since their result is a row-major index.
+ * which makes the run contiguous, unless the reduced dims hold a long
+ * contiguous run: then each output folds that run at every position of the
+ * other reduced dims (Note [Reduction groups]).  Arg-reductions keep the
+ * reduced dims in their original order, since their result is a row-major
+ * index.
  *
  * Three drivers then run a kernel over the plan:
  *   - per output: each output folds its whole run (parallel over outputs);
@@ -87,7 +90,29 @@
  * split follows the ISA, not the CPU model: no Intel AVX-512 machine has
  * been measured either way.
  *
- * Nor do the leaves use 512-bit vectors (Note [256-bit leaves]).
+ * Nor do the leaves use 512-bit vectors (Note [256-bit leaves]).  What
+ * does pay a little there is two streams far apart (Note [Two halves]).
+ *
+ * Note [Two halves]
+ * ~~~~~~~~~~~~~~~~~
+ * The AVX-512VL build walks the two halves of a contiguous run longer than
+ * a leaf side by side: both halves' trees are descended together while
+ * both parts are longer than a leaf, and each pair of leaves is added
+ * block by block in one loop (name##_block_pair, its two blocks n / 2
+ * elements apart), two read streams ~n / 2 apart instead of one.  Each
+ * half's lanes get the same additions in the same order as when walked
+ * alone (where the two trees' shapes part, the rest is walked one after the
+ * other), so the order of Note [Accurate sums] and its models in the tests
+ * do not change.  float32 only (TH_PAIR_FITS): two blocks' double or
+ * uint64 lanes would spill even AVX-512VL's 32 registers.
+ *
+ * One thread's 16M-float sum beside PyTorch's in one process (thread CPU
+ * time, alternating processes of 20 rounds, the median of the per-round
+ * ratios; shared 2-core Zen 4): one stream at a time 1.038, 1.017, 1.020
+ * (load ~6) and 1.006, 1.014, 1.029 (load ~1.7) x PyTorch's GB/s; the
+ * halves side by side 1.038, 1.037, 1.040 and 1.032, 1.034, 1.010: about
+ * +1%, within the noise of one pair (a session before measured +2.5%).
+ * Prefetching 4 KB ahead in the pair loop took it to 0.65x.
  *
  * Note [256-bit leaves]
  * ~~~~~~~~~~~~~~~~~~~~~
@@ -326,14 +351,13 @@ pairwise_avx512vl_runs(void)
             total[l] += lane[l];                                             \
         }                                                                    \
     }                                                                        \
-    /* Two whole contiguous blocks, x[0, LEAF) and x[LEAF, 2 LEAF), added   \
-     * side by side (Note [Two streams]); total gets what two name##_block  \
-     * calls would add, in the same order. */                                \
+    /* Two whole contiguous blocks, x[0, LEAF) and y[0, LEAF), added side  \
+     * by side (Note [Two streams]); tx and ty get what name##_block calls  \
+     * would add, in the same order (tx first, when they are one). */       \
     static inline __attribute__((always_inline)) void name##_block_pair(     \
-        const ctype *x, acc_t shift, acc_t *total)                           \
+        const ctype *x, const ctype *y, acc_t shift, acc_t *tx, acc_t *ty)   \
     {                                                                        \
         acc_t a[TH_PAIRWISE_LANES] = {0}, b[TH_PAIRWISE_LANES] = {0};        \
-        const ctype *y = x + TH_PAIRWISE_LEAF;                               \
         (void)shift;                                                         \
         for (int64_t i = 0; i < TH_PAIRWISE_LEAF; i += TH_PAIRWISE_LANES) {  \
             for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                    \
@@ -343,10 +367,10 @@ pairwise_avx512vl_runs(void)
             }                                                                \
         }                                                                    \
         for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
-            total[l] += a[l];                                                \
+            tx[l] += a[l];                                                   \
         }                                                                    \
         for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
-            total[l] += b[l];                                                \
+            ty[l] += b[l];                                                   \
         }                                                                    \
     }                                                                        \
     /* A leaf, n <= TH_PAIRWISE_BLOCKS * TH_PAIRWISE_LEAF: its blocks' lanes \
@@ -360,7 +384,8 @@ pairwise_avx512vl_runs(void)
         if (pair_blocks && TH_PAIR_FITS(acc_t) && stride == 1) {             \
             for (; start + 2 * TH_PAIRWISE_LEAF <= n;                        \
                  start += 2 * TH_PAIRWISE_LEAF) {                            \
-                name##_block_pair(x + start, shift, total);                  \
+                name##_block_pair(x + start, x + start + TH_PAIRWISE_LEAF,   \
+                                  shift, total, total);                      \
             }                                                                \
         }                                                                    \
         for (; start < n; start += TH_PAIRWISE_LEAF) {                       \
@@ -370,18 +395,91 @@ pairwise_avx512vl_runs(void)
         }                                                                    \
         memcpy(out, total, sizeof(total));                                   \
     }                                                                        \
+    /* Two contiguous leaves side by side, block by block: ox and oy get  \
+     * what name##_leaf would give each (Note [Two halves]). */              \
+    static inline __attribute__((always_inline)) void name##_leaf_pair(      \
+        const ctype *x, int64_t nx, const ctype *y, int64_t ny, acc_t shift, \
+        acc_t *ox, acc_t *oy)                                                \
+    {                                                                        \
+        acc_t tx[TH_PAIRWISE_LANES] = {0}, ty[TH_PAIRWISE_LANES] = {0};      \
+        int64_t start = 0;                                                   \
+        for (; start + TH_PAIRWISE_LEAF <= nx                                \
+               && start + TH_PAIRWISE_LEAF <= ny;                            \
+             start += TH_PAIRWISE_LEAF) {                                    \
+            name##_block_pair(x + start, y + start, shift, tx, ty);          \
+        }                                                                    \
+        for (int64_t i = start; i < nx; i += TH_PAIRWISE_LEAF) {             \
+            int64_t len = nx - i < TH_PAIRWISE_LEAF ? nx - i                 \
+                                                    : TH_PAIRWISE_LEAF;      \
+            name##_block(x + i, len, 1, shift, tx);                          \
+        }                                                                    \
+        for (int64_t i = start; i < ny; i += TH_PAIRWISE_LEAF) {             \
+            int64_t len = ny - i < TH_PAIRWISE_LEAF ? ny - i                 \
+                                                    : TH_PAIRWISE_LEAF;      \
+            name##_block(y + i, len, 1, shift, ty);                          \
+        }                                                                    \
+        memcpy(ox, tx, sizeof(tx));                                          \
+        memcpy(oy, ty, sizeof(ty));                                          \
+    }                                                                        \
     TH_TARGET_CLONES_256 static void name##_lanes(                           \
         const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
     TH_PAIRWISE_LANES_BODY(name, name##_lanes, acc_t, two_streams_pay())     \
     TH_TARGET_AVX512VL_256 static void name##_lanes_avx512vl(                \
         const ctype *x, int64_t n, int64_t stride, acc_t shift, acc_t *out)  \
     TH_PAIRWISE_LANES_BODY(name, name##_lanes_avx512vl, acc_t, false)        \
+    /* The lanes of x[0, nx) and y[0, ny), contiguous, each in the order of  \
+     * name##_lanes_avx512vl, their trees walked side by side while they    \
+     * have the same shape (Note [Two halves]). */                           \
+    TH_TARGET_AVX512VL_256 static void name##_lanes_pair_avx512vl(           \
+        const ctype *x, int64_t nx, const ctype *y, int64_t ny, acc_t shift, \
+        acc_t *ox, acc_t *oy)                                                \
+    {                                                                        \
+        const int64_t leaf = TH_PAIRWISE_LEAF * TH_PAIRWISE_BLOCKS;          \
+        if (nx <= leaf && ny <= leaf) {                                      \
+            name##_leaf_pair(x, nx, y, ny, shift, ox, oy);                   \
+            return;                                                          \
+        }                                                                    \
+        if (nx <= leaf || ny <= leaf) {                                      \
+            name##_lanes_avx512vl(x, nx, 1, shift, ox);                      \
+            name##_lanes_avx512vl(y, ny, 1, shift, oy);                      \
+            return;                                                          \
+        }                                                                    \
+        int64_t hx = (nx / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);           \
+        int64_t hy = (ny / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);           \
+        acc_t lx[TH_PAIRWISE_LANES], ly[TH_PAIRWISE_LANES];                  \
+        name##_lanes_pair_avx512vl(x, hx, y, hy, shift, ox, oy);             \
+        name##_lanes_pair_avx512vl(x + hx, nx - hx, y + hy, ny - hy, shift,  \
+                                   lx, ly);                                  \
+        for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
+            ox[l] += lx[l];                                                  \
+            oy[l] += ly[l];                                                  \
+        }                                                                    \
+    }                                                                        \
+    /* The AVX-512VL build's lanes of x[0, n): contiguous runs longer than  \
+     * a leaf walk their halves side by side (Note [Two halves]). */         \
+    static void name##_lanes_avx512vl_top(const ctype *x, int64_t n,         \
+                                          int64_t stride, acc_t shift,       \
+                                          acc_t *out)                        \
+    {                                                                        \
+        if (stride != 1 || !TH_PAIR_FITS(acc_t)                              \
+            || n <= TH_PAIRWISE_LEAF * TH_PAIRWISE_BLOCKS) {                 \
+            name##_lanes_avx512vl(x, n, stride, shift, out);                 \
+            return;                                                          \
+        }                                                                    \
+        int64_t half = (n / 2) & ~(int64_t)(TH_PAIRWISE_LANES - 1);          \
+        acc_t later[TH_PAIRWISE_LANES];                                      \
+        name##_lanes_pair_avx512vl(x, half, x + half, n - half, shift, out,  \
+                                   later);                                   \
+        for (int l = 0; l < TH_PAIRWISE_LANES; l++) {                        \
+            out[l] += later[l];                                              \
+        }                                                                    \
+    }                                                                        \
     static acc_t name(const ctype *x, int64_t n, int64_t stride,             \
                       acc_t shift)                                           \
     {                                                                        \
         acc_t lane[TH_PAIRWISE_LANES];                                       \
         if (pairwise_avx512vl_runs()) {                                      \
-            name##_lanes_avx512vl(x, n, stride, shift, lane);                \
+            name##_lanes_avx512vl_top(x, n, stride, shift, lane);            \
         }                                                                    \
         else {                                                               \
             name##_lanes(x, n, stride, shift, lane);                         \
@@ -1269,27 +1367,59 @@ odometer_next(const Odometer *o, OdometerPos *pos)
 
 /* ---- the plan (Note [Reduction plan]) ----------------------------------- */
 
+/* Note [Reduction groups]
+ * ~~~~~~~~~~~~~~~~~~~~~~~
+ * When the reduced dims do not merge into one run, the contiguous part of
+ * them often does: BatchNorm's backward sums a (32, 64, 56, 56) gradient
+ * over (0, 2, 3), where dims 2 and 3 are a contiguous run of 3136 floats
+ * and dim 0 repeats it at a stride of 64 runs.  Copying the input with the
+ * kept dims first (Note [Reduction plan]) reads and writes it all once
+ * more before the sum reads it: ~4.1 ms for that gradient on one Zen 4
+ * thread.  So the plan instead takes the reduced dims of stride 1 and the
+ * ones that merge with them as the run, and the other reduced dims as
+ * groups: each output folds its S slices (the run at every position of the
+ * group dims, row-major over them, largest stride first) where they lie.
+ *
+ * The order: each slice is folded on its own (a sum's is the pairwise sum
+ * of Note [Accurate sums], down to one number), and the slices' partials
+ * are merged as a tree, halving the slices [lo, hi) at lo + (hi - lo) / 2
+ * and merging the later half's partial into the earlier's, for every
+ * kernel without an index (arg-reductions keep the copy).  It does not
+ * depend on the thread count: the per-output driver runs group plans, and
+ * a plan that would take the split driver (fewer outputs than threads)
+ * keeps the copy, whose run the split driver cuts as before.
+ *
+ * A fold per slice costs a call and, for a sum, the reduction of 64 lanes
+ * to one, where the copied run would have run on through its blocks; for
+ * short runs that outweighs the copy it saves.  So groups are taken only
+ * for runs of TH_GROUP_MIN_FOLD elements or more: a lost earlier version
+ * with a threshold of 256 cost small reductions +43% instructions per call
+ * (17,705 -> 25,303); 1024 did not. */
+#define TH_GROUP_MIN_FOLD 1024
+
 typedef struct {
     THTensor *source;  /* owned: the input, or a copy laid out for the run */
     Odometer kept;     /* the kept dims of size > 1; strides[0] in source */
+    Odometer groups;   /* the reduced dims outside the run (Note [Reduction
+                        * groups]); ndim 0 when the run is all of them */
     int64_t n_out;
-    int64_t len;       /* elements per output */
+    int64_t n_slices;  /* the run's positions in `groups` (1 without) */
+    int64_t len;       /* elements per slice */
     int64_t stride;    /* element stride along the run */
+    int64_t count;     /* elements per output: len * n_slices */
 } ReducePlan;
 
-/* Merges the reduced dims of `t` into one run; false when they do not
- * merge.  Dims of size 1 never matter; a dim of size 0 empties the run. */
-static bool
-reduced_dims_as_run(const THTensor *t, const bool *mask, bool keep_order,
-                    int64_t *len, int64_t *stride)
+/* The dims d of `t` with mask[d] (reduced) and size > 1, largest stride
+ * first (in dim order when keep_order); the count, or -1 when one has size
+ * 0 (the reduction is over nothing). */
+static int
+reduced_dims_by_stride(const THTensor *t, const bool *mask, bool keep_order,
+                       int *dims)
 {
-    int dims[TH_MAX_DIMS];
     int n = 0;
     for (int d = 0; d < t->ndim; d++) {
         if (mask[d] && t->sizes[d] == 0) {
-            *len = 0;
-            *stride = 1;
-            return true;
+            return -1;
         }
         if (mask[d] && t->sizes[d] != 1) {
             dims[n++] = d;
@@ -1306,19 +1436,76 @@ reduced_dims_as_run(const THTensor *t, const bool *mask, bool keep_order,
             dims[j + 1] = d;
         }
     }
-    *len = 1;
-    *stride = 1;
-    if (n == 0) {
-        return true;
-    }
+    return n;
+}
+
+/* The number of dims at the end of dims[0, n) that merge into one run with
+ * the last, and the run's length and stride. */
+static int
+merged_tail(const THTensor *t, const int *dims, int n, int64_t *len,
+            int64_t *stride)
+{
     *stride = t->strides[dims[n - 1]];
     *len = t->sizes[dims[n - 1]];
-    for (int i = n - 2; i >= 0; i--) {
-        if (t->strides[dims[i]] != *len * *stride) {
-            return false;
-        }
+    int i = n - 2;
+    for (; i >= 0 && t->strides[dims[i]] == *len * *stride; i--) {
         *len *= t->sizes[dims[i]];
     }
+    return n - 1 - i;
+}
+
+/* Sets the plan's run to the reduced dims dims[0, n) of `t` (largest
+ * stride first) that merge with the last; returns how many do.  Dims of
+ * size 1 never matter; a dim of size 0 (n < 0) empties the run. */
+static int
+plan_run(ReducePlan *plan, const THTensor *t, const int *dims, int n)
+{
+    plan->len = n < 0 ? 0 : 1;
+    plan->stride = 1;
+    if (n <= 0) {
+        return n < 0 ? 0 : n;
+    }
+    return merged_tail(t, dims, n, &plan->len, &plan->stride);
+}
+
+/* Whether the per-output driver gives way to the split one: fewer outputs
+ * than threads, each long enough for two chunks. */
+static bool
+plan_splits(int64_t n_out, int64_t count)
+{
+    int nthreads = THParallel_getNumThreads();
+    return nthreads > 1 && n_out < nthreads
+           && count / TH_PARALLEL_GRAIN >= 2;
+}
+
+/* Takes the groups of Note [Reduction groups] for the reduced dims
+ * dims[0, ngroups) of `t`, which do not merge with the plan's run: false
+ * (plan untouched) when the run is not contiguous, is shorter than
+ * TH_GROUP_MIN_FOLD, or the plan would be split. */
+static bool
+plan_groups(ReducePlan *plan, const THTensor *t, const bool *mask,
+            const int *dims, int ngroups)
+{
+    if (plan->stride != 1 || plan->len < TH_GROUP_MIN_FOLD) {
+        return false;
+    }
+    int64_t n_out = 1, n_slices = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        n_out *= mask[d] ? 1 : t->sizes[d];
+    }
+    for (int i = 0; i < ngroups; i++) {
+        n_slices *= t->sizes[dims[i]];
+    }
+    if (plan_splits(n_out, plan->len * n_slices)) {
+        return false;
+    }
+    plan->groups.ndim = ngroups;
+    for (int i = 0; i < ngroups; i++) {
+        plan->groups.sizes[i] = t->sizes[dims[i]];
+        plan->groups.strides[0][i] = t->strides[dims[i]];
+        plan->groups.strides[1][i] = 0;
+    }
+    plan->n_slices = n_slices;
     return true;
 }
 
@@ -1360,17 +1547,25 @@ plan_init(ReducePlan *plan, THTensor *input, const bool *input_mask,
     memcpy(mask, input_mask, sizeof(bool) * (size_t)input->ndim);
     THTensor *source = input;
     THTensor_retain(source);
-    if (!reduced_dims_as_run(source, mask, keep_order, &plan->len,
-                             &plan->stride)) {
+    plan->groups.ndim = 0;
+    plan->n_slices = 1;
+    int dims[TH_MAX_DIMS];
+    int n = reduced_dims_by_stride(source, mask, keep_order, dims);
+    int in_run = plan_run(plan, source, dims, n);
+    bool one_run = in_run >= n; /* n < 0: a run of nothing */
+    if (!one_run
+        && (keep_order
+            || !plan_groups(plan, source, mask, dims, n - in_run))) {
         THTensor_release(source);
         source = new_kept_first_copy(input, mask);
         if (source == NULL) {
             return -1;
         }
-        reduced_dims_as_run(source, mask, keep_order, &plan->len,
-                            &plan->stride);
+        n = reduced_dims_by_stride(source, mask, keep_order, dims);
+        plan_run(plan, source, dims, n); /* all of them now */
     }
     plan->source = source;
+    plan->count = plan->len * plan->n_slices;
     plan->n_out = 1;
     plan->kept.ndim = 0;
     for (int d = 0; d < source->ndim; d++) {
@@ -1424,7 +1619,7 @@ finish_output(const ReduceJob *job, const void *acc, int64_t o)
     job->kernel->finish(acc, job->out + o * job->out_itemsize,
                         job->out2 == NULL ? NULL
                                           : job->out2 + o * job->out2_itemsize,
-                        job->plan->len, job->params);
+                        job->plan->count, job->params);
 }
 
 static void
@@ -1440,6 +1635,79 @@ per_output_job(int64_t begin, int64_t end, void *arg)
                           plan->stride, 0, acc, job->params);
         finish_output(job, acc, o);
         odometer_next(&plan->kept, &pos);
+    }
+}
+
+/* The number of merges the tree of Note [Reduction groups] over n slices
+ * makes once slice i is folded: one for each node [lo, hi) of two or more
+ * slices that ends with it (hi == i + 1), the deepest first. */
+static int
+merges_after_slice(int64_t i, int64_t n)
+{
+    int merges = 0;
+    int64_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        merges += hi == i + 1;
+        int64_t mid = lo + (hi - lo) / 2;
+        if (i < mid) {
+            hi = mid;
+        }
+        else {
+            lo = mid;
+        }
+    }
+    return merges;
+}
+
+/* Outputs folded side by side by the group driver, and the partials each
+ * may have pending: the depth of the slices' tree plus one. */
+#define TH_GROUP_OUTPUTS 16
+#define TH_GROUP_DEPTH 64
+
+/* The group driver (Note [Reduction groups]): up to TH_GROUP_OUTPUTS
+ * outputs at a time, slice by slice, so that the slices of neighbouring
+ * outputs, which neighbour in memory, are read one after another.  Each
+ * output's partials wait on its own stack and are merged in the tree's
+ * order (post-order: the later half's partial into the earlier's), so
+ * an output's result never depends on which outputs share its pass. */
+static void
+group_job(int64_t begin, int64_t end, void *arg)
+{
+    const ReduceJob *job = arg;
+    const ReducePlan *plan = job->plan;
+    const ReduceKernel *kernel = job->kernel;
+    _Alignas(16) unsigned char pending[TH_GROUP_OUTPUTS][TH_GROUP_DEPTH]
+                                      [TH_REDUCE_MAX_ACC];
+    int64_t base[TH_GROUP_OUTPUTS];
+    OdometerPos out_pos;
+    odometer_seek(&plan->kept, begin, &out_pos);
+    for (int64_t first = begin; first < end; first += TH_GROUP_OUTPUTS) {
+        int width = end - first < TH_GROUP_OUTPUTS ? (int)(end - first)
+                                                   : TH_GROUP_OUTPUTS;
+        for (int k = 0; k < width; k++) {
+            base[k] = out_pos.offset[0];
+            odometer_next(&plan->kept, &out_pos);
+        }
+        int height = 0; /* partials pending per output */
+        OdometerPos slice;
+        odometer_seek(&plan->groups, 0, &slice);
+        for (int64_t s = 0; s < plan->n_slices; s++) {
+            int merges = merges_after_slice(s, plan->n_slices);
+            for (int k = 0; k < width; k++) {
+                kernel->fold(source_at(plan, base[k] + slice.offset[0]),
+                             plan->len, plan->stride, 0, pending[k][height],
+                             job->params);
+                for (int m = 0; m < merges; m++) {
+                    kernel->merge(pending[k][height - m - 1],
+                                  pending[k][height - m], job->params);
+                }
+            }
+            height += 1 - merges;
+            odometer_next(&plan->groups, &slice);
+        }
+        for (int k = 0; k < width; k++) {
+            finish_output(job, pending[k][0], first + k);
+        }
     }
 }
 
@@ -1570,16 +1838,22 @@ run_plan(const ReducePlan *plan, const ReduceKernel *kernel,
     if (plan->n_out == 0) {
         return;
     }
-    int nthreads = THParallel_getNumThreads();
-    int64_t max_chunks = plan->len / TH_PARALLEL_GRAIN;
-    if (plan->n_out < nthreads && max_chunks >= 2 && nthreads > 1) {
+    if (plan->n_slices == 1 && plan_splits(plan->n_out, plan->count)) {
+        int nthreads = THParallel_getNumThreads();
+        int64_t max_chunks = plan->len / TH_PARALLEL_GRAIN;
         run_split(&job, max_chunks < nthreads ? (int)max_chunks : nthreads);
+    }
+    else if (plan->n_slices > 1) {
+        THParallel_for(plan->n_out,
+                       plan->count >= TH_PARALLEL_GRAIN
+                           ? 1 : TH_PARALLEL_GRAIN / plan->count,
+                       group_job, &job);
     }
     else if (plan_uses_columns(plan, kernel)) {
         run_columns(&job);
     }
     else {
-        int64_t len = plan->len > 0 ? plan->len : 1;
+        int64_t len = plan->count > 0 ? plan->count : 1;
         THParallel_for(plan->n_out,
                        len >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / len,
                        per_output_job, &job);
@@ -1932,10 +2206,8 @@ THTensor_newNorm(THTensor *input, double p, const bool *mask, bool keepdim,
     }
     bool no_identity = isinf(p) || p < 0;
     if (no_identity && input->numel == 0) {
-        int64_t len;
-        int64_t stride;
-        reduced_dims_as_run(input, mask, false, &len, &stride);
-        if (len == 0) {
+        int dims[TH_MAX_DIMS];
+        if (reduced_dims_by_stride(input, mask, false, dims) < 0) {
             THError_set(TH_ERR_RUNTIME,
                         "linalg.vector_norm cannot compute the %s norm on an "
                         "empty tensor because the operation does not have an "
