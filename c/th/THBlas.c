@@ -1980,8 +1980,9 @@ run_batch(int64_t begin, int64_t end, void *ctx)
         g.c.data = job->first.c.data + job->offsets[2][i] * itemsize;
         if (packed) {
             THBlas_runLoopNest(&nest, ws.a_pack, ws.b_pack);
-        } else {
-            gemm_one_thread(job->dtype, &g); /* allocates nothing */
+        } else if (!gemm_one_thread(job->dtype, &g)) {
+            atomic_store(&job->out_of_memory, true);
+            break;
         }
     }
     if (heap) {

@@ -1489,15 +1489,18 @@ tap_weight_setup(const ConvPlan *p, const THConvShape *s, TapWeightJob *job)
                           .padded_w = s->in_w + 2 * s->pad_w};
     job->rows = THBlas_tappedRowsFor(p->dtype, p->in_group);
     job->channel_blocks = (p->in_group + job->rows - 1) / job->rows;
+    /* A tile of `rows` channels reads up to rows - 1 values past the last
+     * channel block: the spare after the image covers them. */
+    int64_t spare = job->rows > GATHER_MAX_NR ? job->rows : GATHER_MAX_NR;
     int64_t plane, volume;
     if (TH_mul_overflows(job->padded_h, job->padded_w, &plane)
         || TH_mul_overflows(padded_d, plane, &volume)
         || TH_mul_overflows(volume, p->in_group, &job->padded_count)
-        || job->padded_count > INT64_MAX - GATHER_MAX_NR) {
+        || job->padded_count > INT64_MAX - spare) {
         return THError_set(TH_ERR_MEMORY, "convolution: the padded input is too large");
     }
     /* Note [Work buffers kept across calls] */
-    job->padded = take_buffer(job->padded_count + GATHER_MAX_NR, 1, p->itemsize,
+    job->padded = take_buffer(job->padded_count + spare, 1, p->itemsize,
                               "the padded input");
     job->sums = take_buffer(p->depth, p->out_group, p->itemsize, "the weight sums");
     job->positions = TH_mallocArray(p->out_plane, sizeof(int64_t), "the positions");
@@ -1506,7 +1509,7 @@ tap_weight_setup(const ConvPlan *p, const THConvShape *s, TapWeightJob *job)
         || job->tap_starts == NULL) {
         return -1;
     }
-    memset(job->padded, 0, (size_t)(job->padded_count + GATHER_MAX_NR) * p->itemsize);
+    memset(job->padded, 0, (size_t)(job->padded_count + spare) * p->itemsize);
     for (int64_t q = 0; q < p->out_plane; q++) {
         int64_t line = q / s->out_w, x = q % s->out_w;
         int64_t z = line / s->out_h, y = line % s->out_h;

@@ -1384,10 +1384,12 @@ odometer_next(const Odometer *o, OdometerPos *pos)
  * of Note [Accurate sums], down to one number), and the slices' partials
  * are merged as a tree, halving the slices [lo, hi) at lo + (hi - lo) / 2
  * and merging the later half's partial into the earlier's, for every
- * kernel without an index (arg-reductions keep the copy).  It does not
- * depend on the thread count: the per-output driver runs group plans, and
- * a plan that would take the split driver (fewer outputs than threads)
- * keeps the copy, whose run the split driver cuts as before.
+ * kernel without an index (arg-reductions keep the copy).  A group plan's
+ * result does not depend on the thread count: the per-output driver runs
+ * it.  Whether a reduction takes groups does: a plan that would take the
+ * split driver (fewer outputs than threads) keeps the copy, whose run the
+ * split driver cuts by the thread count as before, so such a reduction can
+ * round differently with 3 threads than with 1 or 2.
  *
  * A fold per slice costs a call and, for a sum, the reduction of 64 lanes
  * to one, where the copied run would have run on through its blocks; for
