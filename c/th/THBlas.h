@@ -178,8 +178,9 @@ int THBlas_tappedRowsFor(THDtype dtype, int64_t m);
 
 /* C = A @ B for float32 or float64 where A is read in place through tap
  * offsets: in row block r (r < blocks), A[i][p] = a[row_block(r) + i +
- * taps[p]] for i < MR = rows (THBlas_tappedRows or _tappedRowsFor), p < k (Note [GEMM with a tapped A] in THBlas.c; a
- * direct convolution, THConv.c).  Rows past a block's count are still
+ * taps[p]] for i < MR = rows (THBlas_tappedRows or _tappedRowsFor), p < k
+ * (Note [GEMM with a tapped A] in THBlas.c; a direct convolution,
+ * THConv.c).  Rows past a block's count are still
  * read.  B (k x n) is packed once; C reaches the caller a row block at a
  * time through tile_out.  Blocks are split over threads, so both
  * callbacks run concurrently on different blocks.  Returns 0, or -1 with

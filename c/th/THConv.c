@@ -639,28 +639,12 @@ typedef struct {
     THBlasGatherB gather_b, gather_bt;
     THBlasScatterC scatter_c, accumulate_c;
     THBlasTileOut tile_out;
+    THParallelFn pad_channels_last;  /* Note [Weight gradient by taps] */
+    THBlasTileOut add_tile;
 } ConvKernels;
 
-static const ConvKernels *
-kernels_for(THDtype dtype)
-{
-#define TH_KERNELS_ENTRY(Name, ctype) \
-    static const ConvKernels kernels_##Name = {col2im_##Name, add_row_##Name, \
-                                               gather_b_##Name, gather_bt_##Name, \
-                                               scatter_c_##Name, accumulate_c_##Name, \
-                                               tile_out_##Name};
-    TH_CONV_DTYPES(TH_KERNELS_ENTRY)
-#undef TH_KERNELS_ENTRY
-#define TH_KERNELS_CASE(Name, ctype) \
-    case TH_##Name:                  \
-        return &kernels_##Name;
-    switch (dtype) {
-        TH_CONV_DTYPES(TH_KERNELS_CASE)
-    default:
-        return NULL;
-    }
-#undef TH_KERNELS_CASE
-}
+/* The dtype's kernels, or NULL (defined after the last of them). */
+static const ConvKernels *kernels_for(THDtype dtype);
 
 /* ---- shared geometry -------------------------------------------------------------- */
 
@@ -874,6 +858,28 @@ tap_weight_block_start(void *ctx, int64_t block, int *rows)
 
 TH_CONV_DTYPES(TH_DEFINE_PAD_CHANNELS_LAST)
 TH_CONV_DTYPES(TH_DEFINE_ADD_TILE)
+
+static const ConvKernels *
+kernels_for(THDtype dtype)
+{
+#define TH_KERNELS_ENTRY(Name, ctype) \
+    static const ConvKernels kernels_##Name = {col2im_##Name, add_row_##Name, \
+                                               gather_b_##Name, gather_bt_##Name, \
+                                               scatter_c_##Name, accumulate_c_##Name, \
+                                               tile_out_##Name, pad_channels_last_##Name, \
+                                               add_tile_##Name};
+    TH_CONV_DTYPES(TH_KERNELS_ENTRY)
+#undef TH_KERNELS_ENTRY
+#define TH_KERNELS_CASE(Name, ctype) \
+    case TH_##Name:                  \
+        return &kernels_##Name;
+    switch (dtype) {
+        TH_CONV_DTYPES(TH_KERNELS_CASE)
+    default:
+        return NULL;
+    }
+#undef TH_KERNELS_CASE
+}
 
 /* ---- the three products -------------------------------------------------------- */
 
@@ -1436,19 +1442,6 @@ THConv_backwardInput(THTensor *grad_input, const THTensor *grad_output,
     return backward_input_by_columns(grad_input, grad_output, weight, s);
 }
 
-/* The typed kernels of the weight gradient by taps. */
-static THParallelFn
-pad_channels_last_for(THDtype dtype)
-{
-    return dtype == TH_Float32 ? pad_channels_last_Float32 : pad_channels_last_Float64;
-}
-
-static THBlasTileOut
-add_tile_for(THDtype dtype)
-{
-    return dtype == TH_Float32 ? add_tile_Float32 : add_tile_Float64;
-}
-
 /* Whether the weight gradient runs by taps (Note [Weight gradient by
  * taps]): the tapped tile's rows pad in_group by at most an eighth, each
  * sample has enough positions to amortize its packed grad and the tile
@@ -1569,11 +1562,11 @@ backward_weight_by_taps(const ConvPlan *p, const THConvShape *s, char *grad_weig
                                        grad_weight);
             job.image = b.image;
             THParallel_for(lines, 1 + TH_PARALLEL_GRAIN / (s->in_w * p->in_group + 1),
-                           pad_channels_last_for(p->dtype), &job);
+                           p->kernels->pad_channels_last, &job);
             THBlasMatrix grad_t = {b.out, 1, p->out_plane}; /* out_plane x out_group */
             rc = THBlas_gemmTapped(p->dtype, job.rows, taps * job.channel_blocks,
                                    p->out_group, p->out_plane, job.padded, job.positions,
-                                   grad_t, tap_weight_block_start, add_tile_for(p->dtype),
+                                   grad_t, tap_weight_block_start, p->kernels->add_tile,
                                    &job);
         }
         if (rc == 0) {

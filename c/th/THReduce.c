@@ -1845,20 +1845,14 @@ run_plan(const ReducePlan *plan, const ReduceKernel *kernel,
         int64_t max_chunks = plan->len / TH_PARALLEL_GRAIN;
         run_split(&job, max_chunks < nthreads ? (int)max_chunks : nthreads);
     }
-    else if (plan->n_slices > 1) {
-        THParallel_for(plan->n_out,
-                       plan->count >= TH_PARALLEL_GRAIN
-                           ? 1 : TH_PARALLEL_GRAIN / plan->count,
-                       group_job, &job);
-    }
-    else if (plan_uses_columns(plan, kernel)) {
+    else if (plan_uses_columns(plan, kernel)) { /* never a group plan: stride 1 */
         run_columns(&job);
     }
     else {
         int64_t len = plan->count > 0 ? plan->count : 1;
         THParallel_for(plan->n_out,
                        len >= TH_PARALLEL_GRAIN ? 1 : TH_PARALLEL_GRAIN / len,
-                       per_output_job, &job);
+                       plan->n_slices > 1 ? group_job : per_output_job, &job);
     }
 }
 
