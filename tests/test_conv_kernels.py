@@ -182,6 +182,51 @@ def test_direct_products_every_gemm_kernel(dtype, geometry):
         _assert_products_close(_ember_products(x, w, b, g, geometry), expected, dtype)
 
 
+# Direct products (Note [Direct convolution by taps]) whose output lines
+# reach some kernel rows only in the padding, skipped (Note [Skipping zero
+# taps] in THBlas.c): a height padding beyond the kernel's reach (the
+# first and last lines read nothing but padding: the bias alone), a
+# stride-2 dilated height (lines cut at the top and at the bottom), two
+# groups of 18 -> 17 channels (the weight arranged in 16 x 16 tiles with
+# short edges, Note [Arranging the weight]), and 3-D volumes cut in depth
+# and height at once (the run of k steps between the first and the last
+# kernel row reached holds rows that read padding).  12-wide lines are
+# AVX2's and the portable family's blocks, 14 AVX-512's.
+SKIPPED_ROW_GEOMETRIES = [
+    (2, 3, 4, (5, 14), (3, 3), (1, 1), (3, 1), (1, 1), 1),
+    (2, 4, 6, (7, 12), (5, 3), (2, 1), (2, 1), (2, 1), 2),
+    (2, 36, 34, (5, 14), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    (2, 3, 4, (3, 4, 14), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+    (1, 2, 3, (4, 3, 12), (3, 3, 3), (2, 1, 1), (2, 1, 1), (1, 2, 1), 1),
+]
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geometry", SKIPPED_ROW_GEOMETRIES)
+def test_direct_products_skip_padding_rows(dtype, geometry):
+    """All three products, every family, one thread and two: the same
+    values, bit for bit, on both (each block sums in one order)."""
+    x, w, b, rng = _operands(dtype, geometry)
+    stride, pad, dilation, groups = geometry[5:]
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out = reference_conv(x64, w64, stride, pad, dilation, groups)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    bias_shape = (1, -1) + (1,) * (x.ndim - 2)
+    expected = (out + b.reshape(bias_shape),
+                *reference_conv(x64, w64, stride, pad, dilation, groups,
+                                grad=g.astype(np.float64)))
+    products = _ember_products if x.ndim == 4 else _conv3d_products
+    one_thread = {}
+    for family, threads in _each_gemm_kernel_and_thread_count():
+        got = products(x, w, b, g, geometry)
+        _assert_products_close(got, expected, dtype)
+        if threads == 1:
+            one_thread[family] = got
+        for ours, theirs in zip(got, one_thread[family]):
+            assert np.array_equal(ours, theirs)
+
+
 def _windowed_products(x, w, g, pad):
     """Stride-1 products by sliding windows and einsum (fast enough for
     wide layers, where the loops of reference_conv2d are not): the output,
@@ -200,18 +245,24 @@ def _windowed_products(x, w, g, pad):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_wide_layer_products(dtype):
-    """A 256-channel 3x3 layer: its weight (256 x 2304) outgrows L2, so the
-    forward and input-gradient GEMMs go B's micro-panels in groups, 20 x 20
-    outputs making a short last group (Note [GEMM with a gathered B]), and
-    256 rows take the narrow tile (Note [The narrow tile])."""
+@pytest.mark.parametrize("size", [20, 14])
+def test_wide_layer_products(dtype, size):
+    """A 256-channel 3x3 layer: its weight (256 x 2304) outgrows L2, so at
+    20 x 20 the forward and input-gradient GEMMs go B's micro-panels in
+    groups, 20 x 20 outputs making a short last group (Note [GEMM with a
+    gathered B]), and 256 rows take the narrow tile (Note [The narrow
+    tile]); at 14 x 14 (AVX-512's 14-position blocks) both run directly by
+    taps, the packed weight streaming from beyond L2 and the input
+    gradient's weight flipped and arranged in 16 x 16 tiles (Note
+    [Arranging the weight])."""
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((1, 256, 20, 20)).astype(dtype)
+    x = rng.standard_normal((1, 256, size, size)).astype(dtype)
     w = (rng.standard_normal((256, 256, 3, 3)) / 48).astype(dtype)
-    g = rng.standard_normal((1, 256, 20, 20)).astype(dtype)
+    g = rng.standard_normal((1, 256, size, size)).astype(dtype)
     ints = (1, 1, 1, 1, 1, 1, 1)
     got = (_C._conv2d(ember.tensor(x), ember.tensor(w), None, *ints).numpy(),
-           _C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), 20, 20, *ints).numpy(),
+           _C._conv2d_backward_input(ember.tensor(g), ember.tensor(w), size, size,
+                                     *ints).numpy(),
            _C._conv2d_backward_weight(ember.tensor(g), ember.tensor(x), 3, 3, *ints).numpy())
     expected = _windowed_products(x.astype(np.float64), w.astype(np.float64),
                                   g.astype(np.float64), 1)
@@ -223,13 +274,19 @@ def test_wide_layer_products(dtype):
 # 128 output positions a sample): 16 channels (two AVX-512 narrow blocks),
 # 30 (a last block of 6 rows under AVX-512's 8, whole blocks of AVX2's 6;
 # 11-wide lines end each channels-last transpose early), two groups with a
-# stride-2 height and a dilated width, and a 3-D volume.  reference_conv
-# is the definition for 2 or 3 spatial dims.
+# stride-2 height and a dilated width, and a 3-D volume; then padding
+# beyond the kernel's reach, so each tap's first and last lines of
+# positions read only padding and are skipped (Note [Skipping zero taps]
+# in THBlas.c), and 1-wide outputs under a width padding of 2, whose
+# taps j = 0 and 1 read nothing but padding (their gradient is zero).
+# reference_conv is the definition for 2 or 3 spatial dims.
 TAPPED_WEIGHT_GEOMETRIES = [
     (2, 16, 24, (12, 12), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (2, 30, 8, (16, 11), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (2, 32, 16, (20, 20), (3, 3), (2, 1), (1, 2), (1, 2), 2),
     (2, 8, 8, (4, 6, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+    (2, 16, 8, (12, 12), (3, 3), (1, 1), (3, 2), (1, 1), 1),
+    (2, 16, 4, (140, 1), (3, 3), (1, 3), (1, 2), (1, 1), 1),
 ]
 
 

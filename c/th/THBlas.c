@@ -2274,12 +2274,27 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
  *       micro-kernel: tile[:, jr:jr+NR] = A-block @ B-panel (all k)
  *     tile_out(r, tile)                         (the caller stores it)
  *
- * k is not blocked: the convolutions that take this path have a small B
- * (THConv.c keeps it within a fraction of L2), which streams from L2 along
- * the k steps while the block's reads of the input stay in L1 (a tap of
- * the next channel is the next plane of the same lines).  A block's rows
+ * k is not blocked: B streams from L2 along the k steps, or from L3 when
+ * it outgrows L2 (a convolution's weight from 256 channels of 3x3 on:
+ * each value is 2 * MR flops, which L3 keeps up with; THConv.c's
+ * direct_rows), while the block's reads of the input stay in L1 (a tap
+ * of the next channel is the next plane of the same lines).  A block's rows
  * past its `rows` are computed (reading up to MR - 1 values past the last
- * row's) and not handed on. */
+ * row's) and not handed on.
+ *
+ * Note [Skipping zero taps]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A block on the first or last output lines of a padded convolution
+ * reads whole kernel rows of padding: zeros, whose products add nothing.
+ * So row_block may narrow the block's k steps to [k_begin, k_end), and
+ * the micro-kernel runs those alone: A's columns from taps + k_begin on,
+ * B's packed panel from row k_begin on (a panel is k rows of NR values).
+ * The caller orders k so that a block's nonzero steps are one run
+ * (THConv.c: a direct convolution's depth runs kernel rows first; the
+ * weight gradient's k steps are output positions, line by line).  A 3x3 kernel over 14 x 14
+ * outputs skips 2 of 42 kernel rows a plane, 5x5 over 28 x 28 6 of 140:
+ * the multiply-adds a direct convolution (PyTorch's oneDNN) never does.
+ * Each block's sum still runs in one order whatever the thread count. */
 
 typedef struct {
     GemmTile tile;
@@ -2302,12 +2317,14 @@ typedef struct {
         UKernel_##T ukernel = job->tile.ukernel_##T;                       \
         for (int64_t r = begin; r < end; r++) {                            \
             int rows;                                                      \
-            const T *a = (const T *)job->a + job->row_block(job->ctx, r, &rows); \
+            int64_t k0 = 0, k1 = job->k; /* Note [Skipping zero taps] */  \
+            const T *a = (const T *)job->a                                 \
+                         + job->row_block(job->ctx, r, &rows, &k0, &k1);   \
             for (int64_t jr = 0; jr < job->n; jr += job->nr) {             \
-                ukernel(job->k, a, 0, job->taps,                           \
-                        (const T *)job->b_packed + jr * job->k, job->nr,   \
-                        (T)1, (T)0, tile + jr, job->n_padded, 1, rows,     \
-                        job->nr);                                          \
+                ukernel(k1 - k0, a, 0, job->taps + k0,                     \
+                        (const T *)job->b_packed + jr * job->k + k0 * job->nr, \
+                        job->nr, (T)1, (T)0, tile + jr, job->n_padded, 1,  \
+                        rows, job->nr);                                    \
             }                                                              \
             job->tile_out(job->ctx, r, rows, (const char *)tile,           \
                           job->n_padded);                                  \

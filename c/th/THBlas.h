@@ -162,9 +162,12 @@ int THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
                         THBlasScatterC scatter_c, void *ctx);
 
 /* A row block of THBlas_gemmTapped's A: returns where its first row's
- * values start (elements from a) and sets *rows, how many of its MR rows
- * count. */
-typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, int *rows);
+ * values start (elements from a), sets *rows, how many of its MR rows
+ * count, and may narrow [*k_begin, *k_end) (preset to [0, k)) to the k
+ * steps where the block's A can be nonzero: its columns outside are zero
+ * (a convolution's taps that fall in the padding) and are skipped. */
+typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, int *rows, int64_t *k_begin,
+                                  int64_t *k_end);
 /* Receives a row block's rows of C: row i < rows holds its n values from
  * tile + i * ld elements on. */
 typedef void (*THBlasTileOut)(void *ctx, int64_t block, int rows, const char *tile,

@@ -116,7 +116,7 @@ tap_span(const THConvShape *s, int64_t tap)
 /* The forward product of a few samples and one group as a
  * THBlas_gemmGathered: B's column q is output position q of those samples
  * side by side, and its row (c, k, i, j) is their zero-padded images read
- * from tap_offsets[(c, k, i, j)] on. */
+ * from tap_offsets[(c, k, i, j)] on (a direct product's rows: tap_offset). */
 typedef struct {
     const THConvShape *s;
     int64_t out_plane;          /* out_d * out_h * out_w */
@@ -134,6 +134,19 @@ typedef struct {
     int tap_rows;               /* a direct product's row block (MR), or 0 */
     int64_t line_blocks;        /* its row blocks per output line */
 } GatherJob;
+
+/* [*lo, *hi): the taps t < taps of one kernel dim whose input index
+ * at + t * dilation lies in [0, in) (at: the output's first index, padding
+ * subtracted). */
+static void
+valid_taps(int64_t at, int64_t taps, int64_t dilation, int64_t in, int64_t *lo,
+           int64_t *hi)
+{
+    int64_t first = at >= 0 ? 0 : (-at + dilation - 1) / dilation;
+    int64_t last = in - 1 - at < 0 ? 0 : (in - 1 - at) / dilation + 1;
+    *lo = first < taps ? first : taps;
+    *hi = last < *lo ? *lo : last < taps ? last : taps;
+}
 
 /* Columns [col, col + len) of B (output positions of the samples side
  * by side) lie on one output line of one sample and read the padded image
@@ -536,17 +549,21 @@ transpose_Float64(TransposeVec_Float64 r[4])
  * transposed, out^T = B^T . W^T, its rows are output positions and its
  * columns output channels, and MR positions along one output line read
  * tap (c, k, i, j) as MR consecutive values of the padded buffer, from
- * that line's offset plus tap_offsets[(c, k, i, j)] on.  That is a packed
- * A micro-panel's column found through an offset, so THBlas_gemmTapped
+ * that line's offset plus that tap's offset on.  That is a packed A
+ * micro-panel's column found through an offset, so THBlas_gemmTapped
  * (Note [GEMM with a tapped A] in THBlas.c) runs the micro-kernel on the
  * padded buffer itself, with the weight transposed and packed once as B.
+ * Its k steps, the depth, run kernel rows first, ((k, i), c, j) (the
+ * weight arranged to match, Note [Arranging the weight]), so a block
+ * skips the kernel rows that read only padding from its output line
+ * (Note [Skipping zero taps] in THBlas.c).
  * The row blocks are each output line cut into MR-position pieces (the
  * last one shorter: its extra rows read on into the padding and are
  * dropped), and tile_out stores a block's MR x out_group tile transposed
- * into the NCHW output, adding the bias.  taps_fit takes this path when
- * the lines cut into MR-blocks with little waste and the packed weight
- * stays in L2; the input gradient, a forward convolution (Note [Input
- * gradient as a convolution] in THConv.h), takes it too. */
+ * into the NCHW output, adding the bias.  direct_rows takes this path
+ * when the lines cut into MR-blocks with little waste; the input
+ * gradient, a forward convolution (Note [Input gradient as a convolution]
+ * in THConv.h), takes it too. */
 
 /* The first output position of row block `block` of a direct product: its
  * column of B (samples side by side), and *rows, the block's positions. */
@@ -559,12 +576,28 @@ tap_block_column(const GatherJob *job, int64_t block, int *rows)
     return line * out_w + x; /* lines run on across the samples */
 }
 
-/* THBlasRowBlock: where the block's first position reads its taps from. */
+/* THBlasRowBlock: where the block's first position reads its taps from,
+ * and its k steps: the kernel rows (k, i) that reach the volume from its
+ * output line, one run as the depth runs kernel rows first (Note
+ * [Skipping zero taps] in THBlas.c; its own rows between the first and
+ * the last of them, when both k and i are cut, read zeros). */
 static int64_t
-tap_block_start(void *ctx, int64_t block, int *rows)
+tap_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin, int64_t *k_end)
 {
     const GatherJob *job = ctx;
+    const THConvShape *s = job->s;
     int64_t q = tap_block_column(job, block, rows);
+    int64_t line = q % job->out_plane / s->out_w;
+    int64_t z = line / s->out_h, y = line % s->out_h, k_lo, k_hi, i_lo, i_hi;
+    valid_taps(z * s->stride_d - s->pad_d, s->kernel_d, s->dilation_d, s->in_d, &k_lo, &k_hi);
+    valid_taps(y * s->stride_h - s->pad_h, s->kernel_h, s->dilation_h, s->in_h, &i_lo, &i_hi);
+    int64_t row_steps = job->depth / (s->kernel_d * s->kernel_h); /* c, j */
+    if (k_lo == k_hi || i_lo == i_hi) {
+        *k_begin = *k_end = 0;
+    } else {
+        *k_begin = (k_lo * s->kernel_h + i_lo) * row_steps;
+        *k_end = ((k_hi - 1) * s->kernel_h + i_hi) * row_steps;
+    }
     return line_run_at(job, q, q + *rows).src;
 }
 
@@ -641,6 +674,7 @@ typedef struct {
     THBlasTileOut tile_out;
     THParallelFn pad_channels_last;  /* Note [Weight gradient by taps] */
     THBlasTileOut add_tile;
+    THParallelFn arrange_weight;     /* Note [Arranging the weight] */
 } ConvKernels;
 
 /* The dtype's kernels, or NULL (defined after the last of them). */
@@ -746,7 +780,25 @@ typedef struct {
  * its grad once (the GEMM's packing).  The tile's rows are channels, so
  * in_group should be a multiple of the tapped tile's rows, or near one
  * (weight_taps_fit, THBlas_tappedRowsFor picks the narrow tile for 32 or
- * 128 channels). */
+ * 128 channels).  A row block's k steps are positions, a tap's outputs
+ * line by line, so the lines whose reads of that tap fall in the padding
+ * are a run at each end, skipped (Note [Skipping zero taps] in
+ * THBlas.c). */
+
+/* [*begin, *end): the output positions whose reads of tap `tap` can be
+ * on the volume, the lines from the first such line to the last (Note
+ * [Skipping zero taps] in THBlas.c); the others read padding. */
+static void
+tap_weight_positions(const THConvShape *s, int64_t tap, int64_t *begin, int64_t *end)
+{
+    TapSpan t = tap_span(s, tap);
+    if (t.z_lo == t.z_hi || t.y_lo == t.y_hi || t.x_lo == t.x_hi) {
+        *begin = *end = 0;
+        return;
+    }
+    *begin = (t.z_lo * s->out_h + t.y_lo) * s->out_w;
+    *end = ((t.z_hi - 1) * s->out_h + t.y_hi) * s->out_w;
+}
 
 /* The first row of the sums, (tap, c), that row block `block` adds to:
  * blocks run the channel blocks of one tap, then of the next. */
@@ -760,12 +812,14 @@ tap_weight_sum_row(const TapWeightJob *job, int64_t block)
 /* THBlasRowBlock of the weight gradient by taps: block (tap, channel
  * block) starts at the tap's offset plus its first channel. */
 static int64_t
-tap_weight_block_start(void *ctx, int64_t block, int *rows)
+tap_weight_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin,
+                       int64_t *k_end)
 {
     const TapWeightJob *job = ctx;
     int64_t tap = block / job->channel_blocks;
     int64_t c = block % job->channel_blocks * job->rows;
     *rows = (int)(job->p->in_group - c < job->rows ? job->p->in_group - c : job->rows);
+    tap_weight_positions(job->s, tap, k_begin, k_end);
     return job->tap_starts[tap] + c;
 }
 
@@ -848,7 +902,8 @@ tap_weight_block_start(void *ctx, int64_t block, int *rows)
                          * job->s->kernel_h * job->s->kernel_w;             \
         if (block + 1 < blocks) {                                           \
             int next_rows;                                                  \
-            tap_weight_block_start(ctx, block + 1, &next_rows);             \
+            int64_t k_begin, k_end;                                         \
+            tap_weight_block_start(ctx, block + 1, &next_rows, &k_begin, &k_end); \
             prefetch_for_writing(                                           \
                 (const char *)((ctype *)job->sums                           \
                                + tap_weight_sum_row(job, block + 1) * out_group), \
@@ -856,8 +911,72 @@ tap_weight_block_start(void *ctx, int64_t block, int *rows)
         }                                                                   \
     }
 
+/* Note [Arranging the weight]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * The products read the weight W[g, o][c][tap] as it is, except in two
+ * cases that need a copy: the input gradient's convolution, whose weight
+ * is the layer's flipped, W'[g, c][o][tap] = W[g, o][c][taps - 1 - tap]
+ * (Note [Input gradient as a convolution] in THConv.h), and a direct
+ * product, whose depth runs kernel rows first, ((k, i), c, j), so that the
+ * kernel rows a block's output line reaches are one run of its k steps
+ * (Note [Skipping zero taps] in THBlas.c).  arrange_weight makes both at
+ * once, reading the layer's weight in order: a flip writes each run of
+ * taps it reads to another row of the result, and the next row it reads
+ * writes next to those runs, so the lines being written stay in cache
+ * (512 channels of 3x3: 9.4M, about 3% of the input gradient, what
+ * reading and writing it costs; 16 x 16 channel tiles ran no faster).
+ * Its buffer is kept across calls (Note [Work buffers kept across
+ * calls]): freed, its pages were faulted in anew each call. */
+
+typedef struct {
+    const THConvShape *s; /* the convolution the weight is for */
+    int64_t out_group, in_group, taps;
+    const char *weight;   /* its own, or with flip the layer's */
+    char *arranged;       /* groups * out_group rows of in_group * taps */
+    bool flip, rows_first;
+} ArrangeJob;
+
+/* Rows [begin, end) of the weight read, (g, first index), each a run of
+ * runs of taps: (o, c) for its own weight, (c, o) with flip.  The job's
+ * fields are read into locals once: the stores would otherwise reload
+ * them (the extension builds with -fno-strict-aliasing). */
+#define TH_DEFINE_ARRANGE_WEIGHT(Name, ctype)                               \
+    static void arrange_weight_##Name(int64_t begin, int64_t end, void *ctx) \
+    {                                                                       \
+        const ArrangeJob *job = ctx;                                        \
+        const int64_t outs = job->out_group, ins = job->in_group, taps = job->taps; \
+        const int64_t width = job->s->kernel_w, rows = taps / width;        \
+        const bool flip = job->flip;                                        \
+        /* kernel row r's values: ins * width apart, or one run */          \
+        const int64_t run = job->rows_first ? ins * width : width;          \
+        const int64_t channel = job->rows_first ? width : taps;             \
+        const int64_t firsts = flip ? ins : outs, seconds = flip ? outs : ins; \
+        ctype *arranged = (ctype *)job->arranged;                           \
+        for (int64_t row = begin; row < end; row++) {                       \
+            const ctype *src = (const ctype *)job->weight + row * seconds * taps; \
+            int64_t g = row / firsts, first = row % firsts;                 \
+            for (int64_t second = 0; second < seconds; second++, src += taps) { \
+                int64_t o = flip ? second : first, c = flip ? first : second; \
+                ctype *dst = arranged + (g * outs + o) * ins * taps + c * channel; \
+                if (run == width && flip) { /* the taps reversed, one run */ \
+                    for (int64_t tap = 0; tap < taps; tap++) {              \
+                        dst[tap] = src[taps - 1 - tap];                     \
+                    }                                                       \
+                    continue;                                               \
+                }                                                           \
+                for (int64_t r = 0; r < rows; r++) {                        \
+                    for (int64_t j = 0; j < width; j++) {                   \
+                        int64_t tap = r * width + j;                        \
+                        dst[r * run + j] = src[flip ? taps - 1 - tap : tap]; \
+                    }                                                       \
+                }                                                           \
+            }                                                               \
+        }                                                                   \
+    }
+
 TH_CONV_DTYPES(TH_DEFINE_PAD_CHANNELS_LAST)
 TH_CONV_DTYPES(TH_DEFINE_ADD_TILE)
+TH_CONV_DTYPES(TH_DEFINE_ARRANGE_WEIGHT)
 
 static const ConvKernels *
 kernels_for(THDtype dtype)
@@ -867,7 +986,7 @@ kernels_for(THDtype dtype)
                                                gather_b_##Name, gather_bt_##Name, \
                                                scatter_c_##Name, accumulate_c_##Name, \
                                                tile_out_##Name, pad_channels_last_##Name, \
-                                               add_tile_##Name};
+                                               add_tile_##Name, arrange_weight_##Name};
     TH_CONV_DTYPES(TH_KERNELS_ENTRY)
 #undef TH_KERNELS_ENTRY
 #define TH_KERNELS_CASE(Name, ctype) \
@@ -1143,6 +1262,30 @@ gathered_images(const ConvPlan *p, const THConvShape *s, int64_t padded_image)
     return images > 1 ? images : 1;
 }
 
+/* Where depth row `row` reads, from its output's first value in the
+ * padded images: rows (c, k, i, j), or with job->tap_rows (a direct
+ * product) kernel rows first, ((k, i), c, j) (Note [Skipping zero taps]
+ * in THBlas.c). */
+static int64_t
+tap_offset(const THConvShape *s, const GatherJob *job, int64_t in_group, int64_t row)
+{
+    int64_t c, k, i, j = row % s->kernel_w;
+    if (job->tap_rows == 0) {
+        int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;
+        c = row / taps;
+        k = row % taps / (s->kernel_h * s->kernel_w);
+        i = row / s->kernel_w % s->kernel_h;
+    } else {
+        int64_t kernel_row = row / (s->kernel_w * in_group);
+        c = row / s->kernel_w % in_group;
+        k = kernel_row / s->kernel_h;
+        i = kernel_row % s->kernel_h;
+    }
+    return ((c * job->padded_d + k * s->dilation_d) * job->padded_h + i * s->dilation_h)
+               * job->padded_w
+           + j * s->dilation_w;
+}
+
 /* The padded images' buffer (zeroed: the pads are never written again)
  * and the tap offsets; -1 with an error when out of memory. */
 static int
@@ -1165,25 +1308,26 @@ gather_buffers(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t 
         return -1;
     }
     memset(job->padded, 0, (size_t)count * p->itemsize);
-    int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;
     for (int64_t row = 0; row < p->depth; row++) {
-        int64_t c = row / taps, k = row % taps / (s->kernel_h * s->kernel_w);
-        int64_t i = row / s->kernel_w % s->kernel_h, j = row % s->kernel_w;
-        offsets[row] = ((c * job->padded_d + k * s->dilation_d) * job->padded_h
-                        + i * s->dilation_h) * job->padded_w
-                       + j * s->dilation_w;
+        offsets[row] = tap_offset(s, job, p->in_group, row);
     }
     job->tap_offsets = offsets;
     return 0;
 }
 
 /* The padded buffer's shape, the samples it holds (*chunk) and the
- * buffers of Note [Convolution as an implicit GEMM]; -1 with an error. */
+ * buffers of Note [Convolution as an implicit GEMM], for a direct product
+ * of tap_rows-position blocks or (tap_rows 0) a gathered one; -1 with an
+ * error. */
 static int
-gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t *chunk)
+gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int tap_rows,
+             int64_t *chunk)
 {
     *job = (GatherJob){.s = s, .out_plane = p->out_plane, .out_group = p->out_group,
-                       .depth = p->depth};
+                       .depth = p->depth, .tap_rows = tap_rows};
+    if (tap_rows > 0) {
+        job->line_blocks = (s->out_w + tap_rows - 1) / tap_rows;
+    }
     job->padded_d = s->in_d + 2 * s->pad_d;
     job->padded_h = s->in_h + 2 * s->pad_h;
     job->padded_w = s->in_w + 2 * s->pad_w;
@@ -1216,25 +1360,25 @@ gather_images(const ConvPlan *p, const THConvShape *s, GatherJob *job, const cha
     job->columns = images * p->out_plane;
 }
 
-/* Whether the forward runs direct (Note [Direct convolution by taps]):
- * stride_w 1, some output, lines that MR-blocks cover with at most an
- * eighth more positions, and a packed weight within L2 (128 channels of
- * 3x3 pack 590K; from 256 on the gathered GEMM, whose panel groups suit a
- * weight beyond L2, keeps them). */
-static bool
-taps_fit(const ConvPlan *p, const THConvShape *s)
+/* The rows (MR) of a direct product's blocks (Note [Direct convolution by
+ * taps]), or 0 where the forward gathers: stride_w 1, some output, and
+ * lines that MR-blocks cover with at most an eighth more positions.  The
+ * weight may outgrow L2: B's panels then stream from L3, two
+ * multiply-adds per value and row of the block, which the Zen 4 keeps up
+ * with; one thread, thread CPU time, batch 32, 3x3, against the gathered
+ * GEMM (that gathers every panel and computes the padding's zeros): 256
+ * channels at 14x14 70.7 -> 66.0 ms, 28x28 289 -> 272, 56x56 1190 ->
+ * 1129, 512 at 14x14 298 -> 278.  At 7x7 (512 channels) the 8-row tile
+ * ran 2% slower than gathering: its eighth row is idle. */
+static int
+direct_rows(const ConvPlan *p, const THConvShape *s)
 {
-    THBlasBlocking blocking;
-    if (s->stride_w != 1 || p->out_plane == 0
-        || THBlas_blocking(p->dtype, &blocking) < 0) {
-        return false;
+    if (s->stride_w != 1 || p->out_plane == 0) {
+        return 0;
     }
-    int64_t rows = THBlas_tappedRows(p->dtype), caches[3];
+    int rows = THBlas_tappedRows(p->dtype);
     int64_t covered = (s->out_w + rows - 1) / rows * rows;
-    int64_t packed = p->depth * ((p->out_group + blocking.nr - 1) / blocking.nr * blocking.nr);
-    THBlas_cacheSizes(caches);
-    return covered * 8 <= s->out_w * 9
-           && packed <= caches[1] / (int64_t)p->itemsize;
+    return covered * 8 <= s->out_w * 9 ? rows : 0;
 }
 
 /* out[samples, g] = W[g] . B (+ bias) as one implicit GEMM of `images`
@@ -1255,19 +1399,38 @@ forward_product(const ConvPlan *p, const THConvShape *s, GatherJob *job, char *w
                              tap_block_start, p->kernels->tile_out, job);
 }
 
-/* out[samples, g] = W[g] . B (+ bias), a chunk of samples at a time. */
+/* The weight of the convolution s, arranged (Note [Arranging the
+ * weight]): flipped from the layer's when `flip`, kernel rows first when
+ * `rows_first`; NULL with an error when out of memory. */
+static char *
+arranged_weight(const ConvPlan *p, const THConvShape *s, const char *weight, bool flip,
+                bool rows_first)
+{
+    int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;
+    /* Note [Work buffers kept across calls] */
+    char *arranged = take_buffer(s->groups * p->out_group, p->depth, p->itemsize,
+                                 "the convolution's arranged weight");
+    if (arranged == NULL) {
+        return NULL;
+    }
+    ArrangeJob job = {s, p->out_group, p->in_group, taps, weight, arranged, flip,
+                      rows_first};
+    int64_t rows = s->groups * (flip ? p->in_group : p->out_group);
+    THParallel_for(rows, 1 + TH_PARALLEL_GRAIN / (s->groups * p->out_group * p->depth / rows + 1),
+                   p->kernels->arrange_weight, &job);
+    return arranged;
+}
+
+/* out[samples, g] = W[g] . B (+ bias), a chunk of samples at a time
+ * (weight: arranged for a direct product, Note [Arranging the weight]). */
 static int
 forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *weight,
                  const char *bias, char *output)
 {
     GatherJob job;
     int64_t chunk;
-    if (gather_setup(p, s, &job, &chunk) < 0) {
+    if (gather_setup(p, s, &job, direct_rows(p, s), &chunk) < 0) {
         return -1;
-    }
-    if (taps_fit(p, s)) {
-        job.tap_rows = THBlas_tappedRows(p->dtype);
-        job.line_blocks = (s->out_w + job.tap_rows - 1) / job.tap_rows;
     }
     int rc = 0;
     for (int64_t n = 0; n < s->batch && rc == 0; n += chunk) {
@@ -1284,19 +1447,30 @@ forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *wei
     return rc;
 }
 
-/* The forward product on raw operands (bias may be NULL). */
+/* The forward product on raw operands (bias may be NULL); with `flip`
+ * the weight is the layer's whose input gradient this convolution is
+ * (Note [Arranging the weight]). */
 static int
 forward_products(const THConvShape *s, THDtype dtype, char *input, char *weight,
-                 const char *bias, char *output)
+                 bool flip, const char *bias, char *output)
 {
     if (check_dtype(dtype) < 0) {
         return -1;
     }
     ConvPlan p = plan_of(s, dtype);
-    if (p.direct) {
-        return forward_direct(&p, s, input, weight, bias, output);
+    bool rows_first = !p.direct && direct_rows(&p, s) > 0;
+    char *arranged = NULL;
+    if (flip || rows_first) {
+        arranged = arranged_weight(&p, s, weight, flip, rows_first);
+        if (arranged == NULL) {
+            return -1;
+        }
+        weight = arranged;
     }
-    return forward_gathered(&p, s, input, weight, bias, output);
+    int rc = p.direct ? forward_direct(&p, s, input, weight, bias, output)
+                      : forward_gathered(&p, s, input, weight, bias, output);
+    give_back_buffer(arranged);
+    return rc;
 }
 
 int
@@ -1304,7 +1478,7 @@ THConv_forward(THTensor *output, const THTensor *input, const THTensor *weight,
                const THTensor *bias, const THConvShape *s)
 {
     return forward_products(s, input->dtype, THTensor_data(input),
-                            THTensor_data(weight),
+                            THTensor_data(weight), false,
                             bias == NULL ? NULL : THTensor_data(bias),
                             THTensor_data(output));
 }
@@ -1350,50 +1524,13 @@ copy_item(char *dst, const char *src, size_t itemsize)
     }
 }
 
-/* W' (groups * in_group) x out_group x kd x kh x kw, the weight of that
- * convolution: W'[g, ci][co][k][i][j] = W[g, co][ci][kd - 1 - k][kh - 1 - i]
- * [kw - 1 - j], which reverses each (ci, co) block's taps as one run.
- * NULL with an error when out of memory. */
-static char *
-flipped_weight(const ConvPlan *p, const THConvShape *s, const char *weight)
-{
-    int64_t taps = s->kernel_d * s->kernel_h * s->kernel_w;
-    char *flipped = TH_mallocArray(s->groups * p->in_group * p->out_group * taps,
-                                   p->itemsize, "the convolution's flipped weight");
-    if (flipped == NULL) {
-        return NULL;
-    }
-    for (int64_t g = 0; g < s->groups; g++) {
-        for (int64_t co = 0; co < p->out_group; co++) {
-            for (int64_t ci = 0; ci < p->in_group; ci++) {
-                const char *src = weight
-                    + ((g * p->out_group + co) * p->in_group + ci) * taps * p->itemsize;
-                char *dst = flipped
-                    + ((g * p->in_group + ci) * p->out_group + co) * taps * p->itemsize;
-                for (int64_t tap = 0; tap < taps; tap++) {
-                    copy_item(dst + (taps - 1 - tap) * p->itemsize,
-                              src + tap * p->itemsize, p->itemsize);
-                }
-            }
-        }
-    }
-    return flipped;
-}
-
 static int
 backward_input_as_convolution(THTensor *grad_input, const THTensor *grad_output,
                               const THTensor *weight, const THConvShape *s)
 {
-    ConvPlan p = plan_of(s, grad_output->dtype);
-    char *flipped = flipped_weight(&p, s, THTensor_data(weight));
-    if (flipped == NULL) {
-        return -1;
-    }
     THConvShape t = input_grad_shape(s);
-    int rc = forward_products(&t, p.dtype, THTensor_data(grad_output), flipped, NULL,
-                              THTensor_data(grad_input));
-    free(flipped);
-    return rc;
+    return forward_products(&t, grad_output->dtype, THTensor_data(grad_output),
+                            THTensor_data(weight), true, NULL, THTensor_data(grad_input));
 }
 
 /* One sample at a time: col = W[g]^T . grad_out[n, g], then col2im. */
@@ -1600,7 +1737,7 @@ THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
     }
     GatherJob job;
     int64_t chunk;
-    if (gather_setup(&p, s, &job, &chunk) < 0) {
+    if (gather_setup(&p, s, &job, 0, &chunk) < 0) {
         return -1;
     }
     char *staging = NULL;
