@@ -146,6 +146,41 @@ def test_outputs_and_gradients_match_torch(case):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scores_far_below_their_row_max(dtype):
+    """Scores whose exps underflow (Note [Exp without underflow]): a float
+    mask of -95 (subnormal exps), -120 and -1e4 (exps of +0) beside a causal
+    block's -inf, rows of 300 keys (two key blocks and a vector tail), so
+    the forward's running sums and the backward's recomputed probabilities
+    run the exps in both dtypes (Note [Exps apart from their sum]);
+    against NumPy for the output, torch for the gradients."""
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((1, 2, 300, 6)).astype(dtype) for _ in range(3))
+    bias = rng.choice(np.array([0.0, -95.0, -120.0, -1e4], dtype), size=(1, 1, 300, 300))
+    bias[..., 0] = 0.0                      # every row sees key 0
+    ours = [ember.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*ours, attn_mask=ember.tensor(bias), is_causal=False)
+    causal = F.scaled_dot_product_attention(*(ember.tensor(a) for a in (q, k, v)),
+                                            is_causal=True)
+    tol = 1e-12 if dtype == "float64" else 2e-5
+    np.testing.assert_allclose(out.detach().numpy(),
+                               attention_reference(q.astype(np.float64), k, v, bias=bias),
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(causal.numpy(),
+                               attention_reference(q.astype(np.float64), k, v, causal=True),
+                               rtol=tol, atol=tol)
+    if torch is None:
+        return
+    grad = rng.standard_normal(out.shape).astype(dtype)
+    out.backward(ember.tensor(grad))
+    theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    torch.nn.functional.scaled_dot_product_attention(
+        *theirs, attn_mask=torch.tensor(bias)).backward(torch.tensor(grad))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=tol * 10,
+                                   atol=tol * 10)
+
+
 @needs_torch
 def test_bad_arguments_give_torchs_messages():
     q = np.zeros((1, 2, 3, 4), np.float32)

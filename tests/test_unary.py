@@ -541,6 +541,37 @@ def test_float32_exp_sigmoid_tanh_within_a_few_ulp(name):
 
 
 @pytest.mark.noleakcheck
+def test_float32_exp_at_and_below_the_underflow_edge():
+    # Note [Exp without underflow]: below -104 exp gives +0 without
+    # computing an underflowing product.  Every float32 from -86 to -105:
+    # a subnormal result is the exact value rounded to the subnormals'
+    # grid up to the formula's own error (1.5 ulp of a normal float), so
+    # nothing that rounds to 2^-149 or more is cut to 0; normal results
+    # within 1.5 ulp; the results below the cut +0, never -0
+    start, stop = np.float32(-86.0).view(np.uint32), np.float32(-105.0).view(np.uint32)
+    x = np.arange(start, stop + 1, dtype=np.uint32).view(np.float32)
+    got = np.asarray(ember.exp(ember.tensor(x))).astype(np.float64)
+    exact = np.exp(x.astype(np.float64))
+    step = float(np.spacing(np.float32(0)))            # the smallest subnormal
+    subnormal = exact < np.finfo(np.float32).tiny
+    error = np.abs(got - exact) / step
+    allowed = 0.5 + 1.5 * 2.0**-23 * exact / step
+    assert (error[subnormal] <= allowed[subnormal]).all()
+    assert _ulp_error(got[~subnormal], exact[~subnormal], np.float32).max() <= 1.5
+    assert (got[x < -104] == 0).all() and not np.signbit(got[x < -104]).any()
+    assert got[x > -103.2].min() > 0          # 2^-149 and up: not cut to 0
+    far = np.float32([-104.0, -150.0, -1e30, -np.finfo(np.float32).max, -np.inf, np.nan])
+    out = np.asarray(ember.exp(ember.tensor(far)))
+    assert out[:-1].tolist() == [0.0] * 5 and not np.signbit(out[:-1]).any()
+    assert np.isnan(out[-1])
+    # sigmoid reads exp(-|x|): its tails and softmax's masked entries
+    tails = np.asarray(ember.sigmoid(ember.tensor(np.float32([-200.0, -np.inf, 200.0]))))
+    assert tails.tolist() == [0.0, 0.0, 1.0]
+    row = ember.tensor(np.float32([[0.0, -np.inf, -300.0, 1.0]]))
+    np.testing.assert_array_equal(np.asarray(ember.softmax(row, dim=1))[0, 1:3], [0.0, 0.0])
+
+
+@pytest.mark.noleakcheck
 def test_float32_log_within_one_ulp_over_every_binade():
     # every 4099th positive float32 bit pattern: subnormals to the largest
     bits = np.arange(1, 0x7F800000, 4099, dtype=np.uint32)
