@@ -13,7 +13,8 @@ flat tensor, and each of its parameters a view of that tensor shaped like
 the parameter.  A parameter's post-accumulate-grad hook writes .grad / the
 divisor into its view (one pass: PyTorch's Reducer divides before the
 all-reduce too, so no pass over the sums is left for after it); when a
-bucket's last view is filled, the bucket's all-reduce (a SUM) starts while
+bucket's last view is filled, the bucket's all-reduce (a SUM, prepared
+once per bucket: _RepeatedAllReduce in distributed_c10d.py) starts while
 backward goes on.  Buckets start in bucket order on every process,
 whatever order the hooks fire in: MPI matches collectives by the order
 they are issued.  When the engine finishes the graph, a queued callback
@@ -137,6 +138,8 @@ class _Reducer:
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.buckets = _bucket_params(params, cap_bytes)
+        for bucket in self.buckets:
+            bucket.all_reduce = dist.distributed_c10d._RepeatedAllReduce(bucket.flat, group)
         place_of = {id(p): (bucket, i) for bucket in self.buckets
                     for i, p in enumerate(bucket.params)}
         self.places = [place_of[id(p)] for p in params]   # (bucket, index), in params' order
@@ -207,16 +210,21 @@ class _Reducer:
             self.next_bucket += 1
 
     def _all_reduce(self, b, flat):
-        """Starts the SUM of bucket b's `flat`: nonblocking, but the last
-        bucket blocking (Note [Starting the bucket all-reduces])."""
-        if b < len(self.buckets) - 1:
-            return self.dist.all_reduce(flat, group=self.group, async_op=True)
-        self.dist.all_reduce(flat, group=self.group)
-        return _DONE
+        """Starts the SUM of bucket b's `flat` (its own, or a joined
+        process's zeros): nonblocking, but the last bucket blocking
+        (Note [Starting the bucket all-reduces])."""
+        bucket = self.buckets[b]
+        last = b == len(self.buckets) - 1
+        if flat is bucket.flat:  # prepared once (_RepeatedAllReduce)
+            work = bucket.all_reduce(async_op=not last)
+        else:
+            work = self.dist.all_reduce(flat, group=self.group, async_op=not last)
+        return _DONE if last else work
 
     def _finish(self):
         self.armed = False
-        used_here = [int(bucket.ready[i]) for bucket, i in self.places]
+        if self.find_unused_parameters:
+            used_here = [int(bucket.ready[i]) for bucket, i in self.places]
         if self.next_bucket < len(self.buckets):
             if not self.find_unused_parameters:
                 raise RuntimeError(_UNUSED_PARAMETERS_MESSAGE)
@@ -339,6 +347,7 @@ class DistributedDataParallel(Module, Joinable):
         if init_sync:
             self._broadcast_states(list(module.parameters()) + list(module.buffers()))
         self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.modules_buffers = list(module.buffers())
         self.reducer = _Reducer(params, self.bucket_bytes_cap, self.process_group,
                                 find_unused_parameters, gradient_as_bucket_view)
 
@@ -379,11 +388,15 @@ class DistributedDataParallel(Module, Joinable):
     def _sync_buffers(self, still_training=True):
         """broadcast_buffers: the buffers of group rank 0, or under a Join
         of the highest rank still training."""
-        buffers = list(self.module.buffers())
-        if not self.broadcast_buffers or not buffers:
+        # As PyTorch: a module without buffers when wrapped never syncs any
+        # (and skips walking the module tree at every forward, which costs
+        # more than a small model's all-reduce); one with buffers lists them
+        # again each time, as they may have been reassigned.
+        if not self.broadcast_buffers or not self.modules_buffers:
             return
         source = self._find_common_rank(still_training) if self._join_config.enable else 0
-        self._broadcast_states(buffers, source)
+        self.modules_buffers = list(self.module.buffers())
+        self._broadcast_states(self.modules_buffers, source)
 
     def _share_grad_sync_flag(self, will_sync):
         """Under a Join: whether any process synchronises gradients in this
