@@ -465,6 +465,13 @@ def _grad_in_a_bucket(model, param):
 
 
 def check_ddp_training():
+    # Buckets of up to bucket_cap_mb (25 MiB by default) in reverse
+    # parameter order, the first no smaller (Note [Starting the bucket
+    # all-reduces]): 1.5 MB of gradients is one bucket.
+    wide = nn.Sequential(nn.Linear(600, 600), nn.Linear(600, 10))
+    buckets = nn.parallel.DistributedDataParallel(wide).reducer.buckets
+    assert [[id(p) for p in b.params] for b in buckets] == \
+        [[id(p) for p in wide.parameters()][::-1]]
     # Rank-dependent initial weights: DDP must start everyone from rank 0's.
     model = nn.parallel.DistributedDataParallel(_mlp(seed=RANK), bucket_cap_mb=0.0005)
     assert len(model.reducer.buckets) > 1
