@@ -10,7 +10,7 @@ buckets of about bucket_cap_mb, in reverse order of module.parameters()
 (backward produces the last layers' gradients first).  PyTorch makes the
 first bucket smaller (1 MiB, dist._DEFAULT_FIRST_BUCKET_BYTES) so that
 communication starts early; ember does not, as over MPI nothing is gained
-by starting early (Note [Starting the bucket all-reduces]).  Each bucket owns one
+by it (Note [Starting the bucket all-reduces]).  Each bucket owns one
 flat tensor, and each of its parameters a view of that tensor shaped like
 the parameter.  A parameter's post-accumulate-grad hook writes .grad / the
 divisor into its view (one pass: PyTorch's Reducer divides before the
@@ -56,7 +56,8 @@ communication on a machine shared with other jobs is mostly waiting for
 a peer that is not running: Note [Waiting processes yield their core]
 in ember/distributed/distributed_c10d.py.
 
-The same reason drops PyTorch's small first bucket.  With it, the bench's
+For the same reason (MPI moves a nonblocking all-reduce only inside MPI
+calls) there is no small first bucket, as PyTorch has.  With it, the bench's
 MLP had a first bucket of 22 KB (its last layer) and a second of 1.57 MB;
 PyTorch's own layout (a bucket closes once it reaches its cap) would be
 1.07 MB and 526 KB.  Raw MPI, 2 processes arriving together: one blocking
