@@ -232,7 +232,10 @@ def main():
           f"ratio {alone / one:.2f}x: DDP keeps {two / alone:.2f}x of that "
           f"(what the machine's cores allow)")
     parts = launch(2, "ddp_parts")
-    ms = {name: f"{cpu:.2f} / {wall:.2f}" for name, (cpu, wall) in parts["parts"].items()}
+    # A part never called (no Work to wait for when every bucket's
+    # all-reduce is blocking) took no time.
+    ms = {name: "{:.2f} / {:.2f}".format(*parts["parts"].get(name, (0.0, 0.0)))
+          for name in ("step", "hooks", "all_reduces", "callback", "waits")}
     print(f"DDP step parts, 2 processes, rank 0, ms per step (thread CPU / wall): "
           f"step {ms['step']}; gradient hooks {ms['hooks']} (of which starting the "
           f"all-reduces {ms['all_reduces']}); final callback {ms['callback']} (of which "

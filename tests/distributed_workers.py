@@ -73,6 +73,34 @@ def check_all_reduce():
         raise AssertionError("AVG of integers must be refused")
 
 
+def check_repeated_all_reduce():
+    """DDP's prepared all-reduce (_RepeatedAllReduce) sums whatever the
+    tensor holds at each call, in place, as all_reduce would: blocking,
+    async, on a group with a timeout, and for tensors it stages
+    (non-contiguous, 16-bit floats)."""
+    from datetime import timedelta
+    from ember.distributed.distributed_c10d import _RepeatedAllReduce
+    everyone = [_inputs(r) for r in range(WORLD)]
+    timed_group = dist.new_group(timeout=timedelta(seconds=60))
+    cases = [(_tensor(everyone[RANK]), None, 1e-6),
+             (_tensor(everyone[RANK]), timed_group, 1e-6),
+             (_tensor(everyone[RANK]).t(), None, 1e-6),
+             (_tensor(everyone[RANK], ember.bfloat16), None, 1e-2)]
+    for t, group, tol in cases:
+        address = t.data_ptr()
+        all_reduce = _RepeatedAllReduce(t, group)
+        for call in range(3):
+            t.copy_(_tensor(everyone[RANK] * (call + 1)).reshape(t.shape))
+            if call == 1:
+                work = all_reduce(async_op=True)
+                work.wait()
+                assert work.is_completed()
+            else:
+                assert all_reduce() is None
+            _close(t.reshape(everyone[RANK].shape), np.sum(everyone, 0) * (call + 1), tol)
+            assert t.data_ptr() == address
+
+
 def check_broadcast_reduce():
     everyone = [_inputs(r) for r in range(WORLD)]
     for root in range(WORLD):
@@ -437,6 +465,13 @@ def _grad_in_a_bucket(model, param):
 
 
 def check_ddp_training():
+    # Buckets of up to bucket_cap_mb (25 MiB by default) in reverse
+    # parameter order, the first no smaller (Note [Starting the bucket
+    # all-reduces]): 1.5 MB of gradients is one bucket.
+    wide = nn.Sequential(nn.Linear(600, 600), nn.Linear(600, 10))
+    buckets = nn.parallel.DistributedDataParallel(wide).reducer.buckets
+    assert [[id(p) for p in b.params] for b in buckets] == \
+        [[id(p) for p in wide.parameters()][::-1]]
     # Rank-dependent initial weights: DDP must start everyone from rank 0's.
     model = nn.parallel.DistributedDataParallel(_mlp(seed=RANK), bucket_cap_mb=0.0005)
     assert len(model.reducer.buckets) > 1
@@ -536,9 +571,14 @@ def _join_training(divide_by_initial_world_size, find_unused_parameters):
     averages the gradients of the ranks still training (over the initial
     world size, or over those ranks), and at the end every rank holds the
     model of the last one."""
-    model = nn.parallel.DistributedDataParallel(_mlp(seed=0), bucket_cap_mb=0.0005,
+    module = _mlp(seed=0)
+    # Registered before wrapping: DDP (PyTorch's too) syncs no buffers of a
+    # module that had none when wrapped (check_ddp_broadcast_buffers); each
+    # rank's own stamp after the wrapping copied rank 0's.
+    module.register_buffer("stamp", ember.zeros(2))
+    model = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=0.0005,
                                                 find_unused_parameters=find_unused_parameters)
-    model.module.register_buffer("stamp", ember.full((2,), float(RANK)))
+    module.stamp.fill_(float(RANK))
     reference = _mlp(seed=0)
     optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
     reference_optimizer = ember.optim.SGD(reference.parameters(), lr=0.1)
@@ -636,6 +676,24 @@ def check_ddp_unused_parameters():
         assert "find_unused_parameters=True" in str(exc)
     else:
         raise AssertionError("unused parameters must be reported")
+
+
+def check_ddp_broadcast_buffers():
+    """Every forward copies rank 0's buffers to the others, listing them
+    again (one reassigned after wrapping is synced); as in PyTorch, a
+    module that had no buffer when wrapped syncs none (checked with
+    torch 2.13 over gloo)."""
+    module = nn.Linear(2, 2)
+    module.register_buffer("stamp", ember.full((2,), float(RANK)))
+    model = nn.parallel.DistributedDataParallel(module)
+    module.stamp = ember.full((2,), 10.0 + RANK)
+    model(ember.ones(1, 2))
+    assert module.stamp.tolist() == [10.0, 10.0]
+    bare = nn.Linear(2, 2)
+    model = nn.parallel.DistributedDataParallel(bare)
+    bare.register_buffer("late", ember.full((2,), float(RANK)))
+    model(ember.ones(1, 2))
+    assert bare.late.tolist() == [float(RANK)] * 2
 
 
 def check_ddp_different_models():

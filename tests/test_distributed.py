@@ -24,11 +24,11 @@ WORKERS = os.path.join(HERE, "distributed_workers.py")
 PYTHON_DIR = os.path.join(os.path.dirname(HERE), "python")
 TIMEOUT = 120
 
-COLLECTIVES = ["all_reduce", "broadcast_reduce", "gathers_and_scatters", "all_to_all",
-               "async_collectives", "point_to_point_and_objects", "groups", "errors",
+COLLECTIVES = ["all_reduce", "repeated_all_reduce", "broadcast_reduce", "gathers_and_scatters",
+               "all_to_all", "async_collectives", "point_to_point_and_objects", "groups", "errors",
                "sampler", "list_collectives", "objects", "timeouts"]
 DDP = ["ddp_training", "ddp_gradient_as_bucket_view", "ddp_no_sync", "ddp_uneven_batches",
-       "ddp_unused_parameters", "ddp_different_models", "ddp_join"]
+       "ddp_unused_parameters", "ddp_different_models", "ddp_join", "ddp_broadcast_buffers"]
 
 
 def _shared_memory_segments():

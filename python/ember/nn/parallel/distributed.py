@@ -7,13 +7,16 @@ All-reducing each parameter's gradient alone would pay MPI's latency once
 per parameter; all-reducing all of them at the end would not overlap with
 backward.  So, as PyTorch's Reducer does, the parameters are grouped into
 buckets of about bucket_cap_mb, in reverse order of module.parameters()
-(backward produces the last layers' gradients first), the first one
-smaller (1 MiB) so that communication starts early.  Each bucket owns one
+(backward produces the last layers' gradients first).  PyTorch makes the
+first bucket smaller (1 MiB, dist._DEFAULT_FIRST_BUCKET_BYTES) so that
+communication starts early; ember does not, as over MPI nothing is gained
+by it (Note [Starting the bucket all-reduces]).  Each bucket owns one
 flat tensor, and each of its parameters a view of that tensor shaped like
 the parameter.  A parameter's post-accumulate-grad hook writes .grad / the
 divisor into its view (one pass: PyTorch's Reducer divides before the
 all-reduce too, so no pass over the sums is left for after it); when a
-bucket's last view is filled, the bucket's all-reduce (a SUM) starts while
+bucket's last view is filled, the bucket's all-reduce (a SUM, prepared
+once per bucket: _RepeatedAllReduce in distributed_c10d.py) starts while
 backward goes on.  Buckets start in bucket order on every process,
 whatever order the hooks fire in: MPI matches collectives by the order
 they are issued.  When the engine finishes the graph, a queued callback
@@ -53,6 +56,18 @@ communication on a machine shared with other jobs is mostly waiting for
 a peer that is not running: Note [Waiting processes yield their core]
 in ember/distributed/distributed_c10d.py.
 
+For the same reason (MPI moves a nonblocking all-reduce only inside MPI
+calls) there is no small first bucket, as PyTorch has.  With it, the bench's
+MLP had a first bucket of 22 KB (its last layer) and a second of 1.57 MB;
+PyTorch's own layout (a bucket closes once it reaches its cap) would be
+1.07 MB and 526 KB.  Raw MPI, 2 processes arriving together: one blocking
+all-reduce of the 1.6 MB 0.166 ms, the 22 KB nonblocking then 1.57 MB
+blocking 0.169 ms, PyTorch's layout 0.294 ms (its first bucket goes
+through the slower nonblocking algorithm and still moves only inside MPI
+calls).  The second bucket only added Python work: a Work, its tests and
+its wait, 0.02 to 0.19 ms of thread CPU per step (world size 1, five runs
+of 60 paired rounds) with the interpreter's caches cold inside a step.
+
 With uneven inputs, `with ddp.join():` lets processes that ran out of
 batches shadow these all-reduces with zeros (Note [Shadowing the
 collectives of a joined process] in ember/distributed/algorithms/join.py):
@@ -70,9 +85,6 @@ from ember.distributed.algorithms.join import Join, Joinable, JoinHook
 from ..modules.module import Module
 
 _MIB = 1024 * 1024
-# PyTorch's first bucket is small, so that an all-reduce starts early in
-# backward (dist._DEFAULT_FIRST_BUCKET_BYTES).
-_FIRST_BUCKET_BYTES = _MIB
 
 
 class _Bucket:
@@ -97,14 +109,12 @@ class _Bucket:
 
 
 def _bucket_params(params, cap_bytes):
-    """Reverse parameter order, one dtype per bucket, the first up to
-    1 MiB and the others up to cap_bytes (a parameter larger than the cap
-    gets a bucket of its own)."""
+    """Reverse parameter order, one dtype per bucket, each up to cap_bytes
+    (a parameter larger than the cap gets a bucket of its own)."""
     buckets, current, size = [], [], 0
     for p in reversed(params):
         nbytes = p.numel() * p.element_size()
-        cap = min(cap_bytes, _FIRST_BUCKET_BYTES) if not buckets else cap_bytes
-        if current and (size + nbytes > cap or p.dtype != current[0].dtype):
+        if current and (size + nbytes > cap_bytes or p.dtype != current[0].dtype):
             buckets.append(current)
             current, size = [], 0
         current.append(p)
@@ -137,6 +147,8 @@ class _Reducer:
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.buckets = _bucket_params(params, cap_bytes)
+        for bucket in self.buckets:
+            bucket.all_reduce = dist.distributed_c10d._RepeatedAllReduce(bucket.flat, group)
         place_of = {id(p): (bucket, i) for bucket in self.buckets
                     for i, p in enumerate(bucket.params)}
         self.places = [place_of[id(p)] for p in params]   # (bucket, index), in params' order
@@ -207,16 +219,21 @@ class _Reducer:
             self.next_bucket += 1
 
     def _all_reduce(self, b, flat):
-        """Starts the SUM of bucket b's `flat`: nonblocking, but the last
-        bucket blocking (Note [Starting the bucket all-reduces])."""
-        if b < len(self.buckets) - 1:
-            return self.dist.all_reduce(flat, group=self.group, async_op=True)
-        self.dist.all_reduce(flat, group=self.group)
-        return _DONE
+        """Starts the SUM of bucket b's `flat` (its own, or a joined
+        process's zeros): nonblocking, but the last bucket blocking
+        (Note [Starting the bucket all-reduces])."""
+        bucket = self.buckets[b]
+        last = b == len(self.buckets) - 1
+        if flat is bucket.flat:  # prepared once (_RepeatedAllReduce)
+            work = bucket.all_reduce(async_op=not last)
+        else:
+            work = self.dist.all_reduce(flat, group=self.group, async_op=not last)
+        return _DONE if last else work
 
     def _finish(self):
         self.armed = False
-        used_here = [int(bucket.ready[i]) for bucket, i in self.places]
+        if self.find_unused_parameters:
+            used_here = [int(bucket.ready[i]) for bucket, i in self.places]
         if self.next_bucket < len(self.buckets):
             if not self.find_unused_parameters:
                 raise RuntimeError(_UNUSED_PARAMETERS_MESSAGE)
@@ -339,6 +356,7 @@ class DistributedDataParallel(Module, Joinable):
         if init_sync:
             self._broadcast_states(list(module.parameters()) + list(module.buffers()))
         self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.modules_buffers = list(module.buffers())
         self.reducer = _Reducer(params, self.bucket_bytes_cap, self.process_group,
                                 find_unused_parameters, gradient_as_bucket_view)
 
@@ -379,11 +397,15 @@ class DistributedDataParallel(Module, Joinable):
     def _sync_buffers(self, still_training=True):
         """broadcast_buffers: the buffers of group rank 0, or under a Join
         of the highest rank still training."""
-        buffers = list(self.module.buffers())
-        if not self.broadcast_buffers or not buffers:
+        # As PyTorch: a module without buffers when wrapped never syncs any
+        # (and skips walking the module tree at every forward, which costs
+        # more than a small model's all-reduce); one with buffers lists them
+        # again each time, as they may have been reassigned.
+        if not self.broadcast_buffers or not self.modules_buffers:
             return
         source = self._find_common_rank(still_training) if self._join_config.enable else 0
-        self._broadcast_states(buffers, source)
+        self.modules_buffers = list(self.module.buffers())
+        self._broadcast_states(self.modules_buffers, source)
 
     def _share_grad_sync_flag(self, will_sync):
         """Under a Join: whether any process synchronises gradients in this
