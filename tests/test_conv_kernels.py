@@ -434,6 +434,14 @@ def test_bad_arguments_raise(call, error, match):
         call()
 
 
+def test_input_gradient_of_a_layer_without_output_channels_is_zero():
+    """Arranging a weight with no rows once divided by their count (SIGFPE)."""
+    grad_input = _C._conv2d_backward_input(ember.ones(1, 0, 8, 8), ember.ones(0, 4, 3, 3),
+                                           8, 8, 1, 1, 1, 1, 1, 1, 1)
+    assert grad_input.shape == (1, 4, 8, 8)
+    assert not grad_input.numpy().any()
+
+
 def test_an_index_that_rebinds_the_input_sees_the_pinned_tensor():
     """An int argument's __index__ runs Python after the tensors were passed:
     the kernel must read the tensors the call was made with."""

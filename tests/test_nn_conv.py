@@ -224,6 +224,10 @@ def _same_error(ours_call, theirs_call):
     lambda lib: lib.nn.functional.conv2d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 3, 3),
                                          padding="full"),
     lambda lib: lib.nn.functional.conv1d(lib.ones(1, 2, 4, 4), lib.ones(6, 2, 3)),
+    # a weight without output channels
+    lambda lib: lib.nn.functional.conv2d(lib.ones(1, 4, 8, 8), lib.ones(0, 4, 3, 3)),
+    lambda lib: lib.nn.functional.conv_transpose2d(lib.ones(1, 0, 8, 8), lib.ones(0, 4, 3, 3),
+                                                   padding=1),
     lambda lib: lib.nn.functional.conv_transpose2d(lib.ones(1, 2, 4, 4), lib.ones(2, 3, 3, 3),
                                                    stride=2, output_padding=2),
     lambda lib: lib.nn.functional.pad(lib.ones(1, 2, 3), (4, 4), mode="reflect"),

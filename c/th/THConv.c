@@ -1416,7 +1416,9 @@ arranged_weight(const ConvPlan *p, const THConvShape *s, const char *weight, boo
     ArrangeJob job = {s, p->out_group, p->in_group, taps, weight, arranged, flip,
                       rows_first};
     int64_t rows = s->groups * (flip ? p->in_group : p->out_group);
-    THParallel_for(rows, 1 + TH_PARALLEL_GRAIN / (s->groups * p->out_group * p->depth / rows + 1),
+    /* (no rows: a layer without channels on the arranged side) */
+    int64_t per_row = rows > 0 ? s->groups * p->out_group * p->depth / rows : 0;
+    THParallel_for(rows, 1 + TH_PARALLEL_GRAIN / (per_row + 1),
                    p->kernels->arrange_weight, &job);
     return arranged;
 }

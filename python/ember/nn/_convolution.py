@@ -88,6 +88,7 @@ def _check_conv(name, input, weight, bias, padding, dilation, groups, spatial):
                            f"to {name}, but got input of size: {list(input.shape)}")
     if weight.dim() != batched:
         raise RuntimeError(f"weight should have at least three dimensions")
+    _check_weight_rows(weight, groups)
     if weight.shape[0] % groups != 0:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                            f"{groups} at dimension 0, but got weight of size "
@@ -109,6 +110,12 @@ def _check_conv(name, input, weight, bias, padding, dilation, groups, spatial):
     if input.dtype not in (ember.float32, ember.float64, ember.float16, ember.bfloat16):
         raise RuntimeError(f"\"{name}\" not implemented for '{_type_name(input.dtype)}': "
                            f"ember's convolutions run in floating point only")
+
+
+def _check_weight_rows(weight, groups):
+    if weight.shape[0] == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least 1 at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
 
 
 def _type_name(dtype):
@@ -356,6 +363,7 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
     unbatched = input.dim() == batched - 1
     if unbatched:
         input = input.unsqueeze(0)
+    _check_weight_rows(weight, groups)
     channels = input.shape[1]
     if weight.shape[0] != channels:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
