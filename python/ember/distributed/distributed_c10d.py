@@ -513,8 +513,8 @@ class _RepeatedAllReduce:
         self.group = _group(group)
         MPI = _mpi()
         self.in_place, self.sum = MPI.IN_PLACE, MPI.SUM
-        direct = tensor.is_contiguous() and _dtype_name(tensor) not in _RAW_16BIT
-        self.array = _buffer(tensor) if direct else None
+        staged = _Staged(tensor, reduction=True)  # MPI reads the tensor itself?
+        self.array = None if staged.copied else staged.array
 
     def __call__(self, async_op=False):
         """As all_reduce(tensor, group=group, async_op=async_op)."""
