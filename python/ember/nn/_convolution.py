@@ -118,6 +118,33 @@ def _check_weight_rows(weight, groups):
                            f"dimension 0, but got weight of size {list(weight.shape)} instead")
 
 
+def _check_kernel_size(weight):
+    """torch's refusal of a kernel with an empty spatial dim (a 1-D kernel
+    arrives here as a height-1 2-D one, and torch names it so too)."""
+    kernel = list(weight.shape[2:])
+    if all(k > 0 for k in kernel):
+        return
+    if len(kernel) == 3:
+        raise RuntimeError("kernel size should be greater than zero, but got: "
+                           f"{kernel[0]} x {kernel[1]} x {kernel[2]} (TxHxW)")
+    raise RuntimeError("kernel size should be greater than zero, but got kernel_height: "
+                       f"{kernel[0]} kernel_width: {kernel[1]}")
+
+
+def _check_transposed_weight(weight):
+    """torch's transposed convolutions refuse an empty weight; in 2-D (and
+    1-D, run as 2-D) an empty kernel is named first."""
+    if weight.numel() > 0:
+        return
+    if weight.dim() == 5:
+        raise RuntimeError("non-empty 5D (n_output_plane x n_input_plane x kernel_depth x "
+                           "kernel_height x kernel_width) tensor expected for weight, but "
+                           f"got: {list(weight.shape)}")
+    _check_kernel_size(weight)
+    raise RuntimeError("non-empty 2D or 4D weight tensor expected, but got: "
+                       f"{list(weight.shape)}")
+
+
 def _type_name(dtype):
     from .functional import _type_name as name_of
     return name_of(dtype)
@@ -323,6 +350,7 @@ def _convnd(name, input, weight, bias, stride, padding, dilation, groups, spatia
         if any(extra):  # the odd one of each dim's padding goes at its end
             input = pad(input, [amount for e in reversed(extra) for amount in (0, e)])
     _check_kernel_fits(input, weight, padding, dilation)
+    _check_kernel_size(weight)
     out = _in_compute_dtype(Convolution.apply, input, weight, bias, stride, padding,
                             dilation, groups)
     if spatial == 1:
@@ -374,6 +402,7 @@ def _conv_transposend(name, input, weight, bias, stride, padding, output_padding
         stride, dilation = (1, _single_as_pair(stride)), (1, _single_as_pair(dilation))
         padding = (0, _single_as_pair(padding))
         output_padding = (0, _single_as_pair(output_padding))
+    _check_transposed_weight(weight)
     dims = input.dim() - 2   # the kernel's: a 1-D convolution runs as a 2-D one
     stride, padding, dilation = _geometry(stride, padding, dilation, groups, dims)
     output_padding = _ntuple(output_padding, dims)
