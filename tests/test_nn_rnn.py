@@ -213,6 +213,22 @@ def test_bias_grads_are_separate_tensors(name):
     np.testing.assert_array_equal(layer.bias_hh_l0.grad.numpy(), 2 * before)
 
 
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_flatten_parameters_keeps_the_weights_as_they_were(name):
+    """PyTorch's word_language_model calls flatten_parameters() after a load;
+    torch does nothing there on the CPU, and neither may ember: the same
+    Parameter objects, the same values, the same output."""
+    layer = getattr(nn, name)(3, 4, num_layers=2)
+    before = [(p, p.detach().numpy().copy()) for p in layer.parameters()]
+    x = ember.randn(5, 2, 3)
+    expected = layer(x)[0].detach().numpy()
+    assert layer.flatten_parameters() is None
+    assert all(p is q for (p, _), q in zip(before, layer.parameters(), strict=True))
+    for p, values in before:
+        np.testing.assert_array_equal(p.detach().numpy(), values)
+    np.testing.assert_array_equal(layer(x)[0].detach().numpy(), expected)
+
+
 def _same_error(ours_call, theirs_call):
     with pytest.raises(Exception) as theirs_info:
         theirs_call()

@@ -114,6 +114,12 @@ class RNNBase(Module):
     def all_weights(self):
         return [[getattr(self, name) for name in names] for names in self._layer_names()]
 
+    def flatten_parameters(self):
+        """torch copies the weights into one contiguous cuDNN buffer here, and
+        does nothing on the CPU.  ember's kernels read each weight where it
+        lies on every device, so there is nothing to gather: the parameters
+        stay the objects (and memory) they are."""
+
     def _layer_names(self):
         per_direction = 2 + 2 * self.bias + (self.proj_size > 0)
         names = self._flat_weights_names
