@@ -130,4 +130,10 @@ for _name, _function in linalg.TOP_LEVEL.items():
     setattr(Tensor, _name, _function)
 del _name, _function
 
+# PyTorch's function forms of methods, aliases, broadcasting helpers and
+# composed reductions (ember.transpose, ember.broadcast_tensors, ember.median, ...).
+from ._function_forms import _FUNCTIONS  # noqa: E402
+globals().update(_FUNCTIONS)
+from ._dtype_info import finfo, iinfo  # noqa: E402,F401
+
 from . import distributed, multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)

@@ -1,0 +1,532 @@
+"""PyTorch's top-level functions that ember had only as tensor methods, or
+not at all: ember.transpose(x, 0, 1), ember.broadcast_tensors(a, b),
+ember.median(x, dim), ember.nansum(x), ember.tensordot(a, b), ...
+
+Three kinds live here:
+  * function forms of methods the C core defines (x.transpose -> ember.transpose),
+  * PyTorch's aliases and broadcasting helpers,
+  * reductions and products PyTorch composes from other operators.
+Every one is written over ember's differentiable operators, so autograd
+differentiates it through them, except median and nanmedian without a
+dim, whose gradient PyTorch spreads evenly over the tied elements (a small
+autograd Function below).  Tensor methods are attached where PyTorch has
+them.
+"""
+
+import builtins
+import math
+
+from . import _C
+from ._tensor import Tensor
+from ._functions import _unpack_tensors
+from .autograd.function import Function
+from .linalg import _result_type
+
+_Median = _result_type("median", ("values", "indices"))
+_NanMedian = _result_type("nanmedian", ("values", "indices"))
+_Aminmax = _result_type("aminmax", ("min", "max"))
+
+
+def _check_input(name, input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(input).__name__}")
+
+
+# ---- function forms of methods ------------------------------------------------------
+
+def _function_form(method_name, name=None):
+    """ember.<name>(input, ...) as input.<method_name>(...)."""
+    name = name or method_name
+    method = getattr(Tensor, method_name)
+
+    def function(input, *args, **kwargs):
+        _check_input(name, input)
+        return method(input, *args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"ember.{name}(input, ...) is input.{method_name}(...)."
+    return function
+
+
+_METHOD_FORMS = ("transpose", "t", "permute", "squeeze", "unsqueeze", "reshape", "narrow",
+                 "select", "as_strided", "clone", "is_floating_point")
+_FUNCTION_FORMS = {name: _function_form(name) for name in _METHOD_FORMS}
+# PyTorch's NumPy-style aliases, functions and methods both
+_ALIASES = {"swapaxes": "transpose", "swapdims": "transpose", "arccos": "acos",
+            "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "sgn": "sign"}
+_FUNCTION_FORMS.update({alias: _function_form(target, alias)
+                        for alias, target in _ALIASES.items()})
+
+
+def is_complex(input):
+    """False: ember has no complex dtypes."""
+    _check_input("is_complex", input)
+    return False
+
+
+def is_nonzero(input):
+    _check_input("is_nonzero", input)
+    if input.numel() != 1:
+        which = "no values" if input.numel() == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {which} is ambiguous")
+    return builtins.bool(input.item())
+
+
+def clamp_min(input, min):
+    return _C.clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return _C.clamp(input, max=max)
+
+
+def ravel(input):
+    """A 1-d view when the layout allows one, else a copy."""
+    return input.reshape(-1)
+
+
+# ---- broadcasting ---------------------------------------------------------------------
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of these shapes broadcast to (ints are 1-d shapes)."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    result = []
+    for index, shape in enumerate(shapes):
+        for negative, size in enumerate(reversed(shape), start=1):
+            if negative > len(result):
+                result.insert(0, size)
+            elif result[-negative] == 1:
+                result[-negative] = size
+            elif size not in (1, result[-negative]):
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {size} at -{negative}! "
+                    f"Mismatching argument at index {index} had {shape}; but expected "
+                    f"shape should be broadcastable to {result}")
+    return _C.Size(result)
+
+
+def broadcast_tensors(*tensors):
+    """Views of the tensors expanded to their common shape."""
+    tensors = _unpack_tensors(tensors)
+    if len(tensors) > 1:
+        # the operators' own check names the mismatch as PyTorch does
+        shape = _C.add(*(t.new_zeros(()).expand(t.shape) for t in tensors[:2])).shape
+        shape = broadcast_shapes(shape, *(t.shape for t in tensors[2:]))
+    else:
+        shape = tensors[0].shape if tensors else ()
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def broadcast_to(input, size):
+    _check_input("broadcast_to", input)
+    return input.expand(size)
+
+
+def _atleast(name, ndim, tensors):
+    tensors = _unpack_tensors(tensors)
+    shaped = []
+    for t in tensors:
+        _check_input(name, t)
+        if t.dim() == 0:
+            t = t.reshape((1,) * ndim)
+        elif t.dim() == 1 and ndim >= 2:
+            t = t.unsqueeze(0)
+        if t.dim() == 2 and ndim == 3:
+            t = t.unsqueeze(-1)
+        shaped.append(t)
+    return shaped[0] if len(shaped) == 1 else tuple(shaped)
+
+
+def atleast_1d(*tensors):
+    return _atleast("atleast_1d", 1, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast("atleast_2d", 2, tensors)
+
+
+def atleast_3d(*tensors):
+    """A 1-d tensor becomes (1, n, 1) and a 2-d one (m, n, 1), as NumPy's."""
+    return _atleast("atleast_3d", 3, tensors)
+
+
+def movedim(input, source, destination):
+    """A view with the dims in source moved to the positions in destination,
+    the others keeping their order."""
+    _check_input("movedim", input)
+    source = [source] if isinstance(source, int) else list(source)
+    destination = [destination] if isinstance(destination, int) else list(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({source} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({destination} dims)")
+    ndim = input.dim()
+    source = [_wrap_dim(d, ndim) for d in source]
+    destination = [_wrap_dim(d, ndim) for d in destination]
+    for name, dims in (("source", source), ("destination", destination)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+    order = [None] * ndim
+    for s, d in zip(source, destination):
+        order[d] = s
+    rest = iter(d for d in range(ndim) if d not in source)
+    return input.permute([d if d is not None else next(rest) for d in order])
+
+
+def _wrap_dim(dim, ndim):
+    bound = builtins.max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-bound}, {bound - 1}], but got {dim})")
+    return dim % bound
+
+
+# ---- reductions -----------------------------------------------------------------------
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum with NaNs counted as zero."""
+    _check_input("nansum", input)
+    values = _C.where(_C.isnan(input), 0, input) if input.dtype.is_floating_point else input
+    if dim is None:
+        return values.sum(dtype=dtype)
+    return values.sum(dim, keepdim=keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean of the values that are not NaN (NaN where there are none)."""
+    _check_input("nanmean", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {_type_name(input.dtype)}")
+    counted = _C.logical_not(_C.isnan(input))
+    count = counted.sum() if dim is None else counted.sum(dim, keepdim=keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def _type_name(dtype):
+    from ._functions import _scalar_type_name
+    return _scalar_type_name(dtype)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median: of all elements (NaN if any is NaN), or along dim
+    as (values, indices), where a row holding NaN gives its first NaN."""
+    return _median("median", input, dim, keepdim, ignore_nan=False)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median() of the values that are not NaN (NaN where there are none)."""
+    return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
+
+
+def _median(name, input, dim, keepdim, ignore_nan):
+    _check_input(name, input)
+    if dim is None:
+        flat = input.reshape(-1)
+        if flat.numel() == 0:
+            return _C.full((), math.nan, dtype=input.dtype)
+        value, _ = _median_along(flat.detach(), 0, ignore_nan)
+        return _EvenlySpread.apply(input, value)
+    dim = _wrap_dim(dim, input.dim())
+    if input.dim() > 0 and input.shape[dim] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    values_index, indices = _median_along(input.detach(), dim, ignore_nan) \
+        if input.dim() > 0 else (input.detach(), _C.zeros((), dtype=_C.int64))
+    if input.dim() > 0:
+        values = input.gather(dim, indices.unsqueeze(dim)).squeeze(dim)
+    else:
+        values = input.clone()
+    if keepdim and input.dim() > 0:
+        values, indices = values.unsqueeze(dim), indices.unsqueeze(dim)
+    result_type = _NanMedian if ignore_nan else _Median
+    return result_type(values, indices)
+
+
+def _median_along(input, dim, ignore_nan):
+    """(values, indices) of the lower median along dim, without autograd."""
+    if input.numel() == 0:
+        shape = list(input.shape)
+        del shape[dim]
+        return (_C.empty(shape, dtype=input.dtype), _C.empty(shape, dtype=_C.int64))
+    ordered, order = input.sort(dim, stable=True)       # NaNs sort last
+    length = input.shape[dim]
+    if not input.dtype.is_floating_point:
+        k = _C.full((), (length - 1) // 2, dtype=_C.int64)
+    else:
+        nans = _C.isnan(input)
+        counted = (length - nans.sum(dim, keepdim=True)) if ignore_nan else \
+            _C.full((), length, dtype=_C.int64)
+        k = ((counted - 1).clamp(min=0) // 2)
+    k = k.expand(_shape_with(input.shape, dim, 1)) if k.dim() == 0 else k
+    values = ordered.gather(dim, k).squeeze(dim)
+    indices = order.gather(dim, k).squeeze(dim)
+    if input.dtype.is_floating_point and not ignore_nan:
+        nans = _C.isnan(input)
+        has_nan = nans.any(dim)
+        first_nan = nans.to(_C.uint8).argmax(dim)
+        values = _C.where(has_nan, math.nan, values)
+        indices = _C.where(has_nan, first_nan, indices)
+    return values, indices
+
+
+def _shape_with(shape, dim, size):
+    shape = list(shape)
+    shape[dim] = size
+    return shape
+
+
+class _EvenlySpread(Function):
+    """The median of all elements: its gradient is spread evenly over the
+    elements equal to it (over the NaNs, when it is NaN), as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, input, value):
+        ctx.save_for_backward(input, value)
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, value = ctx.saved_tensors
+        ties = _C.isnan(input) if _C.isnan(value).item() else (input == value)
+        ties = ties.to(grad.dtype)
+        return ties * (grad / ties.sum()), None
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) of all elements or along dim."""
+    _check_input("aminmax", input)
+    if input.numel() == 0 and (dim is None or input.shape[dim] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is None:
+        if keepdim:
+            return _Aminmax(input.amin(tuple(range(input.dim())), keepdim=True),
+                            input.amax(tuple(range(input.dim())), keepdim=True))
+        return _Aminmax(input.amin(), input.amax())
+    return _Aminmax(input.amin(dim, keepdim=keepdim), input.amax(dim, keepdim=keepdim))
+
+
+# ---- elementwise ----------------------------------------------------------------------
+
+def logit(input, eps=None):
+    """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
+    _check_input("logit", input)
+    if eps is not None:
+        input = input.clamp(eps, 1 - eps)
+    # two logs, not log(p / (1 - p)): at p = 0 or 1 the gradient is then
+    # inf as PyTorch's, where the quotient's chain rule meets 0 * inf
+    return _C.log(input) - _C.log1p(-input)
+
+
+def deg2rad(input):
+    _check_input("deg2rad", input)
+    return input * (math.pi / 180)
+
+
+def rad2deg(input):
+    _check_input("rad2deg", input)
+    return input * (180 / math.pi)
+
+
+def fmax(input, other):
+    """maximum() that takes the other operand where one is NaN."""
+    return _C.where(_C.isnan(other), input,
+                    _C.where(_C.isnan(input), other, _C.maximum(input, other)))
+
+
+def fmin(input, other):
+    """minimum() that takes the other operand where one is NaN."""
+    return _C.where(_C.isnan(other), input,
+                    _C.where(_C.isnan(input), other, _C.minimum(input, other)))
+
+
+def heaviside(input, values):
+    """0 where input < 0, values where input == 0, 1 where input > 0."""
+    _check_input("heaviside", input)
+    if isinstance(values, Tensor) and values.dtype != input.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    step = (input > 0).to(input.dtype)
+    return _C.where(input == 0, values, step)
+
+
+# ---- products ---------------------------------------------------------------------------
+
+def trace(input):
+    """The sum of a matrix's main diagonal."""
+    _check_input("trace", input)
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    total = input.diagonal().sum()
+    return total if input.dtype.is_floating_point else total.to(_C.int64)
+
+
+def tensordot(a, b, dims=2, out=None):
+    """The sum of products over dims: the last `dims` of a with the first of
+    b, or the listed pairs ([a's dims], [b's dims])."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    for da, db in zip(dims_a, dims_b):   # named as given, as in PyTorch's message
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[da]} in dim {da} and second has size "
+                               f"{b.shape[db]} in dim {db}")
+    dims_a = [_wrap_dim(d, a.dim()) for d in dims_a]
+    dims_b = [_wrap_dim(d, b.dim()) for d in dims_b]
+    free_a = [d for d in range(a.dim()) if d not in dims_a]
+    free_b = [d for d in range(b.dim()) if d not in dims_b]
+    contracted = math.prod(a.shape[d] for d in dims_a)
+    left = a.permute(free_a + dims_a).reshape(-1, contracted)
+    right = b.permute(dims_b + free_b).reshape(contracted, -1)
+    result = (left @ right).reshape([a.shape[d] for d in free_a] +
+                                    [b.shape[d] for d in free_b])
+    if out is not None:
+        out.resize_(result.shape).copy_(result)
+        return out
+    return result
+
+
+def inner(input, other):
+    """The dot product over the last dims (a product when either is 0-d)."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other."""
+    return (input - other).norm(p)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec); beta = 0 ignores input (NaN too)."""
+    return _scaled_sum(input, mat @ vec, beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    return _scaled_sum(input, _C.outer(vec1, vec2), beta, alpha)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    product = product if alpha == 1 else product * alpha
+    if beta == 0:   # input is not read (a NaN there stays out); its gradient is 0
+        return product + _C.where(_C.zeros((), dtype=_C.bool), input, 0)
+    return product + (input if beta == 1 else input * beta)
+
+
+def chain_matmul(*matrices):
+    """The product of the matrices, left to right (PyTorch deprecates it for
+    linalg.multi_dot)."""
+    matrices = _unpack_tensors(matrices)
+    result = matrices[0]
+    for m in matrices[1:]:
+        result = result @ m
+    return result
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices (in dims dim1, dim2 of the result) with input's last dim on
+    their offset diagonal."""
+    ndim = input.dim() + 1
+    dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = input.shape[-1] + builtins.abs(offset)
+    square = _C.zeros(list(input.shape[:-1]) + [n, n], dtype=input.dtype)
+    rows = _C.arange(input.shape[-1]) + builtins.max(-offset, 0)
+    cols = _C.arange(input.shape[-1]) + builtins.max(offset, 0)
+    square = _place_diagonal(square, input, rows, cols)
+    # square's last two dims are (dim1, dim2) of the result
+    rest = [d for d in range(ndim) if d not in (dim1, dim2)]
+    order = [None] * ndim
+    for position, d in enumerate(rest + [dim1, dim2]):
+        order[d] = position
+    return square.permute(order)
+
+
+def _place_diagonal(square, values, rows, cols):
+    """square with values[..., i] at [..., rows[i], cols[i]] (differentiable)."""
+    n = square.shape[-1]
+    positions = (rows * n + cols).expand(list(values.shape))
+    flat = square.reshape(list(square.shape[:-2]) + [n * n])
+    return flat.scatter(-1, positions, values).reshape(square.shape)
+
+
+def diagflat(input, offset=0):
+    """A matrix with input's flattened elements on its offset diagonal."""
+    return diag_embed(input.reshape(-1), offset)
+
+
+# ---- splitting and stacking -------------------------------------------------------------
+
+def _split_along(name, input, sections, dim, least_dims):
+    if input.dim() < least_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {least_dims} "
+                           f"dimension, but got a tensor with {input.dim()} dimensions!")
+    if isinstance(sections, int) and input.shape[dim] % sections != 0:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                           f"size of the dimension {input.shape[dim]} is not divisible by "
+                           f"the split_size {sections}!")
+    return input.tensor_split(sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def column_stack(tensors):
+    """1-d (and 0-d) tensors become columns; the rest are joined along dim 1."""
+    columns = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors]
+    return _C.hstack(columns)
+
+
+def dstack(tensors):
+    return _C.cat(list(atleast_3d(*tensors)) if len(tensors) > 1 else [atleast_3d(*tensors)],
+                  2)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, **kwargs):
+    """steps points from base**start to base**end, evenly spaced in the exponent."""
+    exponents = _C.linspace(start, end, steps, dtype=_C.float64)
+    result = _C.pow(_C.full((), base, dtype=_C.float64), exponents)
+    return result.to(dtype or _C.get_default_dtype(), **kwargs)
+
+
+_FUNCTIONS = {name: globals()[name] for name in (
+    "is_complex", "is_nonzero", "clamp_min", "clamp_max", "ravel", "broadcast_shapes",
+    "broadcast_tensors", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "movedim",
+    "nansum", "nanmean", "median", "nanmedian", "aminmax", "logit", "deg2rad", "rad2deg",
+    "fmax", "fmin", "heaviside", "trace", "tensordot", "inner", "dist", "addmv", "addr",
+    "chain_matmul", "diag_embed", "diagflat", "hsplit", "vsplit", "dsplit", "column_stack",
+    "dstack", "logspace")}
+_FUNCTIONS["moveaxis"] = movedim
+_FUNCTIONS.update(_FUNCTION_FORMS)
+
+# the Tensor methods PyTorch has among them
+_METHODS = ("is_complex", "is_nonzero", "clamp_min", "clamp_max", "ravel", "broadcast_to",
+            "movedim", "moveaxis", "nansum", "nanmean", "median", "nanmedian", "aminmax",
+            "logit", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "trace", "inner",
+            "dist", "addmv", "addr", "diag_embed", "hsplit", "vsplit", "dsplit", "swapaxes",
+            "swapdims", "arccos", "arcsin", "arctan", "arctan2", "sgn")
+for _name in _METHODS:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _FUNCTIONS[_name])
+del _name
