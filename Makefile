@@ -92,8 +92,9 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_cuda_random.py      the same for randint/random_ in every dtype,
 #                            exponential_ and bernoulli (Philox kernels)
 #   chapter 16's examples    the same: a kernel source through NVRTC and g++
-#   test_function_forms.py   PyTorch's top-level functions composed in Python
-#                            over operators the other suites gate
+#   test_function_forms.py, test_distributions.py  PyTorch's top-level
+#                            functions and ember.distributions, composed in
+#                            Python over operators the other suites gate
 #   test_tensor_str.py       the printer: Python formatting, 148 mostly
 #                            Hypothesis cases
 #   test_autograd_{pointwise,reduce_linalg,shape}.py  ~1000 gradchecks of
@@ -130,6 +131,7 @@ PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_distributed_sampler.py \
                     --ignore=tests/test_graph_dot.py \
                     --ignore=tests/test_function_forms.py \
+                    --ignore=tests/test_distributions.py \
                     --ignore=tests/test_tour_cli.py \
                     --ignore=docs/test_pictures.py \
                     --ignore=tests/test_exercises.py \

@@ -137,3 +137,4 @@ globals().update(_FUNCTIONS)
 from ._dtype_info import finfo, iinfo  # noqa: E402,F401
 
 from . import distributed, multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)
+from . import distributions  # noqa: E402,F401
