@@ -51,11 +51,35 @@ FAMILIES = {
                          lambda: np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]])),
     "Uniform": (lambda: {"low": t64(3), "high": t64(3) + t64(3, seed=1, low=0.5)},
                 lambda: t64(3) + 0.25),
+    "Exponential": (lambda: {"rate": t64(2, 3, low=0.3)}, lambda: t64(2, 3, seed=3, low=0.0)),
+    "Laplace": (lambda: {"loc": t64(3), "scale": t64(3, seed=1, low=0.2)},
+                lambda: t64(5, 3, seed=2)),
+    "Poisson": (lambda: {"rate": t64(4, low=0.5)}, lambda: np.array([0.0, 1.0, 3.0, 7.0])),
+    "OneHotCategorical_probs": (lambda: {"probs": t64(2, 3, low=0.1)},
+                                lambda: np.array([[[1.0, 0, 0], [0, 0, 1.0]],
+                                                  [[0, 1.0, 0], [0, 1.0, 0]]])),
+    "MultivariateNormal_covariance_matrix": (
+        lambda: {"loc": t64(2, 3), "covariance_matrix": _spd(3)},
+        lambda: t64(4, 2, 3, seed=5)),
+    "MultivariateNormal_scale_tril": (
+        lambda: {"loc": t64(3), "scale_tril": np.linalg.cholesky(_spd(2, 3, seed=2))},
+        lambda: t64(2, 3, seed=5)),
+    "MultivariateNormal_precision_matrix": (
+        lambda: {"loc": t64(3), "precision_matrix": _spd(3, seed=4)},
+        lambda: t64(2, 3, seed=5)),
 }
+
+
+def _spd(*shape, seed=1):
+    """Symmetric positive definite matrices of shape (..., n, n)."""
+    a = t64(*shape, shape[-1], seed=seed)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
 
 
 def build(family, params, lib):
     name = family.split("_")[0]
+    if name == "MultivariateNormal":   # symmetrised, so both see the same matrix
+        params = {k: (v + v.mT) / 2 if k.endswith("matrix") else v for k, v in params.items()}
     return getattr(lib.distributions, name)(**params)
 
 
@@ -76,8 +100,12 @@ def test_log_prob_entropy_and_moments_match_torch(family):
     assert repr(ours).replace("ember.", "torch.") == repr(theirs)
     value = values()
     results = [(ours.log_prob(value_for(family, value, ember)),
-                theirs.log_prob(value_for(family, value, torch))),
-               (ours.entropy(), theirs.entropy())]
+                theirs.log_prob(value_for(family, value, torch)))]
+    if family != "Poisson":   # neither library has a Poisson entropy
+        results.append((ours.entropy(), theirs.entropy()))
+    else:
+        with pytest.raises(NotImplementedError):
+            ours.entropy()
     for ours_result, theirs_result in results:
         close(ours_result, theirs_result)
     for moment in ("mean", "variance", "stddev", "mode"):
@@ -92,10 +120,12 @@ def test_log_prob_entropy_and_moments_match_torch(family):
         close(o.grad, t.grad)
 
 
-@pytest.mark.parametrize("name", ["Normal", "Uniform"])
+@pytest.mark.parametrize("name", ["Normal", "Uniform", "Exponential", "Laplace"])
 def test_cdf_and_icdf_match_torch(name):
     params = {"Normal": {"loc": t64(3), "scale": t64(3, seed=1, low=0.5)},
-              "Uniform": {"low": t64(3), "high": t64(3) + 1.0}}[name]
+              "Uniform": {"low": t64(3), "high": t64(3) + 1.0},
+              "Exponential": {"rate": t64(3, low=0.5)},
+              "Laplace": {"loc": t64(3), "scale": t64(3, seed=1, low=0.5)}}[name]
     ours = getattr(D, name)(**{k: ember.tensor(v) for k, v in params.items()})
     theirs = getattr(TD, name)(**{k: torch.tensor(v) for k, v in params.items()})
     quantiles = np.array([0.1, 0.5, 0.8])
@@ -127,6 +157,14 @@ KL_PAIRS = [
      {"probs": np.array([0.2, 0.0, 0.5, 1.0])}),
     ("Uniform", {"low": np.array([0.0, 0.0]), "high": np.array([1.0, 2.0])},
      {"low": np.array([-1.0, 0.5]), "high": np.array([2.0, 3.0])}),
+    ("Exponential", {"rate": t64(3, low=0.2)}, {"rate": t64(3, seed=1, low=0.2)}),
+    ("Laplace", {"loc": t64(3), "scale": t64(3, low=0.5)},
+     {"loc": t64(3, seed=1), "scale": t64(3, seed=2, low=0.5)}),
+    ("Poisson", {"rate": t64(3, low=0.2)}, {"rate": t64(3, seed=1, low=0.2)}),
+    ("OneHotCategorical", {"probs": np.array([[0.2, 0.0, 0.8]])},
+     {"probs": np.array([[0.1, 0.4, 0.5]])}),
+    ("MultivariateNormal", {"loc": t64(2, 3), "scale_tril": np.linalg.cholesky(_spd(3))},
+     {"loc": t64(3, seed=1), "scale_tril": np.linalg.cholesky(_spd(2, 3, seed=3))}),
 ]
 
 
@@ -169,6 +207,16 @@ def test_register_kl_picks_the_most_specific_pair():
                                                                      dtype=ember.float64)),
     lambda loc, scale: D.Bernoulli(logits=loc).entropy(),
     lambda loc, scale: D.Uniform(loc, loc + scale).entropy(),
+    lambda loc, scale: D.Laplace(loc, scale).log_prob(ember.tensor([0.5, -1.0, 0.2],
+                                                                    dtype=ember.float64)),
+    lambda loc, scale: D.kl_divergence(D.Exponential(scale), D.Exponential(scale ** 2)),
+    lambda loc, scale: D.Poisson(scale).log_prob(ember.tensor([0.0, 2.0, 5.0],
+                                                              dtype=ember.float64)),
+    lambda loc, scale: D.MultivariateNormal(
+        loc, scale_tril=ember.diag(scale) + ember.tril(loc.outer(scale), -1)).log_prob(
+            ember.tensor([0.5, -1.0, 0.2], dtype=ember.float64)),
+    lambda loc, scale: D.MultivariateNormal(
+        loc, covariance_matrix=ember.diag(scale + 1) + 0.1).entropy(),
 ])
 def test_gradcheck(function):
     loc = ember.tensor([0.2, -0.4, 1.1], dtype=ember.float64, requires_grad=True)
@@ -194,6 +242,11 @@ def test_rsample_carries_gradients_to_the_parameters():
     (lambda: D.Bernoulli(ember.full((3,), 0.5)), (4, 3)),
     (lambda: D.Uniform(0.0, ember.ones(2)), (4, 2)),
     (lambda: D.Independent(D.Normal(ember.zeros(2, 3), 1.0), 2), (4, 2, 3)),
+    (lambda: D.Exponential(ember.ones(2)), (4, 2)),
+    (lambda: D.Laplace(ember.zeros(2), 1.0), (4, 2)),
+    (lambda: D.Poisson(ember.ones(3)), (4, 3)),
+    (lambda: D.OneHotCategorical(logits=ember.zeros(2, 5)), (4, 2, 5)),
+    (lambda: D.MultivariateNormal(ember.zeros(2, 3), ember.eye(3)), (4, 2, 3)),
 ])
 def test_sample_shapes(make, shape):
     distribution = make()
@@ -214,6 +267,16 @@ def test_samples_follow_the_distributions():
     np.testing.assert_allclose(normal.numpy().std(0), [0.5, 3.0], rtol=0.05)
     heads = D.Bernoulli(0.3).sample((n,)).numpy().mean()
     assert abs(heads - 0.3) < 5 * math.sqrt(0.21 / n)
+    waits = D.Exponential(ember.tensor(4.0, dtype=ember.float64)).sample((n,)).numpy()
+    assert abs(waits.mean() - 0.25) < 5 * 0.25 / math.sqrt(n)
+    counts = D.Poisson(ember.tensor(3.0)).sample((n,)).numpy()
+    assert abs(counts.mean() - 3.0) < 5 * math.sqrt(3.0 / n)
+    laplace = D.Laplace(ember.tensor(1.0, dtype=ember.float64), 2.0).sample((n,)).numpy()
+    assert abs(np.median(laplace) - 1.0) < 0.1 and abs(laplace.std() - 2 * 2 ** 0.5) < 0.15
+    covariance = np.array([[2.0, 0.6], [0.6, 1.0]])
+    mvn = D.MultivariateNormal(ember.tensor([1.0, -1.0], dtype=ember.float64),
+                               ember.tensor(covariance)).sample((n,)).numpy()
+    np.testing.assert_allclose(np.cov(mvn.T), covariance, atol=0.1)
     uniform = D.Uniform(2.0, 4.0).sample((n,)).numpy()
     assert uniform.min() >= 2.0 and uniform.max() < 4.0
     assert abs(uniform.mean() - 3.0) < 5 * math.sqrt(1 / 3 / n)
@@ -243,6 +306,17 @@ def first_line(message):
     lambda lib: lib.distributions.Normal(lib.zeros(3), 1.0).log_prob(lib.zeros(2)),
     lambda lib: lib.distributions.Bernoulli(0.3).log_prob(lib.tensor(0.5)),
     lambda lib: lib.distributions.Uniform(lib.tensor([0.0, 2.0]), lib.tensor([1.0, 1.0])),
+    lambda lib: lib.distributions.Exponential(lib.tensor([1.0, 0.0])),
+    lambda lib: lib.distributions.Poisson(lib.tensor([1.0])).log_prob(lib.tensor([1.5])),
+    lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2)),
+    lambda lib: lib.distributions.MultivariateNormal(lib.tensor(0.0), lib.eye(2)),
+    lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2), lib.ones(2)),
+    lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2),
+                                                     lib.tensor([[1.0, 2.0], [2.0, 1.0]])),
+    lambda lib: lib.distributions.MultivariateNormal(
+        lib.zeros(2), scale_tril=lib.tensor([[1.0, 1.0], [0.0, 1.0]])),
+    lambda lib: lib.distributions.OneHotCategorical(lib.tensor([0.5, 0.5])).log_prob(
+        lib.tensor([1.0, 1.0])),
 ])
 def test_validation_errors_match_torch(call):
     with pytest.raises(ValueError) as theirs:
@@ -273,6 +347,10 @@ def test_constraint_reprs_match_torch():
              (D.constraints.integer_interval(0, 3), TD.constraints.integer_interval(0, 3)),
              (D.constraints.independent(D.constraints.real, 1),
               TD.constraints.independent(TD.constraints.real, 1)),
-             (D.constraints.greater_than(2.0), TD.constraints.greater_than(2.0))]
+             (D.constraints.greater_than(2.0), TD.constraints.greater_than(2.0)),
+             (D.constraints.nonnegative, TD.constraints.nonnegative),
+             (D.constraints.one_hot, TD.constraints.one_hot),
+             (D.constraints.lower_cholesky, TD.constraints.lower_cholesky),
+             (D.constraints.positive_definite, TD.constraints.positive_definite)]
     for ours, theirs in pairs:
         assert repr(ours) == repr(theirs)

@@ -530,3 +530,24 @@ for _name in _METHODS:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _FUNCTIONS[_name])
 del _name
+
+
+def _matrix_transpose(self):
+    """x.mT: the last two dims swapped (a view), for matrices and batches of them."""
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+def _matrix_adjoint(self):
+    """x.mH: the conjugate transpose, which is mT for ember's real dtypes."""
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+if not hasattr(Tensor, "mT"):
+    Tensor.mT = property(_matrix_transpose)
+    Tensor.mH = property(_matrix_adjoint)

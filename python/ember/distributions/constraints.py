@@ -2,9 +2,12 @@
 torch.distributions.constraints: each constraint's check(value) is a bool
 tensor, True where value lies in the set (event dims reduced)."""
 
+import ember
+
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval",
-           "is_dependent", "less_than", "nonnegative_integer", "positive", "real",
+           "is_dependent", "less_than", "lower_cholesky", "nonnegative", "one_hot",
+           "positive_definite", "nonnegative_integer", "positive", "real",
            "real_vector", "simplex", "unit_interval"]
 
 
@@ -168,6 +171,44 @@ class _HalfOpenInterval(_Interval):
                 f"upper_bound={self.upper_bound})")
 
 
+class _OneHot(Constraint):
+    """Vectors (the last dim) of zeros and a single one."""
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = (value == 0) | (value == 1)
+        return is_boolean.all(-1) & value.sum(-1).eq(1)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal."""
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+        positive = (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return lower & positive
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric matrices with a Cholesky factor."""
+    event_dim = 2
+
+    def check(self, value):
+        symmetric = ember.isclose(value, value.mT, atol=1e-6).reshape(
+            tuple(value.shape[:-2]) + (-1,)).all(-1)
+        batch = value.reshape((-1,) + tuple(value.shape[-2:]))
+        factorable = []
+        for matrix in batch:
+            try:
+                ember.linalg.cholesky(matrix)
+                factorable.append(True)
+            except ember.linalg.LinAlgError:
+                factorable.append(False)
+        return symmetric & ember.tensor(factorable).reshape(tuple(value.shape[:-2]))
+
+
 class _Simplex(Constraint):
     """Nonnegative vectors (the last dim) that sum to 1, within 1e-6."""
     event_dim = 1
@@ -177,6 +218,10 @@ class _Simplex(Constraint):
 
 
 dependent = _Dependent()
+one_hot = _OneHot()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
+nonnegative = _GreaterThanEq(0.0)
 boolean = _Boolean()
 nonnegative_integer = _IntegerGreaterThan(0)
 integer_interval = _IntegerInterval

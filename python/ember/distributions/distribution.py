@@ -152,5 +152,6 @@ class Distribution:
         for name in self.arg_constraints:
             if name in self.__dict__:
                 value = self.__dict__[name]
-                shown.append(f"{name}: {value.item() if value.numel() == 1 else value.size()}")
+                # one element shows itself (a 0-d tensor formats as its number)
+                shown.append(f"{name}: {value if value.numel() == 1 else value.size()}")
         return f"{type(self).__name__}({', '.join(shown)})"

@@ -8,8 +8,11 @@ import ember.nn.functional as F
 
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .exponential import Exponential, Laplace, Poisson
 from .independent import Independent
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _solve_lower
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
 from .uniform import Uniform
 from .utils import _sum_rightmost
 
@@ -84,3 +87,42 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError
     result = kl_divergence(p.base_dist, q.base_dist)
     return _sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    return (-scale_ratio.log() + loc_abs_diff / q.scale
+            + scale_ratio * ember.exp(-loc_abs_diff / p.scale) - 1)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    """log(det Sq / det Sp) / 2 + (tr(Sq^-1 Sp) + mahalanobis_q(mu_q - mu_p) - n) / 2,
+    the trace as the squared entries of Lq^-1 Lp."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    n = p.event_shape[0]
+    half_term1 = q._half_log_det() - p._half_log_det()
+    term2 = _solve_lower(q._unbroadcasted_scale_tril,
+                         p._unbroadcasted_scale_tril).pow(2).sum((-2, -1))
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
