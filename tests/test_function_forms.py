@@ -134,6 +134,42 @@ CASES = [
     ("column_stack", ([torch.arange(3), torch.arange(6).view(3, 2)],), {}),
     ("dstack", ([t64(3), t64(3)],), {}),
     ("logspace", (0, 3, 4), {}),
+    ("mode", (torch.tensor([[1, 2, 2, 3], [4, 4, 1, 1]]), 1), {}),
+    ("mode", (torch.tensor([3.0, 1.0, 1.0, 3.0, 2.0], dtype=torch.float64),), {}),
+    ("mode", (torch.tensor([[1.0, 2.0], [1.0, 3.0], [2.0, 3.0]], dtype=torch.float64), 0),
+     {"keepdim": True}),
+    ("quantile", (t64(3, 7), 0.3), {"dim": 1}),
+    ("quantile", (t64(3, 7), torch.tensor([0.0, 0.25, 1.0], dtype=torch.float64)),
+     {"dim": 0, "keepdim": True}),
+    ("quantile", (t64(3, 7), 0.4), {}),
+    ("quantile", (t64(3, 7), 0.4), {"keepdim": True}),
+    ("quantile", (with_nans(4, 5), 0.5), {"dim": 1}),
+    ("quantile", (t64(8), torch.tensor([0.1, 0.55, 0.9], dtype=torch.float64)),
+     {"interpolation": "lower"}),
+    ("quantile", (t64(8), torch.tensor([0.1, 0.55, 0.9], dtype=torch.float64)),
+     {"interpolation": "higher"}),
+    ("quantile", (t64(8), torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)),
+     {"interpolation": "midpoint"}),
+    ("quantile", (t64(8), torch.tensor([0.1, 0.4, 0.9], dtype=torch.float64)),
+     {"interpolation": "nearest"}),
+    ("nanquantile", (with_nans(4, 5), 0.7), {"dim": 1}),
+    ("nanquantile", (torch.full((2, 3), NAN, dtype=torch.float64), 0.5), {"dim": 1}),
+    ("cov", (t64(3, 6),), {}),
+    ("cov", (t64(6),), {"correction": 0}),
+    ("cov", (t64(2, 4),), {"fweights": torch.tensor([1, 2, 1, 3]),
+                            "aweights": torch.tensor([0.5, 1.0, 2.0, 1.0], dtype=torch.float64)}),
+    ("cov", (t64(2, 4),), {"aweights": torch.tensor([0.5, 1.0, 2.0, 1.0], dtype=torch.float64)}),
+    ("corrcoef", (t64(3, 6),), {}),
+    ("renorm", (t64(3, 4), 2, 0, 1.5), {}),
+    ("renorm", (t64(3, 4), 1, 1, 1.0), {}),
+    ("float_power", (torch.tensor([2, 3]), 2), {}),
+    ("float_power", (t64(3).abs(), t64(3, seed=2)), {}),
+    ("rsub", (t64(3), 5.0), {"alpha": 2}),
+    ("isin", (torch.tensor([1, 2, 3, 7]), torch.tensor([7, 2, 5])), {}),
+    ("isin", (torch.tensor([1.0, NAN, 2.0]), torch.tensor([NAN, 1.0])), {"invert": True}),
+    ("isin", (torch.tensor([1, 2]), torch.tensor([], dtype=torch.int64)), {}),
+    ("masked_scatter", (t64(2, 3), torch.tensor([True, False, True]), t64(2, 3, seed=1)), {}),
+    ("row_stack", ([torch.arange(3), torch.arange(3)],), {}),
     ("logspace", (-1, 1, 5), {"base": 2.0, "dtype": torch.float64}),
 ]
 
@@ -206,10 +242,53 @@ def test_methods_exist_where_torch_has_them():
     lambda lib, x: lib.diag_embed(x, offset=1),
     lambda lib, x: lib.addr(x, x[0], x[1], beta=2, alpha=0.5),
     lambda lib, x: lib.movedim(x, 0, 1),
+    lambda lib, x: lib.quantile(x, 0.3, dim=1),
+    lambda lib, x: lib.nanquantile(x, lib.tensor([0.2, 0.9], dtype=lib.float64)),
+    lambda lib, x: lib.mode(x, 0).values,
+    lambda lib, x: lib.cov(x),
+    lambda lib, x: lib.corrcoef(x),
+    lambda lib, x: lib.renorm(x, 2, 0, 0.5),
+    lambda lib, x: lib.masked_scatter(x, lib.tensor([True, False, True]), x.t()),
 ])
 def test_gradcheck(function):
     x = ember.tensor(np.random.default_rng(3).standard_normal((3, 3)), requires_grad=True)
     assert gradcheck(lambda t: function(ember, t), (x,))
+
+
+@pytest.mark.parametrize("shape, wrap", [((3, 3), False), ((7, 3), True), ((7, 3), False),
+                                         ((3, 5), True), ((3, 3, 3), False)])
+def test_fill_diagonal_matches_torch(shape, wrap):
+    ours, theirs = ember.zeros(*shape), torch.zeros(*shape)
+    assert ours.fill_diagonal_(2.5, wrap=wrap) is ours
+    theirs.fill_diagonal_(2.5, wrap=wrap)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    strided = ember.zeros(6, 6)[::2, ::2]       # a view: the base sees the writes
+    strided.fill_diagonal_(1.0)
+    np.testing.assert_array_equal(strided.numpy(), np.eye(3))
+
+
+def test_sum_to_size_and_get_device_match_torch():
+    x = t64(2, 3, 4)
+    for size in [(3, 4), (1, 4), (3, 1), (2, 1, 4), ((1, 1),)]:
+        check_same(to_ember(x).sum_to_size(*size), x.sum_to_size(*size))
+    assert ember.zeros(2).get_device() == torch.zeros(2).get_device() == -1
+
+
+def test_masked_scatter_in_place_and_cov_warning():
+    ours, theirs = ember.zeros(2, 3), torch.zeros(2, 3)
+    mask, source = [True, False, True], np.arange(6.0).reshape(2, 3)
+    ours.masked_scatter_(ember.tensor(mask), ember.tensor(source, dtype=ember.float32))
+    theirs.masked_scatter_(torch.tensor(mask), torch.tensor(source, dtype=torch.float32))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        assert math.isnan(ember.cov(ember.tensor([1.0])).item())
+
+
+def test_tensordot_writes_out():
+    a, b = t64(2, 3), t64(3, 5, seed=1)
+    out = ember.zeros(2, 5, dtype=ember.float64)
+    assert ember.tensordot(to_ember(a), to_ember(b), 1, out=out) is out
+    check_same(out, torch.tensordot(a, b, 1))
 
 
 def test_is_complex_and_is_nonzero():
@@ -239,6 +318,17 @@ def test_is_complex_and_is_nonzero():
     lambda lib: lib.hsplit(lib.arange(12).view(3, 4), 3),
     lambda lib: lib.vsplit(lib.arange(4), 2),
     lambda lib: lib.transpose([1, 2], 0, 1),
+    lambda lib: lib.quantile(lib.zeros(3), 1.5),
+    lambda lib: lib.quantile(lib.zeros(3, dtype=lib.int32), 0.5),
+    lambda lib: lib.quantile(lib.zeros(3), lib.tensor([[0.5]])),
+    lambda lib: lib.quantile(lib.zeros(3), 0.5, interpolation="foo"),
+    lambda lib: lib.quantile(lib.zeros(0), 0.5),
+    lambda lib: lib.mode(lib.zeros(2, 0), 1),
+    lambda lib: lib.cov(lib.zeros(2, 2, 2)),
+    lambda lib: lib.zeros(3).masked_scatter(lib.tensor([True, True, True]), lib.ones(2)),
+    lambda lib: lib.zeros(2, 3, 4).fill_diagonal_(1),
+    lambda lib: lib.zeros(3).fill_diagonal_(1),
+    lambda lib: lib.ones(2, 3).sum_to_size(3, 3),
 ])
 def test_errors_match_torch(call):
     with pytest.raises(Exception) as theirs:

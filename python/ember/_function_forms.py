@@ -15,6 +15,7 @@ them.
 
 import builtins
 import math
+import warnings
 
 from . import _C
 from ._tensor import Tensor
@@ -25,6 +26,7 @@ from .linalg import _result_type
 _Median = _result_type("median", ("values", "indices"))
 _NanMedian = _result_type("nanmedian", ("values", "indices"))
 _Aminmax = _result_type("aminmax", ("min", "max"))
+_Mode = _result_type("mode", ("values", "indices"))
 
 
 def _check_input(name, input):
@@ -307,6 +309,170 @@ def aminmax(input, *, dim=None, keepdim=False):
     return _Aminmax(input.amin(dim, keepdim=keepdim), input.amax(dim, keepdim=keepdim))
 
 
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest among equally
+    frequent ones) and the index of its last occurrence, as PyTorch's."""
+    _check_input("mode", input)
+    if input.dim() == 0:
+        return _Mode(input.clone(), _C.zeros((), dtype=_C.int64))
+    dim = _wrap_dim(dim, input.dim())
+    if input.shape[dim] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    ordered = input.detach().sort(dim, stable=True).values
+    positions = _C.arange(input.shape[dim]).view(
+        [-1 if d == dim else 1 for d in range(input.dim())]).expand(input.shape)
+    # a run of equal sorted values starts where the value changes; each
+    # element's run length so far is its position less the run's start
+    previous = ordered.narrow(dim, 0, input.shape[dim] - 1)
+    changes = ordered.narrow(dim, 1, input.shape[dim] - 1) != previous
+    starts = _C.cat([_C.ones_like(changes.narrow(dim, 0, 1)), changes], dim)
+    run_start = _C.where(starts, positions, 0).cummax(dim).values
+    run_length = positions - run_start
+    best = run_length.argmax(dim, keepdim=True)         # the first longest run: smallest value
+    value = ordered.gather(dim, best)
+    last = _C.where(input.detach() == value, positions, -1).amax(dim, keepdim=True)
+    values = input.gather(dim, last)
+    if not keepdim:
+        values, last = values.squeeze(dim), last.squeeze(dim)
+    return _Mode(values, last)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """The q-th quantiles along dim (of all elements when dim is None),
+    interpolated between the two nearest ranks; NaN where a row holds NaN."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, out, ignore_nan=False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """quantile() of the values that are not NaN."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out,
+                     ignore_nan=True)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, out, ignore_nan):
+    _check_input(name, input)
+    scalar_q = not isinstance(q, Tensor)
+    q = _C.tensor([float(q)], dtype=input.dtype) if scalar_q else q
+    if not scalar_q and q.dim() > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+    if input.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if bool(((q < 0) | (q > 1)).any()):
+        bad = q[(q < 0) | (q > 1)][0].item()
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {bad:g}")
+    flat = dim is None
+    values = input.reshape(-1) if flat else input
+    dim = 0 if flat else _wrap_dim(dim, input.dim())
+    ordered = values.sort(dim).values.movedim(dim, -1)       # NaNs sort last
+    length = ordered.shape[-1]
+    nans = _C.isnan(ordered)
+    counted = (length - nans.sum(-1, keepdim=True)) if ignore_nan else \
+        _C.full(list(ordered.shape[:-1]) + [1], length, dtype=_C.int64)
+    # ranks: (..., len(q)), each q scaled to its row's last valid position;
+    # as PyTorch's, a row holding NaN (for quantile) points at its last, a
+    # NaN, and a row of NaN only (for nanquantile) at its first, so the
+    # result is that NaN and the gradient goes to it
+    last = (counted - 1).clamp(min=0).to(input.dtype)
+    ranks = q.to(input.dtype) * last
+    if not ignore_nan:
+        ranks = _C.where(nans.any(-1, keepdim=True), float(length - 1), ranks)
+    if interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.floor().to(_C.int64)
+    above = ranks.ceil().to(_C.int64)
+    if interpolation in ("lower", "nearest"):
+        above = below
+    elif interpolation == "higher":
+        below = above
+    taken = list(ordered.shape[:-1]) + [q.numel()]
+    low = ordered.gather(-1, below.expand(taken))
+    if interpolation in ("lower", "higher", "nearest"):
+        result = low                # one rank: q gets no gradient, as in PyTorch
+    else:
+        high = ordered.gather(-1, above.expand(taken))
+        weight = 0.5 if interpolation == "midpoint" else ranks - below.to(input.dtype)
+        result = low + weight * (high - low)
+    result = result.movedim(-1, 0)                           # q's dim first
+    if keepdim:
+        result = result.reshape([q.numel()] + ([1] * input.dim() if flat else
+                                               _shape_with(input.shape, dim, 1)))
+    if scalar_q:
+        result = result.squeeze(0)
+    return result if out is None else out.copy_(result)
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in input's rows (observations
+    in its columns), with frequency and reliability weights."""
+    _check_input("cov", input)
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input.dim()} dimensions")
+    observations = input.reshape(1, -1) if input.dim() < 2 else input
+    if not observations.dtype.is_floating_point:
+        observations = observations.to(_C.get_default_dtype())
+    weights = None
+    if fweights is not None:
+        weights = fweights.to(observations.dtype)
+    if aweights is not None:
+        weights = aweights.to(observations.dtype) if weights is None else \
+            weights * aweights.to(observations.dtype)
+    if weights is None:
+        total = observations.shape[1]
+        mean = observations.mean(1, keepdim=True)
+        norm = total - correction
+    else:
+        total = weights.sum()
+        mean = (observations * weights).sum(1, keepdim=True) / total
+        norm = total if correction == 0 else (
+            total - correction if aweights is None else
+            total - correction * (weights * aweights.to(observations.dtype)).sum() / total)
+    centred = observations - mean
+    scaled = centred if weights is None else centred * weights
+    result = (scaled @ centred.t()) / _clamped_norm(norm)
+    return result.squeeze() if input.dim() < 2 else result
+
+
+def _clamped_norm(norm):
+    """cov's divisor: at or below zero it is 0 (giving inf/nan), with
+    PyTorch's warning."""
+    if float(norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly "
+                      "less than the number of observations.", UserWarning, stacklevel=3)
+    if isinstance(norm, Tensor):
+        return norm.clamp(min=0)
+    return builtins.max(norm, 0)
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the variables in input's rows,
+    clipped to [-1, 1]."""
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    stddev = c.diagonal().sqrt()
+    return (c / stddev.unsqueeze(1) / stddev.unsqueeze(0)).clamp(-1, 1)
+
+
+def renorm(input, p, dim, maxnorm):
+    """Each slice along dim scaled down to p-norm maxnorm where its norm
+    exceeds it."""
+    _check_input("renorm", input)
+    dim = _wrap_dim(dim, input.dim())
+    others = [d for d in range(input.dim()) if d != dim]
+    norms = input.norm(p, dim=others, keepdim=True) if others else input.abs()
+    scale = _C.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * scale
+
+
 # ---- elementwise ----------------------------------------------------------------------
 
 def logit(input, eps=None):
@@ -386,10 +552,7 @@ def tensordot(a, b, dims=2, out=None):
     right = b.permute(dims_b + free_b).reshape(contracted, -1)
     result = (left @ right).reshape([a.shape[d] for d in free_a] +
                                     [b.shape[d] for d in free_b])
-    if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
-    return result
+    return result if out is None else out.copy_(result)
 
 
 def inner(input, other):
@@ -467,6 +630,94 @@ def diagflat(input, offset=0):
     return diag_embed(input.reshape(-1), offset)
 
 
+def float_power(input, exponent):
+    """pow() in float64."""
+    def widen(value):
+        return value.to(_C.float64) if isinstance(value, Tensor) else value
+    if not isinstance(input, Tensor):
+        return _C.pow(_C.tensor(input, dtype=_C.float64), widen(exponent))
+    return _C.pow(widen(input), widen(exponent))
+
+
+def rsub(input, other, alpha=1):
+    """other - alpha * input."""
+    return -alpha * input + other if alpha != 1 else other - input
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """True where an element of `elements` occurs in test_elements (False
+    with invert=True); either may be a number.  By binary search in the
+    sorted test elements."""
+    as_tensor = (elements if isinstance(elements, Tensor) else
+                 _C.tensor(elements, dtype=test_elements.dtype))
+    tests = (test_elements if isinstance(test_elements, Tensor) else
+             _C.tensor([test_elements], dtype=as_tensor.dtype)).reshape(-1)
+    if tests.dtype.is_floating_point:   # NaN matches nothing, and would upset the search
+        tests = tests[_C.logical_not(_C.isnan(tests))]
+    if tests.numel() == 0:
+        found = _C.zeros(as_tensor.shape, dtype=_C.bool)
+    else:
+        ordered = tests.sort().values
+        flat = as_tensor.reshape(-1).to(ordered.dtype)
+        at = _C.searchsorted(ordered, flat).clamp(max=ordered.numel() - 1)
+        found = (ordered[at] == flat).reshape(as_tensor.shape)
+    return found.logical_not() if invert else found
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Writes fill_value on the main diagonal (all dims equal beyond 2-d; a
+    tall matrix restarts it every cols + 1 rows with wrap=True)."""
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = builtins.min(self.shape)
+    if self.dim() == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        rows, cols = self.shape
+        flat = _C.arange(0, rows * cols, cols + 1)
+        index = (flat // cols, flat % cols)
+    else:
+        index = (_C.arange(n),) * self.dim()
+    self[index] = fill_value
+    return self
+
+
+def sum_to_size(self, *size):
+    """self summed over the dims it was broadcast along from size."""
+    size = list(size[0]) if len(size) == 1 and not isinstance(size[0], int) else list(size)
+    shape = list(self.shape)
+    expandable = len(size) <= len(shape) and all(
+        s == t or s == 1 for s, t in zip(reversed(size), reversed(shape)))
+    if not expandable:
+        raise RuntimeError(f"size {{{size}}} is not expandable to size {{{shape}}}.")
+    lead = len(shape) - len(size)
+    result = self.sum(list(range(lead))) if lead else self
+    squeezed = [d for d, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1]
+    return result.sum(squeezed, keepdim=True) if squeezed else result
+
+
+def get_device(self):
+    """The CUDA device's index, -1 on the CPU."""
+    return -1 if self.device.type == "cpu" else self.device.index
+
+
+def masked_scatter(input, mask, source):
+    """input with the positions where mask is True filled from source's
+    elements in order."""
+    _check_input("masked_scatter", input)
+    mask = mask.expand(input.shape) if mask.shape != input.shape else mask
+    taken = mask.reshape(-1).to(_C.int64).cumsum(0)
+    if mask.numel() and taken[-1].item() > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    picked = source.reshape(-1)[(taken - 1).clamp(min=0)] if source.numel() else \
+        _C.zeros(mask.numel(), dtype=input.dtype)
+    return _C.where(mask, picked.reshape(input.shape), input)
+
+
+def masked_scatter_(self, mask, source):
+    return self.copy_(masked_scatter(self, mask, source))
+
+
 # ---- splitting and stacking -------------------------------------------------------------
 
 def _split_along(name, input, sections, dim, least_dims):
@@ -516,7 +767,9 @@ _FUNCTIONS = {name: globals()[name] for name in (
     "nansum", "nanmean", "median", "nanmedian", "aminmax", "logit", "deg2rad", "rad2deg",
     "fmax", "fmin", "heaviside", "trace", "tensordot", "inner", "dist", "addmv", "addr",
     "chain_matmul", "diag_embed", "diagflat", "hsplit", "vsplit", "dsplit", "column_stack",
-    "dstack", "logspace")}
+    "dstack", "logspace", "mode", "quantile", "nanquantile", "cov", "corrcoef", "renorm",
+    "float_power", "rsub", "isin", "masked_scatter")}
+_FUNCTIONS["row_stack"] = _C.vstack
 _FUNCTIONS["moveaxis"] = movedim
 _FUNCTIONS.update(_FUNCTION_FORMS)
 
@@ -525,11 +778,17 @@ _METHODS = ("is_complex", "is_nonzero", "clamp_min", "clamp_max", "ravel", "broa
             "movedim", "moveaxis", "nansum", "nanmean", "median", "nanmedian", "aminmax",
             "logit", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "trace", "inner",
             "dist", "addmv", "addr", "diag_embed", "hsplit", "vsplit", "dsplit", "swapaxes",
-            "swapdims", "arccos", "arcsin", "arctan", "arctan2", "sgn")
+            "swapdims", "arccos", "arcsin", "arctan", "arctan2", "sgn", "mode", "quantile",
+            "nanquantile", "cov", "corrcoef", "renorm", "float_power", "isin", "masked_scatter")
+_METHOD_ONLY = {"fill_diagonal_": fill_diagonal_, "sum_to_size": sum_to_size,
+                "get_device": get_device, "masked_scatter_": masked_scatter_}
 for _name in _METHODS:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _FUNCTIONS[_name])
-del _name
+for _name, _method in _METHOD_ONLY.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _method)
+del _name, _method
 
 
 def _matrix_transpose(self):
