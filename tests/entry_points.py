@@ -136,7 +136,8 @@ _BINARY_FLOAT = """add sub subtract mul multiply div divide true_divide floor_di
 _BINARY_INT = """bitwise_and bitwise_or bitwise_xor bitwise_left_shift
     bitwise_right_shift""".split()
 _UNARY = """neg negative abs absolute sign positive exp exp2 expm1 log log2 log10 log1p
-    sqrt rsqrt reciprocal sin cos tan asin acos atan sinh cosh tanh sigmoid erf erfc
+    sqrt rsqrt reciprocal sin cos tan asin acos atan asinh acosh atanh sinh cosh tanh
+    sigmoid erf erfc
     silu frac floor ceil trunc relu square isnan isinf isfinite isposinf isneginf
     lgamma digamma _trigamma erfinv sinc _gelu_derivative _gelu_tanh_derivative
     contiguous clone detach detach_ zero_ t fliplr flipud msort nonzero argwhere

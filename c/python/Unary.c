@@ -17,6 +17,7 @@
 #define THP_FORALL_PLAIN_UNARY(_)                                             \
     _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt)         \
     _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan)      \
+    _(asinh) _(acosh) _(atanh)                                                \
     _(sinh) _(cosh) _(tanh) _(sigmoid) _(erf) _(erfc) _(silu) _(frac)        \
     _(floor) _(ceil) _(trunc) _(relu) _(square) _(isnan) _(isinf)            \
     _(isfinite) _(isposinf) _(isneginf) _(lgamma) _(digamma) _(erfinv)      \
@@ -29,6 +30,7 @@
 #define THP_FORALL_INPLACE_UNARY(_)                                           \
     _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt)         \
     _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan)      \
+    _(asinh) _(acosh) _(atanh)                                                \
     _(sinh) _(cosh) _(tanh) _(sigmoid) _(erf) _(erfc) _(frac) _(floor)       \
     _(ceil) _(trunc) _(relu) _(square) _(round) _(nan_to_num) _(lgamma)     \
     _(digamma) _(erfinv) _(sinc)

@@ -527,6 +527,9 @@ TH_OVERLOADS(gelu_tanh_derivative, gelu_tanh_derivative_Float32,
     _(asin, asin(x))                                                         \
     _(acos, acos(x))                                                         \
     _(atan, atan(x))                                                         \
+    _(asinh, asinh(x))                                                       \
+    _(acosh, acosh(x))                                                       \
+    _(atanh, atanh(x))                                                       \
     _(sinh, sinh(x))                                                         \
     _(cosh, cosh(x))                                                         \
     _(tanh, vtanh(x))                                                        \

@@ -54,6 +54,9 @@
     _(asin, "asin", TH_UNARY_TO_FLOAT)                           \
     _(acos, "acos", TH_UNARY_TO_FLOAT)                           \
     _(atan, "atan", TH_UNARY_TO_FLOAT)                           \
+    _(asinh, "asinh", TH_UNARY_TO_FLOAT)                         \
+    _(acosh, "acosh", TH_UNARY_TO_FLOAT)                         \
+    _(atanh, "atanh", TH_UNARY_TO_FLOAT)                         \
     _(sinh, "sinh", TH_UNARY_TO_FLOAT)                           \
     _(cosh, "cosh", TH_UNARY_TO_FLOAT)                           \
     _(tanh, "tanh", TH_UNARY_TO_FLOAT)                           \

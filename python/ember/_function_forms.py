@@ -56,7 +56,8 @@ _METHOD_FORMS = ("transpose", "t", "permute", "squeeze", "unsqueeze", "reshape",
 _FUNCTION_FORMS = {name: _function_form(name) for name in _METHOD_FORMS}
 # PyTorch's NumPy-style aliases, functions and methods both
 _ALIASES = {"swapaxes": "transpose", "swapdims": "transpose", "arccos": "acos",
-            "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "sgn": "sign"}
+            "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
+            "arccosh": "acosh", "arctanh": "atanh", "sgn": "sign"}
 _FUNCTION_FORMS.update({alias: _function_form(target, alias)
                         for alias, target in _ALIASES.items()})
 
@@ -778,7 +779,8 @@ _METHODS = ("is_complex", "is_nonzero", "clamp_min", "clamp_max", "ravel", "broa
             "movedim", "moveaxis", "nansum", "nanmean", "median", "nanmedian", "aminmax",
             "logit", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "trace", "inner",
             "dist", "addmv", "addr", "diag_embed", "hsplit", "vsplit", "dsplit", "swapaxes",
-            "swapdims", "arccos", "arcsin", "arctan", "arctan2", "sgn", "mode", "quantile",
+            "swapdims", "arccos", "arcsin", "arctan", "arctan2", "arcsinh", "arccosh",
+            "arctanh", "sgn", "mode", "quantile",
             "nanquantile", "cov", "corrcoef", "renorm", "float_power", "isin", "masked_scatter")
 _METHOD_ONLY = {"fill_diagonal_": fill_diagonal_, "sum_to_size": sum_to_size,
                 "get_device": get_device, "masked_scatter_": masked_scatter_}

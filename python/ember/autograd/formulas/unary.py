@@ -189,6 +189,30 @@ class AtanBackward0(Node):
         return (grad / (input * input + 1),)
 
 
+class AsinhBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        return (grad * (input * input + 1).rsqrt(),)
+
+
+class AcoshBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        return (grad * (input * input - 1).rsqrt(),)
+
+
+class AtanhBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grad):
+        input, = self.unpack_saved()
+        return (grad / (1 - input * input),)
+
+
 class SinhBackward0(Node):
     __slots__ = ()
 
@@ -416,6 +440,8 @@ _FORMULAS = [
     (_saving_input, {"log": LogBackward0, "log2": Log2Backward0, "log10": Log10Backward0,
                      "log1p": Log1PBackward0, "sin": SinBackward0, "cos": CosBackward0,
                      "asin": AsinBackward0, "acos": AcosBackward0, "atan": AtanBackward0,
+                     "asinh": AsinhBackward0, "acosh": AcoshBackward0,
+                     "atanh": AtanhBackward0,
                      "sinh": SinhBackward0, "cosh": CoshBackward0, "erf": ErfBackward0,
                      "erfc": ErfcBackward0, "silu": SiluBackward0,
                      "lgamma": LgammaBackward0, "digamma": DigammaBackward0,
@@ -469,8 +495,8 @@ def nan_to_num(input, *args, out=None, **kwargs):
     return record(node, result)
 
 
-for _name in ["log", "log2", "log10", "log1p", "sin", "cos", "asin", "acos", "atan", "sinh",
-              "cosh", "erf", "erfc", "frac", "floor", "ceil", "trunc", "square", "round",
+for _name in ["log", "log2", "log10", "log1p", "sin", "cos", "asin", "acos", "atan", "asinh",
+              "acosh", "atanh", "sinh", "cosh", "erf", "erfc", "frac", "floor", "ceil", "trunc", "square", "round",
               "nan_to_num", "lgamma", "digamma", "sinc"]:
     register_inplace(_name + "_", getattr(ember, _name))
 
