@@ -399,3 +399,82 @@ def test_broadcast_shapes_and_tensors_follow_numpy(shapes):
     for ours, base in zip(ember.broadcast_tensors(*tensors), tensors):
         assert tuple(ours.shape) == expected
         np.testing.assert_array_equal(ours.numpy(), np.broadcast_to(base.numpy(), expected))
+
+
+@pytest.mark.parametrize("name, args", [
+    ("t_", ()), ("transpose_", (0, 2)), ("squeeze_", ()), ("squeeze_", (1,)),
+    ("unsqueeze_", (0,)), ("unsqueeze_", (-1,)), ("swapaxes_", (0, 1)), ("swapdims_", (1, 2)),
+    ("as_strided_", ((2, 2), (2, 1), 1)),
+])
+def test_inplace_geometry_matches_torch(name, args):
+    shape = (2, 3) if name == "t_" else (2, 1, 3)
+    theirs_base = torch.arange(6.0).reshape(shape)
+    ours_base = ember.arange(6.0).reshape(shape)
+    theirs, ours = theirs_base.view(shape), ours_base.view(shape)
+    before = ours._version
+    assert getattr(ours, name)(*args) is ours
+    getattr(theirs, name)(*args)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert tuple(ours.stride()) == tuple(theirs.stride())
+    assert ours._version == before + 1
+    ours.fill_(7.0)                              # still the base's memory
+    theirs.fill_(7.0)
+    np.testing.assert_array_equal(ours_base.numpy(), theirs_base.numpy())
+
+
+def test_inplace_geometry_under_autograd_matches_torch():
+    theirs_leaf = torch.arange(6.0, dtype=torch.float64).reshape(2, 3).requires_grad_()
+    ours_leaf = to_ember(theirs_leaf)
+    results = []
+    for lib, leaf in ((torch, theirs_leaf), (ember, ours_leaf)):
+        y = leaf * 2
+        y.unsqueeze_(0)
+        y.transpose_(0, 2)
+        (y * lib.arange(6.0, dtype=lib.float64).reshape(3, 2, 1)).sum().backward()
+        results.append(leaf.grad)
+    check_same(results[1], results[0])
+    for call in (lambda lib: lib.zeros(2, requires_grad=True).unsqueeze_(0),
+                 lambda lib: lib.zeros(2, requires_grad=True).resize_(3),
+                 lambda lib: (lib.zeros(2, requires_grad=True) * 2).resize_(3)):
+        with pytest.raises(RuntimeError) as theirs:
+            call(torch)
+        with pytest.raises(RuntimeError) as ours:
+            call(ember)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_saved_tensor_changed_in_geometry_is_refused():
+    x = ember.ones(3, dtype=ember.float64, requires_grad=True)
+    y = x * 2
+    z = y * y                                    # saves y
+    y.unsqueeze_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+@pytest.mark.parametrize("start, sizes", [
+    ((6,), (2, 2)), ((6,), (2, 3)), ((4,), (3, 3)), ((2, 3), (0,)), ((3,), (5,)),
+])
+def test_resize_matches_torch(start, sizes):
+    theirs = torch.arange(float(math.prod(start))).reshape(start)
+    ours = ember.arange(float(math.prod(start))).reshape(start)
+    ours.add_(0)      # a version past 0: a grown storage's new counter must pass it
+    theirs.add_(0)
+    before = ours._version
+    assert ours.resize_(*sizes) is ours
+    theirs.resize_(*sizes)
+    assert tuple(ours.shape) == tuple(theirs.shape) and ours.is_contiguous()
+    kept = min(math.prod(start), math.prod(sizes))   # the rest is uninitialised
+    np.testing.assert_array_equal(ours.numpy().reshape(-1)[:kept],
+                                  theirs.numpy().reshape(-1)[:kept])
+    assert ours._version == before + 1
+
+
+def test_resize_of_an_offset_view_and_resize_as():
+    base = ember.arange(4.0)
+    view = base[1:]
+    view.resize_(5)
+    assert view.storage_offset() == 1 and tuple(view.shape) == (5,)
+    np.testing.assert_array_equal(view[:3].numpy(), [1.0, 2.0, 3.0])
+    other = ember.zeros(2, 2)
+    assert tuple(ember.arange(3.0).resize_as_(other).shape) == (2, 2)

@@ -913,6 +913,37 @@ THPVariable_requires_grad_(PyObject *self, PyObject *const *args,
     return self;
 }
 
+/* In-place changes of a tensor's geometry (unsqueeze_, t_, resize_, ...,
+ * python/ember/_function_forms.py) rebind the object to a new view and
+ * count as writes: a node that saved the old geometry must refuse it.
+ * _bump_version(since) first lifts the counter to `since`: a tensor
+ * rebound onto a new storage (a resize_ that grows) has a new counter,
+ * which must still read past the old one's version. */
+static PyObject *
+THPVariable_bump_version(PyObject *self, PyObject *const *args,
+                         Py_ssize_t nargs)
+{
+    int64_t since = 0;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_bump_version() takes at most one argument");
+        return NULL;
+    }
+    if (nargs == 1 && THPUtils_unpackLong(args[0], "_bump_version", "since",
+                                          &since)
+                          < 0) {
+        return NULL;
+    }
+    THTensor *tensor = SELF_TENSOR;
+    if (__atomic_load_n(&tensor->version_counter->version, __ATOMIC_RELAXED)
+        < since) {
+        __atomic_store_n(&tensor->version_counter->version, since,
+                         __ATOMIC_RELAXED);
+    }
+    THTensor_bumpVersion(tensor);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef THPVariable_methods[] = {
     {"size", (PyCFunction)(void (*)(void))THPVariable_size,
      METH_FASTCALL | METH_KEYWORDS, "size(dim=None)"},
@@ -939,6 +970,8 @@ static PyMethodDef THPVariable_methods[] = {
      "The values as nested Python lists."},
     {"requires_grad_", (PyCFunction)(void (*)(void))THPVariable_requires_grad_,
      METH_FASTCALL | METH_KEYWORDS, "Sets requires_grad in place."},
+    {"_bump_version", (PyCFunction)(void (*)(void))THPVariable_bump_version,
+     METH_FASTCALL, "Counts an in-place change of the geometry as a write."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -812,3 +812,71 @@ def _matrix_adjoint(self):
 if not hasattr(Tensor, "mT"):
     Tensor.mT = property(_matrix_transpose)
     Tensor.mH = property(_matrix_adjoint)
+
+
+# ---- in-place changes of geometry ---------------------------------------------------
+
+def _inplace_geometry(view_name):
+    """x.<view_name>_(...): x itself becomes x.<view_name>(...), the same
+    memory seen through the new geometry, as PyTorch's in-place views."""
+    view = getattr(Tensor, view_name)
+
+    def method(self, *args, **kwargs):
+        from .autograd.formulas._common import check_inplace, _set_history
+        tracked = self.requires_grad and _C.is_grad_enabled()
+        if tracked:
+            check_inplace(self)
+            if self._autograd_meta is not None:
+                raise RuntimeError(f"{view_name}_(): ember changes the geometry in place only "
+                                   f"of a tensor that is not a view of another with "
+                                   f"autograd history; use the out-of-place {view_name}()")
+        result = view(self, *args, **kwargs)
+        self.data = result
+        self._bump_version()
+        if tracked:
+            _set_history(self, result.grad_fn, result.output_nr)
+        return self
+
+    method.__name__ = method.__qualname__ = view_name + "_"
+    method.__doc__ = f"x.{view_name}_(...) makes x itself x.{view_name}(...)."
+    return method
+
+
+def resize_(self, *sizes, memory_format=None):
+    """self reshaped to `sizes`, contiguous from its storage offset; the
+    storage grows when too small, keeping its old bytes first.  ember's
+    grown storage is new, so other views of the old one keep the old."""
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    sizes = list(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) \
+        else list(sizes)
+    needed = self.storage_offset() + math.prod(sizes)
+    held = self.untyped_storage().nbytes() // self.element_size()
+    if needed > held:
+        grown = _C.empty(needed, dtype=self.dtype, device=self.device)
+        grown[:held].copy_(self.as_strided((held,), (1,), 0))
+        source = grown
+    else:
+        source = self
+    strides = [1] * len(sizes)
+    for d in range(len(sizes) - 2, -1, -1):
+        strides[d] = strides[d + 1] * builtins.max(sizes[d + 1], 1)
+    version = self._version
+    self.data = source.as_strided(sizes, strides, self.storage_offset())
+    self._bump_version(version)
+    return self
+
+
+def resize_as_(self, other, memory_format=None):
+    return resize_(self, other.shape)
+
+
+for _view_name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims",
+                   "as_strided"):
+    if not hasattr(Tensor, _view_name + "_"):
+        setattr(Tensor, _view_name + "_", _inplace_geometry(_view_name))
+for _name, _method in (("resize_", resize_), ("resize_as_", resize_as_)):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _method)
+del _view_name, _name, _method
+
