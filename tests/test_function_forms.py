@@ -170,6 +170,27 @@ CASES = [
     ("isin", (torch.tensor([1, 2]), torch.tensor([], dtype=torch.int64)), {}),
     ("masked_scatter", (t64(2, 3), torch.tensor([True, False, True]), t64(2, 3, seed=1)), {}),
     ("row_stack", ([torch.arange(3), torch.arange(3)],), {}),
+    ("signbit", (torch.tensor([-0.0, 0.0, -1.5, -NAN, NAN, 2.0]),), {}),
+    ("signbit", (torch.tensor([-3, 0, 4]),), {}),
+    ("ldexp", (t64(3), torch.tensor([2, 1, 0])), {}),
+    ("ldexp", (torch.tensor([1, 3]), torch.tensor([2, 1])), {}),
+    ("gcd", (torch.tensor([12, -18, 0, 7, 0]), torch.tensor([8, 12, 0, 0, 5])), {}),
+    ("lcm", (torch.tensor([4, -6, 0, 7]), torch.tensor([6, 4, 3, 5])), {}),
+    ("trapezoid", (t64(3, 5),), {}),
+    ("trapezoid", (t64(3, 5),), {"dx": 0.5, "dim": 0}),
+    ("trapezoid", (t64(3, 5), t64(5, seed=1).cumsum(0)), {}),
+    ("trapz", (t64(4),), {}),
+    ("cumulative_trapezoid", (t64(3, 5),), {}),
+    ("cumulative_trapezoid", (t64(3, 5), t64(3, 5, seed=2)), {"dim": 1}),
+    ("hann_window", (7,), {}),
+    ("hann_window", (7, False), {"dtype": torch.float64}),
+    ("hamming_window", (6,), {}),
+    ("hamming_window", (6, True, 0.5, 0.5), {}),
+    ("blackman_window", (8,), {"dtype": torch.float64}),
+    ("bartlett_window", (5,), {}),
+    ("bartlett_window", (1,), {}),
+    ("scalar_tensor", (3,), {}),
+    ("is_same_size", (t64(2, 3), t64(2, 3)), {}),
     ("logspace", (-1, 1, 5), {"base": 2.0, "dtype": torch.float64}),
 ]
 
@@ -198,6 +219,8 @@ def _differentiable(value):
 def _flat(result):
     if isinstance(result, torch.Tensor) or isinstance(result, ember.Tensor):
         return [result]
+    if not isinstance(result, (tuple, list)):
+        return []
     return [r for r in result if isinstance(r, (torch.Tensor, ember.Tensor))]
 
 
@@ -282,6 +305,29 @@ def test_masked_scatter_in_place_and_cov_warning():
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
         assert math.isnan(ember.cov(ember.tensor([1.0])).item())
+
+
+def test_empty_strided_and_adjoints_match_torch():
+    ours, theirs = ember.empty_strided((2, 3), (1, 2)), torch.empty_strided((2, 3), (1, 2))
+    assert tuple(ours.stride()) == tuple(theirs.stride()) and ours.dtype == ember.float32
+    x = t64(2, 3)
+    check_same(to_ember(x).H, x.H)
+    check_same(to_ember(t64(4, 2, 3)).mT, t64(4, 2, 3).mT)
+    for attribute in ("H", "mT", "mH"):
+        with pytest.raises(RuntimeError) as theirs_error:
+            getattr(torch.zeros(3), attribute)
+        with pytest.raises(RuntimeError) as ours_error:
+            getattr(ember.zeros(3), attribute)
+        assert str(ours_error.value) == str(theirs_error.value)
+
+
+def test_ldexp_gradient_is_two_to_the_exponent():
+    """PyTorch computes ldexp's input gradient as an integer power of 2, so
+    a negative exponent gives it 0, against its own forward (input * 0.5);
+    ember's gradient is the forward's slope."""
+    x = ember.tensor([1.0, 3.0], dtype=ember.float64, requires_grad=True)
+    ember.ldexp(x, ember.tensor([-1, 2])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.5, 4.0])
 
 
 def test_tensordot_writes_out():

@@ -19,6 +19,7 @@ import warnings
 
 from . import _C
 from ._tensor import Tensor
+from . import _functions
 from ._functions import _unpack_tensors
 from .autograd.function import Function
 from .linalg import _result_type
@@ -719,6 +720,125 @@ def masked_scatter_(self, mask, source):
     return self.copy_(masked_scatter(self, mask, source))
 
 
+def signbit(input):
+    """True where the sign bit is set: negatives, -0.0 and NaNs carrying it."""
+    _check_input("signbit", input)
+    if not input.dtype.is_floating_point:
+        return input < 0
+    return _C.copysign(_C.ones((), dtype=input.dtype), input) < 0
+
+
+def ldexp(input, other):
+    """input * 2 ** other (in floating point)."""
+    dtype = input.dtype if input.dtype.is_floating_point else _C.get_default_dtype()
+    return input * _C.pow(_C.full((), 2.0, dtype=dtype), other.to(dtype))
+
+
+def gcd(input, other):
+    """The greatest common divisor, elementwise, of integer tensors (>= 0),
+    by Euclid's steps run until every pair has reached zero."""
+    a, b = _C.abs(input), _C.abs(other)
+    a, b = broadcast_tensors(a, b)
+    while bool((b != 0).any()):
+        nonzero = b != 0
+        a, b = _C.where(nonzero, b, a), _C.where(nonzero, a % _C.where(nonzero, b, 1), 0)
+    return a
+
+
+def lcm(input, other):
+    """The least common multiple (0 where either is 0)."""
+    divisor = gcd(input, other)
+    return _C.where(divisor == 0, 0, _C.abs(input // _C.where(divisor == 0, 1, divisor) * other))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The integral of y along dim by the trapezoid rule, at sample points x
+    (or spacing dx, 1 by default)."""
+    return _trapezoids(y, x, dx, dim).sum(dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid-rule integral of y along dim."""
+    return _trapezoids(y, x, dx, dim).cumsum(dim)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def _trapezoids(y, x, dx, dim):
+    """The area of each trapezoid between neighbouring samples along dim."""
+    n = y.shape[dim]
+    left, right = y.narrow(dim, 0, builtins.max(n - 1, 0)), y.narrow(dim, 1, builtins.max(n - 1, 0))
+    if x is None:
+        width = 1.0 if dx is None else dx
+    else:
+        width = _functions.diff(x, dim=dim if x.dim() == y.dim() else -1)
+    return (left + right) * width / 2
+
+
+def _window(name, window_length, periodic, dtype, layout, device, requires_grad, values):
+    """A window of window_length points; periodic windows are the first
+    window_length of a symmetric window one point longer."""
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    dtype = dtype or _C.get_default_dtype()
+    if window_length <= 1:
+        return _C.ones(window_length, dtype=dtype, device=device, requires_grad=requires_grad)
+    n = window_length + 1 if periodic else window_length
+    result = values(_C.arange(n, dtype=_C.float64), n)[:window_length]
+    return result.to(dtype=dtype, device=device).requires_grad_(requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                requires_grad=False):
+    return _window("hann_window", window_length, periodic, dtype, layout, device,
+                   requires_grad, lambda k, n: 0.5 - 0.5 * _C.cos(2 * math.pi * k / (n - 1)))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, requires_grad=False):
+    return _window("hamming_window", window_length, periodic, dtype, layout, device,
+                   requires_grad,
+                   lambda k, n: alpha - beta * _C.cos(2 * math.pi * k / (n - 1)))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False):
+    return _window("blackman_window", window_length, periodic, dtype, layout, device,
+                   requires_grad,
+                   lambda k, n: (0.42 - 0.5 * _C.cos(2 * math.pi * k / (n - 1))
+                                 + 0.08 * _C.cos(4 * math.pi * k / (n - 1))))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False):
+    return _window("bartlett_window", window_length, periodic, dtype, layout, device,
+                   requires_grad,
+                   lambda k, n: 1 - _C.abs(2 * k / (n - 1) - 1))
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
+                  requires_grad=False, pin_memory=False):
+    """An uninitialised tensor with the given strides, over just enough storage."""
+    span = 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride)) \
+        if all(n > 0 for n in size) else 0
+    flat = _C.empty(span, dtype=dtype or _C.get_default_dtype(), device=device,
+                    pin_memory=pin_memory)
+    return flat.as_strided(size, stride).requires_grad_(requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    return _C.full((), s, dtype=dtype or _C.get_default_dtype(), device=device,
+                   requires_grad=requires_grad)
+
+
+def is_same_size(input, other):
+    return input.shape == other.shape
+
+
 # ---- splitting and stacking -------------------------------------------------------------
 
 def _split_along(name, input, sections, dim, least_dims):
@@ -769,7 +889,9 @@ _FUNCTIONS = {name: globals()[name] for name in (
     "fmax", "fmin", "heaviside", "trace", "tensordot", "inner", "dist", "addmv", "addr",
     "chain_matmul", "diag_embed", "diagflat", "hsplit", "vsplit", "dsplit", "column_stack",
     "dstack", "logspace", "mode", "quantile", "nanquantile", "cov", "corrcoef", "renorm",
-    "float_power", "rsub", "isin", "masked_scatter")}
+    "float_power", "rsub", "isin", "masked_scatter", "signbit", "ldexp", "gcd", "lcm",
+    "trapezoid", "trapz", "cumulative_trapezoid", "hann_window", "hamming_window",
+    "blackman_window", "bartlett_window", "empty_strided", "scalar_tensor", "is_same_size")}
 _FUNCTIONS["row_stack"] = _C.vstack
 _FUNCTIONS["moveaxis"] = movedim
 _FUNCTIONS.update(_FUNCTION_FORMS)
@@ -781,7 +903,8 @@ _METHODS = ("is_complex", "is_nonzero", "clamp_min", "clamp_max", "ravel", "broa
             "dist", "addmv", "addr", "diag_embed", "hsplit", "vsplit", "dsplit", "swapaxes",
             "swapdims", "arccos", "arcsin", "arctan", "arctan2", "arcsinh", "arccosh",
             "arctanh", "sgn", "mode", "quantile",
-            "nanquantile", "cov", "corrcoef", "renorm", "float_power", "isin", "masked_scatter")
+            "nanquantile", "cov", "corrcoef", "renorm", "float_power", "isin", "masked_scatter",
+            "signbit", "ldexp", "gcd", "lcm", "is_same_size")
 _METHOD_ONLY = {"fill_diagonal_": fill_diagonal_, "sum_to_size": sum_to_size,
                 "get_device": get_device, "masked_scatter_": masked_scatter_}
 for _name in _METHODS:
@@ -809,9 +932,18 @@ def _matrix_adjoint(self):
     return self.transpose(-2, -1)
 
 
+def _adjoint_2d(self):
+    """x.H: the conjugate transpose of a matrix, its transpose for real dtypes."""
+    if self.dim() != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.dim()}-D tensor.")
+    return self.t()
+
+
 if not hasattr(Tensor, "mT"):
     Tensor.mT = property(_matrix_transpose)
     Tensor.mH = property(_matrix_adjoint)
+    Tensor.H = property(_adjoint_2d)
 
 
 # ---- in-place changes of geometry ---------------------------------------------------
