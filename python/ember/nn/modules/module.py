@@ -12,6 +12,7 @@ walk (parameters(), state_dict(), to(), train(), ...) is a recursion over
 `_modules`.  The layout of names, reprs and state_dict keys is PyTorch's.
 """
 
+import functools
 import itertools
 import weakref
 from collections import OrderedDict, namedtuple
@@ -122,6 +123,8 @@ class Module:
         setattr_("_forward_hooks_with_kwargs", set())
         setattr_("_backward_pre_hooks", OrderedDict())
         setattr_("_backward_hooks", OrderedDict())
+        setattr_("_state_dict_hooks", OrderedDict())
+        setattr_("_load_state_dict_pre_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(
@@ -500,6 +503,36 @@ class Module:
 
     # ---- state_dict ---------------------------------------------------------
 
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata), run after this
+        module (and its children) have added their entries; a non-None
+        result replaces the state_dict (PyTorch's private hook, which the
+        old spectral_norm uses to stamp its version into the metadata)."""
+        return _add_hook(self._hooks("_state_dict_hooks"), hook, False)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), with the module first when
+        `with_module`: run before this module reads its keys, free to
+        rewrite `state_dict` (e.g. rename an older checkpoint's keys)."""
+        if with_module:
+            hook = functools.partial(hook, self)
+        return _add_hook(self._hooks("_load_state_dict_pre_hooks"), hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict,
+        missing_keys, unexpected_keys, error_msgs)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _hooks(self, registry):
+        """The hook dict `registry`, made on first use for modules built
+        (or unpickled) before it existed."""
+        hooks = self.__dict__.get(registry)
+        if hooks is None:
+            hooks = OrderedDict()
+            super().__setattr__(registry, hooks)
+        return hooks
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         """Adds this module's own parameters and persistent buffers."""
         for name, param in self._parameters.items():
@@ -524,6 +557,11 @@ class Module:
                 module.state_dict(destination=destination,
                                   prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook in self._hooks("_state_dict_hooks").values():
+            result = hook(self, destination, prefix,
+                          metadata.get(prefix[:-1]) if metadata is not None else {})
+            if result is not None:
+                destination = result
         return destination
 
     def _local_state(self):
@@ -541,6 +579,9 @@ class Module:
         """Checks this module's keys of `state_dict`; appends the (target,
         source) pairs to copy to `pending_copies` and problems to the lists.
         Nothing is copied here: load_state_dict copies only if all is well."""
+        for hook in self._hooks("_load_state_dict_pre_hooks").values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                 unexpected_keys, error_msgs)
         local_state = self._local_state()
         for name, param in local_state.items():
             key = prefix + name
