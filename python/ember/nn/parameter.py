@@ -139,3 +139,29 @@ class UninitializedBuffer(UninitializedTensorMixin, ember.Tensor):
         result = type(self)(self.requires_grad, self.data.device, self.data.dtype)
         memo[id(self)] = result
         return result
+
+
+class _BufferMeta(type(ember.Tensor)):
+    """isinstance(t, Buffer) holds for any tensor marked `_is_buffer` (what
+    Buffer(...) returns), as PyTorch's metaclass does."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Buffer and isinstance(instance, ember.Tensor) and getattr(instance, "_is_buffer", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(ember.Tensor, metaclass=_BufferMeta):
+    """A tensor that, assigned as a Module attribute, registers itself as a
+    buffer: `Buffer(data=None, *, persistent=True)` (PyTorch >= 2.5).
+
+    It returns `data` detached (sharing its memory), marked with
+    `persistent` and `_is_buffer`; its type stays ember.Tensor."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = ember.empty(0)
+        tensor = data.detach().requires_grad_(data.requires_grad)
+        tensor.persistent = persistent
+        tensor._is_buffer = True
+        return tensor

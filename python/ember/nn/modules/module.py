@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import ember
 
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from . import _backward_hooks
 
 __all__ = ["Module"]
@@ -258,12 +258,17 @@ class Module:
                     f"cannot assign '{_typename(value)}' as child module '{name}' "
                     "(ember.nn.Module or None expected)")
             self._modules[name] = value
-        elif name in self.__dict__.get("_buffers", ()):
+        elif isinstance(value, Buffer) or name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, ember.Tensor):
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                    "(ember.Tensor or None expected)")
-            self._buffers[name] = value
+                    "(ember.nn.Buffer, ember.Tensor or None expected)")
+            # An nn.Buffer brings its persistence; a tensor keeps the old one.
+            if isinstance(value, Buffer):
+                persistent = value.persistent
+            else:
+                persistent = name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent)
         else:
             super().__setattr__(name, value)
 
