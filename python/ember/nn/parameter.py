@@ -75,11 +75,15 @@ class UninitializedTensorMixin:
     def shape(self):
         raise RuntimeError(_UNINITIALIZED_SHAPE)
 
-    def size(self, *args):
-        raise RuntimeError(_UNINITIALIZED_SHAPE)
-
     def numel(self):
-        raise RuntimeError(_UNINITIALIZED_SHAPE)
+        # PyTorch blocks every operator but a few (size, copy_, to, casts)
+        # on a placeholder; ember blocks reading its shape and numel.
+        raise ValueError(
+            "Attempted to use an uninitialized parameter in numel. This error happens "
+            "when you are using a `LazyModule` or explicitly manipulating "
+            "`ember.nn.parameter.UninitializedParameter` objects. When using LazyModules "
+            "Call `forward` with a dummy batch to initialize the parameters before "
+            "calling ember functions")
 
     def share_memory_(self):
         raise RuntimeError(

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import ember
 
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 from . import _backward_hooks
 
 __all__ = ["Module"]
@@ -604,7 +604,9 @@ class Module:
             # PyTorch's backward compatibility: a 0-dim param from a (1,) one.
             if param.dim() == 0 and input_param.dim() == 1:
                 input_param = input_param[0]
-            if input_param.shape != param.shape:
+            # A placeholder of a lazy module takes any shape (its load hook
+            # has materialised it, unless the checkpoint holds one too).
+            if not is_lazy(param) and input_param.shape != param.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape "
                     f"{input_param.shape} from checkpoint, the shape in current "
