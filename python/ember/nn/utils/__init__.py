@@ -1,5 +1,7 @@
-"""ember.nn.utils: gradient clipping, parameter/vector conversion and packed
-sequences (PyTorch's torch.nn.utils)."""
+"""ember.nn.utils: gradient clipping, parameter/vector conversion, packed
+sequences, weight and spectral normalisation (the old hooks and, in
+parametrizations, the parametrize-based ones), parametrize, and conv/linear +
+batch-norm fusion (PyTorch's torch.nn.utils)."""
 
 from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
                         clip_grads_with_norm_, get_total_norm)
@@ -12,5 +14,6 @@ from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters",
-           "weight_norm", "remove_weight_norm", "fuse_conv_bn_eval",
-           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "spectral_norm", "remove_spectral_norm"]
+           "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
+           "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+           "fuse_linear_bn_weights"]
