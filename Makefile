@@ -52,6 +52,12 @@ PYTEST_PATHS     ?= tests $(DOCS_DIR)
 #   test_training_programs.py  three small programs trained against torch
 #   test_linalg_lapack.py, test_einsum.py  Python over NumPy's LAPACK and bmm
 #   test_optim_more.py, test_lr_schedulers.py  optimizers and schedulers
+#   test_nn_weight_norm.py   old weight_norm / spectral_norm hooks (Python)
+#   test_nn_parametrize.py   nn.utils.parametrize and parametrizations (Python)
+#   test_nn_fusion.py        conv/linear + batch norm fusion (Python)
+#   test_nn_data_parallel.py nn.DataParallel on one device (Python)
+#   test_nn_lazy.py          lazy modules and uninitialized parameters (Python)
+#   test_optim_rprop_asgd.py Rprop, ASGD, PolynomialLR, nn.Buffer, StackDataset
 #   test_data_loader.py      ember.utils.data (the shared-memory C is
 #                            test_shared_memory.py's)
 #   test_functions13_composites.py  Python functions over existing operators
@@ -161,6 +167,12 @@ PYTHON_ONLY_SUITES := --ignore=tests/test_namespace.py \
                     --ignore=tests/test_linalg_lapack.py \
                     --ignore=tests/test_einsum.py \
                     --ignore=tests/test_optim_more.py \
+                    --ignore=tests/test_optim_rprop_asgd.py \
+                    --ignore=tests/test_nn_weight_norm.py \
+                    --ignore=tests/test_nn_parametrize.py \
+                    --ignore=tests/test_nn_fusion.py \
+                    --ignore=tests/test_nn_data_parallel.py \
+                    --ignore=tests/test_nn_lazy.py \
                     --ignore=tests/test_lr_schedulers.py \
                     --ignore=tests/test_data_loader.py \
                     --ignore=tests/test_functions13_composites.py \

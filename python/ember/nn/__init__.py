@@ -11,6 +11,7 @@
 from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Parameter
+from .parallel import DataParallel
+from .parameter import Buffer, Parameter
 
-__all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Buffer", "DataParallel", "Parameter", "functional", "init", "utils"] + list(_modules_all)

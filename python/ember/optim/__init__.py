@@ -11,12 +11,14 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
 from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax",
-           "NAdam", "RAdam", "RMSprop", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]

@@ -19,7 +19,7 @@ from functools import wraps
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
-           "ConstantLR", "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
+           "ConstantLR", "LinearLR", "PolynomialLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
            "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
            "OneCycleLR"]
 
@@ -332,6 +332,29 @@ class LinearLR(LRScheduler):
         return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
                            * min(self.total_iters, self.last_epoch) / self.total_iters)
                 for base_lr in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """The lr decays as a polynomial to 0 over total_iters epochs:
+    lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power,
+    computed step by step as the ratio of successive factors."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_if_outside_step()
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _group_values(self.optimizer, "lr")
+        decay_factor = ((1.0 - self.last_epoch / self.total_iters)
+                        / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base_lr in self.base_lrs]
 
 
 class ExponentialLR(LRScheduler):

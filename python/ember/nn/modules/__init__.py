@@ -1,7 +1,8 @@
 """The nn.Module classes of ember.nn (re-exported by ember.nn)."""
 
 from .module import Module
-from .linear import Bilinear, Identity, Linear
+from .lazy import LazyModuleMixin
+from .linear import Bilinear, Identity, LazyLinear, Linear
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -12,7 +13,9 @@ from .pooling import __all__ as _pooling_all
 from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .distance import CosineSimilarity, PairwiseDistance
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+                   LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+                   LazyConvTranspose3d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
@@ -28,5 +31,6 @@ __all__ = [
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d", "Conv3d",
     "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "Unflatten",
+    "Unflatten", "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+    "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
 ] + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)

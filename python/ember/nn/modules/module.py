@@ -12,6 +12,7 @@ walk (parameters(), state_dict(), to(), train(), ...) is a recursion over
 `_modules`.  The layout of names, reprs and state_dict keys is PyTorch's.
 """
 
+import functools
 import itertools
 import weakref
 from collections import OrderedDict, namedtuple
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 
 import ember
 
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 from . import _backward_hooks
 
 __all__ = ["Module"]
@@ -122,6 +123,8 @@ class Module:
         setattr_("_forward_hooks_with_kwargs", set())
         setattr_("_backward_pre_hooks", OrderedDict())
         setattr_("_backward_hooks", OrderedDict())
+        setattr_("_state_dict_hooks", OrderedDict())
+        setattr_("_load_state_dict_pre_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(
@@ -255,12 +258,17 @@ class Module:
                     f"cannot assign '{_typename(value)}' as child module '{name}' "
                     "(ember.nn.Module or None expected)")
             self._modules[name] = value
-        elif name in self.__dict__.get("_buffers", ()):
+        elif isinstance(value, Buffer) or name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, ember.Tensor):
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                    "(ember.Tensor or None expected)")
-            self._buffers[name] = value
+                    "(ember.nn.Buffer, ember.Tensor or None expected)")
+            # An nn.Buffer brings its persistence; a tensor keeps the old one.
+            if isinstance(value, Buffer):
+                persistent = value.persistent
+            else:
+                persistent = name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent)
         else:
             super().__setattr__(name, value)
 
@@ -500,6 +508,36 @@ class Module:
 
     # ---- state_dict ---------------------------------------------------------
 
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata), run after this
+        module (and its children) have added their entries; a non-None
+        result replaces the state_dict (PyTorch's private hook, which the
+        old spectral_norm uses to stamp its version into the metadata)."""
+        return _add_hook(self._hooks("_state_dict_hooks"), hook, False)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), with the module first when
+        `with_module`: run before this module reads its keys, free to
+        rewrite `state_dict` (e.g. rename an older checkpoint's keys)."""
+        if with_module:
+            hook = functools.partial(hook, self)
+        return _add_hook(self._hooks("_load_state_dict_pre_hooks"), hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict,
+        missing_keys, unexpected_keys, error_msgs)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _hooks(self, registry):
+        """The hook dict `registry`, made on first use for modules built
+        (or unpickled) before it existed."""
+        hooks = self.__dict__.get(registry)
+        if hooks is None:
+            hooks = OrderedDict()
+            super().__setattr__(registry, hooks)
+        return hooks
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         """Adds this module's own parameters and persistent buffers."""
         for name, param in self._parameters.items():
@@ -524,6 +562,11 @@ class Module:
                 module.state_dict(destination=destination,
                                   prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook in self._hooks("_state_dict_hooks").values():
+            result = hook(self, destination, prefix,
+                          metadata.get(prefix[:-1]) if metadata is not None else {})
+            if result is not None:
+                destination = result
         return destination
 
     def _local_state(self):
@@ -541,6 +584,9 @@ class Module:
         """Checks this module's keys of `state_dict`; appends the (target,
         source) pairs to copy to `pending_copies` and problems to the lists.
         Nothing is copied here: load_state_dict copies only if all is well."""
+        for hook in self._hooks("_load_state_dict_pre_hooks").values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                 unexpected_keys, error_msgs)
         local_state = self._local_state()
         for name, param in local_state.items():
             key = prefix + name
@@ -558,7 +604,9 @@ class Module:
             # PyTorch's backward compatibility: a 0-dim param from a (1,) one.
             if param.dim() == 0 and input_param.dim() == 1:
                 input_param = input_param[0]
-            if input_param.shape != param.shape:
+            # A placeholder of a lazy module takes any shape (its load hook
+            # has materialised it, unless the checkpoint holds one too).
+            if not is_lazy(param) and input_param.shape != param.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape "
                     f"{input_param.shape} from checkpoint, the shape in current "

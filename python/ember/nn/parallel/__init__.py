@@ -1,4 +1,6 @@
-"""ember.nn.parallel: data parallelism across processes (torch.nn.parallel)."""
+"""ember.nn.parallel: data parallelism (torch.nn.parallel): across processes
+(DistributedDataParallel) and, on one device, DataParallel."""
+from .data_parallel import DataParallel, data_parallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]

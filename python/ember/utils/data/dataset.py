@@ -8,7 +8,7 @@ import ember
 
 from . import _random
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
 
 
@@ -46,6 +46,54 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Several datasets of one length, read side by side: sample i is
+    ``tuple(d[i] for d in args)`` for StackDataset(*args), or ``{key:
+    d[i]}`` for StackDataset(**kwargs)."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or"
+                "``dict``- (via ``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        datasets = list(args or kwargs.values())
+        self._length = len(datasets[0])
+        if any(self._length != len(dataset) for dataset in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args or kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: dataset[index] for key, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __getitems__(self, indices):
+        """A batch of samples, each part read in one call from the datasets
+        that offer __getitems__ themselves."""
+        named = isinstance(self.datasets, dict)
+        parts = self.datasets.items() if named else enumerate(self.datasets)
+        columns = {}
+        for key, dataset in parts:
+            if callable(getattr(dataset, "__getitems__", None)):
+                items = dataset.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(
+                        "Nested dataset's output size mismatch."
+                        f" Expected {len(indices)}, got {len(items)}")
+            else:
+                items = [dataset[index] for index in indices]
+            columns[key] = items
+        if named:
+            return [{key: items[row] for key, items in columns.items()}
+                    for row in range(len(indices))]
+        return [tuple(items[row] for items in columns.values()) for row in range(len(indices))]
+
+    def __len__(self):
+        return self._length
 
 
 class ConcatDataset(Dataset):
