@@ -108,6 +108,130 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(noise) if inplace else input * noise
 
 
+def _check_dropout_probability(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+# Note [Feature and alpha dropout]
+# PyTorch's _dropout_impl (ATen's Dropout.cpp) is one recipe in four forms:
+# the noise has the input's shape, or with feature dropout one draw per
+# (sample, channel), shape (N, C, 1, ...), which broadcasts over the
+# spatial dims.  Each draw keeps with probability 1 - p.  Plain dropout
+# multiplies by keep / (1 - p); alpha dropout (for SELU networks) sends a
+# dropped value to SELU's negative saturation -alpha' and then rescales by
+# a and shifts by b, chosen so that zero mean and unit variance survive:
+#     a = 1 / sqrt((alpha'^2 p + 1)(1 - p)),   output = a * x + b  (kept)
+#     b = alpha' a p,                           output = b - alpha' a (dropped)
+# with alpha' = SELU's scale * alpha = 1.7580993408473766.  Nothing is drawn
+# when not training, p == 0 or the input is empty; p == 1 multiplies by a
+# zero scalar (so every element becomes 0, alpha dropout included).
+
+_SELU_NEGATIVE_SATURATION = 1.7580993408473766
+
+
+def _dropout_noise(input, p, feature, alpha):
+    """(scale, shift or None) of Note [Feature and alpha dropout]."""
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = list(input.shape[:2]) + [1] * (input.dim() - 2) if feature else input.shape
+    keep = (ember.rand(shape, dtype=input.dtype, device=input.device) < (1.0 - p))
+    keep = keep.to(input.dtype)
+    if not alpha:
+        return keep.div_(1.0 - p), None
+    a = 1.0 / math.sqrt((_SELU_NEGATIVE_SATURATION ** 2 * p + 1) * (1 - p))
+    shift = (keep - 1).mul_(_SELU_NEGATIVE_SATURATION * a).add_(
+        _SELU_NEGATIVE_SATURATION * a * p)
+    return keep.mul_(a), shift
+
+
+def _dropout_impl(input, p, training, inplace, feature=False, alpha=False):
+    _check_dropout_probability(p)
+    if p == 0.0 or not training or input.numel() == 0:
+        return input
+    if p == 1.0:
+        zero = ember.zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(zero) if inplace else input * zero
+    scale, shift = _dropout_noise(input, p, feature, alpha)
+    output = input.mul_(scale) if inplace else input * scale
+    return output if shift is None else output.add_(shift)
+
+
+def _feature_dropout_unbatched(input, p, training, inplace, alpha=False):
+    """Feature dropout of one sample: a batch of one, the result squeezed
+    back (in place, the write goes through the view into `input`)."""
+    result = _dropout_impl(input.unsqueeze(0), p, training, inplace, True, alpha)
+    return input if inplace else result.squeeze(0)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) or (C, L) inputs, each with
+    probability p, and scales the rest by 1 / (1 - p)."""
+    _check_dropout_probability(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs).")
+    if input.dim() == 2:
+        return _feature_dropout_unbatched(input, p, training, inplace)
+    return _dropout_impl(input, p, training, inplace, feature=True)
+
+
+def _warn_feature_dropout_rank(name, ndim, spatial):
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated "
+        "and will result in an error in a future release. To retain the behavior "
+        "and silence this warning, please use dropout instead. Note that "
+        f"{name} exists to provide channel-wise dropout on inputs with {spatial} "
+        "spatial dimensions, a channel dimension, and an optional batch dimension "
+        f"(i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, H, W) inputs.  As PyTorch, a 3-D
+    input is read as (N, C, L), not as an unbatched (C, H, W), with a
+    warning; other ranks warn and still drop along dims 0 and 1."""
+    _check_dropout_probability(p)
+    if input.dim() not in (3, 4):
+        _warn_feature_dropout_rank("dropout2d", input.dim(), 2)
+    if input.dim() == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+            "where C is the channel dim. This behavior will change in a future release "
+            "to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+            "to using dropout1d instead.", stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, feature=True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    _check_dropout_probability(p)
+    if input.dim() not in (4, 5):
+        _warn_feature_dropout_rank("dropout3d", input.dim(), 3)
+    if input.dim() != 5:
+        return _feature_dropout_unbatched(input, p, training, inplace)
+    return _dropout_impl(input, p, training, inplace, feature=True)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped elements go to SELU's negative
+    saturation, then an affine map keeps mean 0 and variance 1 (Note
+    [Feature and alpha dropout])."""
+    return _dropout_impl(input, p, training, inplace, alpha=True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout with one draw per (sample, channel)."""
+    return _dropout_impl(input, p, training, inplace, feature=True, alpha=True)
+
+
+__all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the last len(normalized_shape) dims (biased variance);
     float32/float64 run the C kernels (ember/nn/_row_norm.py)."""

@@ -5,8 +5,11 @@ from .linear import Bilinear, Identity, Linear
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .dropout import Dropout
+from .dropout import *  # noqa: F401,F403
+from .dropout import __all__ as _dropout_all
 from .flatten import Flatten, Unflatten
+from .padding import *  # noqa: F401,F403
+from .padding import __all__ as _padding_all
 from .pooling import *  # noqa: F401,F403
 from .pooling import __all__ as _pooling_all
 from .loss import *  # noqa: F401,F403
@@ -23,10 +26,10 @@ from .sparse import Embedding
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
     "ParameterList", "ParameterDict",
-    "Dropout", "Flatten", "Embedding", "CosineSimilarity",
+    "Flatten", "Embedding", "CosineSimilarity",
     "PairwiseDistance", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d", "Conv3d",
     "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Unflatten",
-] + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)
+] + list(_dropout_all) + list(_padding_all) + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)
