@@ -527,7 +527,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                     targets.append(y * padded_w + xx)
     index = ember.tensor(targets, dtype=ember.int64).reshape(1, 1, -1).expand(
         n, channels, len(targets))
-    values = x.reshape(n, channels, -1)
+    values = x.reshape(n, channels, kernel[0] * kernel[1] * length)   # n may be 0
     image = ember.zeros((n, channels, padded_h * padded_w), dtype=x.dtype).scatter_add(
         2, index, values).reshape(n, channels, padded_h, padded_w)
     image = image[:, :, padding[0]:padding[0] + out_h, padding[1]:padding[1] + out_w]

@@ -758,6 +758,25 @@ def glu(input, dim=-1):
     return first * ember.sigmoid(second)
 
 
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: x where x > 0, else x * a.  Training draws a
+    from U(lower, upper) for each element (and, as PyTorch's kernel, the
+    gradient of an element at or below 0 is its own a); evaluation uses
+    the fixed slope (lower + upper) / 2, i.e. leaky_relu."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slopes = ember.rand(input.shape, dtype=input.dtype, device=input.device)
+    slopes = slopes.mul_(upper - lower).add_(lower)
+    noise = ember.where(input <= 0, slopes, ember.ones_like(slopes))
+    return input.mul_(noise) if inplace else input * noise
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
@@ -995,6 +1014,45 @@ __all__ += [
     "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
     "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss",
 ]
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of x**2 over `size` neighbouring channels)
+    ** beta (AlexNet's normalisation across channels).  The window mean is
+    PyTorch's: the squares zero-padded along the channels (size // 2
+    before, (size - 1) // 2 after) and average-pooled with stride 1."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(   # sic: PyTorch's message keeps its source's indentation
+            f"Expected 3D or higher dimensionality{' ' * 26}input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    batch, channels = input.shape[0], input.shape[1]
+    # (N, 1, C, everything else): the channels become a pooled height
+    squares = (input * input).reshape(batch, 1, channels, -1)
+    squares = pad(squares, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(squares, (size, 1), stride=1).reshape(input.shape)
+    return input / div.mul(alpha).add(k).pow(beta)
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) with C = groups * k: channel g * k + i moves to i * groups + g
+    (ShuffleNet's interleaving of the groups)."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. "
+                           f"Value of groups:{groups}")
+    batch, channels, *rest = input.shape
+    if channels % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {channels} "
+                           f"channels and {groups} groups.")
+    grouped = input.reshape(batch, groups, channels // groups, *rest)
+    return grouped.transpose(1, 2).reshape(input.shape)
+
+
+__all__ += ["rrelu", "rrelu_", "local_response_norm", "channel_shuffle"]
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

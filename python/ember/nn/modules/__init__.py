@@ -22,6 +22,8 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 from .normalization import *  # noqa: F401,F403
 from .normalization import __all__ as _normalization_all
 from .sparse import Embedding
+from .channelshuffle import ChannelShuffle
+from .fold import Fold, Unfold
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
@@ -31,5 +33,5 @@ __all__ = [
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d", "Conv3d",
     "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "Unflatten",
+    "Unflatten", "ChannelShuffle", "Fold", "Unfold",
 ] + list(_dropout_all) + list(_padding_all) + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)

@@ -247,3 +247,26 @@ class RMSNorm(Module):
 
 __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
             "InstanceNorm3d", "GroupNorm", "RMSNorm"]
+
+
+class LocalResponseNorm(Module):
+    """AlexNet's normalisation of each channel by its `size` neighbours
+    (F.local_response_norm)."""
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ += ["LocalResponseNorm"]
