@@ -131,7 +131,8 @@ def _check_output_size(x, out_size):
 
 
 def _max_pool_composite(x, kernel, stride, padding, dilation, out_size, return_indices):
-    windows = _windows(x, kernel, stride, padding, dilation, out_size, float("-inf"))
+    lowest = float("-inf") if x.dtype.is_floating_point else ember.iinfo(x.dtype).min
+    windows = _windows(x, kernel, stride, padding, dilation, out_size, lowest)
     flat = windows.reshape(*windows.shape[:4], kernel[0] * kernel[1])
     values, local = flat.max(-1)
     if not return_indices:

@@ -1322,3 +1322,9 @@ __all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
             "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "fold", "interpolate",
             "max_pool1d", "max_pool2d", "pixel_shuffle", "pixel_unshuffle", "unfold",
             "upsample"]
+
+from ._pooling3d import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d,  # noqa: E402
+                         max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+
+__all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
+            "max_unpool1d", "max_unpool2d", "max_unpool3d"]
