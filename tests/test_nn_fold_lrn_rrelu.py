@@ -244,7 +244,8 @@ def test_rrelu_inplace_forms():
     ember.manual_seed(1)
     assert F.rrelu_(x, 0.1, 0.3, training=True) is x
     ember.manual_seed(1)
-    np.testing.assert_array_equal(x.numpy(), F.rrelu(ember.tensor(BOUNDARY), 0.1, 0.3, True).numpy())
+    expected = F.rrelu(ember.tensor(BOUNDARY), 0.1, 0.3, True)
+    np.testing.assert_array_equal(x.numpy(), expected.numpy())
     y = ember.tensor(BOUNDARY)
     assert nn.RReLU(inplace=True).eval()(y) is y
     np.testing.assert_allclose(y.numpy(), TF.rrelu(torch.tensor(BOUNDARY)).numpy())

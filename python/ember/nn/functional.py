@@ -301,6 +301,175 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return output
 
 
+# Note [Bags]
+# embedding_bag reduces the rows of `weight` that each bag's indices name,
+# without materialising one tensor per bag: every index learns its bag
+# (searchsorted of its position in the offsets), the indices no bag keeps
+# (padding_idx, those past include_last_offset's final offset) are
+# dropped, and index_add sums the remaining rows into their bags.
+# "mean" divides by the count of rows a bag kept (an empty bag gives
+# zeros); "max" takes, per bag and feature, the first row holding the
+# maximum (ATen's scan keeps the first), found without autograd and then
+# gathered, so the gradient reaches that row alone.
+
+def _bag_of_each_index(input, offsets, include_last_offset):
+    """(bag index of each position, number of bags, positions in a bag).
+    With include_last_offset the final offset ends the last bag, as
+    documented (and as PyTorch's float32 kernel reads it; its float64
+    kernel lets the last bag run to the end of the input instead)."""
+    bags = max(offsets.numel() - 1, 0) if include_last_offset else offsets.numel()
+    positions = ember.arange(input.numel())
+    bag = ember.searchsorted(offsets.long(), positions, right=True) - 1
+    keep = bag < bags
+    if include_last_offset and offsets.numel():
+        keep = keep & (positions < offsets[-1])
+    return bag, bags, keep
+
+
+def _check_bag_offsets(input, weight, offsets):
+    if offsets.numel() and offsets[0].item() != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+            f"from position 0. However, got {offsets[0].item()}")
+    if offsets.numel() and offsets[-1].item() > input.numel():
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {input.numel()} "
+                           f"but got offsets[-1] of {offsets[-1].item()}")
+    rows = weight.shape[0]
+    outside = (input < 0) | (input >= rows)
+    if input.numel() and outside.any().item():
+        position = int(outside.long().argmax().item())
+        raise RuntimeError(f"Index {position} of input takes value {input[position].item()} "
+                           f"which is not in the valid range [0, {rows})")
+
+
+def _normalize_bag_arguments(input, weight, offsets, per_sample_weights, include_last_offset):
+    """PyTorch's Python-side checks; a 2-D input becomes 1-D with offsets."""
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{type(offsets)}")
+        offsets = ember.arange(0, input.numel(), max(input.shape[1], 1), dtype=input.dtype)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    return input, offsets, per_sample_weights, include_last_offset
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """The sum, mean or max of each bag of rows of `weight` (Note [Bags]).
+    A 1-D input is cut into bags at `offsets` (bag i starts at offsets[i]);
+    a 2-D input is one bag per row.  per_sample_weights (mode "sum") scale
+    each row first; indices equal to padding_idx are left out."""
+    if weight.dtype == ember.int64 and input.is_floating_point():
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. "
+            "Usage `embedding_bag(weight, input, ...)` is deprecated, "
+            "and should now be `embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    input, offsets, per_sample_weights, include_last_offset = _normalize_bag_arguments(
+        input, weight, offsets, per_sample_weights, include_last_offset)
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if input.dtype not in (ember.int64, ember.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {input.type()} instead (while checking arguments for "
+            "embedding_bag)")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("ember.nn.functional.embedding_bag: scale_grad_by_freq and "
+                                  "sparse gradients are not supported")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            "on GitHub.")
+    _check_bag_offsets(input, weight, offsets)
+    bag, bags, keep = _bag_of_each_index(input, offsets, include_last_offset)
+    if padding_idx is not None:
+        keep = keep & (input != _normalize_padding_idx(padding_idx, weight.shape[0]))
+    if not keep.all().item():
+        bag, input = bag[keep], input[keep]
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights[keep]
+    rows = weight.index_select(0, input.long())
+    if mode == "max":
+        return _bag_max(rows, bag, bags)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    sums = ember.zeros((bags, weight.shape[1]), dtype=weight.dtype).index_add(0, bag, rows)
+    if mode == "sum":
+        return sums
+    counts = ember.zeros(bags, dtype=weight.dtype).index_add(
+        0, bag, ember.ones(bag.numel(), dtype=weight.dtype))
+    return sums / counts.clamp(min=1).unsqueeze(1)
+
+
+def _bag_max(rows, bag, bags):
+    """Per bag and feature, the first kept row's value that is the largest."""
+    features = rows.shape[1]
+    if rows.shape[0] == 0:
+        return ember.zeros((bags, features), dtype=rows.dtype) + rows.sum() * 0
+    with ember.no_grad():
+        spread = bag.unsqueeze(1).expand(-1, features)
+        largest = ember.zeros((bags, features), dtype=rows.dtype).scatter_reduce(
+            0, spread, rows, "amax", include_self=False)
+        position = ember.arange(rows.shape[0]).unsqueeze(1).expand(-1, features)
+        is_max = rows == largest.index_select(0, bag)
+        candidates = ember.where(is_max, position, ember.full_like(position, rows.shape[0]))
+        first = ember.full((bags, features), rows.shape[0], dtype=ember.int64).scatter_reduce(
+            0, spread, candidates, "amin", include_self=True)
+        empty = first == rows.shape[0]
+    picked = rows.gather(0, first.clamp(max=rows.shape[0] - 1))
+    return picked.masked_fill(empty, 0.0)
+
+
+__all__ += ["embedding_bag"]
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample of softmax((logits + g) / tau) with g ~ Gumbel(0, 1); with
+    hard, the one-hot of its argmax, whose gradient is the soft sample's
+    (straight through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -ember.empty_like(logits).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+__all__ += ["gumbel_softmax"]
+
+
 # ---- losses -------------------------------------------------------------------
 
 def _legacy_reduction(size_average, reduce):
@@ -1053,6 +1222,129 @@ def channel_shuffle(input, groups):
 
 
 __all__ += ["rrelu", "rrelu_", "local_response_norm", "channel_shuffle"]
+
+
+def _check_margin_input(input):
+    """PyTorch's shape check of the multi-class margin losses: (C,), a
+    scalar, or (N, C) with C > 0 (N may be 0)."""
+    if not ((input.dim() <= 1 and input.numel() != 0)
+            or (input.dim() == 2 and input.shape[1] != 0)):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+
+
+def _check_long_target(target):
+    if target.dtype != ember.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
+
+
+def _reduce_per_sample(loss, reduction, keep_shape):
+    """'mean' over samples is 0 for an empty batch, as PyTorch's kernels."""
+    if reduction == "none":
+        return loss.reshape(keep_shape)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / max(loss.numel(), 1)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """The multi-class hinge loss of each sample, over the classes i other
+    than its target y: sum of max(0, margin - x[y] + x[i]) ** p, times
+    weight[y], divided by the number of classes.  As PyTorch's kernel, a
+    term at exactly 0 has no gradient."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _check_margin_input(input)
+    samples = 1 if input.dim() <= 1 else input.shape[0]
+    classes = input.numel() if input.dim() <= 1 else input.shape[1]
+    if target.dim() > 1 or target.numel() != samples:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{samples}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got "
+                           f"{list(weight.shape)}")
+    _check_long_target(target)
+    # 'none' keeps one loss per target element: (N,), (1,) or a scalar
+    per_sample_shape = [samples] if target.dim() == 1 else []
+    target = target.reshape(samples)
+    if target.numel() and ((target < 0) | (target >= classes)).any().item():
+        raise RuntimeError("target out of range")
+    scores = input.reshape(samples, classes)
+    column = target.unsqueeze(1)
+    excess = margin - scores.gather(1, column) + scores
+    counted = (excess > 0) & (ember.arange(classes).unsqueeze(0) != column)
+    terms = excess if p == 1 else excess * excess
+    terms = ember.where(counted, terms, ember.zeros_like(terms))
+    if weight is not None:
+        terms = terms * weight.index_select(0, target).unsqueeze(1)
+    loss = terms.sum(1) / classes
+    return _reduce_per_sample(loss, reduction, per_sample_shape)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The multi-label hinge loss: for each target class j (target lists
+    them, ended by the first -1) and each non-target class i, max(0,
+    1 - (x[j] - x[i])), summed and divided by the number of classes."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if not ((input.dim() == 2 and input.shape[1] != 0)
+            or (input.dim() == 1 and input.shape[0] != 0) or input.dim() == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    classes = input.shape[-1] if input.dim() else 1
+    samples = input.shape[0] if input.dim() == 2 else 1
+    if input.dim() <= 1:
+        consistent = target.dim() <= 1 and target.numel() == classes
+    else:
+        consistent = target.dim() == 2 and tuple(target.shape) == tuple(input.shape)
+    if not consistent:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    _check_long_target(target)
+    if target.numel() and ((target < -1) | (target >= classes)).any().item():
+        raise RuntimeError("argument #2 'target' is out of range")
+    scores = input.reshape(samples, classes)
+    target = target.reshape(samples, classes)
+    # the listed targets: those before the first -1 of each row
+    listed = (target >= 0).long().cumprod(1).bool()
+    safe = target.masked_fill(~listed, 0)
+    is_target = ember.zeros((samples, classes), dtype=ember.int64).scatter_add(
+        1, safe, listed.long()) > 0
+    excess = 1 - scores.gather(1, safe).unsqueeze(2) + scores.unsqueeze(1)   # (N, listed, C)
+    counted = listed.unsqueeze(2) & ~is_target.unsqueeze(1) & (excess > 0)
+    loss = ember.where(counted, excess, ember.zeros_like(excess)).sum((1, 2)) / classes
+    return _reduce_per_sample(loss, reduction, [samples] if input.dim() == 2 else [])
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function d
+    (pairwise_distance by default); with swap, d(a, n) becomes
+    min(d(a, n), d(p, n))."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative "
+            f"{dims[2]}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    to_positive = distance(anchor, positive)
+    to_negative = distance(anchor, negative)
+    if swap:
+        to_negative = ember.minimum(to_negative, distance(positive, negative))
+    return _reduce(ember.clamp_min(margin + to_positive - to_negative, 0), reduction)
+
+
+__all__ += ["multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

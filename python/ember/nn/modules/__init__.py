@@ -21,17 +21,18 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
                           TransformerEncoder, TransformerEncoderLayer)
 from .normalization import *  # noqa: F401,F403
 from .normalization import __all__ as _normalization_all
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .channelshuffle import ChannelShuffle
 from .fold import Fold, Unfold
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
     "ParameterList", "ParameterDict",
-    "Flatten", "Embedding", "CosineSimilarity",
+    "Flatten", "Embedding", "EmbeddingBag", "CosineSimilarity",
     "PairwiseDistance", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d", "Conv3d",
     "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Unflatten", "ChannelShuffle", "Fold", "Unfold",
-] + list(_dropout_all) + list(_padding_all) + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)
+] + (list(_dropout_all) + list(_padding_all) + list(_activation_all) + list(_loss_all)
+     + list(_normalization_all) + list(_pooling_all))
