@@ -131,7 +131,8 @@ def _check_output_size(x, out_size):
 
 
 def _max_pool_composite(x, kernel, stride, padding, dilation, out_size, return_indices):
-    windows = _windows(x, kernel, stride, padding, dilation, out_size, float("-inf"))
+    lowest = float("-inf") if x.dtype.is_floating_point else ember.iinfo(x.dtype).min
+    windows = _windows(x, kernel, stride, padding, dilation, out_size, lowest)
     flat = windows.reshape(*windows.shape[:4], kernel[0] * kernel[1])
     values, local = flat.max(-1)
     if not return_indices:
@@ -527,7 +528,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                     targets.append(y * padded_w + xx)
     index = ember.tensor(targets, dtype=ember.int64).reshape(1, 1, -1).expand(
         n, channels, len(targets))
-    values = x.reshape(n, channels, -1)
+    values = x.reshape(n, channels, kernel[0] * kernel[1] * length)   # n may be 0
     image = ember.zeros((n, channels, padded_h * padded_w), dtype=x.dtype).scatter_add(
         2, index, values).reshape(n, channels, padded_h, padded_w)
     image = image[:, :, padding[0]:padding[0] + out_h, padding[1]:padding[1] + out_w]

@@ -108,6 +108,130 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(noise) if inplace else input * noise
 
 
+def _check_dropout_probability(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+# Note [Feature and alpha dropout]
+# PyTorch's _dropout_impl (ATen's Dropout.cpp) is one recipe in four forms:
+# the noise has the input's shape, or with feature dropout one draw per
+# (sample, channel), shape (N, C, 1, ...), which broadcasts over the
+# spatial dims.  Each draw keeps with probability 1 - p.  Plain dropout
+# multiplies by keep / (1 - p); alpha dropout (for SELU networks) sends a
+# dropped value to SELU's negative saturation -alpha' and then rescales by
+# a and shifts by b, chosen so that zero mean and unit variance survive:
+#     a = 1 / sqrt((alpha'^2 p + 1)(1 - p)),   output = a * x + b  (kept)
+#     b = alpha' a p,                           output = b - alpha' a (dropped)
+# with alpha' = SELU's scale * alpha = 1.7580993408473766.  Nothing is drawn
+# when not training, p == 0 or the input is empty; p == 1 multiplies by a
+# zero scalar (so every element becomes 0, alpha dropout included).
+
+_SELU_NEGATIVE_SATURATION = 1.7580993408473766
+
+
+def _dropout_noise(input, p, feature, alpha):
+    """(scale, shift or None) of Note [Feature and alpha dropout]."""
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = list(input.shape[:2]) + [1] * (input.dim() - 2) if feature else input.shape
+    keep = (ember.rand(shape, dtype=input.dtype, device=input.device) < (1.0 - p))
+    keep = keep.to(input.dtype)
+    if not alpha:
+        return keep.div_(1.0 - p), None
+    a = 1.0 / math.sqrt((_SELU_NEGATIVE_SATURATION ** 2 * p + 1) * (1 - p))
+    shift = (keep - 1).mul_(_SELU_NEGATIVE_SATURATION * a).add_(
+        _SELU_NEGATIVE_SATURATION * a * p)
+    return keep.mul_(a), shift
+
+
+def _dropout_impl(input, p, training, inplace, feature=False, alpha=False):
+    _check_dropout_probability(p)
+    if p == 0.0 or not training or input.numel() == 0:
+        return input
+    if p == 1.0:
+        zero = ember.zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(zero) if inplace else input * zero
+    scale, shift = _dropout_noise(input, p, feature, alpha)
+    output = input.mul_(scale) if inplace else input * scale
+    return output if shift is None else output.add_(shift)
+
+
+def _feature_dropout_unbatched(input, p, training, inplace, alpha=False):
+    """Feature dropout of one sample: a batch of one, the result squeezed
+    back (in place, the write goes through the view into `input`)."""
+    result = _dropout_impl(input.unsqueeze(0), p, training, inplace, True, alpha)
+    return input if inplace else result.squeeze(0)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) or (C, L) inputs, each with
+    probability p, and scales the rest by 1 / (1 - p)."""
+    _check_dropout_probability(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs).")
+    if input.dim() == 2:
+        return _feature_dropout_unbatched(input, p, training, inplace)
+    return _dropout_impl(input, p, training, inplace, feature=True)
+
+
+def _warn_feature_dropout_rank(name, ndim, spatial):
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated "
+        "and will result in an error in a future release. To retain the behavior "
+        "and silence this warning, please use dropout instead. Note that "
+        f"{name} exists to provide channel-wise dropout on inputs with {spatial} "
+        "spatial dimensions, a channel dimension, and an optional batch dimension "
+        f"(i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, H, W) inputs.  As PyTorch, a 3-D
+    input is read as (N, C, L), not as an unbatched (C, H, W), with a
+    warning; other ranks warn and still drop along dims 0 and 1."""
+    _check_dropout_probability(p)
+    if input.dim() not in (3, 4):
+        _warn_feature_dropout_rank("dropout2d", input.dim(), 2)
+    if input.dim() == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+            "where C is the channel dim. This behavior will change in a future release "
+            "to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+            "to using dropout1d instead.", stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, feature=True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    _check_dropout_probability(p)
+    if input.dim() not in (4, 5):
+        _warn_feature_dropout_rank("dropout3d", input.dim(), 3)
+    if input.dim() != 5:
+        return _feature_dropout_unbatched(input, p, training, inplace)
+    return _dropout_impl(input, p, training, inplace, feature=True)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped elements go to SELU's negative
+    saturation, then an affine map keeps mean 0 and variance 1 (Note
+    [Feature and alpha dropout])."""
+    return _dropout_impl(input, p, training, inplace, alpha=True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout with one draw per (sample, channel)."""
+    return _dropout_impl(input, p, training, inplace, feature=True, alpha=True)
+
+
+__all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the last len(normalized_shape) dims (biased variance);
     float32/float64 run the C kernels (ember/nn/_row_norm.py)."""
@@ -175,6 +299,175 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         is_padding = (input == padding_idx).unsqueeze(-1)
         output = ember.where(is_padding, output.detach(), output)
     return output
+
+
+# Note [Bags]
+# embedding_bag reduces the rows of `weight` that each bag's indices name,
+# without materialising one tensor per bag: every index learns its bag
+# (searchsorted of its position in the offsets), the indices no bag keeps
+# (padding_idx, those past include_last_offset's final offset) are
+# dropped, and index_add sums the remaining rows into their bags.
+# "mean" divides by the count of rows a bag kept (an empty bag gives
+# zeros); "max" takes, per bag and feature, the first row holding the
+# maximum (ATen's scan keeps the first), found without autograd and then
+# gathered, so the gradient reaches that row alone.
+
+def _bag_of_each_index(input, offsets, include_last_offset):
+    """(bag index of each position, number of bags, positions in a bag).
+    With include_last_offset the final offset ends the last bag, as
+    documented (and as PyTorch's float32 kernel reads it; its float64
+    kernel lets the last bag run to the end of the input instead)."""
+    bags = max(offsets.numel() - 1, 0) if include_last_offset else offsets.numel()
+    positions = ember.arange(input.numel())
+    bag = ember.searchsorted(offsets.long(), positions, right=True) - 1
+    keep = bag < bags
+    if include_last_offset and offsets.numel():
+        keep = keep & (positions < offsets[-1])
+    return bag, bags, keep
+
+
+def _check_bag_offsets(input, weight, offsets):
+    if offsets.numel() and offsets[0].item() != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+            f"from position 0. However, got {offsets[0].item()}")
+    if offsets.numel() and offsets[-1].item() > input.numel():
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {input.numel()} "
+                           f"but got offsets[-1] of {offsets[-1].item()}")
+    rows = weight.shape[0]
+    outside = (input < 0) | (input >= rows)
+    if input.numel() and outside.any().item():
+        position = int(outside.long().argmax().item())
+        raise RuntimeError(f"Index {position} of input takes value {input[position].item()} "
+                           f"which is not in the valid range [0, {rows})")
+
+
+def _normalize_bag_arguments(input, weight, offsets, per_sample_weights, include_last_offset):
+    """PyTorch's Python-side checks; a 2-D input becomes 1-D with offsets."""
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{type(offsets)}")
+        offsets = ember.arange(0, input.numel(), max(input.shape[1], 1), dtype=input.dtype)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    return input, offsets, per_sample_weights, include_last_offset
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """The sum, mean or max of each bag of rows of `weight` (Note [Bags]).
+    A 1-D input is cut into bags at `offsets` (bag i starts at offsets[i]);
+    a 2-D input is one bag per row.  per_sample_weights (mode "sum") scale
+    each row first; indices equal to padding_idx are left out."""
+    if weight.dtype == ember.int64 and input.is_floating_point():
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. "
+            "Usage `embedding_bag(weight, input, ...)` is deprecated, "
+            "and should now be `embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    input, offsets, per_sample_weights, include_last_offset = _normalize_bag_arguments(
+        input, weight, offsets, per_sample_weights, include_last_offset)
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if input.dtype not in (ember.int64, ember.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {input.type()} instead (while checking arguments for "
+            "embedding_bag)")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("ember.nn.functional.embedding_bag: scale_grad_by_freq and "
+                                  "sparse gradients are not supported")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            "on GitHub.")
+    _check_bag_offsets(input, weight, offsets)
+    bag, bags, keep = _bag_of_each_index(input, offsets, include_last_offset)
+    if padding_idx is not None:
+        keep = keep & (input != _normalize_padding_idx(padding_idx, weight.shape[0]))
+    if not keep.all().item():
+        bag, input = bag[keep], input[keep]
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights[keep]
+    rows = weight.index_select(0, input.long())
+    if mode == "max":
+        return _bag_max(rows, bag, bags)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    sums = ember.zeros((bags, weight.shape[1]), dtype=weight.dtype).index_add(0, bag, rows)
+    if mode == "sum":
+        return sums
+    counts = ember.zeros(bags, dtype=weight.dtype).index_add(
+        0, bag, ember.ones(bag.numel(), dtype=weight.dtype))
+    return sums / counts.clamp(min=1).unsqueeze(1)
+
+
+def _bag_max(rows, bag, bags):
+    """Per bag and feature, the first kept row's value that is the largest."""
+    features = rows.shape[1]
+    if rows.shape[0] == 0:
+        return ember.zeros((bags, features), dtype=rows.dtype) + rows.sum() * 0
+    with ember.no_grad():
+        spread = bag.unsqueeze(1).expand(-1, features)
+        largest = ember.zeros((bags, features), dtype=rows.dtype).scatter_reduce(
+            0, spread, rows, "amax", include_self=False)
+        position = ember.arange(rows.shape[0]).unsqueeze(1).expand(-1, features)
+        is_max = rows == largest.index_select(0, bag)
+        candidates = ember.where(is_max, position, ember.full_like(position, rows.shape[0]))
+        first = ember.full((bags, features), rows.shape[0], dtype=ember.int64).scatter_reduce(
+            0, spread, candidates, "amin", include_self=True)
+        empty = first == rows.shape[0]
+    picked = rows.gather(0, first.clamp(max=rows.shape[0] - 1))
+    return picked.masked_fill(empty, 0.0)
+
+
+__all__ += ["embedding_bag"]
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample of softmax((logits + g) / tau) with g ~ Gumbel(0, 1); with
+    hard, the one-hot of its argmax, whose gradient is the soft sample's
+    (straight through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -ember.empty_like(logits).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+__all__ += ["gumbel_softmax"]
 
 
 # ---- losses -------------------------------------------------------------------
@@ -634,6 +927,25 @@ def glu(input, dim=-1):
     return first * ember.sigmoid(second)
 
 
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: x where x > 0, else x * a.  Training draws a
+    from U(lower, upper) for each element (and, as PyTorch's kernel, the
+    gradient of an element at or below 0 is its own a); evaluation uses
+    the fixed slope (lower + upper) / 2, i.e. leaky_relu."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slopes = ember.rand(input.shape, dtype=input.dtype, device=input.device)
+    slopes = slopes.mul_(upper - lower).add_(lower)
+    noise = ember.where(input <= 0, slopes, ember.ones_like(slopes))
+    return input.mul_(noise) if inplace else input * noise
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
@@ -871,6 +1183,168 @@ __all__ += [
     "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
     "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss",
 ]
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of x**2 over `size` neighbouring channels)
+    ** beta (AlexNet's normalisation across channels).  The window mean is
+    PyTorch's: the squares zero-padded along the channels (size // 2
+    before, (size - 1) // 2 after) and average-pooled with stride 1."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(   # sic: PyTorch's message keeps its source's indentation
+            f"Expected 3D or higher dimensionality{' ' * 26}input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    batch, channels = input.shape[0], input.shape[1]
+    # (N, 1, C, everything else): the channels become a pooled height
+    squares = (input * input).reshape(batch, 1, channels, -1)
+    squares = pad(squares, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(squares, (size, 1), stride=1).reshape(input.shape)
+    return input / div.mul(alpha).add(k).pow(beta)
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) with C = groups * k: channel g * k + i moves to i * groups + g
+    (ShuffleNet's interleaving of the groups)."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. "
+                           f"Value of groups:{groups}")
+    batch, channels, *rest = input.shape
+    if channels % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {channels} "
+                           f"channels and {groups} groups.")
+    grouped = input.reshape(batch, groups, channels // groups, *rest)
+    return grouped.transpose(1, 2).reshape(input.shape)
+
+
+__all__ += ["rrelu", "rrelu_", "local_response_norm", "channel_shuffle"]
+
+
+def _check_margin_input(input):
+    """PyTorch's shape check of the multi-class margin losses: (C,), a
+    scalar, or (N, C) with C > 0 (N may be 0)."""
+    if not ((input.dim() <= 1 and input.numel() != 0)
+            or (input.dim() == 2 and input.shape[1] != 0)):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+
+
+def _check_long_target(target):
+    if target.dtype != ember.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_type_name(target.dtype)}")
+
+
+def _reduce_per_sample(loss, reduction, keep_shape):
+    """'mean' over samples is 0 for an empty batch, as PyTorch's kernels."""
+    if reduction == "none":
+        return loss.reshape(keep_shape)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / max(loss.numel(), 1)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """The multi-class hinge loss of each sample, over the classes i other
+    than its target y: sum of max(0, margin - x[y] + x[i]) ** p, times
+    weight[y], divided by the number of classes.  As PyTorch's kernel, a
+    term at exactly 0 has no gradient."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _check_margin_input(input)
+    samples = 1 if input.dim() <= 1 else input.shape[0]
+    classes = input.numel() if input.dim() <= 1 else input.shape[1]
+    if target.dim() > 1 or target.numel() != samples:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{samples}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got "
+                           f"{list(weight.shape)}")
+    _check_long_target(target)
+    # 'none' keeps one loss per target element: (N,), (1,) or a scalar
+    per_sample_shape = [samples] if target.dim() == 1 else []
+    target = target.reshape(samples)
+    if target.numel() and ((target < 0) | (target >= classes)).any().item():
+        raise RuntimeError("target out of range")
+    scores = input.reshape(samples, classes)
+    column = target.unsqueeze(1)
+    excess = margin - scores.gather(1, column) + scores
+    counted = (excess > 0) & (ember.arange(classes).unsqueeze(0) != column)
+    terms = excess if p == 1 else excess * excess
+    terms = ember.where(counted, terms, ember.zeros_like(terms))
+    if weight is not None:
+        terms = terms * weight.index_select(0, target).unsqueeze(1)
+    loss = terms.sum(1) / classes
+    return _reduce_per_sample(loss, reduction, per_sample_shape)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The multi-label hinge loss: for each target class j (target lists
+    them, ended by the first -1) and each non-target class i, max(0,
+    1 - (x[j] - x[i])), summed and divided by the number of classes."""
+    reduction = _resolve_reduction(size_average, reduce, reduction)
+    if not ((input.dim() == 2 and input.shape[1] != 0)
+            or (input.dim() == 1 and input.shape[0] != 0) or input.dim() == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    classes = input.shape[-1] if input.dim() else 1
+    samples = input.shape[0] if input.dim() == 2 else 1
+    if input.dim() <= 1:
+        consistent = target.dim() <= 1 and target.numel() == classes
+    else:
+        consistent = target.dim() == 2 and tuple(target.shape) == tuple(input.shape)
+    if not consistent:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    _check_long_target(target)
+    if target.numel() and ((target < -1) | (target >= classes)).any().item():
+        raise RuntimeError("argument #2 'target' is out of range")
+    scores = input.reshape(samples, classes)
+    target = target.reshape(samples, classes)
+    # the listed targets: those before the first -1 of each row
+    listed = (target >= 0).long().cumprod(1).bool()
+    safe = target.masked_fill(~listed, 0)
+    is_target = ember.zeros((samples, classes), dtype=ember.int64).scatter_add(
+        1, safe, listed.long()) > 0
+    excess = 1 - scores.gather(1, safe).unsqueeze(2) + scores.unsqueeze(1)   # (N, listed, C)
+    counted = listed.unsqueeze(2) & ~is_target.unsqueeze(1) & (excess > 0)
+    loss = ember.where(counted, excess, ember.zeros_like(excess)).sum((1, 2)) / classes
+    return _reduce_per_sample(loss, reduction, [samples] if input.dim() == 2 else [])
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function d
+    (pairwise_distance by default); with swap, d(a, n) becomes
+    min(d(a, n), d(p, n))."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative "
+            f"{dims[2]}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    to_positive = distance(anchor, positive)
+    to_negative = distance(anchor, negative)
+    if swap:
+        to_negative = ember.minimum(to_negative, distance(positive, negative))
+    return _reduce(ember.clamp_min(margin + to_positive - to_negative, 0), reduction)
+
+
+__all__ += ["multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -1140,3 +1614,9 @@ __all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
             "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "fold", "interpolate",
             "max_pool1d", "max_pool2d", "pixel_shuffle", "pixel_unshuffle", "unfold",
             "upsample"]
+
+from ._pooling3d import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d,  # noqa: E402
+                         max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+
+__all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
+            "max_unpool1d", "max_unpool2d", "max_unpool3d"]

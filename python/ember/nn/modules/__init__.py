@@ -6,8 +6,11 @@ from .linear import Bilinear, Identity, LazyLinear, Linear
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .dropout import Dropout
+from .dropout import *  # noqa: F401,F403
+from .dropout import __all__ as _dropout_all
 from .flatten import Flatten, Unflatten
+from .padding import *  # noqa: F401,F403
+from .padding import __all__ as _padding_all
 from .pooling import *  # noqa: F401,F403
 from .pooling import __all__ as _pooling_all
 from .loss import *  # noqa: F401,F403
@@ -21,16 +24,20 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
                           TransformerEncoder, TransformerEncoderLayer)
 from .normalization import *  # noqa: F401,F403
 from .normalization import __all__ as _normalization_all
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
+from .channelshuffle import ChannelShuffle
+from .fold import Fold, Unfold
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ModuleDict", "ModuleList", "Sequential",
     "ParameterList", "ParameterDict",
-    "Dropout", "Flatten", "Embedding", "CosineSimilarity",
+    "Flatten", "Embedding", "EmbeddingBag", "CosineSimilarity",
     "PairwiseDistance", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "Transformer", "TransformerEncoder", "TransformerDecoder",
     "TransformerEncoderLayer", "TransformerDecoderLayer", "Conv1d", "Conv2d", "Conv3d",
     "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "Unflatten", "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
-    "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
-] + list(_activation_all) + list(_loss_all) + list(_normalization_all) + list(_pooling_all)
+    "Unflatten", "ChannelShuffle", "Fold", "Unfold", "LazyModuleMixin", "LazyLinear",
+    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+] + (list(_dropout_all) + list(_padding_all) + list(_activation_all) + list(_loss_all)
+     + list(_normalization_all) + list(_pooling_all))

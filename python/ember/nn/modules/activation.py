@@ -484,3 +484,36 @@ def _check_attn_mask(attn_mask: Tensor, length: int, source: int, batch_heads: i
 
 
 __all__ += ["MultiheadAttention"]
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: a slope drawn from U(lower, upper) for each
+    negative element while training, (lower + upper) / 2 in eval mode."""
+
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self, f"lower={self.lower}, upper={self.upper}")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) at each spatial location of a
+    (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(
+                f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+__all__ += ["RReLU", "Softmax2d"]

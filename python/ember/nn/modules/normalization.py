@@ -315,3 +315,25 @@ class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
 
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
+
+class LocalResponseNorm(Module):
+    """AlexNet's normalisation of each channel by its `size` neighbours
+    (F.local_response_norm)."""
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ += ["LocalResponseNorm"]
