@@ -290,6 +290,16 @@ def test_expand_matches_torch():
     assert tuple(D.Categorical(logits=ember.zeros(4)).expand((2,)).sample((3,)).shape) == (3, 2)
 
 
+@pytest.fixture
+def torch_validation():
+    """torch's argument checks on: importing torch.compile's machinery (as
+    another suite does) turns torch's default off for the process."""
+    before = TD.Distribution._validate_args
+    TD.Distribution.set_default_validate_args(True)
+    yield
+    TD.Distribution.set_default_validate_args(before)
+
+
 def first_line(message):
     return str(message).split("\n")[0].replace("torch.", "ember.")
 
@@ -318,7 +328,7 @@ def first_line(message):
     lambda lib: lib.distributions.OneHotCategorical(lib.tensor([0.5, 0.5])).log_prob(
         lib.tensor([1.0, 1.0])),
 ])
-def test_validation_errors_match_torch(call):
+def test_validation_errors_match_torch(call, torch_validation):
     with pytest.raises(ValueError) as theirs:
         call(torch)
     with pytest.raises(ValueError) as ours:
