@@ -376,6 +376,11 @@ def test_multi_margin_loss_matches_torch(p, margin, weighted, reduction, boundar
 def test_multi_margin_loss_odd_shapes_match_torch(shape, target, reduction):
     ours_x, theirs_x = pair(margin_scores(shape, False))
     ours_t, theirs_t = longs(target)
+    if shape == (0, 4) and reduction == "sum":
+        # torch 2.13 returns uninitialised memory here (a different number
+        # each run); the sum over no samples is 0
+        assert F.multi_margin_loss(ours_x, ours_t, reduction=reduction).item() == 0.0
+        return
     check_same(F.multi_margin_loss(ours_x, ours_t, reduction=reduction),
                TF.multi_margin_loss(theirs_x, theirs_t, reduction=reduction))
 
