@@ -106,6 +106,24 @@ def test_small_or_strided_results_do_not_stream(threads):
     np.testing.assert_array_equal(s.numpy(), a[::2] + np.float32(1))
 
 
+@pytest.mark.parametrize("n, streams", [(1023, False), (1024, True),
+                                        (1025, True)])
+def test_results_stream_from_the_threshold_on(n, streams):
+    """A result of at least the threshold's bytes streams (4096 here: 1024
+    float32), a smaller one is written with plain stores."""
+    saved = ember._C._stream_threshold()
+    ember._C._stream_threshold(4096)
+    try:
+        a, b = data(np.float32, n), data(np.float32, n, seed=1)
+        before = streamed()
+        r = ember.from_numpy(a) * ember.from_numpy(b)
+        assert streamed() == before + streams
+        np.testing.assert_array_equal(r.numpy(), a * b)
+    finally:
+        ember._C._stream_threshold(0)
+    assert ember._C._stream_threshold() == saved
+
+
 def test_stream_threshold_argument_checks():
     with pytest.raises(ValueError, match=">= 0"):
         ember._C._stream_threshold(-1)

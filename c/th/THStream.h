@@ -10,10 +10,11 @@
  * written back) for three.  A non-temporal store fills a write-combining
  * buffer and sends whole lines to memory without reading them, and leaves
  * the cache to the inputs: one thread's `add(out=)` of 16M floats runs
- * ~1.3x faster with them on Zen 1, ~1.1x on Zen 4.  They lose when the
- * result would have been read again from the cache, so the pointwise driver
- * streams only a result of at least THStream_threshold() bytes (half the
- * last-level cache a core shares, as the GEMM's blocking detects it), and
+ * ~1.3x faster with them on Zen 1, ~1.2x on Zen 4 (with the fused loops).
+ * They lose when the result would have been read again from the cache, so
+ * the pointwise driver streams only a result of at least
+ * THStream_threshold() bytes (a quarter of the last-level cache a core
+ * shares, as the GEMM's blocking detects it; measured in THStream.c), and
  * only when the result shares no memory with an input (an in-place
  * `a += b` has just loaded every line it writes).
  *
