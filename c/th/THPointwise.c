@@ -98,12 +98,16 @@
  * in THStream.h).  Computing a block into L1 with the ordinary loop and then
  * copying it out keeps every operator on one path, but splits the work into
  * phases: while 8 KB of streaming stores drain, no load of the inputs is in
- * flight.  One thread's `add(out=)` of 16M floats (numpy's unaligned
- * buffers, thread CPU time, alternated with NumPy in one process, median of
- * 15 per-round ratios, load ~3-5): block and copy 1.03-1.06x NumPy's GB/s
- * (2 KB blocks 0.91x, 512 B ones 0.78x; prefetching the next block's
- * inputs during the copy 1.06x), a loop that adds 32 floats into a local
- * array and streams it out 1.25x, the same with 32-byte stores 1.28x.
+ * flight.  One thread's c = a + b over 16M floats in C (NumPy's buffers,
+ * 16 bytes past a line; thread CPU time, alternated with NumPy's
+ * add(out=) in one process, median of 15-25 per-round ratios, load 3-7;
+ * tools/memory_bandwidth.py): block and copy 1.04-1.08x NumPy's GB/s (2 KB
+ * blocks 0.91x, 512 B ones 0.78x; prefetching the next block's inputs
+ * during the copy 1.06x), a loop that adds 32 floats into a local array
+ * and streams it out with 16-byte stores 1.20-1.25x, the same with 32-byte
+ * stores 1.26-1.30x, 64-byte ones 1.20-1.22x.  ember's add(out=) went from
+ * 1.03x to 1.20-1.22x with the loops below.  (32-byte stores would need a
+ * second, AVX build of every loop, picked at run time.)
  *
  * So the binary and unary operators also have a fused loop, OP_Name_streamed,
  * for the flat layouts (a contiguous result, each input contiguous or one
