@@ -38,6 +38,12 @@ def streamed():
     return ember._C._streamed_runs()[0]
 
 
+def fused():
+    """Threads' ranges that took a fused streaming loop (Note [Fused
+    streaming loops], c/th/THPointwise.c) rather than blocks and a copy."""
+    return ember._C._streamed_runs()[2]
+
+
 def data(dtype, n=N, seed=0):
     rng = np.random.default_rng(seed)
     if np.dtype(dtype).kind == "f":
@@ -100,11 +106,114 @@ def test_small_or_strided_results_do_not_stream(threads):
     np.testing.assert_array_equal(s.numpy(), a[::2] + np.float32(1))
 
 
+@pytest.mark.parametrize("n, streams", [(1023, False), (1024, True),
+                                        (1025, True)])
+def test_results_stream_from_the_threshold_on(n, streams):
+    """A result of at least the threshold's bytes streams (4096 here: 1024
+    float32), a smaller one is written with plain stores."""
+    saved = ember._C._stream_threshold()
+    ember._C._stream_threshold(4096)
+    try:
+        a, b = data(np.float32, n), data(np.float32, n, seed=1)
+        before = streamed()
+        r = ember.from_numpy(a) * ember.from_numpy(b)
+        assert streamed() == before + streams
+        np.testing.assert_array_equal(r.numpy(), a * b)
+    finally:
+        ember._C._stream_threshold(0)
+    assert ember._C._stream_threshold() == saved
+
+
 def test_stream_threshold_argument_checks():
     with pytest.raises(ValueError, match=">= 0"):
         ember._C._stream_threshold(-1)
-    count, family = ember._C._streamed_runs()
+    count, family, fused_ranges = ember._C._streamed_runs()
     assert count >= 0 and family in ("avx512", "avx2", "sse2", "generic")
+    assert 0 <= fused_ranges
+
+
+# ---- the fused streaming loops (Note [Fused streaming loops]) ---------------
+
+CHUNK = 128  # TH_STREAM_CHUNK bytes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8,
+                                   np.uint8, np.int16])
+def test_binary_and_unary_operators_take_the_fused_loop(low_threshold,
+                                                        threads, dtype):
+    """Each thread's range runs the fused loop: both inputs contiguous, one
+    a scalar (either side), a bool result, and a unary operator."""
+    a, b = data(dtype), data(dtype, seed=1)
+    x, y = ember.from_numpy(a), ember.from_numpy(b)
+    before_runs, before = streamed(), fused()
+    out = ember.empty(N, dtype=x.dtype)
+    ember.sub(x, y, out=out)
+    np.testing.assert_array_equal(out.numpy(), a - b)
+    np.testing.assert_array_equal((x * 3).numpy(), a * dtype(3))
+    np.testing.assert_array_equal((2 - x).numpy(), dtype(2) - a)
+    np.testing.assert_array_equal((x < y).numpy(), a < b)
+    np.testing.assert_array_equal((-x).numpy(), -a)
+    assert streamed() == before_runs + 5
+    assert fused() == before + 5 * threads
+
+
+def test_fused_loop_matches_the_ordinary_loop_bit_for_bit(low_threshold):
+    """Floating formulas with rounding to get wrong (true division, pow,
+    atan2, logaddexp) give the unstreamed results exactly."""
+    a = data(np.float32)
+    b = np.abs(data(np.float32, seed=1)) + np.float32(0.5)
+    x, y = ember.from_numpy(a), ember.from_numpy(b)
+    ops = [lambda p, q: p / q, lambda p, q: q ** p, ember.atan2,
+           ember.logaddexp, ember.hypot]
+    before = fused()
+    streamed_results = [op(x, y).numpy() for op in ops]
+    assert fused() > before
+    ember._C._stream_threshold(1 << 62)  # nothing streams
+    before = fused()
+    for op, got in zip(ops, streamed_results):
+        np.testing.assert_array_equal(got, op(x, y).numpy())
+    assert fused() == before
+
+
+# results from below one chunk to a few, at every element offset from a
+# 64-byte boundary: head, whole chunks and tail each written exactly once
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 255,
+                               256, 257, 1000])
+@pytest.mark.parametrize("offset", [0, 1, 5, 15, 16])
+def test_fused_loop_writes_head_chunks_and_tail(n, offset):
+    saved = ember._C._stream_threshold()
+    ember._C._stream_threshold(1)  # every result streams
+    try:
+        a, b = data(np.float32, n), data(np.float32, n, seed=2)
+        base = ember.full((n + 48,), -7.0)
+        start = offset + 16  # base's data is 64-byte aligned
+        out = base[start:start + n]
+        before_runs, before = streamed(), fused()
+        ember.add(ember.from_numpy(a), ember.from_numpy(b), out=out)
+        assert streamed() == before_runs + 1
+        # a whole chunk after the head at `offset` takes the fused loop
+        head = (16 - offset % 16) % 16
+        assert fused() == before + (n - head >= CHUNK // 4)
+        got = base.numpy()
+        np.testing.assert_array_equal(got[start:start + n], a + b)
+        assert (got[:start] == -7).all() and (got[start + n:] == -7).all()
+    finally:
+        ember._C._stream_threshold(0)
+
+
+def test_ternary_operators_stream_by_blocks(low_threshold, threads):
+    """The ternary operators have no fused loop: they stream by blocks (the
+    ordinary loop into L1, then a streaming copy), with the same values."""
+    a, b = data(np.float32), data(np.float32, seed=1)
+    x, y = ember.from_numpy(a), ember.from_numpy(b)
+    before_runs, before = streamed(), fused()
+    np.testing.assert_array_equal(
+        ember.clamp(y, -0.5, 0.5).numpy(),
+        np.clip(b, np.float32(-0.5), np.float32(0.5)))
+    np.testing.assert_array_equal(ember.where(x < y, x, y).numpy(),
+                                  np.where(a < b, a, b))
+    assert streamed() == before_runs + 3  # x < y streams too, fused
+    assert fused() == before + threads
 
 
 # ---- the pairwise sum's order of additions ----------------------------------

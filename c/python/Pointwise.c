@@ -928,14 +928,16 @@ THPPointwise_stream_threshold(PyObject *module, PyObject *args)
 }
 
 /* _streamed_runs(): how many pointwise executions so far wrote their
- * result with streaming stores, and the copy family they use. */
+ * result with streaming stores, the copy family of the block path, and how
+ * many threads' ranges took a fused streaming loop instead. */
 static PyObject *
 THPPointwise_streamed_runs(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    return Py_BuildValue("(Ls)", (long long)THPointwise_streamedRuns(),
-                         THStream_kernelName());
+    return Py_BuildValue("(LsL)", (long long)THPointwise_streamedRuns(),
+                         THStream_kernelName(),
+                         (long long)THPointwise_fusedStreamingRanges());
 }
 
 PyMethodDef THPPointwise_functions[] = {

@@ -73,9 +73,9 @@ test_stream_threshold(void)
     CHECK_EQ_INT(THStream_threshold(), 4096);
     THStream_setThreshold(0); /* back to the default */
     CHECK_EQ_INT(THStream_threshold(), saved);
-    int64_t caches[3]; /* the default: half the L3 the GEMM blocks for */
+    int64_t caches[3]; /* the default: a quarter of the L3 the GEMM blocks for */
     THBlas_cacheSizes(caches);
-    CHECK_EQ_INT(THStream_threshold(), caches[2] / 2);
+    CHECK_EQ_INT(THStream_threshold(), caches[2] / 4);
 }
 
 TH_TEST_SUITE(stream) = {

@@ -132,6 +132,12 @@ typedef struct {
 /* Inputs are copied into the plan at most this many at a time. */
 #define TH_POINTWISE_MAX_INPUTS 3
 
+/* A fused streaming loop (Note [Fused streaming loops], THPointwise.c):
+ * the loop's arguments, n a whole number of TH_STREAM_CHUNK-byte chunks of
+ * the result; false, with nothing written, for a layout it does not take. */
+typedef bool (*THStreamLoop)(char **data, const int64_t *strides, int64_t n,
+                             void *ctx);
+
 typedef struct {
     THIter iter;          /* the general path (flat == false) */
     bool flat;            /* every operand walks the data as one run */
@@ -140,6 +146,7 @@ typedef struct {
     char *flat_data[TH_POINTWISE_MAX_INPUTS + 1];
     int64_t flat_strides[TH_POINTWISE_MAX_INPUTS + 1];
     THLoop loop;
+    THStreamLoop stream_loop; /* NULL: streams by blocks */
     /* Numbers and 1-element inputs converted to the compute dtype, and the
      * loop's scalar parameter; iterated in place, so a plan never moves
      * between prepare and finish. */
@@ -163,6 +170,9 @@ void THPointwise_execute(THPointwisePlan *plan);
 /* How many executions so far wrote with streaming stores (tests check
  * which path a call took). */
 int64_t THPointwise_streamedRuns(void);
+/* How many of their threads' ranges took a fused streaming loop (the
+ * rest computed blocks and copied them out). */
+int64_t THPointwise_fusedStreamingRanges(void);
 /* Returns a new reference to the result (options->out, retained, when it
  * was given), or NULL with a TH error.  Always frees the plan's
  * temporaries. */
