@@ -156,12 +156,16 @@ def clock(threads):
     return time.thread_time if threads == 1 else time.process_time
 
 
-def best_time(fn, rounds, now):
-    best = float("inf")
+def best_times(fns, rounds, now):
+    """The best time of each of fns over `rounds` rounds, in which they take
+    turns: a burst of load on the machine then slows one round of each,
+    not all the rounds of one library."""
+    best = [float("inf")] * len(fns)
     for _ in range(rounds):
-        start = now()
-        fn()
-        best = min(best, now() - start)
+        for i, fn in enumerate(fns):
+            start = now()
+            fn()
+            best[i] = min(best[i], now() - start)
     return best
 
 
@@ -184,14 +188,14 @@ def main():
         ours = make(ember, *args)
         ours()
         rounds = 3 if quick else 5
-        ember_time = best_time(ours, rounds, now)
         if torch is None:
+            ember_time, = best_times([ours], rounds, now)
             print(f"{name:40s} {ember_time * 1e3:9.2f} {'-':>9s} {'-':>7s}  (torch not installed)")
             continue
         torch.manual_seed(0)
         theirs = make(torch, *args)
         theirs()
-        torch_time = best_time(theirs, rounds, now)
+        ember_time, torch_time = best_times([ours, theirs], rounds, now)
         ratio = ember_time / torch_time
         verdict = "met" if ratio <= 1.0 else "missed"
         print(f"{name:40s} {ember_time * 1e3:9.2f} {torch_time * 1e3:9.2f} {ratio:6.2f}x  "
