@@ -69,9 +69,14 @@ def optional_tensor(array):
 
 @pytest.mark.parametrize("mode, proj", [(mode, None) for mode in MODES] + [("LSTM", 3)])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_forward_loop_matches_numpy(mode, proj, reverse):
+@pytest.mark.parametrize("batch, hidden", [(2, 4), (20, 40)])
+def test_forward_loop_matches_numpy(mode, proj, reverse, batch, hidden):
+    """Batch 20 and hidden 40: each step's product runs the packed kernel
+    on W_hh^T (and W_hr^T, a projection of 33) packed once (Note [One
+    packed B for many products] in c/th/THBlas.c)."""
     rng = np.random.default_rng(0)
-    steps, batch, hidden = 3, 2, 4
+    steps = 3
+    proj = proj and (proj if hidden == 4 else 33)
     width, state = GATES[mode] * hidden, proj or hidden
     gates = rng.standard_normal((steps, batch, width))
     w_hh = rng.standard_normal((width, state)) * 0.5
