@@ -6,7 +6,7 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
-        [--forward] [--only SUBSTRING] [--cpu-time]
+        [--forward] [--only SUBSTRING] [--cpu-time] [--rounds N]
 
 The sdpa cases also print ember's peak extra memory over one forward +
 backward (ember.memory's peak_allocated_bytes, which counts tensors: the
@@ -18,6 +18,8 @@ for the full ones).  --forward times the forward alone (no autograd
 graph), --only the cases whose name contains SUBSTRING.  --cpu-time
 measures CPU time instead of wall time (the calling thread's with one
 thread, the process's with more), which a loaded machine inflates far less.
+--rounds sets the rounds per case (5, 3 with --quick): more rounds give
+each library's best time more chances on a busy machine.
 """
 
 import os
@@ -187,7 +189,8 @@ def main():
         ember.manual_seed(0)
         ours = make(ember, *args)
         ours()
-        rounds = 3 if quick else 5
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv \
+            else 3 if quick else 5
         if torch is None:
             ember_time, = best_times([ours], rounds, now)
             print(f"{name:40s} {ember_time * 1e3:9.2f} {'-':>9s} {'-':>7s}  (torch not installed)")
