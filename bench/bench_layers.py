@@ -6,7 +6,7 @@ their ratio ember / torch with the issue's goal (at most 1.0x for each).
 The two take turns within each round, so a noisy machine slows them alike.
 
     PYTHONPATH=python python bench/bench_layers.py [--threads N] [--quick]
-        [--forward] [--only SUBSTRING] [--cpu-time]
+        [--forward] [--only SUBSTRING] [--cpu-time] [--rounds N]
 
 The sdpa cases also print ember's peak extra memory over one forward +
 backward (ember.memory's peak_allocated_bytes, which counts tensors: the
@@ -18,6 +18,8 @@ for the full ones).  --forward times the forward alone (no autograd
 graph), --only the cases whose name contains SUBSTRING.  --cpu-time
 measures CPU time instead of wall time (the calling thread's with one
 thread, the process's with more), which a loaded machine inflates far less.
+--rounds sets the rounds per case (5, 3 with --quick): more rounds give
+each library's best time more chances on a busy machine.
 """
 
 import os
@@ -156,12 +158,16 @@ def clock(threads):
     return time.thread_time if threads == 1 else time.process_time
 
 
-def best_time(fn, rounds, now):
-    best = float("inf")
+def best_times(fns, rounds, now):
+    """The best time of each of fns over `rounds` rounds, in which they take
+    turns: a burst of load on the machine then slows one round of each,
+    not all the rounds of one library."""
+    best = [float("inf")] * len(fns)
     for _ in range(rounds):
-        start = now()
-        fn()
-        best = min(best, now() - start)
+        for i, fn in enumerate(fns):
+            start = now()
+            fn()
+            best[i] = min(best[i], now() - start)
     return best
 
 
@@ -183,15 +189,16 @@ def main():
         ember.manual_seed(0)
         ours = make(ember, *args)
         ours()
-        rounds = 3 if quick else 5
-        ember_time = best_time(ours, rounds, now)
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv \
+            else 3 if quick else 5
         if torch is None:
+            ember_time, = best_times([ours], rounds, now)
             print(f"{name:40s} {ember_time * 1e3:9.2f} {'-':>9s} {'-':>7s}  (torch not installed)")
             continue
         torch.manual_seed(0)
         theirs = make(torch, *args)
         theirs()
-        torch_time = best_time(theirs, rounds, now)
+        ember_time, torch_time = best_times([ours, theirs], rounds, now)
         ratio = ember_time / torch_time
         verdict = "met" if ratio <= 1.0 else "missed"
         print(f"{name:40s} {ember_time * 1e3:9.2f} {torch_time * 1e3:9.2f} {ratio:6.2f}x  "

@@ -69,9 +69,14 @@ def optional_tensor(array):
 
 @pytest.mark.parametrize("mode, proj", [(mode, None) for mode in MODES] + [("LSTM", 3)])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_forward_loop_matches_numpy(mode, proj, reverse):
+@pytest.mark.parametrize("batch, hidden", [(2, 4), (20, 40)])
+def test_forward_loop_matches_numpy(mode, proj, reverse, batch, hidden):
+    """Batch 20 and hidden 40: each step's product runs the packed kernel
+    on W_hh^T (and W_hr^T, a projection of 33) packed once (Note [One
+    packed B for many products] in c/th/THBlas.c)."""
     rng = np.random.default_rng(0)
-    steps, batch, hidden = 3, 2, 4
+    steps = 3
+    proj = proj and (proj if hidden == 4 else 33)
     width, state = GATES[mode] * hidden, proj or hidden
     gates = rng.standard_normal((steps, batch, width))
     w_hh = rng.standard_normal((width, state)) * 0.5
@@ -172,18 +177,19 @@ def counting_directions(calls, model, args):
         _rnn.run_direction = run_direction
 
 
-def check_layer_matches_torch(kind, kwargs, dtype="float32", with_states=True):
+def check_layer_matches_torch(kind, kwargs, dtype="float32", with_states=True, hidden=6,
+                              batch=4):
     """Outputs, final states and the gradients of the input, the initial
     states and every weight of torch.nn.`kind` and ours, same weights."""
-    theirs = getattr(torch.nn, kind)(5, 6, **kwargs).to(getattr(torch, dtype))
-    ours = getattr(ember.nn, kind)(5, 6, **kwargs).to(getattr(ember, dtype))
+    theirs = getattr(torch.nn, kind)(5, hidden, **kwargs).to(getattr(torch, dtype))
+    ours = getattr(ember.nn, kind)(5, hidden, **kwargs).to(getattr(ember, dtype))
     copy_weights(ours, theirs)
     directions = 2 if kwargs.get("bidirectional") else 1
     states_first = directions * kwargs.get("num_layers", 1)
     batch_first = kwargs.get("batch_first", False)
-    x = torch.randn(3, 4, 5, dtype=getattr(torch, dtype), requires_grad=True)
-    batch = x.shape[0] if batch_first else x.shape[1]
-    widths = [kwargs.get("proj_size") or 6] + ([6] if kind == "LSTM" else [])
+    shape = (batch, 3, 5) if batch_first else (3, batch, 5)
+    x = torch.randn(*shape, dtype=getattr(torch, dtype), requires_grad=True)
+    widths = [kwargs.get("proj_size") or hidden] + ([hidden] if kind == "LSTM" else [])
     states = [torch.randn(states_first, batch, width, dtype=x.dtype, requires_grad=True)
               for width in widths] if with_states else []
     our_x = ember.tensor(x.detach().numpy(), requires_grad=True)
@@ -233,6 +239,46 @@ def test_projected_lstm_matches_torch(kwargs, with_states, dtype):
     """LSTM with proj_size on the C loop: h0 and the output have proj_size
     features, c0 hidden_size; weight_hr's gradient summed over the steps."""
     check_layer_matches_torch("LSTM", dict(kwargs, proj_size=2), dtype, with_states)
+
+
+def gemm_families():
+    saved, families = _C._gemm_kernel(), []
+    for name in ("avx512", "avx2", "generic"):
+        try:
+            _C._gemm_kernel(name)
+        except RuntimeError:    # not on this CPU
+            continue
+        families.append(name)
+    _C._gemm_kernel(saved)
+    return families
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("family", gemm_families())
+@pytest.mark.parametrize("kind, kwargs, dtype", [
+    ("LSTM", dict(num_layers=2), "float32"),
+    ("LSTM", dict(bidirectional=True), "float64"),
+    ("LSTM", dict(proj_size=40), "float32"),
+    ("GRU", dict(), "float32"),
+    ("RNN", dict(), "float64"),
+])
+def test_layers_on_packed_weights_match_torch(kind, kwargs, dtype, family, threads):
+    """Widths at which each step's product runs the packed kernel on W_hh^T
+    (and W_hr^T) packed once per forward (Note [One packed B for many
+    products] in c/th/THBlas.c): batch 20, hidden 64 (gate widths 256, 192
+    and 64: LSTM's product is large enough to split over two threads), a
+    projection of 40 (a partial last panel); every GEMM family, one and
+    two threads."""
+    saved_family, saved_threads = _C._gemm_kernel(), ember.get_num_threads()
+    try:
+        _C._gemm_kernel(family)
+        ember.set_num_threads(threads)
+        check_layer_matches_torch(kind, kwargs, dtype, hidden=64, batch=20)
+    finally:
+        _C._gemm_kernel(saved_family)
+        ember.set_num_threads(saved_threads)
 
 
 @needs_torch

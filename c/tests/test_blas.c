@@ -5,7 +5,8 @@
  * kernel family this CPU supports (its wide and its narrow tile), one and
  * two threads, every dtype;
  * THBlas_gemmTensor's batch handling (broadcast and folded batch dims);
- * THBlas_gemmGathered with B and C through callbacks; and the bfloat16
+ * THBlas_gemmGathered with B and C through callbacks; THBlas_gemmPackedB
+ * against THBlas_gemm, bit for bit; and the bfloat16
  * GEMM on the dot-product instruction where the CPU has it.
  */
 #include "th_test.h"
@@ -806,6 +807,167 @@ test_gemm_gathered_matches_naive(void)
                 TH_ERR_VALUE, "does not take the packed GEMM");
 }
 
+/* ---- one packed B for many products ------------------------------------------ */
+
+/* Values whose products and sums round (unlike value()'s): a product
+ * summed in another order or blocking would differ in the last bits. */
+static double
+rounding_value(int64_t i, int64_t j, int salt)
+{
+    return (double)((i * 13 + j * 7 + salt * 3) % 17 - 8) / 3.0 + 0.1 * salt;
+}
+
+/* THBlas_gemmPackedB against THBlas_gemm on the same operands: every
+ * element of C equal, bit for bit (the same tile, blocking and kernel:
+ * Note [One packed B for many products]), and within rounding of the
+ * triple loop; beta == 0 over NaN.  The B packed once serves two
+ * products, the second with another A.  `refamily`: the family is
+ * switched to generic between packing and the products (which must then
+ * read the kept B). */
+static void
+check_packed_b(THDtype dtype, int64_t m, int64_t n, int64_t k, int b_layout,
+               double alpha, double beta, bool refamily)
+{
+    Mat a = mat_new(m, k, LAYOUT_ROWS), b = mat_new(k, n, b_layout);
+    Mat want = mat_new(m, n, LAYOUT_ROWS), got = mat_new(m, n, LAYOUT_ROWS);
+    for (int64_t p = 0; p < k; p++) {
+        for (int64_t j = 0; j < n; j++) {
+            store(dtype, b.buf, at(&b, p, j), rounding_value(p, j, 2));
+        }
+    }
+    const char *family = THBlas_kernelName();
+    THBlasPackedB packed;
+    CHECK_OK(THBlas_packB(dtype, k, n, as_blas(&b), &packed));
+    if (refamily) {
+        CHECK_OK(THBlas_setKernel("generic"));
+    }
+    double tolerance = dtype == TH_Float32 ? 1e-4 : 1e-12;
+    for (int round = 0; round < 2; round++) {
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t p = 0; p < k; p++) {
+                store(dtype, a.buf, at(&a, i, p), rounding_value(i + round, p, 1));
+            }
+            for (int64_t j = 0; j < n; j++) {
+                double old = beta == 0 ? NAN : rounding_value(i, j, 3);
+                store(dtype, want.buf, at(&want, i, j), old);
+                store(dtype, got.buf, at(&got, i, j), old);
+            }
+        }
+        CHECK_OK(THBlas_gemm(dtype, m, n, k, THScalar_fromDouble(alpha), as_blas(&a),
+                             as_blas(&b), THScalar_fromDouble(beta), as_blas(&want)));
+        CHECK_OK(THBlas_gemmPackedB(m, THScalar_fromDouble(alpha), as_blas(&a), &packed,
+                                    THScalar_fromDouble(beta), as_blas(&got)));
+        int reported = 0;
+        for (int64_t i = 0; i < m && reported < 3; i++) {
+            for (int64_t j = 0; j < n && reported < 3; j++) {
+                double sum = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    sum += load(dtype, a.buf, at(&a, i, p)) * load(dtype, b.buf, at(&b, p, j));
+                }
+                double naive = alpha * sum + (beta == 0 ? 0 : beta * rounding_value(i, j, 3));
+                double g = load(dtype, got.buf, at(&got, i, j));
+                double w = load(dtype, want.buf, at(&want, i, j));
+                if (!(g == w && fabs(g - naive) <= tolerance * (1 + fabs(naive)))) {
+                    CHECK_MSG(false,
+                              "packed B %s %s%s threads=%d m=%lld n=%lld k=%lld "
+                              "b_layout %d alpha=%g beta=%g: C[%lld,%lld] = %.17g, "
+                              "THBlas_gemm %.17g, naive %.17g",
+                              THDtype_name(dtype), family, refamily ? "->generic" : "",
+                              THParallel_getNumThreads(), (long long)m, (long long)n,
+                              (long long)k, b_layout, alpha, beta, (long long)i,
+                              (long long)j, g, w, naive);
+                    reported++;
+                }
+            }
+        }
+    }
+    THBlas_freePackedB(&packed);
+    THBlas_freePackedB(&packed); /* a second free is harmless */
+    CHECK_OK(THBlas_setKernel(family));
+    free(a.buf);
+    free(b.buf);
+    free(want.buf);
+    free(got.buf);
+}
+
+/* A recurrent step's shapes (m = 20 and 10 rows of a batch: the 10-row
+ * tile; 50: the wide one; 8: the narrow one) with a partial last panel
+ * and several k blocks; m == 1 and n below NR (the matrix-vector and
+ * dot-block kernels, which read the kept B); k == 0. */
+static const int64_t packed_sizes[][3] = {
+    {20, 100, 70}, {10, 64, 300}, {50, 33, 129}, {8, 130, 257},
+    {1, 40, 50},   {20, 5, 40},   {7, 9, 0},     {20, 1024, 256},
+};
+#define NUM_PACKED_SIZES ((int)(sizeof(packed_sizes) / sizeof(packed_sizes[0])))
+
+/* Every family this CPU runs, float32 and float64, B in every layout,
+ * with the detected and tiny caches (many k blocks), one and two
+ * threads; a family switched after packing; and a dtype the packed GEMM
+ * does not take, which keeps B unpacked. */
+static void
+test_gemm_packed_b_matches_gemm(void)
+{
+    const char *saved = THBlas_kernelName();
+    int saved_threads = THParallel_getNumThreads();
+    static const double coefficients[][2] = {{1, 0}, {0.5, 2}, {-1, 1}};
+    for (int f = 0; f < NUM_FAMILIES; f++) {
+        if (!use_family(f)) {
+            continue;
+        }
+        for (int setting = 0; setting < 4; setting++) {
+            THBlas_setCacheSizes(setting % 2 ? tiny_caches : NULL);
+            CHECK_OK(THParallel_setNumThreads(setting < 2 ? 1 : 2));
+            for (int s = 0; s < NUM_PACKED_SIZES; s++) {
+                const double *ab = coefficients[s % 3];
+                check_packed_b(s % 2 ? TH_Float64 : TH_Float32, packed_sizes[s][0],
+                               packed_sizes[s][1], packed_sizes[s][2], s % NUM_LAYOUTS,
+                               ab[0], ab[1], false);
+            }
+        }
+        THBlas_setCacheSizes(NULL);
+        CHECK_OK(THParallel_setNumThreads(saved_threads));
+        check_packed_b(TH_Float32, 20, 100, 70, LAYOUT_COLS, 1, 1, true);
+    }
+    CHECK_OK(THBlas_setKernel(saved));
+    /* the blocking changed between packing and the product */
+    Mat b = mat_new(300, 40, LAYOUT_ROWS), a = mat_new(20, 300, LAYOUT_ROWS);
+    Mat c = mat_new(20, 40, LAYOUT_ROWS);
+    fill_operands(TH_Float32, &a, &b);
+    THBlasPackedB packed;
+    CHECK_OK(THBlas_packB(TH_Float32, 300, 40, as_blas(&b), &packed));
+    THBlas_setCacheSizes(tiny_caches);
+    CHECK_OK(THBlas_gemmPackedB(20, THScalar_fromDouble(1), as_blas(&a), &packed,
+                                THScalar_fromDouble(0), as_blas(&c)));
+    THBlas_setCacheSizes(NULL);
+    for (int64_t i = 0; i < 20; i++) {
+        for (int64_t j = 0; j < 40; j++) {
+            double sum = 0;
+            for (int64_t p = 0; p < 300; p++) {
+                sum += value(TH_Float32, i, p, 1) * value(TH_Float32, p, j, 2);
+            }
+            CHECK_EQ_DBL(load(TH_Float32, c.buf, at(&c, i, j)), sum);
+        }
+    }
+    THBlas_freePackedB(&packed);
+    /* int32: not packed, the product reads B */
+    fill_operands(TH_Int32, &a, &b);
+    CHECK_OK(THBlas_packB(TH_Int32, 300, 40, as_blas(&b), &packed));
+    CHECK(packed.panels == NULL);
+    CHECK_OK(THBlas_gemmPackedB(20, THScalar_fromInt(1), as_blas(&a), &packed,
+                                THScalar_fromInt(0), as_blas(&c)));
+    for (int64_t j = 0; j < 40; j++) {
+        int64_t sum = 0;
+        for (int64_t p = 0; p < 300; p++) {
+            sum += (int64_t)value(TH_Int32, 19, p, 1) * (int64_t)value(TH_Int32, p, j, 2);
+        }
+        CHECK_EQ_DBL(load(TH_Int32, c.buf, at(&c, 19, j)), (double)sum);
+    }
+    THBlas_freePackedB(&packed);
+    free(a.buf);
+    free(b.buf);
+    free(c.buf);
+}
+
 /* ---- bfloat16 on the dot-product instruction -------------------------------- */
 
 /* THBlas_gemmBF16Batched on one product of every odd size and a spread of
@@ -962,5 +1124,6 @@ TH_TEST_SUITE(blas) = {
     TH_TEST(test_gemm_tensor_batches),
     TH_TEST(test_gemm_gathered_matches_naive),
     TH_TEST(test_gemm_bfloat16_dot_matches_naive),
+    TH_TEST(test_gemm_packed_b_matches_gemm),
     TH_TEST_END,
 };

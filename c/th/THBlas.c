@@ -1942,6 +1942,157 @@ THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k, THScalar alpha,
     return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
 }
 
+/* Note [One packed B for many products]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A recurrent layer multiplies the same W_hh by a new A at every time
+ * step: (B x S) h_{t-1} @ W_hh^T (S x 4H) forward, (B x 4H) dgates @ W_hh
+ * backward, with a batch B of a few dozen rows.  Packing W_hh per step
+ * costs as much as the product it serves (Note [GEMM small products]), so
+ * those products read B in place: W_hh^T was first copied row-major, a
+ * scalar transpose per forward, and every step's micro-kernel then walked
+ * a panel of it with rows 4 KiB apart (1 KiB in the backward), lines
+ * that share a few L1 sets.  THBlas_packB instead packs B once into the
+ * micro-panels the packed kernel reads (the 4x4-transpose packer for
+ * W_hh^T), every block of k after the one before, each block's panels
+ * side by side:
+ *
+ *   block pc (kc rows) at pc * round_up(n, NR) elements, its panel of
+ *   columns [j, j + NR) at j * kc within it,
+ *
+ * and THBlas_gemmPackedB runs each step's product on those panels: the
+ * same tile, k-blocking and micro-kernel as THBlas_gemm's packed path,
+ * so each element of C gets the same value.  The panels are tied to the
+ * family and k-blocking in use when packed; a product after either
+ * changed, or one THBlas_gemm would not run packed (m == 1: the
+ * matrix-vector kernel), runs THBlas_gemm on the kept B.  With more
+ * threads each takes a range of the panels, all of k: an element of C is
+ * computed by one thread in one order, whatever the count. */
+
+/* The k-blocking the packed path uses for a k-row B under `family`
+ * (loop_nest_of's kc_step: it depends on the family and cache sizes, not
+ * on m, whose tile only changes MR). */
+static int64_t
+packed_kc_step(const KernelFamily *family, THDtype dtype, int64_t k)
+{
+    THBlasBlocking bl = blocking_for(family, THDtype_itemsize(dtype),
+                                     family->tiles[0].mr);
+    return THBlas_balancedStep(k, bl.kc, 8);
+}
+
+int
+THBlas_packB(THDtype dtype, int64_t k, int64_t n, THBlasMatrix b,
+             THBlasPackedB *out)
+{
+    const KernelFamily *family = current_family();
+    *out = (THBlasPackedB){.dtype = dtype, .k = k, .n = n, .b = b,
+                           .family = family};
+    if (!is_packed_dtype(dtype) || k <= 0 || n <= 0) {
+        return 0; /* THBlas_gemm's kernels read b */
+    }
+    int nr = nr_for(dtype);
+    int64_t width = round_up(n, nr);
+    out->kc_step = packed_kc_step(family, dtype, k);
+    out->panels = THBlas_allocPack((size_t)(k * width * THDtype_itemsize(dtype)));
+    if (out->panels == NULL) {
+        return out_of_memory();
+    }
+    for (int64_t pc = 0; pc < k; pc += out->kc_step) {
+        int64_t kc = min64(out->kc_step, k - pc);
+        if (dtype == TH_Float32) {
+            pack_b_float(kc, n, nr, (const float *)b.data + pc * b.row_stride,
+                         b.row_stride, b.col_stride,
+                         (float *)out->panels + pc * width);
+        } else {
+            pack_b_double(kc, n, nr, (const double *)b.data + pc * b.row_stride,
+                          b.row_stride, b.col_stride,
+                          (double *)out->panels + pc * width);
+        }
+    }
+    return 0;
+}
+
+void
+THBlas_freePackedB(THBlasPackedB *packed)
+{
+    free(packed->panels);
+    packed->panels = NULL;
+}
+
+/* A product on packed panels, its columns shared out by panels. */
+typedef struct {
+    const THBlasPackedB *packed;
+    PackedProduct pp;
+    size_t a_bytes;
+    atomic_bool out_of_memory;
+} PackedBJob;
+
+/* The products' panels [begin, end), all of k, on the calling thread. */
+static void
+run_packed_panels(int64_t begin, int64_t end, void *ctx)
+{
+    PackedBJob *job = ctx;
+    const THBlasPackedB *packed = job->packed;
+    const GemmArgs *g = job->pp.g;
+    int nr = job->pp.blocking.nr;
+    int itemsize = THDtype_itemsize(packed->dtype);
+    _Alignas(GEMM_ALIGN) unsigned char on_stack[GEMM_STACK_WORKSPACE];
+    void *a_pack = job->a_bytes <= sizeof on_stack
+                       ? (void *)on_stack
+                       : THBlas_allocPack(job->a_bytes);
+    if (a_pack == NULL) {
+        atomic_store(&job->out_of_memory, true);
+        return;
+    }
+    int64_t width = round_up(packed->n, nr);
+    int64_t jc = begin * nr;
+    for (int64_t pc = 0; pc < g->k; pc += packed->kc_step) {
+        THBlasBlockOfB block = {jc, min64(end * nr, g->n) - jc, pc,
+                                min64(packed->kc_step, g->k - pc)};
+        const char *panels = (const char *)packed->panels
+                             + (pc * width + jc * block.kc) * itemsize;
+        if (packed->dtype == TH_Float32) {
+            multiply_rows_float(&job->pp, &block, 0, g->m, panels, a_pack);
+        } else {
+            multiply_rows_double(&job->pp, &block, 0, g->m, panels, a_pack);
+        }
+    }
+    if (a_pack != on_stack) {
+        free(a_pack);
+    }
+}
+
+int
+THBlas_gemmPackedB(int64_t m, THScalar alpha, THBlasMatrix a,
+                   const THBlasPackedB *packed, THScalar beta, THBlasMatrix c)
+{
+    THDtype dtype = packed->dtype;
+    GemmArgs g = {m, packed->n, packed->k, alpha, beta, a, packed->b, c};
+    const KernelFamily *family = current_family();
+    if (packed->panels == NULL || family != packed->family
+        || packed_kc_step(family, dtype, packed->k) != packed->kc_step
+        || scalar_is_zero(alpha) || m == 0
+        || gemm_path(dtype, &g) != GEMM_PATH_PACKED) {
+        return THBlas_gemm(dtype, m, packed->n, packed->k, alpha, a, packed->b,
+                           beta, c);
+    }
+    PackedBJob job = {.packed = packed, .pp = packed_product(dtype, &g)};
+    job.pp.b_in_place = false; /* the panels are read */
+    THBlasLoopNest nest = loop_nest_of(dtype, &job.pp);
+    job.a_bytes = nest.a_bytes;
+    atomic_init(&job.out_of_memory, false);
+    int nr = job.pp.blocking.nr;
+    int64_t panels = (g.n + nr - 1) / nr;
+    if (work_of(m, g.n, g.k) < GEMM_PARALLEL_WORK
+        || THParallel_getNumThreads() == 1) {
+        run_packed_panels(0, panels, &job);
+    } else {
+        /* each thread's share gets at least GEMM_PARALLEL_WORK / 2 */
+        int64_t grain = GEMM_PARALLEL_WORK / 2 / (m * nr * g.k) + 1;
+        THParallel_for(panels, grain, run_packed_panels, &job);
+    }
+    return atomic_load(&job.out_of_memory) ? out_of_memory() : 0;
+}
+
 /* Many small products: each thread takes a range of them. */
 typedef struct {
     THDtype dtype;

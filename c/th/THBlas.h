@@ -52,6 +52,33 @@ int THBlas_gemm(THDtype dtype, int64_t m, int64_t n, int64_t k,
                 THScalar alpha, THBlasMatrix a, THBlasMatrix b,
                 THScalar beta, THBlasMatrix c);
 
+/* A B (k x n) packed once into the packed GEMM's micro-panels for many
+ * products with it (Note [One packed B for many products] in THBlas.c:
+ * a recurrent layer's W_hh at every time step).  It keeps `b`, which
+ * must stay unchanged while it is in use: products the packed kernel
+ * does not run (other dtypes, m == 1, a family or blocking changed
+ * since packing) read it instead. */
+typedef struct {
+    THDtype dtype;
+    int64_t k, n;
+    THBlasMatrix b;
+    const void *family; /* the kernel family and k-blocking packed for */
+    int64_t kc_step;
+    void *panels; /* NULL: not packed (b is read) */
+} THBlasPackedB;
+
+/* Packs b for THBlas_gemmPackedB; 0, or -1 with a TH error (out of
+ * memory).  Release it with THBlas_freePackedB (also after a failure). */
+int THBlas_packB(THDtype dtype, int64_t k, int64_t n, THBlasMatrix b,
+                 THBlasPackedB *out);
+void THBlas_freePackedB(THBlasPackedB *packed);
+
+/* THBlas_gemm with B = packed's (k x n): c (m x n) = beta c + alpha a @ B.
+ * Each element of C gets the same value THBlas_gemm gives it. */
+int THBlas_gemmPackedB(int64_t m, THScalar alpha, THBlasMatrix a,
+                       const THBlasPackedB *packed, THScalar beta,
+                       THBlasMatrix c);
+
 /* `batch` independent GEMMs of one shape; product i uses the matrices
  * offset by a_offsets[i], b_offsets[i], c_offsets[i] elements from a, b
  * and c (so broadcast batch dims need no copy).  Each thread takes whole

@@ -323,32 +323,6 @@ data_at(const THTensor *t, int64_t step, int64_t step_bytes)
     return t == NULL ? NULL : (char *)THTensor_data(t) + step * step_bytes;
 }
 
-/* out (cols x rows) = in (rows x cols)^T, both row-major, in square tiles
- * taken a column of tiles at a time: out's rows fill front to back, each
- * line completed while in cache.  A row of tiles at a time instead wrote
- * half lines TILE apart across all of out, which took twice as long for
- * the 1 MiB W_hh^T of a 256-unit LSTM (perf, cpu-clock, one thread, on
- * the Zen 4: 1.45 -> 0.69 of the time in its per-step GEMMs). */
-#define TRANSPOSE_TILE 8
-#define TH_DEFINE_TRANSPOSE(Name, ctype)                                        \
-    static void transpose_##Name(const ctype *in, int64_t rows, int64_t cols,   \
-                                 ctype *out)                                    \
-    {                                                                           \
-        for (int64_t c0 = 0; c0 < cols; c0 += TRANSPOSE_TILE) {                 \
-            int64_t c1 = c0 + TRANSPOSE_TILE < cols ? c0 + TRANSPOSE_TILE : cols; \
-            for (int64_t r0 = 0; r0 < rows; r0 += TRANSPOSE_TILE) {             \
-                int64_t r1 = r0 + TRANSPOSE_TILE < rows ? r0 + TRANSPOSE_TILE : rows; \
-                for (int64_t c = c0; c < c1; c++) {                             \
-                    for (int64_t r = r0; r < r1; r++) {                         \
-                        out[c * rows + r] = in[r * cols + c];                   \
-                    }                                                           \
-                }                                                               \
-            }                                                                   \
-        }                                                                       \
-    }
-
-TH_RNN_DTYPES(TH_DEFINE_TRANSPOSE)
-
 /* Runs CASE(Name, ctype), which ends in break, for the dtype's case. */
 #define TH_RNN_SWITCH(dtype, CASE)                                              \
     switch (dtype) {                                                            \
@@ -369,38 +343,29 @@ TH_RNN_DTYPES(TH_DEFINE_TRANSPOSE)
 
 TH_RNN_DTYPES(TH_DEFINE_ADD_INTO)
 
-/* w^T (cols x rows) as a new row-major copy of the (rows x cols) w: the
- * forward's GEMMs then read contiguous rows of it (in place: Note [GEMM
- * small products] in THBlas.c), about 20% faster per step than reading
- * W_hh's columns; one copy serves every step.  NULL with an error. */
-static char *
-transposed_copy(const Layout *l, const THTensor *w, const char *what)
+/* w^T (cols x rows) of the (rows x cols) row-major w, packed once for
+ * every step's product with it (Note [One packed B for many products] in
+ * THBlas.c): it replaced a row-major copy of w^T, whose transpose and
+ * strided reads took ~1.07 of the packed version's time per forward step
+ * (20 x 256 @ 256 x 1024, 35 steps, one thread, the Zen 4). */
+static int
+pack_transposed(const Layout *l, const THTensor *w, THBlasPackedB *packed)
 {
     int64_t rows = w->sizes[0], cols = w->sizes[1];
-    char *copy = TH_mallocArray(rows * cols, (size_t)l->item, what);
-    if (copy == NULL) {
-        return NULL;
-    }
-#define TH_TRANSPOSE_CASE(Name, ctype)                                          \
-    case TH_##Name:                                                             \
-        transpose_##Name((const ctype *)THTensor_data(w), rows, cols, (ctype *)copy); \
-        break;
-    TH_RNN_SWITCH(l->dtype, TH_TRANSPOSE_CASE)
-#undef TH_TRANSPOSE_CASE
-    return copy;
+    THBlasMatrix w_rows = {THTensor_data(w), cols, 1};
+    return THBlas_packB(l->dtype, cols, rows, THBlasMatrix_transposed(w_rows), packed);
 }
 
 /* (B x S) h_{t-1} @ W_hh^T (S x G) into `out` (B x G): out = beta out +
  * h W_hh^T. */
 static int
-hidden_product(const Layout *l, const char *h, const char *w_hh_t, double beta,
+hidden_product(const Layout *l, const char *h, const THBlasPackedB *w_hh_t, double beta,
                char *out)
 {
-    return THBlas_gemm(l->dtype, l->batch, l->gate_width, l->state_width,
-                       THScalar_fromDouble(1.0),
-                       (THBlasMatrix){(char *)h, l->state_width, 1},
-                       (THBlasMatrix){(char *)w_hh_t, l->gate_width, 1},
-                       THScalar_fromDouble(beta), (THBlasMatrix){out, l->gate_width, 1});
+    return THBlas_gemmPackedB(l->batch, THScalar_fromDouble(1.0),
+                              (THBlasMatrix){(char *)h, l->state_width, 1}, w_hh_t,
+                              THScalar_fromDouble(beta),
+                              (THBlasMatrix){out, l->gate_width, 1});
 }
 
 /* (B x G) grad @ W_hh (G x S) into grad_h (B x S), added when `accumulate`. */
@@ -418,12 +383,12 @@ grad_hidden_product(const Layout *l, const char *grad, const THTensor *w_hh,
 
 /* The projection h_t = u_t W_hr^T: (B x H) u @ (H x S) W_hr^T into h. */
 static int
-projection_product(const Layout *l, const char *u, const char *w_hr_t, char *h)
+projection_product(const Layout *l, const char *u, const THBlasPackedB *w_hr_t, char *h)
 {
-    return THBlas_gemm(l->dtype, l->batch, l->state_width, l->hidden,
-                       THScalar_fromDouble(1.0), (THBlasMatrix){(char *)u, l->hidden, 1},
-                       (THBlasMatrix){(char *)w_hr_t, l->state_width, 1},
-                       THScalar_fromDouble(0.0), (THBlasMatrix){h, l->state_width, 1});
+    return THBlas_gemmPackedB(l->batch, THScalar_fromDouble(1.0),
+                              (THBlasMatrix){(char *)u, l->hidden, 1}, w_hr_t,
+                              THScalar_fromDouble(0.0),
+                              (THBlasMatrix){h, l->state_width, 1});
 }
 
 /* The projection's backward into u_t: dh (B x S), dL/dh_t from step
@@ -490,17 +455,17 @@ THRNN_forward(THRNNMode mode, bool reverse, THTensor *gates, THTensor *output,
     if (layout_of(&l, mode, gates, output, w_hr) < 0) {
         return -1;
     }
-    /* scratch: W_hh^T; GRU's a; with a projection W_hr^T and u_t */
-    char *w_hh_t = transposed_copy(&l, w_hh, "the transposed W_hh");
-    char *hidden_gates = NULL, *w_hr_t = NULL, *unprojected = NULL;
-    bool ready = w_hh_t != NULL;
+    /* scratch: W_hh^T packed; GRU's a; with a projection W_hr^T packed
+     * and u_t (freeing a packed B never packed is a no-op) */
+    THBlasPackedB w_hh_t = {.panels = NULL}, w_hr_t = {.panels = NULL};
+    char *hidden_gates = NULL, *unprojected = NULL;
+    bool ready = pack_transposed(&l, w_hh, &w_hh_t) == 0;
     if (ready && mode == TH_RNN_GRU) {
         hidden_gates = TH_mallocArray(l.gate_bytes, 1, "GRU's hidden gates");
         ready = hidden_gates != NULL;
     }
     if (ready && l.projected) {
-        w_hr_t = transposed_copy(&l, w_hr, "the transposed W_hr");
-        if (w_hr_t != NULL) {
+        if (pack_transposed(&l, w_hr, &w_hr_t) == 0) {
             unprojected = TH_mallocArray(l.cell_bytes, 1, "LSTM's o tanh(c)");
         }
         ready = unprojected != NULL;
@@ -516,24 +481,24 @@ THRNN_forward(THRNNMode mode, bool reverse, THTensor *gates, THTensor *output,
         s.c = data_at(saved, t, l.cell_bytes);
         if (mode == TH_RNN_GRU) {
             double beta = start_hidden_gates(&l, b_hh, hidden_gates);
-            status = hidden_product(&l, s.h_prev, w_hh_t, beta, hidden_gates);
+            status = hidden_product(&l, s.h_prev, &w_hh_t, beta, hidden_gates);
         }
         else {
-            status = hidden_product(&l, s.h_prev, w_hh_t, 1.0, s.gates);
+            status = hidden_product(&l, s.h_prev, &w_hh_t, 1.0, s.gates);
         }
         if (status == 0) {
             run_cell(mode, l.dtype, false, &s);
         }
         if (status == 0 && l.projected) {
-            status = projection_product(&l, unprojected, w_hr_t, h);
+            status = projection_product(&l, unprojected, &w_hr_t, h);
         }
         s.h_prev = h;
         s.c_prev = s.c;
     }
     free(unprojected);
-    free(w_hr_t);
+    THBlas_freePackedB(&w_hr_t);
     free(hidden_gates);
-    free(w_hh_t);
+    THBlas_freePackedB(&w_hh_t);
     return status;
 }
 
