@@ -11,11 +11,18 @@ Rows:
                                                and with MPI's waits spinning (ember makes
                                                them yield: Note [Waiting processes yield
                                                their core] in distributed_c10d.py)
+                                               and PyTorch's DDP over gloo on the same
+                                               model, batch and threads, side by side
+                                               (skipped without torch)
     DDP step parts, 2 processes                per-step thread CPU and wall time of the
                                                gradient hooks and of the final callback
-                                               (the waits), and MPI's Allreduce of each
-                                               bucket alone (both processes arriving
-                                               together): what is DDP's own, what waiting
+                                               (the waits); how far apart the processes
+                                               reach the blocking all-reduce and how long
+                                               it takes once both are there; MPI's
+                                               Allreduce of each bucket alone (both
+                                               processes arriving together), back to back
+                                               and right after a training step: what is
+                                               DDP's own, what waiting, what the caches
 Run plainly, this script starts its measurements under MPI through
 `python -m ember.distributed.run` (one thread per process) and prints the
 ratios; rank 0 of each job reports its numbers as JSON on a line of its own.
@@ -115,6 +122,13 @@ def measure_ddp(communicate=True, **ddp_options):
     import ember
     import ember.distributed as dist
     _, step = _ddp_training(ember, dist, communicate, **ddp_options)
+    _report(dist.get_rank(), samples_per_s=_samples_per_s(step, dist))
+    dist.destroy_process_group()
+
+
+def _samples_per_s(step, dist):
+    """The whole job's samples per second over MLP_STEPS steps, best of
+    MLP_REPEATS (`dist` is ember's or PyTorch's)."""
     for _ in range(MLP_WARMUP):
         step()
     best = float("inf")
@@ -125,7 +139,31 @@ def measure_ddp(communicate=True, **ddp_options):
             step()
         dist.barrier()
         best = min(best, time.perf_counter() - start)
-    _report(dist.get_rank(), samples_per_s=dist.get_world_size() * MLP_BATCH * MLP_STEPS / best)
+    return dist.get_world_size() * MLP_BATCH * MLP_STEPS / best
+
+
+def measure_torch_ddp():
+    """measure_ddp for PyTorch's DDP over gloo (a plain model in a world
+    of one), the processes started by the same launcher."""
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 10))
+    if dist.get_world_size() > 1:
+        model = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = torch.randn(MLP_BATCH, 256), torch.randint(0, 10, (MLP_BATCH,))
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+    _report(dist.get_rank(), samples_per_s=_samples_per_s(step, dist))
     dist.destroy_process_group()
 
 
@@ -133,9 +171,15 @@ def measure_ddp_parts():
     """Rank 0's thread CPU and wall time per step: the whole step, the
     gradient hooks (copying into the buckets, starting their all-reduces;
     the last bucket's is blocking, so it is all there) and the final
-    callback (waiting for the others, copying out).  Then MPI's Allreduce
-    of each bucket alone, the processes starting together: communication's
-    own cost, apart from waiting for the slower process."""
+    callback (waiting for the others, copying out).  The blocking
+    all-reduce of the last bucket split in two from both processes' clocks
+    (perf_counter is the machine's monotonic clock): how far apart the two
+    arrive (the earlier one waits that long) and how long it takes from the
+    later arrival on.  Then MPI's Allreduce of each bucket alone, the
+    processes starting together (a barrier before), back to back and right
+    after a training step (no_sync, so no all-reduce in it): communication's
+    own cost, apart from waiting for the slower process, with the caches as
+    a step leaves them."""
     import numpy as np
     from mpi4py import MPI
 
@@ -161,32 +205,75 @@ def measure_ddp_parts():
     reducer._all_reduce = timed("all_reduces", reducer._all_reduce)
     reducer._finish = timed("callback", reducer._finish)
     distributed_c10d.Work.wait = timed("waits", distributed_c10d.Work.wait)
+    blocking = []   # (start, end) of each blocking bucket all-reduce
+    prepared_call = distributed_c10d._RepeatedAllReduce.__call__
+
+    def stamped(self, async_op=False):
+        start = time.perf_counter()
+        try:
+            return prepared_call(self, async_op)
+        finally:
+            if not async_op:
+                blocking.append((start, time.perf_counter()))
+    distributed_c10d._RepeatedAllReduce.__call__ = stamped
     model, step = _ddp_training(ember, dist)
     step = timed("step", step)
     for _ in range(MLP_WARMUP):
         step()
     dist.barrier()
     spent.clear()
+    blocking.clear()
     for _ in range(MLP_STEPS * MLP_REPEATS):
         step()
     per_step = {name: [1e3 * t / (MLP_STEPS * MLP_REPEATS) for t in times]
                 for name, times in spent.items()}
+    everyones = [None] * dist.get_world_size()
+    dist.all_gather_object(everyones, blocking)
     comm = MPI.COMM_WORLD
     alone = []
     for bucket in model.reducer.buckets:
         array = np.zeros(bucket.flat.numel(), np.float32)
-        best = float("inf")
+        back_to_back, after_a_step = [], []
         for _ in range(50):
-            comm.Barrier()
-            start = time.perf_counter()
-            comm.Allreduce(MPI.IN_PLACE, array)
-            best = min(best, time.perf_counter() - start)
-        alone.append((array.nbytes, 1e3 * best))
-    _report(dist.get_rank(), parts=per_step, allreduce_alone=alone)
+            for times, work in ((back_to_back, None), (after_a_step, model.no_sync)):
+                if work is not None:
+                    with work():
+                        step()
+                comm.Barrier()
+                start = time.perf_counter()
+                comm.Allreduce(MPI.IN_PLACE, array)
+                times.append(time.perf_counter() - start)
+        alone.append((array.nbytes, 1e3 * _median(back_to_back), 1e3 * _median(after_a_step)))
+    _report(dist.get_rank(), parts=per_step, allreduce_alone=alone,
+            arrival=_arrival_split(everyones))
     dist.destroy_process_group()
 
 
+def _median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def _arrival_split(everyones):
+    """From every process's (start, end) of the same blocking all-reduces:
+    the mean time between the first and the last process arriving, and
+    the median time from the last arrival to the last process leaving,
+    in ms."""
+    calls = list(zip(*everyones))
+    apart = [max(s for s, _ in c) - min(s for s, _ in c) for c in calls]
+    after = [max(e for _, e in c) - max(s for s, _ in c) for c in calls]
+    return {"apart_mean": 1e3 * sum(apart) / len(apart), "after_median": 1e3 * _median(after)}
+
+
 SPINNING = {"OMPI_MCA_mpi_yield_when_idle": "0"}
+
+
+def _free_port():
+    """A TCP port nobody listens on now, for gloo's rendezvous (several
+    jobs may share the machine)."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def launch(nproc, what, **environment):
@@ -196,7 +283,7 @@ def launch(nproc, what, **environment):
                **environment)
     output = subprocess.run(
         [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
-         os.path.abspath(__file__), what],
+         "--master-port", str(_free_port()), os.path.abspath(__file__), what],
         env=env, capture_output=True, text=True, timeout=600, check=True).stdout
     for line in output.splitlines():
         if line.startswith(REPORT):
@@ -214,13 +301,16 @@ def main():
     print(f"    mpi4py Allreduce on the tensor's own memory "
           f"{reduce['mpi4py_tensor_memory_GBps']:.2f} GB/s: ember / that "
           f"{reduce['ember_GBps'] / reduce['mpi4py_tensor_memory_GBps']:.2f}x")
-    one = two = alone = as_view = spinning = 0.0
+    one = two = alone = as_view = spinning = torch_one = torch_two = 0.0
     for _ in range(JOB_ROUNDS):  # jobs interleaved: a busy spell hits all
         one = max(one, launch(1, "ddp")["samples_per_s"])
         two = max(two, launch(2, "ddp")["samples_per_s"])
         alone = max(alone, launch(2, "ddp_no_sync")["samples_per_s"])
         as_view = max(as_view, launch(2, "ddp_as_view")["samples_per_s"])
         spinning = max(spinning, launch(2, "ddp", **SPINNING)["samples_per_s"])
+        if _have_torch():
+            torch_one = max(torch_one, launch(1, "torch_ddp")["samples_per_s"])
+            torch_two = max(torch_two, launch(2, "torch_ddp")["samples_per_s"])
     print(f"DDP MLP step, batch {MLP_BATCH}/process: 1 process {one:.0f} samples/s, "
           f"2 processes {two:.0f} samples/s, ratio {two / one:.2f}x "
           f"{_against(two / one, 1.6)}")
@@ -231,6 +321,10 @@ def main():
     print(f"    2 processes under no_sync (no communication) {alone:.0f} samples/s, "
           f"ratio {alone / one:.2f}x: DDP keeps {two / alone:.2f}x of that "
           f"(what the machine's cores allow)")
+    if torch_one:
+        print(f"    PyTorch DDP over gloo, same model, batch and threads: 1 process "
+              f"{torch_one:.0f} samples/s, 2 processes {torch_two:.0f} samples/s, ratio "
+              f"{torch_two / torch_one:.2f}x; ember / PyTorch, 2 processes {two / torch_two:.2f}x")
     parts = launch(2, "ddp_parts")
     # A part never called (no Work to wait for when every bucket's
     # all-reduce is blocking) took no time.
@@ -240,9 +334,20 @@ def main():
           f"step {ms['step']}; gradient hooks {ms['hooks']} (of which starting the "
           f"all-reduces {ms['all_reduces']}); final callback {ms['callback']} (of which "
           f"waits {ms['waits']})")
-    print("    MPI Allreduce of each bucket alone, the processes starting together: " +
-          ", ".join(f"{nbytes / 1e6:.3f} MB {ms:.3f} ms" for nbytes, ms in parts["allreduce_alone"]))
+    arrival = parts["arrival"]
+    print(f"    the last bucket's blocking all-reduce: the processes arrive "
+          f"{arrival['apart_mean']:.2f} ms apart (mean; the earlier one waits that long), "
+          f"then it takes {arrival['after_median']:.2f} ms (median)")
+    print("    MPI Allreduce of each bucket alone, the processes starting together, median "
+          "back to back / right after a training step: " +
+          ", ".join(f"{nbytes / 1e6:.3f} MB {hot:.3f} / {cold:.3f} ms"
+                    for nbytes, hot, cold in parts["allreduce_alone"]))
     print(f"load average after: {_load()}")
+
+
+def _have_torch():
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
 
 
 def _against(ratio, goal):
@@ -258,6 +363,6 @@ if __name__ == "__main__":
         {"all_reduce": measure_all_reduce, "ddp": measure_ddp,
          "ddp_no_sync": lambda: measure_ddp(communicate=False),
          "ddp_as_view": lambda: measure_ddp(gradient_as_bucket_view=True),
-         "ddp_parts": measure_ddp_parts}[sys.argv[1]]()
+         "ddp_parts": measure_ddp_parts, "torch_ddp": measure_torch_ddp}[sys.argv[1]]()
     else:
         main()

@@ -706,6 +706,33 @@ def check_ddp_different_models():
         raise AssertionError("different models must be refused")
 
 
+def check_ddp_process_group():
+    """DDP over a subgroup starts from the group's first member's weights
+    and averages over the members only; a process outside the group cannot
+    build it (PyTorch 2.13 raises TypeError there too, where a collective
+    on such a group skips with a warning)."""
+    evens = dist.new_group([r for r in range(WORLD) if r % 2 == 0])
+    odds = dist.new_group([r for r in range(WORLD) if r % 2 == 1])
+    mine, other = (evens, odds) if RANK % 2 == 0 else (odds, evens)
+    members = [r for r in range(WORLD) if r % 2 == RANK % 2]
+    try:
+        nn.parallel.DistributedDataParallel(nn.Linear(3, 2), process_group=other)
+    except TypeError as exc:
+        assert "not a member of the group" in str(exc)
+    else:
+        raise AssertionError("DDP on a group without this process must be refused")
+    ember.manual_seed(RANK)
+    model = nn.parallel.DistributedDataParallel(nn.Linear(3, 2), process_group=mine)
+    ember.manual_seed(members[0])
+    _assert_same_weights(model.module, nn.Linear(3, 2), tol=0)
+    model(ember.full((1, 3), float(RANK + 1))).sum().backward()
+    # d(sum of outputs)/dW is x in every row: the members' x averaged.
+    average = np.mean([r + 1.0 for r in members])
+    _close(model.module.weight.grad, np.full((2, 3), average, np.float32))
+    _close(model.module.bias.grad, np.ones(2, np.float32))
+    dist.destroy_process_group(mine)
+
+
 def check_crash():
     if RANK == 1:
         raise ValueError("rank 1 fails on purpose")

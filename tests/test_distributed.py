@@ -28,7 +28,8 @@ COLLECTIVES = ["all_reduce", "repeated_all_reduce", "broadcast_reduce", "gathers
                "all_to_all", "async_collectives", "point_to_point_and_objects", "groups", "errors",
                "sampler", "list_collectives", "objects", "timeouts"]
 DDP = ["ddp_training", "ddp_gradient_as_bucket_view", "ddp_no_sync", "ddp_uneven_batches",
-       "ddp_unused_parameters", "ddp_different_models", "ddp_join", "ddp_broadcast_buffers"]
+       "ddp_unused_parameters", "ddp_different_models", "ddp_join", "ddp_broadcast_buffers",
+       "ddp_process_group"]
 
 
 def _shared_memory_segments():
@@ -82,7 +83,8 @@ def test_two_processes():
 
 
 def test_four_processes():
-    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync", "ddp_join"])
+    _run_checks(4, COLLECTIVES + ["ddp_training", "ddp_no_sync", "ddp_join",
+                                 "ddp_process_group"])
 
 
 def test_a_crashing_rank_stops_the_job():

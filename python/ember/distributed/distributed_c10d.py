@@ -57,6 +57,23 @@ _LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
 # never spin either.  Set before MPI starts (mpi4py starts it on import),
 # and only as a default: OMPI_MCA_mpi_yield_when_idle=0 in the environment
 # keeps the spinning (bench/bench_distributed.py measures DDP both ways).
+#
+# Yielding is still polling, and it does not help enough under heavy load.
+# Once both processes have reached an all-reduce, each round of Open MPI's
+# shared-memory protocol still needs both of them on a core at the same
+# time; a process that yields stays runnable and spends its share, where
+# one asleep in the kernel (gloo's waits) is woken by its peer's data and
+# the scheduler favours it on wakeup.  bench_distributed at load 10-20 on
+# its 2 CPUs: the bench MLP's 1.6 MB all-reduce took 29-55 ms (median)
+# after the later process arrived (0.5 ms with the machine near quiet),
+# and PyTorch's DDP over gloo ran 1.9-2.1x ember's samples/s with 2
+# processes in 3 runs of 4 (even in the 4th; 0.95-1.28x in 3 more paired
+# jobs at load 12).  Near quiet it is the other way round: one run at
+# load 1.7 kept 0.99x of one process's samples/s with PyTorch over gloo,
+# against ember's ~1.5x.  Sleeping on a socket until the peer arrives and
+# then running MPI's all-reduce did not help at load 12 (its rounds still
+# poll): waits that sleep need a transport that can wake a process, which
+# Open MPI's shared-memory one cannot.
 _YIELD_WHEN_IDLE = "OMPI_MCA_mpi_yield_when_idle"
 
 

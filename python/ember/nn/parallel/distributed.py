@@ -346,6 +346,13 @@ class DistributedDataParallel(Module, Joinable):
             raise RuntimeError("DistributedDataParallel is not needed when a module "
                                "doesn't have any parameter that requires a gradient.")
         self.module = module
+        if process_group is dist.GroupMember.NON_GROUP_MEMBER:
+            # Unlike a collective, which skips with a warning, PyTorch's DDP
+            # fails here (a TypeError, from its C++ parameter check): a
+            # process builds DDP on the groups it belongs to only.
+            raise TypeError("DistributedDataParallel: process_group is "
+                            "GroupMember.NON_GROUP_MEMBER: this process is not a member "
+                            "of the group (new_group gives that to the others)")
         self.process_group = dist.distributed_c10d._group(process_group)
         self.broadcast_buffers = broadcast_buffers is None or broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
