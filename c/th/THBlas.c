@@ -107,8 +107,10 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
  * The A panel is packed (MR values of one column after another; a_rs is
  * not read), or with A_IN_PLACE read from A's own rows, a_rs elements
  * apart and contiguous along k (Note [GEMM small products]), or with
- * A_TAPS read in place with column p's MR values from a + a_taps[p] on
- * (Note [GEMM with a tapped A]; a_taps is not read otherwise).
+ * A_TAPS read in place with column p's first MR / 2 values from
+ * a + a_taps[p] on and its last MR / 2 from a_rs further (MR / 2: one run
+ * of MR values; Note [GEMM with a tapped A], Note [Two lines in one
+ * block]; a_taps is not read otherwise).
  * beta == 0 writes without reading c.  The B panel's rows are b_rs
  * elements apart: NR when packed, B's own row stride when a small product
  * reads B in place (Note [GEMM small products]).  B and C may be anywhere,
@@ -162,13 +164,18 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
             /* a1 reads what a0 does, as loads of its own: Note          \
              * [Broadcast operands of the micro-kernel] */                 \
             const T *a0 = A_TAPS ? a + a_taps[p] : a + p * MR, *a1 = a0;   \
+            /* A_TAPS: rows MR / 2 on as rows h0[i], a_rs past a0[i] */    \
+            const T *h0 = A_TAPS ? a0 + (a_rs - MR / 2) : a0, *h1 = h0;    \
             if (EMBEDDED_BROADCASTS) {                                     \
                 __asm__("" : "+r"(a1));                                    \
+                __asm__("" : "+r"(h1));                                    \
             }                                                              \
             _Pragma("GCC unroll 16")                                       \
             for (int i = 0; i < MR; i++) {                                 \
-                acc[i][0] = MADD(a0[i] - (VT){0}, b0, acc[i][0]);          \
-                acc[i][1] = MADD(a1[i] - (VT){0}, b1, acc[i][1]);          \
+                T x0 = i < MR / 2 ? a0[i] : h0[i];                         \
+                T x1 = i < MR / 2 ? a1[i] : h1[i];                         \
+                acc[i][0] = MADD(x0 - (VT){0}, b0, acc[i][0]);             \
+                acc[i][1] = MADD(x1 - (VT){0}, b1, acc[i][1]);             \
             }                                                              \
         }                                                                  \
         /* acc by constant indices only: Note [Registers of the         \
@@ -2294,7 +2301,20 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
  * weight gradient's k steps are output positions, line by line).  A 3x3 kernel over 14 x 14
  * outputs skips 2 of 42 kernel rows a plane, 5x5 over 28 x 28 6 of 140:
  * the multiply-adds a direct convolution (PyTorch's oneDNN) never does.
- * Each block's sum still runs in one order whatever the thread count. */
+ * Each block's sum still runs in one order whatever the thread count.
+ *
+ * Note [Two lines in one block]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A block's rows need not be one run: the micro-kernel reads its last
+ * MR / 2 rows from a second base, `half` elements past the first
+ * (row_block may set it; MR / 2, one run of MR rows, unless it does).
+ * Output lines of MR / 2 positions then fill a block with two lines
+ * instead of leaving half of it idle: a 3x3 convolution over 7 x 7
+ * outputs (ResNet's 512-channel layers) under AVX-512's 14-row tile
+ * takes one line from each of two samples, whose tap offsets differ by
+ * one padded image.  Both lines have the same k steps to skip (Note
+ * [Skipping zero taps]), since they are the same line of their samples.
+ * The second base costs one add per k step beside the multiply-adds. */
 
 typedef struct {
     GemmTile tile;
@@ -2318,10 +2338,11 @@ typedef struct {
         for (int64_t r = begin; r < end; r++) {                            \
             int rows;                                                      \
             int64_t k0 = 0, k1 = job->k; /* Note [Skipping zero taps] */  \
+            int64_t half = job->tile.mr / 2; /* Note [Two lines in one block] */ \
             const T *a = (const T *)job->a                                 \
-                         + job->row_block(job->ctx, r, &rows, &k0, &k1);   \
+                         + job->row_block(job->ctx, r, &rows, &half, &k0, &k1); \
             for (int64_t jr = 0; jr < job->n; jr += job->nr) {             \
-                ukernel(k1 - k0, a, 0, job->taps + k0,                     \
+                ukernel(k1 - k0, a, half, job->taps + k0,                  \
                         (const T *)job->b_packed + jr * job->k + k0 * job->nr, \
                         job->nr, (T)1, (T)0, tile + jr, job->n_padded, 1,  \
                         rows, job->nr);                                    \
