@@ -212,19 +212,24 @@ def test_direct_products_skip_padding_rows(dtype, geometry):
 
 # Direct products whose blocks hold the same line of two samples (Note
 # [Two lines in one block] in THBlas.c), where half a block's rows cut the
-# output lines with less waste than all of them: 7-wide lines under
-# AVX-512's 14 rows (ResNet's 7 x 7 layers) with an odd batch, whose last
-# sample has no partner, and 40 output channels; 20-wide lines (pieces of
-# 7, or AVX2's and the portable family's 3, a short last one) over 13
-# samples, which go in chunks of 11 and 2 (Note [Samples side by side]);
-# 3-wide lines (AVX2's and the portable family's half tile) under a
-# height padding that leaves the first and last lines a single kernel row
-# (Note [Skipping zero taps]); two groups; and a 3-D volume.
+# output lines with less waste than all of them, and whose 3-wide kernels
+# with a width padding of 1 leave out the taps that read the padding at
+# the lines' ends (Note [Skipping a line's edges]): 7-wide lines under
+# AVX-512's 14 rows (ResNet's 7 x 7 layers: both ends of both halves) with
+# an odd batch, whose last sample has no partner, and 40 output channels;
+# 21-wide lines (three pieces of 7, or seven of AVX2's and the portable
+# family's 3: a first, middle and last piece) over 13 samples, which go
+# in chunks of 10 and 3 (Note [Samples side by side]); 3-wide lines (AVX2's
+# and the portable family's half tile) under a height padding that
+# leaves the first and last lines a single kernel row (Note [Skipping
+# zero taps]); two groups on 20-wide lines, whose last piece is short (no
+# last edge); a 5x5 kernel (no edges skipped); and a 3-D volume.
 PAIRED_LINE_GEOMETRIES = [
     (3, 5, 40, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
-    (13, 2, 3, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (13, 2, 3, (20, 21), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     (4, 3, 4, (6, 3), (3, 3), (1, 1), (2, 1), (1, 1), 1),
-    (3, 4, 6, (5, 7), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    (3, 4, 6, (5, 20), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    (3, 2, 3, (7, 7), (5, 5), (1, 1), (2, 2), (1, 1), 1),
     (3, 2, 3, (3, 4, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
 ]
 

@@ -161,15 +161,28 @@ int THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
                         THBlasMatrix a, THBlasGatherB gather_b,
                         THBlasScatterC scatter_c, void *ctx);
 
+/* What a row block of THBlas_gemmTapped's A tells its micro-kernel: rows,
+ * how many of its MR rows count; half (preset to MR / 2), how far past
+ * the first row's values its row MR / 2 reads (Note [Two lines in one
+ * block] in THBlas.c); [k_begin, k_end) (preset to [0, k)), the k steps
+ * where the block's A can be nonzero: its columns outside are zero (a
+ * convolution's taps that fall in the padding) and are skipped; edges
+ * (preset to 0), where the k steps come in threes, which rows read only
+ * zeros in the first or the third of each three (Note [Skipping a line's
+ * edges] in THBlas.c). */
+typedef struct {
+    int rows;
+    int64_t half, k_begin, k_end;
+    int edges;
+} THBlasRowSpan;
+
+#define THBLAS_EDGE_FIRST 1  /* row 0 in the first step of each three */
+#define THBLAS_EDGE_LAST 2   /* row MR - 1 in the third */
+#define THBLAS_EDGE_HALVES 4 /* and rows MR / 2, MR / 2 - 1 likewise */
+
 /* A row block of THBlas_gemmTapped's A: returns where its first row's
- * values start (elements from a), sets *rows, how many of its MR rows
- * count, may set *half (preset to MR / 2), how far past the first row's
- * values its row MR / 2 reads (Note [Two lines in one block] in
- * THBlas.c), and may narrow [*k_begin, *k_end) (preset to [0, k)) to the
- * k steps where the block's A can be nonzero: its columns outside are
- * zero (a convolution's taps that fall in the padding) and are skipped. */
-typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, int *rows, int64_t *half,
-                                  int64_t *k_begin, int64_t *k_end);
+ * values start (elements from a) and fills in *span. */
+typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, THBlasRowSpan *span);
 /* Receives a row block's rows of C: row i < rows holds its n values from
  * tile + i * ld elements on. */
 typedef void (*THBlasTileOut)(void *ctx, int64_t block, int rows, const char *tile,

@@ -136,6 +136,9 @@ typedef struct {
                                    [Two lines in one block] in THBlas.c) */
     int piece;                  /* its positions of one line per block: MR,
                                    or MR / 2 when paired */
+    bool edges_in_threes;       /* its k steps come in threes with edges to
+                                   skip (Note [Skipping a line's edges] in
+                                   THBlas.c): a 3-wide kernel, padding 1 */
     int64_t line_blocks;        /* its pieces per output line */
 } GatherJob;
 
@@ -595,23 +598,32 @@ tap_block_column(const GatherJob *job, int64_t block, int *rows, bool *partner)
 }
 
 /* THBlasRowBlock: where the block's first position reads its taps from,
- * its partner's line one padded image further (job->paired), and its k
+ * its partner's line one padded image further (job->paired), its k
  * steps: the kernel rows (k, i) that reach the volume from its output
  * line (and its partner's), one run as the depth runs kernel rows first (Note
  * [Skipping zero taps] in THBlas.c; its own rows between the first and
- * the last of them, when both k and i are cut, read zeros). */
+ * the last of them, when both k and i are cut, read zeros), and with
+ * job->edges_in_threes its rows at the line's ends (Note [Skipping a
+ * line's edges] in THBlas.c). */
 static int64_t
-tap_block_start(void *ctx, int64_t block, int *rows, int64_t *half, int64_t *k_begin,
-                int64_t *k_end)
+tap_block_start(void *ctx, int64_t block, THBlasRowSpan *span)
 {
     const GatherJob *job = ctx;
     const THConvShape *s = job->s;
     bool partner;
-    int64_t q = tap_block_column(job, block, rows, &partner);
-    if (partner) { /* its rows from MR / 2 on: the next sample's */
-        *half = job->padded_image;
-        *rows += job->piece;
+    int64_t q = tap_block_column(job, block, &span->rows, &partner);
+    int64_t x = q % s->out_w;
+    bool ends_line = x + span->rows == s->out_w && span->rows == job->piece;
+    if (job->edges_in_threes) {
+        span->edges = (x == 0 ? THBLAS_EDGE_FIRST : 0)
+                      | (ends_line && (partner || !job->paired) ? THBLAS_EDGE_LAST : 0)
+                      | (partner ? THBLAS_EDGE_HALVES : 0);
     }
+    if (partner) { /* its rows from MR / 2 on: the next sample's */
+        span->half = job->padded_image;
+        span->rows += job->piece;
+    }
+    int64_t *k_begin = &span->k_begin, *k_end = &span->k_end;
     int64_t line = q % job->out_plane / s->out_w;
     int64_t z = line / s->out_h, y = line % s->out_h, k_lo, k_hi, i_lo, i_hi;
     valid_taps(z * s->stride_d - s->pad_d, s->kernel_d, s->dilation_d, s->in_d, &k_lo, &k_hi);
@@ -623,7 +635,7 @@ tap_block_start(void *ctx, int64_t block, int *rows, int64_t *half, int64_t *k_b
         *k_begin = (k_lo * s->kernel_h + i_lo) * row_steps;
         *k_end = ((k_hi - 1) * s->kernel_h + i_hi) * row_steps;
     }
-    return line_run_at(job, q, q + *rows).src;
+    return line_run_at(job, q, q + span->rows).src;
 }
 
 /* THBlasTileOut: a block's positions (tile rows) x out_group (tile
@@ -848,15 +860,13 @@ tap_weight_sum_row(const TapWeightJob *job, int64_t block)
 /* THBlasRowBlock of the weight gradient by taps: block (tap, channel
  * block) starts at the tap's offset plus its first channel. */
 static int64_t
-tap_weight_block_start(void *ctx, int64_t block, int *rows, int64_t *half,
-                       int64_t *k_begin, int64_t *k_end)
+tap_weight_block_start(void *ctx, int64_t block, THBlasRowSpan *span)
 {
-    (void)half; /* one run of rows */
     const TapWeightJob *job = ctx;
     int64_t tap = block / job->channel_blocks;
     int64_t c = block % job->channel_blocks * job->rows;
-    *rows = (int)(job->p->in_group - c < job->rows ? job->p->in_group - c : job->rows);
-    tap_weight_positions(job->s, tap, k_begin, k_end);
+    span->rows = (int)(job->p->in_group - c < job->rows ? job->p->in_group - c : job->rows);
+    tap_weight_positions(job->s, tap, &span->k_begin, &span->k_end);
     return job->tap_starts[tap] + c;
 }
 
@@ -938,14 +948,12 @@ tap_weight_block_start(void *ctx, int64_t block, int *rows, int64_t *half,
         int64_t blocks = job->channel_blocks * job->s->kernel_d             \
                          * job->s->kernel_h * job->s->kernel_w;             \
         if (block + 1 < blocks) {                                           \
-            int next_rows;                                                  \
-            int64_t k_begin, k_end;                                         \
-            int64_t half;                                                   \
-            tap_weight_block_start(ctx, block + 1, &next_rows, &half, &k_begin, &k_end); \
+            THBlasRowSpan next;                                             \
+            tap_weight_block_start(ctx, block + 1, &next);                  \
             prefetch_for_writing(                                           \
                 (const char *)((ctype *)job->sums                           \
                                + tap_weight_sum_row(job, block + 1) * out_group), \
-                (size_t)(next_rows * out_group) * sizeof(ctype));           \
+                (size_t)(next.rows * out_group) * sizeof(ctype));           \
         }                                                                   \
     }
 
@@ -1366,6 +1374,8 @@ gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int tap_ro
                        .piece = paired ? tap_rows / 2 : tap_rows};
     if (tap_rows > 0) {
         job->line_blocks = (s->out_w + job->piece - 1) / job->piece;
+        /* kernel rows first, ((k, i), c, j): j = 0, 1, 2 read x - 1, x, x + 1 */
+        job->edges_in_threes = s->kernel_w == 3 && s->dilation_w == 1 && s->pad_w == 1;
     }
     job->padded_d = s->in_d + 2 * s->pad_d;
     job->padded_h = s->in_h + 2 * s->pad_h;
