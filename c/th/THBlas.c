@@ -173,6 +173,8 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
                     acc[i][0] = MADD(x0 - (VT){0}, b0, acc[i][0]);         \
                     acc[i][1] = MADD(x1 - (VT){0}, b1, acc[i][1]);         \
                 }                                                          \
+                /* b0, b1 live to here: Note [Skipping a line's edges] */ \
+                __asm__("" : : "v"(b0), "v"(b1));                          \
             }                                                              \
         }                                                                  \
         _Pragma("GCC unroll 4")                                            \
@@ -2394,6 +2396,9 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
  * Note [Two lines in one block]) rows MR / 2 and MR / 2 - 1 as well.  The
  * rows left out are compile-time masks, so each case is a kernel of its
  * own, for the family's tapped tile (the narrow one keeps every row).
+ * Each step's B vectors are held live to its end by an empty asm: GCC
+ * otherwise wrote a last multiply-add into a B register (the 132 form)
+ * and paid for it with moves and two accumulators spilled a three.
  * Over 7 x 7 outputs (two lines a block) that is 4 of every 42
  * multiply-adds of a three, over 14 x 14 2 of 42, the ones a direct
  * convolution (oneDNN's) leaves out at a line's ends.  A block still sums
