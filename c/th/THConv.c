@@ -563,7 +563,10 @@ transpose_Float64(TransposeVec_Float64 r[4])
  * Its k steps, the depth, run kernel rows first, ((k, i), c, j) (the
  * weight arranged to match, Note [Arranging the weight]), so a block
  * skips the kernel rows that read only padding from its output line
- * (Note [Skipping zero taps] in THBlas.c).
+ * (Note [Skipping zero taps] in THBlas.c), and under a 3-wide kernel
+ * with a width padding of 1, whose taps j = 0, 1, 2 of one kernel row
+ * and channel are three steps in a row, the taps that read the padding
+ * at a line's ends (Note [Skipping a line's edges] in THBlas.c).
  * The row blocks are each output line cut into MR-position pieces (the
  * last one shorter: its extra rows read on into the padding and are
  * dropped), or, where MR / 2 positions cut the lines with less waste
