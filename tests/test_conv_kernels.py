@@ -207,6 +207,45 @@ SKIPPED_ROW_GEOMETRIES = [
 def test_direct_products_skip_padding_rows(dtype, geometry):
     """All three products, every family, one thread and two: the same
     values, bit for bit, on both (each block sums in one order)."""
+    _check_every_family_and_thread_count(dtype, geometry)
+
+
+# Direct products whose blocks hold the same line of two samples (Note
+# [Two lines in one block] in THBlas.c), where half a block's rows cut the
+# output lines with less waste than all of them, and whose 3-wide kernels
+# with a width padding of 1 leave out the taps that read the padding at
+# the lines' ends (Note [Skipping a line's edges]): 7-wide lines under
+# AVX-512's 14 rows (ResNet's 7 x 7 layers: both ends of both halves) with
+# an odd batch, whose last sample has no partner, and 40 output channels;
+# 21-wide lines (three pieces of 7, or seven of AVX2's and the portable
+# family's 3: a first, middle and last piece) over 13 samples, which go
+# in chunks of 10 and 3 (Note [Samples side by side]); 3-wide lines (AVX2's
+# and the portable family's half tile) under a height padding that
+# leaves the first and last lines a single kernel row (Note [Skipping
+# zero taps]); two groups on 20-wide lines, whose last piece is short (no
+# last edge); a 5x5 kernel (no edges skipped); and a 3-D volume.
+PAIRED_LINE_GEOMETRIES = [
+    (3, 5, 40, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (13, 2, 3, (20, 21), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (4, 3, 4, (6, 3), (3, 3), (1, 1), (2, 1), (1, 1), 1),
+    (3, 4, 6, (5, 20), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+    (3, 2, 3, (7, 7), (5, 5), (1, 1), (2, 2), (1, 1), 1),
+    (3, 2, 3, (3, 4, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+]
+
+
+@pytest.mark.noleakcheck
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geometry", PAIRED_LINE_GEOMETRIES)
+def test_direct_products_pair_short_lines(dtype, geometry):
+    """All three products, every family, one thread and two, bit for bit
+    the same on both."""
+    _check_every_family_and_thread_count(dtype, geometry)
+
+
+def _check_every_family_and_thread_count(dtype, geometry):
+    """The three products against reference_conv on every GEMM family,
+    one thread and two, and bit for bit the same on both."""
     x, w, b, rng = _operands(dtype, geometry)
     stride, pad, dilation, groups = geometry[5:]
     x64, w64 = x.astype(np.float64), w.astype(np.float64)

@@ -107,8 +107,10 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
  * The A panel is packed (MR values of one column after another; a_rs is
  * not read), or with A_IN_PLACE read from A's own rows, a_rs elements
  * apart and contiguous along k (Note [GEMM small products]), or with
- * A_TAPS read in place with column p's MR values from a + a_taps[p] on
- * (Note [GEMM with a tapped A]; a_taps is not read otherwise).
+ * A_TAPS read in place with column p's first MR / 2 values from
+ * a + a_taps[p] on and its last MR / 2 from a_rs further (MR / 2: one run
+ * of MR values; Note [GEMM with a tapped A], Note [Two lines in one
+ * block]; a_taps is not read otherwise).
  * beta == 0 writes without reading c.  The B panel's rows are b_rs
  * elements apart: NR when packed, B's own row stride when a small product
  * reads B in place (Note [GEMM small products]).  B and C may be anywhere,
@@ -116,6 +118,15 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
  * vector load or store (as fast as an aligned one on aligned data). */
 #define TH_DEFINE_MICROKERNEL(T, VT, family, MR, A_IN_PLACE, A_TAPS,       \
                               EMBEDDED_BROADCASTS, target_attr, MADD)     \
+    TH_DEFINE_EDGE_MICROKERNEL(T, VT, family, MR, A_IN_PLACE, A_TAPS, 0, 0, \
+                               EMBEDDED_BROADCASTS, target_attr, MADD)
+/* With EDGE_FIRST or EDGE_LAST (masks of rows, for A_TAPS), the k steps
+ * come in threes, and the rows in EDGE_FIRST are skipped in the first of
+ * each three, those in EDGE_LAST in the third (Note [Skipping a line's
+ * edges]); kc is then a multiple of 3. */
+#define TH_DEFINE_EDGE_MICROKERNEL(T, VT, family, MR, A_IN_PLACE, A_TAPS,  \
+                                   EDGE_FIRST, EDGE_LAST,                  \
+                                   EMBEDDED_BROADCASTS, target_attr, MADD) \
     target_attr static void ukernel_##T##_##family(                        \
         int64_t kc, const T *a, int64_t a_rs, const int64_t *a_taps,       \
         const T *b, int64_t b_rs, T alpha, T beta, T *c, int64_t c_rs,     \
@@ -139,8 +150,35 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
         for (int i = 0; i < MR; i++) {                                     \
             acc[i][0] = acc[i][1] = (VT){0};                               \
         }                                                                  \
+        for (int64_t p = 0; (EDGE_FIRST | EDGE_LAST) != 0 && p < kc; p += 3) { \
+            _Pragma("GCC unroll 3")                                        \
+            for (int j = 0; j < 3; j++) {                                  \
+                VT b0, b1;                                                 \
+                memcpy(&b0, b + (p + j) * b_rs, sizeof(VT));               \
+                memcpy(&b1, b + (p + j) * b_rs + VLEN, sizeof(VT));        \
+                const T *a0 = a + a_taps[p + j], *a1 = a0;                 \
+                const T *h0 = a0 + (a_rs - MR / 2), *h1 = h0;             \
+                if (EMBEDDED_BROADCASTS) {                                 \
+                    __asm__("" : "+r"(a1));                                \
+                    __asm__("" : "+r"(h1));                                \
+                }                                                          \
+                unsigned skipped = j == 0 ? (EDGE_FIRST) : j == 2 ? (EDGE_LAST) : 0u; \
+                _Pragma("GCC unroll 16")                                   \
+                for (int i = 0; i < MR; i++) {                             \
+                    if (skipped >> i & 1) {                                \
+                        continue;                                          \
+                    }                                                      \
+                    T x0 = i < MR / 2 ? a0[i] : h0[i];                     \
+                    T x1 = i < MR / 2 ? a1[i] : h1[i];                     \
+                    acc[i][0] = MADD(x0 - (VT){0}, b0, acc[i][0]);         \
+                    acc[i][1] = MADD(x1 - (VT){0}, b1, acc[i][1]);         \
+                }                                                          \
+                /* b0, b1 live to here: Note [Skipping a line's edges] */ \
+                __asm__("" : : "v"(b0), "v"(b1));                          \
+            }                                                              \
+        }                                                                  \
         _Pragma("GCC unroll 4")                                            \
-        for (int64_t p = 0; p < kc; p++) {                                 \
+        for (int64_t p = 0; (EDGE_FIRST | EDGE_LAST) == 0 && p < kc; p++) { \
             VT b0, b1;                                                     \
             memcpy(&b0, b + p * b_rs, sizeof(VT));                         \
             memcpy(&b1, b + p * b_rs + VLEN, sizeof(VT));                  \
@@ -162,13 +200,18 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
             /* a1 reads what a0 does, as loads of its own: Note          \
              * [Broadcast operands of the micro-kernel] */                 \
             const T *a0 = A_TAPS ? a + a_taps[p] : a + p * MR, *a1 = a0;   \
+            /* A_TAPS: rows MR / 2 on as rows h0[i], a_rs past a0[i] */    \
+            const T *h0 = A_TAPS ? a0 + (a_rs - MR / 2) : a0, *h1 = h0;    \
             if (EMBEDDED_BROADCASTS) {                                     \
                 __asm__("" : "+r"(a1));                                    \
+                __asm__("" : "+r"(h1));                                    \
             }                                                              \
             _Pragma("GCC unroll 16")                                       \
             for (int i = 0; i < MR; i++) {                                 \
-                acc[i][0] = MADD(a0[i] - (VT){0}, b0, acc[i][0]);          \
-                acc[i][1] = MADD(a1[i] - (VT){0}, b1, acc[i][1]);          \
+                T x0 = i < MR / 2 ? a0[i] : h0[i];                         \
+                T x1 = i < MR / 2 ? a1[i] : h1[i];                         \
+                acc[i][0] = MADD(x0 - (VT){0}, b0, acc[i][0]);             \
+                acc[i][1] = MADD(x1 - (VT){0}, b1, acc[i][1]);             \
             }                                                              \
         }                                                                  \
         /* acc by constant indices only: Note [Registers of the         \
@@ -283,7 +326,16 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
 /* AVX-512's tile for ten rows, between the two: Note [The narrow tile]. */
 #define GEMM_MR_TEN_AVX512 10
 
-/* Each family's tile and its narrow tile, for both dtypes. */
+/* The rows an edge kernel skips (Note [Skipping a line's edges]): the
+ * first row or the last, or with two lines in the block (Note [Two lines
+ * in one block]) each half's. */
+#define EDGE_ROWS_FIRST(MR) 1u
+#define EDGE_ROWS_LAST(MR) (1u << ((MR) - 1))
+#define EDGE_HALVES_FIRST(MR) (1u | 1u << ((MR) / 2))
+#define EDGE_HALVES_LAST(MR) (1u << ((MR) / 2 - 1) | 1u << ((MR) - 1))
+
+/* Each family's tile and its narrow tile, for both dtypes, and the
+ * family's tapped tiles that skip a line's edges. */
 #define TH_DEFINE_FAMILY_KERNELS(T, VT, family, MR, MR_NARROW, EMBEDDED, target_attr, \
                                  MADD)                                                \
     TH_DEFINE_MICROKERNEL(T, VT, family, MR, false, false, EMBEDDED, target_attr,     \
@@ -295,7 +347,17 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
     TH_DEFINE_MICROKERNEL(T, VT, family##_tapped, MR, false, true, EMBEDDED,          \
                           target_attr, MADD)                                          \
     TH_DEFINE_MICROKERNEL(T, VT, family##_tapped_narrow, MR_NARROW, false, true,      \
-                          EMBEDDED, target_attr, MADD)
+                          EMBEDDED, target_attr, MADD)                                \
+    TH_DEFINE_EDGE_MICROKERNEL(T, VT, family##_tapped_first, MR, false, true,         \
+                               EDGE_ROWS_FIRST(MR), 0, EMBEDDED, target_attr, MADD)   \
+    TH_DEFINE_EDGE_MICROKERNEL(T, VT, family##_tapped_last, MR, false, true, 0,       \
+                               EDGE_ROWS_LAST(MR), EMBEDDED, target_attr, MADD)       \
+    TH_DEFINE_EDGE_MICROKERNEL(T, VT, family##_tapped_both, MR, false, true,          \
+                               EDGE_ROWS_FIRST(MR), EDGE_ROWS_LAST(MR), EMBEDDED,     \
+                               target_attr, MADD)                                     \
+    TH_DEFINE_EDGE_MICROKERNEL(T, VT, family##_tapped_halves, MR, false, true,        \
+                               EDGE_HALVES_FIRST(MR), EDGE_HALVES_LAST(MR), EMBEDDED, \
+                               target_attr, MADD)
 
 TH_DEFINE_FAMILY_KERNELS(float, v4sf, generic, GEMM_MR_GENERIC, GEMM_MR_NARROW_GENERIC,
                          false, TH_NO_TARGET, MADD_PLAIN)
@@ -671,6 +733,9 @@ typedef struct {
     GemmTile in_place; /* the narrow tile reading A in place */
     GemmTile tapped; /* the family's tile reading A by taps (THBlas_gemmTapped) */
     GemmTile tapped_narrow; /* the narrow tile reading A by taps */
+    /* the family's tapped tile skipping a line's edges, by THBlasRowSpan's
+       edges (Note [Skipping a line's edges]; [0]: tapped's kernels) */
+    GemmTile tapped_edges[8];
     void (*axpy4_float)(int64_t, const float *, const float *const *,
                         float *);
     void (*axpy4_double)(int64_t, const double *, const double *const *,
@@ -691,6 +756,13 @@ typedef struct {
         dot_block_float_##family, dot_block_double_##family
 
 #define TH_TILE(MR, family) {MR, ukernel_float_##family, ukernel_double_##family}
+/* tapped_edges: with THBLAS_EDGE_HALVES and one edge alone, one line's
+ * edge (a row fewer skipped) */
+#define TH_EDGE_TILES(MR, family)                                                   \
+    {TH_TILE(MR, family##_tapped), TH_TILE(MR, family##_tapped_first),              \
+     TH_TILE(MR, family##_tapped_last), TH_TILE(MR, family##_tapped_both),          \
+     TH_TILE(MR, family##_tapped), TH_TILE(MR, family##_tapped_first),              \
+     TH_TILE(MR, family##_tapped_last), TH_TILE(MR, family##_tapped_halves)}
 
 /* Best first. */
 static const KernelFamily kernel_families[] = {
@@ -699,18 +771,19 @@ static const KernelFamily kernel_families[] = {
      {TH_TILE(GEMM_MR_AVX512, avx512), TH_TILE(GEMM_MR_TEN_AVX512, avx512_ten),
       TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow)},
      TH_TILE(GEMM_MR_NARROW_AVX512, avx512_narrow_in_place), TH_TILE(GEMM_MR_AVX512, avx512_tapped),
-     TH_TILE(GEMM_MR_NARROW_AVX512, avx512_tapped_narrow),
+     TH_TILE(GEMM_MR_NARROW_AVX512, avx512_tapped_narrow), TH_EDGE_TILES(GEMM_MR_AVX512, avx512),
      TH_VECTOR_KERNELS(avx512)},
     {"avx2", {"avx2", "fma"}, 2, 16, 8,
      {TH_TILE(GEMM_MR_AVX2, avx2), TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow)},
      TH_TILE(GEMM_MR_NARROW_AVX2, avx2_narrow_in_place), TH_TILE(GEMM_MR_AVX2, avx2_tapped),
-     TH_TILE(GEMM_MR_NARROW_AVX2, avx2_tapped_narrow),
+     TH_TILE(GEMM_MR_NARROW_AVX2, avx2_tapped_narrow), TH_EDGE_TILES(GEMM_MR_AVX2, avx2),
      TH_VECTOR_KERNELS(avx2)},
 #endif
     {"generic", {NULL, NULL}, 2, 8, 4,
      {TH_TILE(GEMM_MR_GENERIC, generic), TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow)},
      TH_TILE(GEMM_MR_NARROW_GENERIC, generic_narrow_in_place), TH_TILE(GEMM_MR_GENERIC, generic_tapped),
      TH_TILE(GEMM_MR_NARROW_GENERIC, generic_tapped_narrow),
+     TH_EDGE_TILES(GEMM_MR_GENERIC, generic),
      TH_VECTOR_KERNELS(generic)},
 };
 #define NUM_KERNEL_FAMILIES \
@@ -2445,10 +2518,46 @@ THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
  * weight gradient's k steps are output positions, line by line).  A 3x3 kernel over 14 x 14
  * outputs skips 2 of 42 kernel rows a plane, 5x5 over 28 x 28 6 of 140:
  * the multiply-adds a direct convolution (PyTorch's oneDNN) never does.
- * Each block's sum still runs in one order whatever the thread count. */
+ * Each block's sum still runs in one order whatever the thread count.
+ *
+ * Note [Two lines in one block]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * A block's rows need not be one run: the micro-kernel reads its last
+ * MR / 2 rows from a second base, `half` elements past the first
+ * (row_block may set it; MR / 2, one run of MR rows, unless it does).
+ * Output lines of MR / 2 positions then fill a block with two lines
+ * instead of leaving half of it idle: a 3x3 convolution over 7 x 7
+ * outputs (ResNet's 512-channel layers) under AVX-512's 14-row tile
+ * takes one line from each of two samples, whose tap offsets differ by
+ * one padded image.  Both lines have the same k steps to skip (Note
+ * [Skipping zero taps]), since they are the same line of their samples.
+ * The second base costs one add per k step beside the multiply-adds.
+ *
+ * Note [Skipping a line's edges]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Skipping zero taps drops kernel rows that read only padding; a 3-wide
+ * kernel row with a padding of 1 also reads padding in part: its first
+ * tap at a line's first position, its third at the line's last.  Where
+ * the k steps come in threes, one kernel row's three taps of one channel
+ * (THConv.c's direct products), row_block may say so through `edges`: a
+ * block whose row 0 is a line's first position (THBLAS_EDGE_FIRST) runs
+ * a micro-kernel that leaves that row out of the first step of each
+ * three, one whose row MR - 1 is a line's last (THBLAS_EDGE_LAST) leaves
+ * it out of the third, and with two lines in the block (THBLAS_EDGE_HALVES,
+ * Note [Two lines in one block]) rows MR / 2 and MR / 2 - 1 as well.  The
+ * rows left out are compile-time masks, so each case is a kernel of its
+ * own, for the family's tapped tile (the narrow one keeps every row).
+ * Each step's B vectors are held live to its end by an empty asm: GCC
+ * otherwise wrote a last multiply-add into a B register (the 132 form)
+ * and paid for it with moves and two accumulators spilled a three.
+ * Over 7 x 7 outputs (two lines a block) that is 4 of every 42
+ * multiply-adds of a three, over 14 x 14 2 of 42, the ones a direct
+ * convolution (oneDNN's) leaves out at a line's ends.  A block still sums
+ * each value in one order whatever the thread count. */
 
 typedef struct {
     GemmTile tile;
+    const GemmTile *edge_tiles; /* the wide tile's tapped_edges, or NULL */
     int itemsize, nr;
     int64_t n, n_padded, k;
     const char *a;
@@ -2465,14 +2574,17 @@ typedef struct {
     static void tapped_blocks_##T(const TappedJob *job, int64_t begin,     \
                                   int64_t end, T *tile)                    \
     {                                                                      \
-        UKernel_##T ukernel = job->tile.ukernel_##T;                       \
         for (int64_t r = begin; r < end; r++) {                            \
-            int rows;                                                      \
-            int64_t k0 = 0, k1 = job->k; /* Note [Skipping zero taps] */  \
-            const T *a = (const T *)job->a                                 \
-                         + job->row_block(job->ctx, r, &rows, &k0, &k1);   \
+            THBlasRowSpan span = {.half = job->tile.mr / 2, .k_begin = 0,  \
+                                  .k_end = job->k};                        \
+            const T *a = (const T *)job->a + job->row_block(job->ctx, r, &span); \
+            int rows = span.rows;                                          \
+            int64_t k0 = span.k_begin, k1 = span.k_end;                    \
+            UKernel_##T ukernel = job->edge_tiles == NULL                  \
+                                      ? job->tile.ukernel_##T              \
+                                      : job->edge_tiles[span.edges & 7].ukernel_##T; \
             for (int64_t jr = 0; jr < job->n; jr += job->nr) {             \
-                ukernel(k1 - k0, a, 0, job->taps + k0,                     \
+                ukernel(k1 - k0, a, span.half, job->taps + k0,             \
                         (const T *)job->b_packed + jr * job->k + k0 * job->nr, \
                         job->nr, (T)1, (T)0, tile + jr, job->n_padded, 1,  \
                         rows, job->nr);                                    \
@@ -2538,6 +2650,7 @@ THBlas_gemmTapped(THDtype dtype, int rows, int64_t blocks, int64_t n, int64_t k,
     int itemsize = THDtype_itemsize(dtype);
     TappedJob job = {.tile = rows == family->tapped.mr ? family->tapped
                                                        : family->tapped_narrow,
+                     .edge_tiles = rows == family->tapped.mr ? family->tapped_edges : NULL,
                      .itemsize = itemsize,
                      .nr = itemsize == 4 ? family->nr_float : family->nr_double,
                      .n = n, .k = k, .a = a, .taps = taps,

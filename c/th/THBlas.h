@@ -188,13 +188,28 @@ int THBlas_gemmGathered(THDtype dtype, int64_t m, int64_t n, int64_t k,
                         THBlasMatrix a, THBlasGatherB gather_b,
                         THBlasScatterC scatter_c, void *ctx);
 
+/* What a row block of THBlas_gemmTapped's A tells its micro-kernel: rows,
+ * how many of its MR rows count; half (preset to MR / 2), how far past
+ * the first row's values its row MR / 2 reads (Note [Two lines in one
+ * block] in THBlas.c); [k_begin, k_end) (preset to [0, k)), the k steps
+ * where the block's A can be nonzero: its columns outside are zero (a
+ * convolution's taps that fall in the padding) and are skipped; edges
+ * (preset to 0), where the k steps come in threes, which rows read only
+ * zeros in the first or the third of each three (Note [Skipping a line's
+ * edges] in THBlas.c). */
+typedef struct {
+    int rows;
+    int64_t half, k_begin, k_end;
+    int edges;
+} THBlasRowSpan;
+
+#define THBLAS_EDGE_FIRST 1  /* row 0 in the first step of each three */
+#define THBLAS_EDGE_LAST 2   /* row MR - 1 in the third */
+#define THBLAS_EDGE_HALVES 4 /* and rows MR / 2, MR / 2 - 1 likewise */
+
 /* A row block of THBlas_gemmTapped's A: returns where its first row's
- * values start (elements from a), sets *rows, how many of its MR rows
- * count, and may narrow [*k_begin, *k_end) (preset to [0, k)) to the k
- * steps where the block's A can be nonzero: its columns outside are zero
- * (a convolution's taps that fall in the padding) and are skipped. */
-typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, int *rows, int64_t *k_begin,
-                                  int64_t *k_end);
+ * values start (elements from a) and fills in *span. */
+typedef int64_t (*THBlasRowBlock)(void *ctx, int64_t block, THBlasRowSpan *span);
 /* Receives a row block's rows of C: row i < rows holds its n values from
  * tile + i * ld elements on. */
 typedef void (*THBlasTileOut)(void *ctx, int64_t block, int rows, const char *tile,
@@ -208,7 +223,8 @@ int THBlas_tappedRowsFor(THDtype dtype, int64_t m);
 
 /* C = A @ B for float32 or float64 where A is read in place through tap
  * offsets: in row block r (r < blocks), A[i][p] = a[row_block(r) + i +
- * taps[p]] for i < MR = rows (THBlas_tappedRows or _tappedRowsFor), p < k
+ * taps[p]] for i < MR = rows (THBlas_tappedRows or _tappedRowsFor), p < k,
+ * i < MR / 2 (and half - MR / 2 further for the rest: THBlasRowBlock)
  * (Note [GEMM with a tapped A] in THBlas.c; a direct convolution,
  * THConv.c).  Rows past a block's count are still
  * read.  B (k x n) is packed once; C reaches the caller a row block at a

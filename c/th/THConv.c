@@ -132,7 +132,14 @@ typedef struct {
     const char *bias;           /* the group's first bias value, or NULL */
     bool accumulate;            /* the weight gradient: add C to it */
     int tap_rows;               /* a direct product's row block (MR), or 0 */
-    int64_t line_blocks;        /* its row blocks per output line */
+    bool paired;                /* its blocks hold two samples' lines (Note
+                                   [Two lines in one block] in THBlas.c) */
+    int piece;                  /* its positions of one line per block: MR,
+                                   or MR / 2 when paired */
+    bool edges_in_threes;       /* its k steps come in threes with edges to
+                                   skip (Note [Skipping a line's edges] in
+                                   THBlas.c): a 3-wide kernel, padding 1 */
+    int64_t line_blocks;        /* its pieces per output line */
 } GatherJob;
 
 /* [*lo, *hi): the taps t < taps of one kernel dim whose input index
@@ -556,37 +563,70 @@ transpose_Float64(TransposeVec_Float64 r[4])
  * Its k steps, the depth, run kernel rows first, ((k, i), c, j) (the
  * weight arranged to match, Note [Arranging the weight]), so a block
  * skips the kernel rows that read only padding from its output line
- * (Note [Skipping zero taps] in THBlas.c).
+ * (Note [Skipping zero taps] in THBlas.c), and under a 3-wide kernel
+ * with a width padding of 1, whose taps j = 0, 1, 2 of one kernel row
+ * and channel are three steps in a row, the taps that read the padding
+ * at a line's ends (Note [Skipping a line's edges] in THBlas.c).
  * The row blocks are each output line cut into MR-position pieces (the
  * last one shorter: its extra rows read on into the padding and are
- * dropped), and tile_out stores a block's MR x out_group tile transposed
- * into the NCHW output, adding the bias.  direct_rows takes this path
- * when the lines cut into MR-blocks with little waste; the input
+ * dropped), or, where MR / 2 positions cut the lines with less waste
+ * (7-wide lines under AVX-512's 14 rows), MR / 2-position pieces, the
+ * same piece of two samples in one block (Note [Two lines in one block]
+ * in THBlas.c), and tile_out stores a block's MR x out_group tile
+ * transposed into the NCHW output, adding the bias.  direct_rows takes
+ * this path when the lines cut into pieces with little waste; the input
  * gradient, a forward convolution (Note [Input gradient as a convolution]
  * in THConv.h), takes it too. */
 
 /* The first output position of row block `block` of a direct product: its
- * column of B (samples side by side), and *rows, the block's positions. */
+ * column of B (samples side by side), *rows, the block's positions on
+ * that line, and *partner, whether its second half holds the same
+ * positions of the next sample (job->paired, Note [Two lines in one
+ * block] in THBlas.c: block pair by pair; an odd chunk's last sample has
+ * none). */
 static int64_t
-tap_block_column(const GatherJob *job, int64_t block, int *rows)
+tap_block_column(const GatherJob *job, int64_t block, int *rows, bool *partner)
 {
     int64_t out_w = job->s->out_w;
-    int64_t line = block / job->line_blocks, x = block % job->line_blocks * job->tap_rows;
-    *rows = (int)(out_w - x < job->tap_rows ? out_w - x : job->tap_rows);
-    return line * out_w + x; /* lines run on across the samples */
+    int64_t line = block / job->line_blocks, x = block % job->line_blocks * job->piece;
+    *rows = (int)(out_w - x < job->piece ? out_w - x : job->piece);
+    *partner = false;
+    if (!job->paired) {
+        return line * out_w + x; /* lines run on across the samples */
+    }
+    int64_t lines = job->out_plane / out_w; /* a sample's */
+    int64_t q = (line / lines * 2 * lines + line % lines) * out_w + x;
+    *partner = q + job->out_plane < job->columns;
+    return q;
 }
 
 /* THBlasRowBlock: where the block's first position reads its taps from,
- * and its k steps: the kernel rows (k, i) that reach the volume from its
- * output line, one run as the depth runs kernel rows first (Note
+ * its partner's line one padded image further (job->paired), its k
+ * steps: the kernel rows (k, i) that reach the volume from its output
+ * line (and its partner's), one run as the depth runs kernel rows first (Note
  * [Skipping zero taps] in THBlas.c; its own rows between the first and
- * the last of them, when both k and i are cut, read zeros). */
+ * the last of them, when both k and i are cut, read zeros), and with
+ * job->edges_in_threes its rows at the line's ends (Note [Skipping a
+ * line's edges] in THBlas.c). */
 static int64_t
-tap_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin, int64_t *k_end)
+tap_block_start(void *ctx, int64_t block, THBlasRowSpan *span)
 {
     const GatherJob *job = ctx;
     const THConvShape *s = job->s;
-    int64_t q = tap_block_column(job, block, rows);
+    bool partner;
+    int64_t q = tap_block_column(job, block, &span->rows, &partner);
+    int64_t x = q % s->out_w;
+    bool ends_line = x + span->rows == s->out_w && span->rows == job->piece;
+    if (job->edges_in_threes) {
+        span->edges = (x == 0 ? THBLAS_EDGE_FIRST : 0)
+                      | (ends_line && (partner || !job->paired) ? THBLAS_EDGE_LAST : 0)
+                      | (partner ? THBLAS_EDGE_HALVES : 0);
+    }
+    if (partner) { /* its rows from MR / 2 on: the next sample's */
+        span->half = job->padded_image;
+        span->rows += job->piece;
+    }
+    int64_t *k_begin = &span->k_begin, *k_end = &span->k_end;
     int64_t line = q % job->out_plane / s->out_w;
     int64_t z = line / s->out_h, y = line % s->out_h, k_lo, k_hi, i_lo, i_hi;
     valid_taps(z * s->stride_d - s->pad_d, s->kernel_d, s->dilation_d, s->in_d, &k_lo, &k_hi);
@@ -598,7 +638,7 @@ tap_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin, int64_t *
         *k_begin = (k_lo * s->kernel_h + i_lo) * row_steps;
         *k_end = ((k_hi - 1) * s->kernel_h + i_hi) * row_steps;
     }
-    return line_run_at(job, q, q + *rows).src;
+    return line_run_at(job, q, q + span->rows).src;
 }
 
 /* THBlasTileOut: a block's positions (tile rows) x out_group (tile
@@ -606,22 +646,21 @@ tap_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin, int64_t *
  * LANES blocks through transpose_<dtype> (Note [Transposing the weight
  * gradient's panel]), rows past the block's repeating its last (never
  * stored), output channels past out_group read from the tile's padding
- * columns (never stored).  Each block's stores reach out_group lines a
- * plane apart, so it asks for the next block's lines as it leaves, as
- * scatter_c does (Note [Prefetching the next panel's output]). */
+ * columns (never stored); a paired block's second half (Note [Two lines
+ * in one block] in THBlas.c) the same way into its partner's positions.
+ * Each block's stores reach out_group lines a plane apart, so it asks
+ * for the next block's lines as it leaves, as scatter_c does (Note
+ * [Prefetching the next panel's output]). */
 #define TH_DEFINE_TILE_OUT(Name, ctype)                                     \
+    /* `rows` tile rows from `values` on into positions q on */             \
     TH_VECTOR_CLONES                                                        \
-    static void tile_out_##Name(void *ctx, int64_t block, int rows,         \
-                                const char *tile, int64_t ld)               \
+    static void tile_rows_out_##Name(const GatherJob *job, int64_t q, int rows, \
+                                     const ctype *values, int64_t ld)       \
     {                                                                       \
         typedef TransposeVec_##Name Vec;                                    \
         enum { LANES = sizeof(Vec) / sizeof(ctype) };                       \
-        const GatherJob *job = ctx;                                         \
-        int block_rows;                                                     \
-        int64_t q = tap_block_column(job, block, &block_rows);              \
         int64_t b = q / job->out_plane, r = q % job->out_plane;             \
         ctype *out = (ctype *)job->out + b * job->s->out_channels * job->out_plane + r; \
-        const ctype *values = (const ctype *)tile;                          \
         for (int64_t o = 0; o < job->out_group; o += LANES) {               \
             for (int i = 0; i < rows; i += LANES) {                         \
                 Vec v[LANES];                                               \
@@ -652,8 +691,20 @@ tap_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin, int64_t *
         int64_t next = r + rows, left = job->out_plane - next;              \
         for (int64_t o = 0; left > 0 && o < job->out_group; o++) {          \
             prefetch_for_writing((const char *)(out + o * job->out_plane + rows), \
-                                 (size_t)(left < job->tap_rows ? left : job->tap_rows) \
+                                 (size_t)(left < job->piece ? left : job->piece) \
                                      * sizeof(ctype));                      \
+        }                                                                   \
+    }                                                                       \
+    static void tile_out_##Name(void *ctx, int64_t block, int rows,         \
+                                const char *tile, int64_t ld)               \
+    {                                                                       \
+        const GatherJob *job = ctx;                                         \
+        bool partner;                                                       \
+        int64_t q = tap_block_column(job, block, &rows, &partner);          \
+        tile_rows_out_##Name(job, q, rows, (const ctype *)tile, ld);        \
+        if (partner) {                                                      \
+            tile_rows_out_##Name(job, q + job->out_plane, rows,             \
+                                 (const ctype *)tile + job->piece * ld, ld); \
         }                                                                   \
     }
 
@@ -812,14 +863,13 @@ tap_weight_sum_row(const TapWeightJob *job, int64_t block)
 /* THBlasRowBlock of the weight gradient by taps: block (tap, channel
  * block) starts at the tap's offset plus its first channel. */
 static int64_t
-tap_weight_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin,
-                       int64_t *k_end)
+tap_weight_block_start(void *ctx, int64_t block, THBlasRowSpan *span)
 {
     const TapWeightJob *job = ctx;
     int64_t tap = block / job->channel_blocks;
     int64_t c = block % job->channel_blocks * job->rows;
-    *rows = (int)(job->p->in_group - c < job->rows ? job->p->in_group - c : job->rows);
-    tap_weight_positions(job->s, tap, k_begin, k_end);
+    span->rows = (int)(job->p->in_group - c < job->rows ? job->p->in_group - c : job->rows);
+    tap_weight_positions(job->s, tap, &span->k_begin, &span->k_end);
     return job->tap_starts[tap] + c;
 }
 
@@ -901,13 +951,12 @@ tap_weight_block_start(void *ctx, int64_t block, int *rows, int64_t *k_begin,
         int64_t blocks = job->channel_blocks * job->s->kernel_d             \
                          * job->s->kernel_h * job->s->kernel_w;             \
         if (block + 1 < blocks) {                                           \
-            int next_rows;                                                  \
-            int64_t k_begin, k_end;                                         \
-            tap_weight_block_start(ctx, block + 1, &next_rows, &k_begin, &k_end); \
+            THBlasRowSpan next;                                             \
+            tap_weight_block_start(ctx, block + 1, &next);                  \
             prefetch_for_writing(                                           \
                 (const char *)((ctype *)job->sums                           \
                                + tap_weight_sum_row(job, block + 1) * out_group), \
-                (size_t)(next_rows * out_group) * sizeof(ctype));           \
+                (size_t)(next.rows * out_group) * sizeof(ctype));           \
         }                                                                   \
     }
 
@@ -1317,16 +1366,19 @@ gather_buffers(const ConvPlan *p, const THConvShape *s, GatherJob *job, int64_t 
 
 /* The padded buffer's shape, the samples it holds (*chunk) and the
  * buffers of Note [Convolution as an implicit GEMM], for a direct product
- * of tap_rows-position blocks or (tap_rows 0) a gathered one; -1 with an
- * error. */
+ * of tap_rows-row blocks (`paired`: two samples' lines in each) or
+ * (tap_rows 0) a gathered one; -1 with an error. */
 static int
 gather_setup(const ConvPlan *p, const THConvShape *s, GatherJob *job, int tap_rows,
-             int64_t *chunk)
+             bool paired, int64_t *chunk)
 {
     *job = (GatherJob){.s = s, .out_plane = p->out_plane, .out_group = p->out_group,
-                       .depth = p->depth, .tap_rows = tap_rows};
+                       .depth = p->depth, .tap_rows = tap_rows, .paired = paired,
+                       .piece = paired ? tap_rows / 2 : tap_rows};
     if (tap_rows > 0) {
-        job->line_blocks = (s->out_w + tap_rows - 1) / tap_rows;
+        job->line_blocks = (s->out_w + job->piece - 1) / job->piece;
+        /* kernel rows first, ((k, i), c, j): j = 0, 1, 2 read x - 1, x, x + 1 */
+        job->edges_in_threes = s->kernel_w == 3 && s->dilation_w == 1 && s->pad_w == 1;
     }
     job->padded_d = s->in_d + 2 * s->pad_d;
     job->padded_h = s->in_h + 2 * s->pad_h;
@@ -1362,23 +1414,39 @@ gather_images(const ConvPlan *p, const THConvShape *s, GatherJob *job, const cha
 
 /* The rows (MR) of a direct product's blocks (Note [Direct convolution by
  * taps]), or 0 where the forward gathers: stride_w 1, some output, and
- * lines that MR-blocks cover with at most an eighth more positions.  The
+ * lines that MR-blocks, or with *paired MR / 2-position pieces of two
+ * samples (Note [Two lines in one block] in THBlas.c; more than one
+ * sample, and fewer positions covered so), cover with at most an eighth
+ * more positions.  The
  * weight may outgrow L2: B's panels then stream from L3, two
  * multiply-adds per value and row of the block, which the Zen 4 keeps up
  * with; one thread, thread CPU time, batch 32, 3x3, against the gathered
  * GEMM (that gathers every panel and computes the padding's zeros): 256
  * channels at 14x14 70.7 -> 66.0 ms, 28x28 289 -> 272, 56x56 1190 ->
  * 1129, 512 at 14x14 298 -> 278.  At 7x7 (512 channels) the 8-row tile
- * ran 2% slower than gathering: its eighth row is idle. */
+ * ran 2% slower than gathering: its eighth row is idle; paired 7-position
+ * pieces under the 14-row tile ran the forward 72.6-76.5 -> 66.3-70.6 ms
+ * and the input gradient 78.3-78.7 -> 69.0-69.4 (alternating builds,
+ * load 6-7 on two cores; torch 58-62 each). */
 static int
-direct_rows(const ConvPlan *p, const THConvShape *s)
+direct_rows(const ConvPlan *p, const THConvShape *s, bool *paired)
 {
+    *paired = false;
     if (s->stride_w != 1 || p->out_plane == 0) {
         return 0;
     }
-    int rows = THBlas_tappedRows(p->dtype);
+    int rows = THBlas_tappedRows(p->dtype), half = rows / 2;
     int64_t covered = (s->out_w + rows - 1) / rows * rows;
-    return covered * 8 <= s->out_w * 9 ? rows : 0;
+    int64_t covered_by_halves = (s->out_w + half - 1) / half * half;
+    if (s->batch > 1 && covered_by_halves < covered) {
+        covered = covered_by_halves;
+        *paired = true;
+    }
+    if (covered * 8 > s->out_w * 9) {
+        *paired = false;
+        return 0;
+    }
+    return rows;
 }
 
 /* out[samples, g] = W[g] . B (+ bias) as one implicit GEMM of `images`
@@ -1392,7 +1460,8 @@ forward_product(const ConvPlan *p, const THConvShape *s, GatherJob *job, char *w
         return THBlas_gemmGathered(p->dtype, p->out_group, job->columns, p->depth, w,
                                    p->kernels->gather_b, p->kernels->scatter_c, job);
     }
-    int64_t blocks = images * (p->out_plane / s->out_w) * job->line_blocks;
+    int64_t samples = job->paired ? (images + 1) / 2 : images; /* per block */
+    int64_t blocks = samples * (p->out_plane / s->out_w) * job->line_blocks;
     return THBlas_gemmTapped(p->dtype, job->tap_rows, blocks, p->out_group, p->depth,
                              job->padded,
                              job->tap_offsets, THBlasMatrix_transposed(w),
@@ -1431,7 +1500,9 @@ forward_gathered(const ConvPlan *p, const THConvShape *s, char *input, char *wei
 {
     GatherJob job;
     int64_t chunk;
-    if (gather_setup(p, s, &job, direct_rows(p, s), &chunk) < 0) {
+    bool paired;
+    int rows = direct_rows(p, s, &paired);
+    if (gather_setup(p, s, &job, rows, paired, &chunk) < 0) {
         return -1;
     }
     int rc = 0;
@@ -1460,7 +1531,8 @@ forward_products(const THConvShape *s, THDtype dtype, char *input, char *weight,
         return -1;
     }
     ConvPlan p = plan_of(s, dtype);
-    bool rows_first = !p.direct && direct_rows(&p, s) > 0;
+    bool paired;
+    bool rows_first = !p.direct && direct_rows(&p, s, &paired) > 0;
     char *arranged = NULL;
     if (flip || rows_first) {
         arranged = arranged_weight(&p, s, weight, flip, rows_first);
@@ -1739,7 +1811,7 @@ THConv_backwardWeight(THTensor *grad_weight, const THTensor *grad_output,
     }
     GatherJob job;
     int64_t chunk;
-    if (gather_setup(&p, s, &job, 0, &chunk) < 0) {
+    if (gather_setup(&p, s, &job, 0, false, &chunk) < 0) {
         return -1;
     }
     char *staging = NULL;
