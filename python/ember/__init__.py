@@ -133,7 +133,8 @@ del _name, _function
 # PyTorch's function forms of methods, aliases, broadcasting helpers and
 # composed reductions (ember.transpose, ember.broadcast_tensors, ember.median, ...).
 from ._function_forms import _FUNCTIONS  # noqa: E402
-globals().update(_FUNCTIONS)
+globals().update({name: function for name, function in _FUNCTIONS.items()
+                  if name not in globals()})   # the C operators' own forms come first
 from ._dtype_info import finfo, iinfo  # noqa: E402,F401
 
 from . import distributed, multiprocessing, utils  # noqa: E402,F401  (ember.utils.data as in torch)

@@ -57,7 +57,7 @@ _METHOD_FORMS = ("transpose", "t", "permute", "squeeze", "unsqueeze", "reshape",
 _FUNCTION_FORMS = {name: _function_form(name) for name in _METHOD_FORMS}
 # PyTorch's NumPy-style aliases, functions and methods both
 _ALIASES = {"swapaxes": "transpose", "swapdims": "transpose", "arccos": "acos",
-            "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
+            "arcsin": "asin", "arctan": "atan", "arcsinh": "asinh",
             "arccosh": "acosh", "arctanh": "atanh", "sgn": "sign"}
 _FUNCTION_FORMS.update({alias: _function_form(target, alias)
                         for alias, target in _ALIASES.items()})
@@ -901,7 +901,7 @@ _METHODS = ("is_complex", "is_nonzero", "clamp_min", "clamp_max", "ravel", "broa
             "movedim", "moveaxis", "nansum", "nanmean", "median", "nanmedian", "aminmax",
             "logit", "deg2rad", "rad2deg", "fmax", "fmin", "heaviside", "trace", "inner",
             "dist", "addmv", "addr", "diag_embed", "hsplit", "vsplit", "dsplit", "swapaxes",
-            "swapdims", "arccos", "arcsin", "arctan", "arctan2", "arcsinh", "arccosh",
+            "swapdims", "arccos", "arcsin", "arctan", "arcsinh", "arccosh",
             "arctanh", "sgn", "mode", "quantile",
             "nanquantile", "cov", "corrcoef", "renorm", "float_power", "isin", "masked_scatter",
             "signbit", "ldexp", "gcd", "lcm", "is_same_size")
