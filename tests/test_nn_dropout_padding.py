@@ -21,15 +21,9 @@ from ember.autograd import gradcheck
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
-DTYPES = [(ember.float64, torch.float64, np.float64), (ember.float32, torch.float32, np.float32)]
+from torch_pairs import DTYPES, pair  # noqa: E402
+
 ALPHA = 1.7580993408473766   # SELU's scale * alpha: the negative saturation
-
-
-def pair(array, dtypes=DTYPES[0], requires_grad=True):
-    ours_dtype, theirs_dtype, numpy_dtype = dtypes
-    array = np.asarray(array, dtype=numpy_dtype)
-    return (ember.tensor(array, dtype=ours_dtype, requires_grad=requires_grad),
-            torch.tensor(array, dtype=theirs_dtype, requires_grad=requires_grad))
 
 
 def check_same(ours, theirs, rtol=1e-12, atol=1e-12):

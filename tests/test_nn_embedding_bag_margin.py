@@ -20,31 +20,12 @@ from ember.autograd import gradcheck
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
-DTYPES = [(ember.float64, torch.float64, np.float64), (ember.float32, torch.float32, np.float32)]
-DTYPE_IDS = ["float64", "float32"]
-
-
-def pair(array, dtypes=DTYPES[0], requires_grad=True):
-    ours_dtype, theirs_dtype, numpy_dtype = dtypes
-    array = np.asarray(array, dtype=numpy_dtype)
-    return (ember.tensor(array, dtype=ours_dtype, requires_grad=requires_grad),
-            torch.tensor(array, dtype=theirs_dtype, requires_grad=requires_grad))
+from torch_pairs import DTYPES, DTYPE_IDS, check_same, pair, tolerance  # noqa: E402
 
 
 def longs(values):
     return ember.tensor(np.asarray(values, dtype=np.int64)), \
         torch.tensor(np.asarray(values, dtype=np.int64))
-
-
-def check_same(ours, theirs, rtol=1e-10, atol=1e-12):
-    assert tuple(ours.shape) == tuple(theirs.shape)
-    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(),
-                               rtol=rtol, atol=atol)
-
-
-def tolerance(dtypes):
-    return dict(rtol=1e-10, atol=1e-12) if dtypes[0] == ember.float64 else \
-        dict(rtol=1e-5, atol=1e-6)
 
 
 def backward_both(ours, theirs, dtypes, seed=9):

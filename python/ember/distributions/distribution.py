@@ -8,10 +8,12 @@ arg_constraints when the distribution is built, and the values given to
 log_prob against its support.
 """
 
+import numbers
+
 import ember
 
 from . import constraints
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -155,3 +157,27 @@ class Distribution:
                 # one element shows itself (a 0-d tensor formats as its number)
                 shown.append(f"{name}: {value if value.numel() == 1 else value.size()}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class _BroadcastParameters(Distribution):
+    """A distribution whose parameters (named in _parameters) broadcast
+    together: numbers or tensors in, one batch shape, expand() by expanding
+    each."""
+    _parameters = ()
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        batch_shape = ember.Size(batch_shape)
+        for name in self._parameters:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _set_parameters(self, values, validate_args):
+        tensors = broadcast_all(*values)
+        for name, tensor in zip(self._parameters, tensors):
+            setattr(self, name, tensor)
+        numbers_only = all(isinstance(v, numbers.Number) for v in values)
+        batch_shape = ember.Size() if numbers_only else tensors[0].size()
+        Distribution.__init__(self, batch_shape, validate_args=validate_args)

@@ -1,39 +1,15 @@
 """Exponential(rate), Laplace(loc, scale) and Poisson(rate)."""
 
-import numbers
-
 import ember
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import _BroadcastParameters
 from .utils import broadcast_all
 
 __all__ = ["Exponential", "Laplace", "Poisson"]
 
 
-class _ExpandsParameters(Distribution):
-    """expand() for a distribution whose parameters all broadcast together."""
-    _parameters = ()
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
-        batch_shape = ember.Size(batch_shape)
-        for name in self._parameters:
-            setattr(new, name, getattr(self, name).expand(batch_shape))
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    def _set_parameters(self, values, validate_args):
-        tensors = broadcast_all(*values)
-        for name, tensor in zip(self._parameters, tensors):
-            setattr(self, name, tensor)
-        numbers_only = all(isinstance(v, numbers.Number) for v in values)
-        batch_shape = ember.Size() if numbers_only else tensors[0].size()
-        Distribution.__init__(self, batch_shape, validate_args=validate_args)
-
-
-class Exponential(_ExpandsParameters):
+class Exponential(_BroadcastParameters):
     """Waiting times of rate `rate` (mean 1 / rate), reparameterised."""
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
@@ -81,7 +57,7 @@ class Exponential(_ExpandsParameters):
         return 1.0 - ember.log(self.rate)
 
 
-class Laplace(_ExpandsParameters):
+class Laplace(_BroadcastParameters):
     """The double exponential around loc, reparameterised."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -133,7 +109,7 @@ class Laplace(_ExpandsParameters):
         return 1 + ember.log(2 * self.scale)
 
 
-class Poisson(_ExpandsParameters):
+class Poisson(_BroadcastParameters):
     """Counts of events at rate `rate`."""
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer

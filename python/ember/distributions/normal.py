@@ -2,35 +2,23 @@
 loc + scale * eps, eps ~ N(0, 1), so gradients reach loc and scale)."""
 
 import math
-import numbers
 
 import ember
 
 from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all
+from .distribution import _BroadcastParameters
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(_BroadcastParameters):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
+    _parameters = ("loc", "scale")
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = ember.Size() if isinstance(loc, numbers.Number) and \
-            isinstance(scale, numbers.Number) else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = ember.Size(batch_shape)
-        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        self._set_parameters((loc, scale), validate_args)
 
     @property
     def mean(self):

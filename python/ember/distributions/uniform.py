@@ -2,19 +2,18 @@
 reparameterised (rsample is low + (high - low) * u, u ~ U(0, 1))."""
 
 import math
-import numbers
 
 import ember
 
 from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all
+from .distribution import _BroadcastParameters
 
 __all__ = ["Uniform"]
 
 
-class Uniform(Distribution):
+class Uniform(_BroadcastParameters):
     has_rsample = True
+    _parameters = ("low", "high")
 
     @property
     def arg_constraints(self):
@@ -22,18 +21,7 @@ class Uniform(Distribution):
                 "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
-        self.low, self.high = broadcast_all(low, high)
-        batch_shape = ember.Size() if isinstance(low, numbers.Number) and \
-            isinstance(high, numbers.Number) else self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = ember.Size(batch_shape)
-        new.low, new.high = self.low.expand(batch_shape), self.high.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        self._set_parameters((low, high), validate_args)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):

@@ -65,6 +65,13 @@ class UninitializedTensorMixin:
 
     cls_to_become = None
 
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.requires_grad, self.data.device, self.data.dtype)
+        memo[id(self)] = result
+        return result
+
     def materialize(self, shape, device=None, dtype=None):
         device = self.data.device if device is None else device
         dtype = self.data.dtype if dtype is None else dtype
@@ -117,13 +124,6 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
-    def __deepcopy__(self, memo):
-        if id(self) in memo:
-            return memo[id(self)]
-        result = type(self)(self.requires_grad, self.data.device, self.data.dtype)
-        memo[id(self)] = result
-        return result
-
 
 class UninitializedBuffer(UninitializedTensorMixin, ember.Tensor):
     """A buffer whose shape a lazy module fills in at its first forward."""
@@ -136,13 +136,6 @@ class UninitializedBuffer(UninitializedTensorMixin, ember.Tensor):
 
     def __init__(self, requires_grad=False, device=None, dtype=None):
         pass
-
-    def __deepcopy__(self, memo):
-        if id(self) in memo:
-            return memo[id(self)]
-        result = type(self)(self.requires_grad, self.data.device, self.data.dtype)
-        memo[id(self)] = result
-        return result
 
 
 class _BufferMeta(type(ember.Tensor)):

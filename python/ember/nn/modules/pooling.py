@@ -58,7 +58,11 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    """AvgPool2d's and AvgPool3d's settings (AvgPool1d keeps tuples, as torch's)."""
+    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                     "divisor_override"]
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
@@ -69,12 +73,14 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
     def forward(self, input):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class _AdaptivePool(Module):
@@ -184,26 +190,10 @@ class MaxPool3d(_MaxPoolNd):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool3d(Module):
-    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
-                     "divisor_override"]
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True, divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
+class AvgPool3d(_AvgPoolNd):
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool3d(_AdaptivePool):
