@@ -833,3 +833,29 @@ def test_empty_slice_offsets_match_torch():
         t = torch.arange(20).view(2, 10)[index]
         assert (tuple(e.shape), e.stride(), e.storage_offset()) == \
             (tuple(t.shape), t.stride(), t.storage_offset()), index
+
+
+def test_geometry_changed_in_place_keeps_the_memory_and_counts_a_write():
+    """unsqueeze_/t_/resize_ rebind the tensor to a view of its own memory
+    (python/ember/_function_forms.py) and bump the version through the C
+    method _bump_version; a resize_ that grows keeps the old values first."""
+    base = ember.arange(6.0)
+    view = base.view(2, 3)
+    version = view._version
+    view.t_()
+    assert tuple(view.shape) == (3, 2) and view.stride() == (1, 3)
+    view.unsqueeze_(0).squeeze_()
+    view[0, 1] = 40.0
+    assert base[3].item() == 40.0 and view._version == version + 4
+    grown = ember.arange(3.0)
+    grown.add_(1)
+    before = grown._version
+    grown.resize_(2, 4)
+    assert grown.view(-1)[:3].tolist() == [1.0, 2.0, 3.0]
+    assert grown._version == before + 1
+    with pytest.raises(TypeError):
+        grown._bump_version("later")
+    with pytest.raises(TypeError):
+        grown._bump_version(1, 2)
+    grown._bump_version(100)
+    assert grown._version == 101
