@@ -293,7 +293,9 @@ def test_wide_layer_products(dtype, size):
     tile]); at 14 x 14 (AVX-512's 14-position blocks) both run directly by
     taps, the packed weight streaming from beyond L2 and the input
     gradient's weight flipped and arranged in 16 x 16 tiles (Note
-    [Arranging the weight])."""
+    [Arranging the weight]).  The weight gradient runs by taps at both
+    sizes, its sums (2304 x 256) beyond L2 (Note [Weight gradient by taps]
+    in THConv.c)."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 256, size, size)).astype(dtype)
     w = (rng.standard_normal((256, 256, 3, 3)) / 48).astype(dtype)
@@ -317,7 +319,10 @@ def test_wide_layer_products(dtype, size):
 # beyond the kernel's reach, so each tap's first and last lines of
 # positions read only padding and are skipped (Note [Skipping zero taps]
 # in THBlas.c), and 1-wide outputs under a width padding of 2, whose
-# taps j = 0 and 1 read nothing but padding (their gradient is zero).
+# taps j = 0 and 1 read nothing but padding (their gradient is zero);
+# last, 256 channels into 128, whose sums (2304 x 128) outgrow a 1 MiB L2
+# in both dtypes (weight_taps_fit in THConv.c) and so stream from beyond
+# it, each row block's rows asked for ahead (add_tile).
 # reference_conv is the definition for 2 or 3 spatial dims.
 TAPPED_WEIGHT_GEOMETRIES = [
     (2, 16, 24, (12, 12), (3, 3), (1, 1), (1, 1), (1, 1), 1),
@@ -326,6 +331,7 @@ TAPPED_WEIGHT_GEOMETRIES = [
     (2, 8, 8, (4, 6, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
     (2, 16, 8, (12, 12), (3, 3), (1, 1), (3, 2), (1, 1), 1),
     (2, 16, 4, (140, 1), (3, 3), (1, 3), (1, 2), (1, 1), 1),
+    (2, 256, 128, (12, 12), (3, 3), (1, 1), (1, 1), (1, 1), 1),
 ]
 
 

@@ -1656,14 +1656,22 @@ THConv_backwardInput(THTensor *grad_input, const THTensor *grad_output,
 /* Whether the weight gradient runs by taps (Note [Weight gradient by
  * taps]): the tapped tile's rows pad in_group by at most an eighth, each
  * sample has enough positions to amortize its packed grad and the tile
- * sums (an output plane of at least WEIGHT_TAPS_MIN_PLANE), and both that
- * packed grad (out_plane x out_group) and the sums (depth x out_group),
- * which every sample's GEMM walks through, stay within L2.  One thread,
- * thread CPU time, batch 32: 32-channel 5x5 at 28x28 16.1 -> 13.0 ms,
- * 64-channel 3x3 at 56x56 86.6 -> 76.9, 128 at 28x28 82.2 -> 75.4; at 256
- * channels (14x14, sums of 2.3M) it ran 81.7 against the gathered GEMM's
- * 78.1, and cutting each sample's positions into pieces of 64 to 256, or
- * taking the taps of one channel block in turn, was slower everywhere. */
+ * sums (an output plane of at least WEIGHT_TAPS_MIN_PLANE), and that
+ * packed grad (out_plane x out_group), which every row block walks
+ * through, stays within L2.  One thread, thread CPU time, batch 32:
+ * 32-channel 5x5 at 28x28 16.1 -> 13.0 ms, 64-channel 3x3 at 56x56 86.6
+ * -> 76.9, 128 at 28x28 82.2 -> 75.4.  The sums (depth x out_group) may
+ * outgrow L2: at 256 channels (sums of 2.3M) add_tile's pass through them
+ * is a tenth of the product, yet the gathered GEMM is slower still (a
+ * shared machine, load 1 to 40 on 2 cores, best of 12 to 40 calls taking
+ * turns in one process: float32 256 channels at 14x14 75.0-77.6 ms ->
+ * 70.6-73.3, at 28x28 302-308 -> 276-283; float64 128 at 28x28 173 ->
+ * 144, 256 at 14x14 164 -> 155; 512 at 14x14 even, 292 both in float32,
+ * 683 -> 668 in float64; an earlier measurement had 81.7 against 78.1 at
+ * 256 channels 14x14).  Two to four samples per GEMM, one pass over the
+ * sums for them all, measured no better; cutting each sample's positions
+ * into pieces of 64 to 256, or taking the taps of one channel block in
+ * turn, was slower everywhere. */
 #define WEIGHT_TAPS_MIN_PLANE 128
 
 static bool
@@ -1677,10 +1685,9 @@ weight_taps_fit(const ConvPlan *p)
     int64_t rows = THBlas_tappedRowsFor(p->dtype, p->in_group), caches[3];
     int64_t padded_rows = (p->in_group + rows - 1) / rows * rows;
     int64_t packed = p->out_plane * ((p->out_group + blocking.nr - 1) / blocking.nr * blocking.nr);
-    int64_t sums = p->depth * p->out_group;
     THBlas_cacheSizes(caches);
     int64_t l2_items = caches[1] / (int64_t)p->itemsize;
-    return padded_rows * 8 <= p->in_group * 9 && packed <= l2_items && sums <= l2_items;
+    return padded_rows * 8 <= p->in_group * 9 && packed <= l2_items;
 }
 
 /* The job's buffers and offsets; -1 with an error when out of memory. */
