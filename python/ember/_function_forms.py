@@ -21,6 +21,7 @@ from . import _C
 from ._tensor import Tensor
 from . import _functions
 from ._functions import _unpack_tensors
+from .autograd.formulas._common import _set_history, check_inplace
 from .autograd.function import Function
 from .linalg import _result_type
 
@@ -113,13 +114,25 @@ def broadcast_shapes(*shapes):
 def broadcast_tensors(*tensors):
     """Views of the tensors expanded to their common shape."""
     tensors = _unpack_tensors(tensors)
-    if len(tensors) > 1:
-        # the operators' own check names the mismatch as PyTorch does
-        shape = _C.add(*(t.new_zeros(()).expand(t.shape) for t in tensors[:2])).shape
-        shape = broadcast_shapes(shape, *(t.shape for t in tensors[2:]))
-    else:
-        shape = tensors[0].shape if tensors else ()
+    shape = ()
+    for t in tensors:
+        shape = _infer_size(shape, tuple(t.shape))
     return tuple(t.expand(shape) for t in tensors)
+
+
+def _infer_size(a, b):
+    """The broadcast of shapes a and b, refused with the message PyTorch's
+    operators give (dims counted from the left of the result)."""
+    ndim = builtins.max(len(a), len(b))
+    result = []
+    for dim in range(ndim):
+        size_a = a[dim - ndim + len(a)] if dim - ndim + len(a) >= 0 else 1
+        size_b = b[dim - ndim + len(b)] if dim - ndim + len(b) >= 0 else 1
+        if size_a != size_b and 1 not in (size_a, size_b):
+            raise RuntimeError(f"The size of tensor a ({size_a}) must match the size of "
+                               f"tensor b ({size_b}) at non-singleton dimension {dim}")
+        result.append(size_b if size_a == 1 else size_a)
+    return tuple(result)
 
 
 def broadcast_to(input, size):
@@ -202,15 +215,10 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     _check_input("nanmean", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
-                           f"dtype but got {_type_name(input.dtype)}")
+                           f"dtype but got {_functions._scalar_type_name(input.dtype)}")
     counted = _C.logical_not(_C.isnan(input))
     count = counted.sum() if dim is None else counted.sum(dim, keepdim=keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
-
-
-def _type_name(dtype):
-    from ._functions import _scalar_type_name
-    return _scalar_type_name(dtype)
 
 
 def median(input, dim=None, keepdim=False):
@@ -232,19 +240,18 @@ def _median(name, input, dim, keepdim, ignore_nan):
             return _C.full((), math.nan, dtype=input.dtype)
         value, _ = _median_along(flat.detach(), 0, ignore_nan)
         return _EvenlySpread.apply(input, value)
-    dim = _wrap_dim(dim, input.dim())
-    if input.dim() > 0 and input.shape[dim] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
-    values_index, indices = _median_along(input.detach(), dim, ignore_nan) \
-        if input.dim() > 0 else (input.detach(), _C.zeros((), dtype=_C.int64))
-    if input.dim() > 0:
-        values = input.gather(dim, indices.unsqueeze(dim)).squeeze(dim)
-    else:
-        values = input.clone()
-    if keepdim and input.dim() > 0:
-        values, indices = values.unsqueeze(dim), indices.unsqueeze(dim)
     result_type = _NanMedian if ignore_nan else _Median
-    return result_type(values, indices)
+    if input.dim() == 0:
+        return result_type(input.clone(), _C.zeros((), dtype=_C.int64))
+    dim = _wrap_dim(dim, input.dim())
+    if input.shape[dim] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    _, indices = _median_along(input.detach(), dim, ignore_nan)
+    indices = indices.unsqueeze(dim)
+    values = input.gather(dim, indices)     # gathered from input: its gradient goes there
+    if keepdim:
+        return result_type(values, indices)
+    return result_type(values.squeeze(dim), indices.squeeze(dim))
 
 
 def _median_along(input, dim, ignore_nan):
@@ -954,7 +961,6 @@ def _inplace_geometry(view_name):
     view = getattr(Tensor, view_name)
 
     def method(self, *args, **kwargs):
-        from .autograd.formulas._common import check_inplace, _set_history
         tracked = self.requires_grad and _C.is_grad_enabled()
         if tracked:
             check_inplace(self)
