@@ -180,7 +180,8 @@ class WhoLoadsMe(Dataset):
     def __getitem__(self, i):
         info = get_worker_info()
         return {"worker": info.id, "seed": info.seed, "initial_seed": ember.initial_seed(),
-                "num_workers": info.num_workers, "draw": ember.rand(1)}
+                "num_workers": info.num_workers, "draw": ember.rand(1),
+                "threads": ember.get_num_threads()}
 
 
 def test_worker_seeding_and_info():
@@ -194,6 +195,7 @@ def test_worker_seeding_and_info():
     assert seeds == {0: base, 1: base + 1, 2: base + 2}
     for b in batches:
         assert (b["initial_seed"] == b["seed"]).all() and (b["num_workers"] == 3).all()
+        assert (b["threads"] == 1).all()  # PyTorch's workers run one thread each
     ember.manual_seed(0)
     again = list(DataLoader(WhoLoadsMe(), batch_size=2, num_workers=3))
     assert [b["draw"].tolist() for b in again] == [b["draw"].tolist() for b in batches]

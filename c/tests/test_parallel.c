@@ -2,10 +2,12 @@
  * test_parallel.c -- the worker pool (THParallel.h) and the iterator's
  * range and parallel drivers (THIter_runRange, THIter_runParallel).
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "th_test.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Counts how often each index of [0, n) was visited. */
 typedef struct {
@@ -62,6 +64,29 @@ test_parallel_for_covers_every_index_once(void)
     for (int rep = 0; rep < 50; rep++) { /* hand-offs back to back */
         check_covers_once(2, 4096, 64, 2);
     }
+    CHECK_OK(THParallel_setNumThreads(saved));
+}
+
+/* The workers poll for a while after a job and then sleep (Note [Workers
+ * poll before they sleep]): a job must reach them in either state, and
+ * shutdown must end polling workers as well as sleeping ones. */
+static void
+test_parallel_jobs_reach_polling_and_sleeping_workers(void)
+{
+    int saved = THParallel_getNumThreads();
+    const struct timespec past_the_polls = {0, 2 * 1000 * 1000}; /* 2 ms */
+    for (int threads = 2; threads <= 4; threads++) {
+        for (int rep = 0; rep < 200; rep++) { /* each finds them polling */
+            check_covers_once(threads, 1000, 1, threads);
+        }
+        nanosleep(&past_the_polls, NULL); /* now they sleep */
+        check_covers_once(threads, 1000, 1, threads);
+        nanosleep(&past_the_polls, NULL);
+        check_covers_once(threads, 1000, 1, threads);
+        THParallel_shutdown(); /* right after a job: still polling */
+        check_covers_once(threads, 1000, 1, threads); /* restarted */
+    }
+    THParallel_shutdown();
     CHECK_OK(THParallel_setNumThreads(saved));
 }
 
@@ -177,6 +202,7 @@ test_iter_raw_scalar_operand(void)
 
 TH_TEST_SUITE(parallel) = {
     TH_TEST(test_parallel_for_covers_every_index_once),
+    TH_TEST(test_parallel_jobs_reach_polling_and_sleeping_workers),
     TH_TEST(test_parallel_nested_runs_serially),
     TH_TEST(test_parallel_set_num_threads_checks),
     TH_TEST(test_iter_run_range_and_parallel),

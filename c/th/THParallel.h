@@ -2,11 +2,12 @@
  * THParallel.h -- run a loop over [0, n) on the worker threads.
  *
  * A small pool of pthreads, started on first use and sized by
- * THParallel_setNumThreads (default: EMBER_NUM_THREADS, else the number of
- * online CPUs).  THParallel_for splits [0, n) into one contiguous,
- * non-empty chunk per thread, never smaller than `grain` elements (fewer
- * chunks where equal ones would leave some empty), runs chunk 0 on the calling
- * thread and the others on workers, and returns when all are done.  Work
+ * THParallel_setNumThreads (default: EMBER_NUM_THREADS, else
+ * OMP_NUM_THREADS, else the number of online CPUs).  THParallel_for splits
+ * [0, n) into one contiguous, non-empty chunk per thread, never smaller
+ * than `grain` elements (fewer chunks where equal ones would leave some
+ * empty), runs chunk 0 on the calling thread and the others on workers,
+ * and returns when all are done.  Work
  * below 2 * grain, and any call made from inside a parallel region, runs
  * serially on the caller: small ops never pay for a thread hand-off.
  *

@@ -108,6 +108,9 @@ def worker_loop(is_iterable, dataset, index_queue, data_queue, done_event,
     global _worker_info
     parent_pid = os.getppid()
     try:
+        # As PyTorch's workers: one thread each, so that num_workers
+        # processes do not each start a pool as large as the machine.
+        ember.set_num_threads(1)
         seed = base_seed + worker_id
         _seed_everything(seed, worker_id, base_seed)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
