@@ -10,6 +10,14 @@ Rows (goals from ember issue 4):
     a + b on 1 element, no grad (what autograd's
         existence costs the C fast path)                    us/call, vs NumPy (no goal:
                                                             compare with issue 3's 0.81x)
+    the MLP step, and a 256-512-512-10 one (batch 128),
+        on every CPU (both libraries' default thread
+        count)                                              ms/step, <= 1.0x PyTorch
+                                                            (issue 15: no training step
+                                                            slower than PyTorch's; what
+                                                            the worker pool's hand-off
+                                                            costs, Note [Workers poll
+                                                            before they sleep])
 Times are the best of many repeats, libraries interleaved so that noise
 from a shared machine hits both alike.  Printed as ratios ember / PyTorch.
 """
@@ -52,12 +60,15 @@ def time_chain(lib):
             (finished - recorded) / CHAIN_LENGTH * 1e6)
 
 
-def make_mlp(lib, seed=0):
+def make_mlp(lib, widths=(784, 128, 10), batch=64, seed=0):
     rng = np.random.default_rng(seed)
-    model = lib.nn.Sequential(lib.nn.Linear(784, 128), lib.nn.ReLU(), lib.nn.Linear(128, 10))
+    layers = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        layers += [lib.nn.Linear(fan_in, fan_out), lib.nn.ReLU()]
+    model = lib.nn.Sequential(*layers[:-1])
     optimizer = lib.optim.SGD(model.parameters(), lr=0.01)
-    inputs = lib.from_numpy(rng.standard_normal((64, 784)).astype(np.float32))
-    targets = lib.from_numpy(rng.integers(0, 10, 64).astype(np.int64))
+    inputs = lib.from_numpy(rng.standard_normal((batch, widths[0])).astype(np.float32))
+    targets = lib.from_numpy(rng.integers(0, widths[-1], batch).astype(np.int64))
     return model, optimizer, inputs, targets
 
 
@@ -115,6 +126,40 @@ def measure(repeats):
     return best(chain_fwd), best(chain_bwd), best(mlp), best(small), errors
 
 
+ALL_CPUS_MLPS = {"MLP 784-128-10 step (batch 64, SGD)": ((784, 128, 10), 64),
+                 "MLP 256-512-512-10 step (batch 128, SGD)": ((256, 512, 512, 10), 128)}
+
+
+def measure_all_cpus(repeats, steps=10):
+    """ms per step of each ALL_CPUS_MLPS model, both libraries at
+    os.cpu_count() threads (their default): the best of `repeats` blocks of
+    `steps` steps.  Each block follows one untimed step, so that the other
+    library's threads, still polling for work after its own block (both
+    pools do), have gone quiet: the two libraries share this process's
+    CPUs, a user's program runs one of them."""
+    threads = os.cpu_count() or 1
+    libs = [ember] + ([torch] if torch is not None else [])
+    for lib in libs:
+        lib.set_num_threads(threads)
+    times = {label: {} for label in ALL_CPUS_MLPS}
+    try:
+        states = {(label, lib.__name__): make_mlp(lib, widths, batch)
+                  for label, (widths, batch) in ALL_CPUS_MLPS.items() for lib in libs}
+        for _ in range(max(1, repeats // steps)):
+            for (label, name), state in states.items():
+                lib = sys.modules[name]
+                mlp_step(lib, *state)
+                start = time.perf_counter()
+                for _ in range(steps):
+                    mlp_step(lib, *state)
+                times[label].setdefault(name, []).append(
+                    (time.perf_counter() - start) / steps * 1e3)
+    finally:
+        for lib in libs:
+            lib.set_num_threads(1)
+    return threads, {label: best(values) for label, values in times.items()}
+
+
 def ratio_row(label, unit, values, peer, goal):
     ours, theirs = values.get("ember"), values.get(peer)
     if ours is None:
@@ -138,6 +183,10 @@ def main():
     print(ratio_row("100-op chain, backward", "us/op", chain_bwd, "torch", 1.0))
     print(ratio_row("MLP 784-128-10 step (batch 64, SGD)", "ms", mlp, "torch", 0.8))
     print(ratio_row("1-element a + b without grad", "us", small, "numpy", None))
+    threads, all_cpus = measure_all_cpus(repeats * 2)
+    print(f"on every CPU ({threads} threads each)")
+    for label, values in all_cpus.items():
+        print(ratio_row(label, "ms", values, "torch", 1.0))
     for name, error in errors.items():
         print(f"  {name} MLP unavailable: {error}")
 

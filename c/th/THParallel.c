@@ -21,7 +21,7 @@
  * 256-512-512-10 MLP took 6.6 ms on ember's default two threads against
  * 4.0 ms on one.  PyTorch's OpenMP runtime lets its threads poll a while
  * after a parallel region (libgomp's GOMP_SPINCOUNT), and so do these: a
- * worker that finds no chunk polls `jobs_published` for TH_PARALLEL_SPIN_NS
+ * worker that finds no chunk polls `jobs_published` for TH_PARALLEL_POLL_NS
  * before it sleeps, and the caller polls `chunks_left` as long before it
  * sleeps on the last chunk.  Operators issued back to back, as a training
  * step issues them, then find the workers awake.
@@ -48,7 +48,7 @@
 
 /* How long a worker without a chunk, or a caller waiting for the workers,
  * polls before it sleeps (Note [Workers poll before they sleep]). */
-#define TH_PARALLEL_SPIN_NS 200000
+#define TH_PARALLEL_POLL_NS 200000
 
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -158,10 +158,10 @@ workers_finished(uint64_t unused)
     return atomic_load_explicit(&chunks_left, memory_order_acquire) == 0;
 }
 
-/* Polls condition(arg) for up to TH_PARALLEL_SPIN_NS; true once it holds,
+/* Polls condition(arg) for up to TH_PARALLEL_POLL_NS; true once it holds,
  * false when the time is up (Note [Workers poll before they sleep]). */
 static bool
-spin_until(bool (*condition)(uint64_t), uint64_t arg)
+poll_until(bool (*condition)(uint64_t), uint64_t arg)
 {
     int64_t deadline = 0;
     for (unsigned polls = 0;; polls++) {
@@ -171,7 +171,7 @@ spin_until(bool (*condition)(uint64_t), uint64_t arg)
         if (polls % 64 == 0) {
             int64_t now = monotonic_ns();
             if (deadline == 0) {
-                deadline = now + TH_PARALLEL_SPIN_NS;
+                deadline = now + TH_PARALLEL_POLL_NS;
             } else if (now >= deadline) {
                 return false;
             }
@@ -210,7 +210,7 @@ worker_main(void *arg)
         }
         uint64_t seen = atomic_load_explicit(&jobs_published, memory_order_relaxed);
         pthread_mutex_unlock(&pool_lock);
-        bool published = spin_until(job_published_since, seen);
+        bool published = poll_until(job_published_since, seen);
         pthread_mutex_lock(&pool_lock);
         /* Checked again under the lock a job is published under, so a job
          * published after the poll gave up is seen here or wakes us. */
@@ -229,7 +229,7 @@ worker_main(void *arg)
 static void
 wait_for_workers(void)
 {
-    if (spin_until(workers_finished, 0)) {
+    if (poll_until(workers_finished, 0)) {
         return;
     }
     pthread_mutex_lock(&pool_lock);
