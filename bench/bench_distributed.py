@@ -312,10 +312,14 @@ def launch(nproc, what, **environment):
     python_dir = os.path.join(os.path.dirname(here), "python")
     env = dict(os.environ, PYTHONPATH=python_dir + os.pathsep + os.environ.get("PYTHONPATH", ""),
                **environment)
-    output = subprocess.run(
+    job = subprocess.run(
         [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
          "--master-port", str(_free_port()), os.path.abspath(__file__), what],
-        env=env, capture_output=True, text=True, timeout=600, check=True).stdout
+        env=env, capture_output=True, text=True, timeout=600)
+    if job.returncode != 0:  # the workers' own words, not only the exit status
+        raise RuntimeError(f"{what} on {nproc} processes exited with {job.returncode}:\n"
+                           f"{job.stdout[-3000:]}\n{job.stderr[-3000:]}")
+    output = job.stdout
     for line in output.splitlines():
         if line.startswith(REPORT):
             return json.loads(line[len(REPORT):])
