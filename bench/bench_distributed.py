@@ -30,10 +30,12 @@ takes 0.15-0.22 ms in most jobs and 0.6-1.0 ms in others, for seconds at
 a time, switching in the middle of a job; the copy-in/copy-out transport
 (OMPI_MCA_smsc=^cma) shows the same 4x switch, with no steal time and
 nothing else running.  Whatever the host does to the two vCPUs then,
-ember is not in it, but the DDP ratio follows it: 1.68-1.76x in jobs of
-the fast kind, 1.51-1.54x in the slow.  The DDP line prints, for the
-job it reports, the raw Allreduce's time measured in that job: which
-kind it was.
+ember is not in it.  It is not the whole of the DDP ratio's spread,
+though: the DDP line prints, for the job it reports, the raw Allreduce's
+time measured in that job (which kind it was), and in the first three
+runs that printed it the jobs were of the fast kind (0.17-0.19 ms) and
+the ratios 1.65x, 1.58x and 1.43x.  Five runs before, on the same
+machine and day: 1.68x, 1.54x, 1.76x, 1.71x, 1.51x.
 
 Run plainly, this script starts its measurements under MPI through
 `python -m ember.distributed.run` (one thread per process) and prints the
