@@ -143,16 +143,15 @@ def measure_all_cpus(repeats, steps=10):
         lib.set_num_threads(threads)
     times = {label: {} for label in ALL_CPUS_MLPS}
     try:
-        states = {(label, lib.__name__): make_mlp(lib, widths, batch)
+        states = {(label, lib): make_mlp(lib, widths, batch)
                   for label, (widths, batch) in ALL_CPUS_MLPS.items() for lib in libs}
         for _ in range(max(1, repeats // steps)):
-            for (label, name), state in states.items():
-                lib = sys.modules[name]
+            for (label, lib), state in states.items():
                 mlp_step(lib, *state)
                 start = time.perf_counter()
                 for _ in range(steps):
                     mlp_step(lib, *state)
-                times[label].setdefault(name, []).append(
+                times[label].setdefault(lib.__name__, []).append(
                     (time.perf_counter() - start) / steps * 1e3)
     finally:
         for lib in libs:

@@ -92,10 +92,7 @@ def measure_all_reduce():
     for repeat in range(ALLREDUCE_REPEATS):
         first = repeat % len(contenders)  # rotate who goes first
         for name, reduce in contenders[first:] + contenders[:first]:
-            comm.Barrier()
-            start = time.perf_counter()
-            reduce()
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], _together(comm, reduce))
     _report(dist.get_rank(), mpi=MPI.Get_library_version().splitlines()[0].strip(),
             **{f"{k}_GBps": ALLREDUCE_BYTES / v / 1e9 for k, v in best.items()})
     dist.destroy_process_group()
@@ -150,13 +147,17 @@ def _raw_allreduce_ms(model):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     array = np.zeros(sum(p.numel() for p in model.parameters()), np.float32)
-    times = []
-    for _ in range(30):
-        comm.Barrier()
-        start = time.perf_counter()
-        comm.Allreduce(MPI.IN_PLACE, array)
-        times.append(time.perf_counter() - start)
-    return 1e3 * _median(times)
+    return 1e3 * _median([_together(comm, lambda: comm.Allreduce(MPI.IN_PLACE, array))
+                          for _ in range(30)])
+
+
+def _together(comm, collective):
+    """Seconds `collective()` takes on this process, all processes
+    starting it together (a barrier before)."""
+    comm.Barrier()
+    start = time.perf_counter()
+    collective()
+    return time.perf_counter() - start
 
 
 def _samples_per_s(step, dist):
@@ -272,10 +273,7 @@ def measure_ddp_parts():
                 if work is not None:
                     with work():
                         step()
-                comm.Barrier()
-                start = time.perf_counter()
-                comm.Allreduce(MPI.IN_PLACE, array)
-                times.append(time.perf_counter() - start)
+                times.append(_together(comm, lambda: comm.Allreduce(MPI.IN_PLACE, array)))
         alone.append((array.nbytes, 1e3 * _median(back_to_back), 1e3 * _median(after_a_step)))
     _report(dist.get_rank(), parts=per_step, allreduce_alone=alone,
             arrival=_arrival_split(everyones))

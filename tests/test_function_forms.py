@@ -348,6 +348,7 @@ def test_is_complex_and_is_nonzero():
     lambda lib: lib.broadcast_shapes((2, 3), (4, 3)),
     lambda lib: lib.broadcast_shapes((2, 1), (1, 3), 5),
     lambda lib: lib.broadcast_tensors(lib.zeros(2, 3), lib.zeros(4, 3)),
+    lambda lib: lib.broadcast_tensors(lib.zeros(2, 3), lib.zeros(3, 2)),  # names dim 1
     lambda lib: lib.broadcast_to(lib.zeros(2, 3), (3, 3)),
     lambda lib: lib.movedim(lib.zeros(2, 3, 4), (0, 1), (1,)),
     lambda lib: lib.movedim(lib.zeros(2, 3, 4), (0, 0), (1, 2)),

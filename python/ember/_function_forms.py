@@ -115,24 +115,9 @@ def broadcast_tensors(*tensors):
     """Views of the tensors expanded to their common shape."""
     tensors = _unpack_tensors(tensors)
     shape = ()
-    for t in tensors:
-        shape = _infer_size(shape, tuple(t.shape))
+    for t in tensors:  # PyTorch's rule and message (its operators' infer_size)
+        shape = _functions._broadcast_shapes(shape, t.shape)
     return tuple(t.expand(shape) for t in tensors)
-
-
-def _infer_size(a, b):
-    """The broadcast of shapes a and b, refused with the message PyTorch's
-    operators give (dims counted from the left of the result)."""
-    ndim = builtins.max(len(a), len(b))
-    result = []
-    for dim in range(ndim):
-        size_a = a[dim - ndim + len(a)] if dim - ndim + len(a) >= 0 else 1
-        size_b = b[dim - ndim + len(b)] if dim - ndim + len(b) >= 0 else 1
-        if size_a != size_b and 1 not in (size_a, size_b):
-            raise RuntimeError(f"The size of tensor a ({size_a}) must match the size of "
-                               f"tensor b ({size_b}) at non-singleton dimension {dim}")
-        result.append(size_b if size_a == 1 else size_a)
-    return tuple(result)
 
 
 def broadcast_to(input, size):
