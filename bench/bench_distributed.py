@@ -204,9 +204,9 @@ def measure_torch_ddp():
 def measure_ddp_parts():
     """Rank 0's thread CPU and wall time per step: the whole step, the
     gradient hooks (copying into the buckets, starting their all-reduces;
-    the last bucket's is blocking, so it is all there) and the final
-    callback (waiting for the others, copying out).  The blocking
-    all-reduce of the last bucket split in two from both processes' clocks
+    those of the last bucket's parts are blocking, so they are all there)
+    and the final callback (waiting for the others, copying out).  Each
+    blocking all-reduce split in two from both processes' clocks
     (perf_counter is the machine's monotonic clock): how far apart the two
     arrive (the earlier one waits that long) and how long it takes from the
     later arrival on.  Then MPI's Allreduce of each bucket alone, the
@@ -242,10 +242,10 @@ def measure_ddp_parts():
     blocking = []   # (start, end) of each blocking bucket all-reduce
     prepared_call = distributed_c10d._RepeatedAllReduce.__call__
 
-    def stamped(self, async_op=False):
+    def stamped(self, async_op=False, tensor=None):
         start = time.perf_counter()
         try:
-            return prepared_call(self, async_op)
+            return prepared_call(self, async_op, tensor)
         finally:
             if not async_op:
                 blocking.append((start, time.perf_counter()))
@@ -374,7 +374,7 @@ def main():
           f"all-reduces {ms['all_reduces']}); final callback {ms['callback']} (of which "
           f"waits {ms['waits']})")
     arrival = parts["arrival"]
-    print(f"    the last bucket's blocking all-reduce: the processes arrive "
+    print(f"    the blocking all-reduces (the last bucket's parts): the processes arrive "
           f"{arrival['apart_mean']:.2f} ms apart (mean; the earlier one waits that long), "
           f"then it takes {arrival['after_median']:.2f} ms (median)")
     print("    MPI Allreduce of each bucket alone, the processes starting together, median "

@@ -408,9 +408,14 @@ def check_sampler():
 
 # ---- DistributedDataParallel -----------------------------------------------------------
 
+# Wide enough that the two large weights (80 and 128 KB) are all-reduced in
+# their .grad's own memory (Note [All-reducing a gradient in place]).
+HIDDEN = 4096
+
+
 def _mlp(seed):
     ember.manual_seed(seed)
-    return nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 8), nn.Tanh(),
+    return nn.Sequential(nn.Linear(5, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, 8), nn.Tanh(),
                          nn.Linear(8, 3))
 
 
@@ -467,11 +472,14 @@ def _grad_in_a_bucket(model, param):
 def check_ddp_training():
     # Buckets of up to bucket_cap_mb (25 MiB by default) in reverse
     # parameter order, the first no smaller (Note [Starting the bucket
-    # all-reduces]): 1.5 MB of gradients is one bucket.
+    # all-reduces]): 1.5 MB of gradients is one bucket, all-reduced as two
+    # (Note [All-reducing a gradient in place]): the small parameters
+    # together, then the 1.4 MB weight on its own.
     wide = nn.Sequential(nn.Linear(600, 600), nn.Linear(600, 10))
     buckets = nn.parallel.DistributedDataParallel(wide).reducer.buckets
-    assert [[id(p) for p in b.params] for b in buckets] == \
-        [[id(p) for p in wide.parameters()][::-1]]
+    w1, b1, w2, b2 = (id(p) for p in wide.parameters())
+    assert [[id(p) for p in b.params] for b in buckets] == [[b2, w2, b1], [w1]]
+    assert [b.blocking for b in buckets] == [True, True]
     # Rank-dependent initial weights: DDP must start everyone from rank 0's.
     model = nn.parallel.DistributedDataParallel(_mlp(seed=RANK), bucket_cap_mb=0.0005)
     assert len(model.reducer.buckets) > 1
@@ -489,7 +497,16 @@ def check_ddp_training():
         assert any(seen[0] and not all(seen) for seen in launched), launched
         launched.clear()
         assert not any(_grad_in_a_bucket(model, p) for p in model.parameters())
+        # A bucket of one parameter (here every bucket but the first) was
+        # all-reduced in its .grad's memory, the last one blocking.
+        buckets = model.reducer.buckets
+        assert [b.in_place for b in buckets] == [False, True, True, True]
+        assert [b.blocking for b in buckets] == [False, False, False, True]
+        assert buckets[-1].params[0] is model.module[0].weight
     _train_like_one_process(model, 4, after_backward=check_overlap_and_own_grads)
+    # The same after backwards that accumulate into an existing .grad.
+    model = nn.parallel.DistributedDataParallel(_mlp(seed=0), bucket_cap_mb=0.0005)
+    _train_like_one_process(model, 3, set_to_none=False)
 
 
 def check_ddp_gradient_as_bucket_view():

@@ -71,3 +71,50 @@ def test_a_failing_callback_leaves_the_engine_usable():
     (w * 2).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0])
     assert engine._running_tasks == []
+
+
+def _double_grad(p):
+    p.grad.mul_(2)
+
+
+def test_post_accumulate_grad_hook_writes_only_its_own_grad():
+    # AddBackward hands one gradient to both leaves; the engine gives `a`
+    # its own copy before a's hook writes to it (PyTorch 2.13: 8 and 4).
+    a = ember.ones(3, requires_grad=True)
+    b = ember.ones(3, requires_grad=True)
+    a.register_post_accumulate_grad_hook(_double_grad)
+    ((a + b) ** 2).sum().backward()
+    assert a.grad.tolist() == [8.0] * 3
+    assert b.grad.tolist() == [4.0] * 3
+    # The caller's gradient, handed to a leaf root, is not written either.
+    gradient = ember.ones(3)
+    a.grad = None
+    a.backward(gradient)
+    assert a.grad.tolist() == [2.0] * 3 and gradient.tolist() == [1.0] * 3
+
+
+class _Fresh(ember.autograd.Function):
+    """Identity whose backward makes a new gradient, and notes its address."""
+    made = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        fresh = grad * 3
+        _Fresh.made.append(fresh.data_ptr())
+        return fresh
+
+
+def test_post_accumulate_grad_hook_gets_an_unshared_grad_without_a_copy():
+    # A gradient nothing else holds is adopted as it is, hook or not
+    # (DistributedDataParallel all-reduces such a .grad in place).
+    w = ember.ones(4, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.data_ptr()))
+    _Fresh.made.clear()
+    _Fresh.apply(w).sum().backward()
+    assert seen == _Fresh.made and w.grad.data_ptr() == seen[0]
+    assert w.grad.tolist() == [3.0] * 4

@@ -14,8 +14,9 @@ is two loops over explicit containers, as PyTorch's C++ engine is:
    through the leaf's hooks and accumulates into `.grad` (or, for
    autograd.grad, is captured instead).
 
-A leaf's post-accumulate-grad hooks run right after its .grad is updated;
-callbacks queued during the walk (queue_callback) run once it is over.
+A leaf's post-accumulate-grad hooks run right after its .grad is updated,
+on a .grad of its own (Note [Adopting gradients]); callbacks queued during
+the walk (queue_callback) run once it is over.
 
 Gradients that never arrive (an unused output of split, say) are None.  A
 node whose every gradient is None is not run; its edges still count down so
@@ -139,20 +140,20 @@ class _GraphTask:
         self.only_inputs = only_inputs  # backward(inputs=...): accumulate into these only
         self.prune_to = None            # targets: run only nodes leading there
         self.needed = None              # the nodes that do, once computed
-        self.adopted = []               # (leaf, grad): see _unshare_adopted_grads
+        self.adopted = []               # (leaf, grad): see _own_adopted_grad
         self.final_callbacks = []       # queue_callback's, run when the walk ends
 
     # ---- leaves ----
 
     def finish_leaf(self, leaf, grad):
+        """`grad`'s only reference in the engine is this call's: the caller
+        passes it straight out of the leaf's buffer (Note [Adopting
+        gradients])."""
         if grad is None:
             return
         hooks = leaf._backward_hooks
         if hooks:
-            for hook in tuple(hooks):
-                result = hook(grad)
-                if result is not None:
-                    grad = result
+            grad = _run_leaf_hooks(hooks, grad)
         if self.captures:
             index = self.captures.get((leaf, 0))
             if index is not None:
@@ -161,9 +162,11 @@ class _GraphTask:
         if self.only_inputs is not None and id(leaf) not in self.only_inputs:
             return
         if self.accumulate:
-            _accumulate_grad(leaf, grad, self.create_graph, self.adopted)
+            grad = _accumulate_grad(leaf, grad, self.create_graph, self.adopted)
             post_hooks = getattr(leaf, "_post_accumulate_grad_hooks", None)
             if post_hooks:
+                if grad is not None:  # a hook may write .grad in place
+                    _own_adopted_grad(leaf, grad)
                 for hook in tuple(post_hooks):
                     hook(leaf)
 
@@ -215,8 +218,17 @@ def _run_pre_hooks(node, hooks, grads):
     return grads
 
 
+def _run_leaf_hooks(hooks, grad):
+    for hook in tuple(hooks):
+        result = hook(grad)
+        if result is not None:
+            grad = result
+    return grad
+
+
 def _accumulate_grad(leaf, grad, create_graph, adopted):
-    """PyTorch's AccumulateGrad: leaf.grad = grad, or += grad."""
+    """PyTorch's AccumulateGrad: leaf.grad = grad, or += grad.  Returns the
+    gradient when the leaf adopted it (Note [Adopting gradients]), else None."""
     if grad.dtype != leaf.dtype:
         grad = grad.to(leaf.dtype)
     if grad.shape != leaf.shape:
@@ -228,10 +240,12 @@ def _accumulate_grad(leaf, grad, create_graph, adopted):
         leaf.grad = grad
         if not create_graph:
             adopted.append((leaf, grad))
+            return grad
     elif create_graph or old.requires_grad:
         leaf.grad = old + grad
     else:
         old.add_(grad)
+    return None
 
 
 def _add_to_buffer(buffers, target, nr, grad):
@@ -288,6 +302,7 @@ def _execute(root_edges, root_grads, task):
         edges = node._edges
         if not results:  # not run (pruned, or no gradient arrived)
             results = (None,) * len(edges)
+        finished_leaves = None
         for edge, grad in zip(edges, results):
             if edge is None:
                 continue
@@ -298,37 +313,55 @@ def _execute(root_edges, root_grads, task):
             dependencies[target] = remaining
             if remaining == 0:
                 if isinstance(target, _TensorBase):
-                    buffer = buffers.pop(target, None)
-                    task.finish_leaf(target, None if buffer is None else buffer[0])
+                    if finished_leaves is None:
+                        finished_leaves = [target]
+                    else:
+                        finished_leaves.append(target)
                 else:
                     heappush(ready, (-target._sequence_nr, target))
+        if finished_leaves is not None:
+            # Only the leaves' buffers hold their gradients now (Note
+            # [Adopting gradients]).
+            grads = results = grad = None
+            for leaf in finished_leaves:
+                task.finish_leaf(leaf, buffers.pop(leaf, [None])[0])
 
 
-# References to an adopted gradient when only its leaf has it: the leaf's
-# .grad, the adopted list's tuple, the loop variable, getrefcount's argument.
-_ADOPTED_SOLE_REFCOUNT = 4
+# References to an adopted gradient inside _own_adopted_grad when only its
+# leaf has it: the leaf's .grad, the adopted list's tuple, the caller's
+# variable, the parameter, getrefcount's argument.
+_ADOPTED_SOLE_REFCOUNT = 5
 
 
-def _unshare_adopted_grads(adopted):
+def _own_adopted_grad(leaf, grad):
     """Note [Adopting gradients]: a leaf's first gradient is stored without a
     copy, as PyTorch's AccumulateGrad steals it.  That is only right if
     nothing else sees that memory: a formula may hand the same tensor (or a
     view of it) to two leaves, and the caller's `gradient` argument may be
-    it.  Once the engine's own references are gone, a gradient that is
-    still shared is replaced by a copy, so a later in-place accumulation
-    into one .grad cannot change another tensor.  A gradient laid out
-    differently from its leaf is copied into the leaf's layout, as
-    PyTorch's AccumulateGrad does."""
+    it.  A gradient still shared once the engine's own references are gone
+    is replaced by a copy, so that an in-place write to one .grad (a later
+    accumulation, a post-accumulate-grad hook) cannot change another
+    tensor.  The engine's references are gone at the end of the walk, and,
+    for a leaf with post-accumulate-grad hooks, before they run: the walk
+    finishes a node's leaves only after dropping its own references to the
+    node's gradients, and hands each leaf's gradient over from its buffer
+    (PyTorch checks the same way, by the use count, when it adopts).  A
+    gradient laid out differently from its leaf is copied into the leaf's
+    layout, as PyTorch's AccumulateGrad does."""
+    if leaf.grad is not grad:
+        return
+    if (sys.getrefcount(grad) > _ADOPTED_SOLE_REFCOUNT or not _owns_its_memory(grad)
+            or grad.stride() != leaf.stride()):
+        # A copy in the leaf's own layout (an expanded gradient, with
+        # stride 0, could not take in-place accumulation later).
+        copy = _C.empty_like(leaf)
+        copy.copy_(grad)
+        leaf.grad = copy
+
+
+def _unshare_adopted_grads(adopted):
     for leaf, grad in adopted:
-        if leaf.grad is not grad:
-            continue
-        if (sys.getrefcount(grad) > _ADOPTED_SOLE_REFCOUNT or not _owns_its_memory(grad)
-                or grad.stride() != leaf.stride()):
-            # A copy in the leaf's own layout (an expanded gradient, with
-            # stride 0, could not take in-place accumulation later).
-            copy = _C.empty_like(leaf)
-            copy.copy_(grad)
-            leaf.grad = copy
+        _own_adopted_grad(leaf, grad)
 
 
 # The graph tasks now running, innermost last (a hook may call backward).

@@ -533,15 +533,22 @@ class _RepeatedAllReduce:
         staged = _Staged(tensor, reduction=True)  # MPI reads the tensor itself?
         self.array = None if staged.copied else staged.array
 
-    def __call__(self, async_op=False):
-        """As all_reduce(tensor, group=group, async_op=async_op)."""
+    def __call__(self, async_op=False, tensor=None):
+        """As all_reduce(tensor, group=group, async_op=async_op), on the
+        prepared tensor or on `tensor`, which must then be laid out as it
+        (same dtype and number of elements, contiguous): the same MPI call,
+        on other memory."""
         group = self.group
         if self.array is None:
             return all_reduce(self.tensor, group=group, async_op=async_op)
+        if tensor is None:
+            tensor, array = self.tensor, self.array
+        else:
+            array = _buffer(tensor)
         if async_op or group.timeout is not None:  # Note [Timeouts]
-            request = group.comm.Iallreduce(self.in_place, self.array, self.sum)
-            return _issue(group, [request], None, async_op, [self.tensor], [self.array])
-        group.comm.Allreduce(self.in_place, self.array, self.sum)
+            request = group.comm.Iallreduce(self.in_place, array, self.sum)
+            return _issue(group, [request], None, async_op, [tensor], [array])
+        group.comm.Allreduce(self.in_place, array, self.sum)
         return None
 
 
