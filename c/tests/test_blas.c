@@ -153,8 +153,16 @@ check_case(THDtype dtype, int64_t m, int64_t n, int64_t k, const int *layouts,
     THScalar beta_s = THDtype_isFloating(dtype)
                           ? THScalar_fromDouble(beta)
                           : THScalar_fromInt((int64_t)beta);
+    th_clear_vector_upper();
     CHECK_OK(THBlas_gemm(dtype, m, n, k, alpha_s, as_blas(&a), as_blas(&b),
                          beta_s, as_blas(&c)));
+    /* SSE code after it would run at a quarter of its speed: Note [Vector
+     * kernels call no plain code] */
+    CHECK_MSG(!th_vector_upper_in_use(),
+              "%s %s m=%lld n=%lld k=%lld: returned with the upper halves of "
+              "vector registers in use",
+              THDtype_name(dtype), THBlas_kernelName(), (long long)m, (long long)n,
+              (long long)k);
     int reported = 0;
     for (int64_t i = 0; i < m && reported < 3; i++) {
         for (int64_t j = 0; j < n && reported < 3; j++) {

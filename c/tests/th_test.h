@@ -223,6 +223,13 @@ void tt_fill_pattern(THTensor *t, unsigned seed);
 /* sum(a[i] * b[i]) over the elements, in double. */
 double tt_dot(const THTensor *a, const THTensor *b);
 
+/* Whether the upper halves of vector registers 0-15 are in use (their
+ * XINUSE bits), false where the CPU cannot tell; and clears them
+ * (vzeroupper) where it has AVX.  Note [Vector kernels call no plain
+ * code] in THGeneral.h. */
+bool th_vector_upper_in_use(void);
+void th_clear_vector_upper(void);
+
 /* Literal-array conveniences for sizes. */
 #define TT_SIZES(...)                                                       \
     (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \

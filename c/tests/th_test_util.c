@@ -177,3 +177,56 @@ tt_dot(const THTensor *a, const THTensor *b)
     }
     return sum;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+
+/* XGETBV with ECX = 1 reads XINUSE: bit 2 the upper halves of ymm0-15,
+ * bit 6 the upper halves of zmm0-15 (Intel SDM vol. 1, 13.6). */
+static bool
+xinuse_readable(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) {
+        return false;
+    }
+    __cpuid_count(0xD, 1, a, b, c, d);
+    return (a & (1u << 2)) != 0;
+}
+
+bool
+th_vector_upper_in_use(void)
+{
+    if (!xinuse_readable()) {
+        return false;
+    }
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    return (lo & ((1u << 2) | (1u << 6))) != 0;
+}
+
+__attribute__((target("avx"))) static void
+zero_upper(void)
+{
+    __asm__ volatile("vzeroupper" ::: "memory");
+}
+
+void
+th_clear_vector_upper(void)
+{
+    if (__builtin_cpu_supports("avx")) {
+        zero_upper();
+    }
+}
+#else
+bool
+th_vector_upper_in_use(void)
+{
+    return false;
+}
+
+void
+th_clear_vector_upper(void)
+{
+}
+#endif

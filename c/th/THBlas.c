@@ -81,6 +81,25 @@
 
 /* ---- micro-kernels (Note [GEMM kernel families]) ------------------------- */
 
+/* Note [Vector kernels call no plain code] in THGeneral.h: a kernel of a
+ * family wider than SSE ends here (VT wider than 16 bytes), so that the
+ * baseline code it returns to never runs with the upper halves in use. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"), noinline)) static void
+zero_vector_uppers(void)
+{
+    __builtin_ia32_vzeroupper();
+}
+#define TH_LEAVE_WIDE_VECTORS(VT)                                          \
+    do {                                                                   \
+        if (sizeof(VT) > 16) {                                             \
+            zero_vector_uppers();                                          \
+        }                                                                  \
+    } while (0)
+#else
+#define TH_LEAVE_WIDE_VECTORS(VT) ((void)0)
+#endif
+
 typedef float v4sf __attribute__((vector_size(16)));
 typedef float v8sf __attribute__((vector_size(32)));
 typedef float v16sf __attribute__((vector_size(64)));
@@ -89,9 +108,11 @@ typedef double v4df __attribute__((vector_size(32)));
 typedef double v8df __attribute__((vector_size(64)));
 
 /* row[j * cs] = values[j] + beta * row[j * cs] for j < n (beta == 0: row
- * is not read): the micro-kernel's store of a partial tile's row. */
+ * is not read): the micro-kernel's store of a partial tile's row.  Inlined,
+ * so that it runs as code of the kernel's own family: Note [Vector
+ * kernels call no plain code]. */
 #define TH_DEFINE_STORE_PARTIAL_ROW(T)                                     \
-    __attribute__((noinline)) static void store_partial_row_##T(          \
+    __attribute__((always_inline)) static inline void store_partial_row_##T( \
         T *row, int64_t cs, int n, const T *values, T beta)                \
     {                                                                      \
         for (int j = 0; j < n; j++) {                                      \
@@ -241,6 +262,7 @@ TH_DEFINE_STORE_PARTIAL_ROW(double)
             memcpy(row, &out0, sizeof(VT));                                \
             memcpy(row + VLEN, &out1, sizeof(VT));                         \
         }                                                                  \
+        TH_LEAVE_WIDE_VECTORS(VT);                                         \
     }
 
 #define TH_NO_TARGET
@@ -1897,6 +1919,18 @@ workspace_take(GemmWorkspace *ws, const THBlasLoopNest *nest,
     return true;
 }
 
+/* After the family's vector loops outside the micro-kernels (Note [Vector
+ * kernels call no plain code] in THGeneral.h). */
+static void
+leave_family_vectors(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (strcmp(current_family()->name, "generic") != 0) {
+        zero_vector_uppers();
+    }
+#endif
+}
+
 /* One product on the calling thread.  Returns false when allocating its
  * packing buffers failed (nothing written then). */
 static bool
@@ -1909,12 +1943,15 @@ gemm_one_thread(THDtype dtype, const GemmArgs *g)
     switch (gemm_path(dtype, g)) {
     case GEMM_PATH_ROWWISE:
         rowwise_gemms[dtype](g);
+        leave_family_vectors();
         return true;
     case GEMM_PATH_GEMV:
         single ? gemv_float(g) : gemv_double(g);
+        leave_family_vectors();
         return true;
     case GEMM_PATH_DOT_BLOCKS:
         single ? gemm_dot_blocks_float(g) : gemm_dot_blocks_double(g);
+        leave_family_vectors();
         return true;
     case GEMM_PATH_PACKED:
         break;

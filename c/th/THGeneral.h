@@ -131,6 +131,24 @@ TH_dropReference(int *refcount)
  * the LSTM gate kernels, five exps and five divisions an element, use it:
  * on the Zen 4 (perf cpu-clock, one thread) it took their share of an LSTM
  * training step from 0.28 to 0.22 of the input projections' GEMMs. */
+/* Note [Vector kernels call no plain code]
+ * ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+ * Code built for the baseline (SSE) must not run while the upper halves
+ * of the vector registers 0-15 are in use: on the Zen 4 these numbers
+ * come from, every SSE instruction then waits for the old value of its
+ * register (it keeps the upper half), and a float32 mul_ over 100K
+ * elements in L2 took 28.8 us instead of 7.1, until something ran
+ * vzeroupper.  gcc puts vzeroupper at a wide function's exits and before
+ * its calls, but not always once registers 16-31 are in play: the
+ * AVX-512 micro-kernels called their plain partial-row store with the
+ * uppers in use, and returned past their vzeroupper after it (gcc takes
+ * the state after a call for clean).  A training step's SGD update, run
+ * after the weight gradient's GEMM, took 58 us instead of 14.5.  So
+ * THBlas's micro-kernels inline that store, and end with an explicit
+ * vzeroupper (TH_LEAVE_WIDE_VECTORS), as do its other vector paths;
+ * c/tests/test_blas.c reads the state (XINUSE, XGETBV with ECX = 1)
+ * after every product of every family. */
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
     && __GNUC__ >= 12
 #define TH_VECTOR_CLONES \
