@@ -81,31 +81,33 @@
 
 /* ---- micro-kernels (Note [GEMM kernel families]) ------------------------- */
 
-/* Note [Vector kernels call no plain code] in THGeneral.h: a kernel of a
- * family wider than SSE ends here (VT wider than 16 bytes), so that the
- * baseline code it returns to never runs with the upper halves in use. */
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx"), noinline)) static void
-zero_vector_uppers(void)
-{
-    __builtin_ia32_vzeroupper();
-}
-#define TH_LEAVE_WIDE_VECTORS(VT)                                          \
-    do {                                                                   \
-        if (sizeof(VT) > 16) {                                             \
-            zero_vector_uppers();                                          \
-        }                                                                  \
-    } while (0)
-#else
-#define TH_LEAVE_WIDE_VECTORS(VT) ((void)0)
-#endif
-
 typedef float v4sf __attribute__((vector_size(16)));
 typedef float v8sf __attribute__((vector_size(32)));
 typedef float v16sf __attribute__((vector_size(64)));
 typedef double v2df __attribute__((vector_size(16)));
 typedef double v4df __attribute__((vector_size(32)));
 typedef double v8df __attribute__((vector_size(64)));
+
+/* Note [Vector kernels call no plain code] in THGeneral.h: a kernel of a
+ * family wider than SSE (VT wider than 16 bytes) ends with vzeroupper, so
+ * that the baseline code it returns to never runs with the upper halves
+ * in use.  Inline, as an asm statement: a call would cost a small
+ * product's kernel a few percent, and the builtin does not compile in the
+ * portable family (the test on sizeof(VT) drops it there). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TH_ZERO_UPPER()                                                    \
+    __asm__ volatile("vzeroupper" ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", \
+                     "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
+                     "xmm12", "xmm13", "xmm14", "xmm15")
+#else
+#define TH_ZERO_UPPER() ((void)0)
+#endif
+#define TH_LEAVE_WIDE_VECTORS(VT)                                          \
+    do {                                                                   \
+        if (sizeof(VT) > 16) {                                             \
+            TH_ZERO_UPPER();                                               \
+        }                                                                  \
+    } while (0)
 
 /* row[j * cs] = values[j] + beta * row[j * cs] for j < n (beta == 0: row
  * is not read): the micro-kernel's store of a partial tile's row.  Inlined,
@@ -619,6 +621,7 @@ TH_DEFINE_DOT_BLOCK_ENDS(double)
         if (p < k) {                                                       \
             T sums[VLEN];                                                  \
             memcpy(sums, &total, sizeof(sums));                            \
+            TH_LEAVE_WIDE_VECTORS(VT); /* plain code next */               \
             dot_block_tail_##T(p, k, row, ROWS, col, COLS, sums);          \
             memcpy(&total, sums, sizeof(sums));                            \
         }                                                                  \
@@ -1924,11 +1927,9 @@ workspace_take(GemmWorkspace *ws, const THBlasLoopNest *nest,
 static void
 leave_family_vectors(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
     if (strcmp(current_family()->name, "generic") != 0) {
-        zero_vector_uppers();
+        TH_ZERO_UPPER();
     }
-#endif
 }
 
 /* One product on the calling thread.  Returns false when allocating its
