@@ -33,7 +33,9 @@ DDP = ["ddp_training", "ddp_gradient_as_bucket_view", "ddp_no_sync", "ddp_uneven
 
 
 def _shared_memory_segments():
-    return set(glob.glob("/dev/shm/sm_segment.*") + glob.glob("/dev/shm/vader*"))
+    """Open MPI's shared-memory files, and the launcher's directories for them."""
+    return set(glob.glob("/dev/shm/sm_segment.*") + glob.glob("/dev/shm/vader*")
+               + glob.glob("/dev/shm/ember-mpi-*"))
 
 
 def _session_is_gone(session, seconds=10):
@@ -48,12 +50,13 @@ def _session_is_gone(session, seconds=10):
     return False
 
 
-def launch(nproc, *args):
-    """Runs the launcher in a session of its own and returns its exit code
-    and output once every process of that session has ended; kills the
-    session if it outlives TIMEOUT (a hang must fail the test, not the
-    suite)."""
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def launch(nproc, *args, **environment):
+    """Runs the launcher in a session of its own, with `environment` added
+    to this process's, and returns its exit code and output once every
+    process of that session has ended; kills the session if it outlives
+    TIMEOUT (a hang must fail the test, not the suite)."""
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               **environment)
     for threads in ("OMP_NUM_THREADS", "EMBER_NUM_THREADS"):  # the launcher's default
         env.pop(threads, None)
     command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
@@ -94,6 +97,52 @@ def test_a_crashing_rank_stops_the_job():
     assert "[rank 1] worker failed:" in output
     assert "ValueError: rank 1 fails on purpose" in output
     assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+
+
+SHOW_SHARED_MEMORY = """
+import os, ember, ember.distributed as dist
+dist.init_process_group("mpi")
+dist.all_reduce(ember.ones(3))     # the shared-memory transport is in use
+directory = os.environ.get("OMPI_MCA_btl_sm_backing_directory")
+segments = [name for name in os.listdir(directory) if name.startswith("sm_segment.")]
+print("files", dist.get_rank(), directory, len(segments), flush=True)
+dist.barrier()
+"""
+
+
+def test_shared_memory_files_live_in_the_launchers_directory(tmp_path):
+    script = tmp_path / "show_shared_memory.py"
+    script.write_text(SHOW_SHARED_MEMORY)
+    before = _shared_memory_segments()
+    rc, output = launch(2, str(script))
+    assert rc == 0, output
+    lines = sorted(line.split() for line in output.splitlines() if line.startswith("files"))
+    directory = lines[0][2] if lines else None
+    assert lines == [["files", str(rank), directory, "2"] for rank in range(2)], output
+    assert os.path.basename(directory).startswith("ember-mpi-")
+    assert not os.path.exists(directory)
+    assert _shared_memory_segments() <= before
+    # a directory the user chose is Open MPI's to use, and is left in place
+    rc, output = launch(2, str(script), OMPI_MCA_btl_sm_backing_directory=str(tmp_path))
+    assert rc == 0, output
+    assert f"files 0 {tmp_path} 2" in output, output
+
+
+def test_a_killed_mpirun_leaves_no_shared_memory(tmp_path):
+    # mpirun killed outright cannot remove its workers' files; the
+    # launcher's directory goes with them all the same
+    script = tmp_path / "kill_mpirun.py"
+    script.write_text("import os, signal, time, ember.distributed as dist\n"
+                      "dist.init_process_group('mpi')\n"
+                      "dist.barrier()\n"
+                      "if dist.get_rank() == 1:\n"
+                      "    os.kill(os.getppid(), signal.SIGKILL)\n"
+                      "time.sleep(1)\n"
+                      "os._exit(0)\n")
+    before = _shared_memory_segments()
+    rc, output = launch(2, str(script))
+    assert rc != 0, output
+    assert _shared_memory_segments() <= before, "the killed job left shared memory behind"
 
 
 def _run_alone(program, **environment):

@@ -9,10 +9,12 @@ mpirun stops the others and exits non-zero, and so does this launcher.
 One node only (--nnodes 1); several nodes are mpirun's hostfiles' job.
 """
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 
 def parse_args(argv):
@@ -67,7 +69,7 @@ def _is_open_mpi(mpirun):
     return "Open MPI" in version or "OpenRTE" in version or "PRRTE" in version
 
 
-def mpirun_command(args, mpirun):
+def mpirun_command(args, mpirun, shared_memory_dir=None):
     command = [mpirun, "-n", str(args.nproc_per_node)]
     if _is_open_mpi(mpirun):
         # More workers than cores is fine for testing; containers run as root.
@@ -75,10 +77,33 @@ def mpirun_command(args, mpirun):
         command += ["--oversubscribe", "--bind-to", "none"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-run-as-root")
+        if shared_memory_dir is not None:
+            command += ["--mca", "btl_sm_backing_directory", shared_memory_dir]
     command += [sys.executable, "-u", "-m", "ember.distributed._worker"]
     if args.module:
         command.append("-m")
     return command + [args.training_script] + args.training_script_args
+
+
+@contextlib.contextmanager
+def job_shared_memory_dir(env):
+    """A directory of the launcher's own for the files Open MPI's
+    shared-memory transport maps (one per worker, in /dev/shm by default),
+    removed when mpirun has exited, however the job ended.  Open MPI removes
+    them itself at the end of a job, but not always after an abort (CI once
+    found a crashed rank's file left in /dev/shm, RAM held until reboot).
+    Yields None (Open MPI's own default) when the environment already chose
+    the directory."""
+    if any(name in env for name in ("OMPI_MCA_btl_sm_backing_directory",
+                                     "OMPI_MCA_btl_vader_backing_directory")):
+        yield None
+        return
+    on_tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    directory = tempfile.mkdtemp(prefix="ember-mpi-", dir=on_tmpfs)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _one_thread_each(env, nproc):
@@ -100,7 +125,9 @@ def main(argv=None):
     env = dict(os.environ, MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port),
                WORLD_SIZE=str(args.nproc_per_node))
     _one_thread_each(env, args.nproc_per_node)
-    completed = subprocess.run(mpirun_command(args, find_mpirun()), env=env)
+    mpirun = find_mpirun()
+    with job_shared_memory_dir(env) as shared_memory_dir:
+        completed = subprocess.run(mpirun_command(args, mpirun, shared_memory_dir), env=env)
     return completed.returncode
 
 
