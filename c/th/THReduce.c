@@ -114,12 +114,13 @@
  * +1%, within the noise of one pair (a session before measured +2.5%).
  * Prefetching 4 KB ahead in the pair loop took it to 0.65x.
  *
- * That is as far as a sum can go there: a C loop that only loads and ORs
- * 64 MiB on huge pages (as NumPy's large buffers are) read at most 39-41
- * GB/s on that Zen 4, with 8 ymm or 4 zmm registers, 1, 2 or 4 streams,
- * and software prefetch 1-16 KB ahead (which cost 5-15%); ember's sum
- * reached 38-41 and PyTorch's 37-39 in the same process.  PyTorch is at
- * ~0.95x of the core's read bandwidth, so 1.1x its GB/s is out of reach.
+ * That is as far as a sum can go there.  tools/memory_bandwidth.py times
+ * bare read loops beside PyTorch's sum on the same 64 MiB (30 rounds,
+ * medians of per-round ratios): load and OR, 8 ymm or zmm sums, 2 halves
+ * and 4 quarters reached 1.06-1.09x PyTorch's GB/s, software prefetch
+ * 0.92-1.00x, ember's sum 1.04x.  (In C alone the same loops on huge pages
+ * topped out at 39-41 GB/s; PyTorch's sum reaches 37-39.)  PyTorch is at
+ * ~0.92-0.95x of what one core reads, so 1.1x its GB/s is out of reach.
  *
  * Note [256-bit leaves]
  * ~~~~~~~~~~~~~~~~~~~~~
