@@ -118,3 +118,68 @@ def test_post_accumulate_grad_hook_gets_an_unshared_grad_without_a_copy():
     _Fresh.apply(w).sum().backward()
     assert seen == _Fresh.made and w.grad.data_ptr() == seen[0]
     assert w.grad.tolist() == [3.0] * 4
+
+
+class _Twice(ember.autograd.Function):
+    """(x, y) -> x + y whose backward hands one new gradient to both inputs,
+    and notes its address."""
+    made = []
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return x + y
+
+    @staticmethod
+    def backward(ctx, grad):
+        fresh = grad * 1
+        _Twice.made.append(fresh.data_ptr())
+        return fresh, fresh
+
+
+def test_a_gradient_two_leaves_adopt_is_copied_once():
+    # PyTorch steals the gradient for one leaf and copies it for the other.
+    a = ember.ones(3, requires_grad=True)
+    b = ember.ones(3, requires_grad=True)
+    _Twice.made.clear()
+    _Twice.apply(a, b).sum().backward()
+    addresses = [a.grad.data_ptr(), b.grad.data_ptr()]
+    assert sorted(address == _Twice.made[0] for address in addresses) == [False, True]
+    a.grad.mul_(2)
+    assert (a.grad.tolist(), b.grad.tolist()) == ([2.0] * 3, [1.0] * 3)
+
+
+def test_a_hook_keeps_the_grad_it_was_given():
+    # What a post-accumulate-grad hook holds of .grad stays the .grad: a
+    # write through it after backward (a deferred all-reduce, say) lands
+    # in w.grad (PyTorch 2.13: 9).
+    w = ember.full((3,), 3.0, requires_grad=True)
+    kept = []
+    w.register_post_accumulate_grad_hook(lambda p: kept.append(p.grad))
+    (w ** 2 * 3).sum().backward()
+    assert w.grad is kept[0]
+    kept[0].mul_(0.5)
+    assert w.grad.tolist() == [9.0] * 3
+
+
+def test_create_graph_gives_each_leaf_a_grad_of_its_own():
+    # With create_graph PyTorch copies every adopted gradient (recorded as
+    # CopyBackwards), so no two leaves, nor the caller's gradient, share one.
+    a = ember.ones(2, requires_grad=True)
+    b = ember.ones(2, requires_grad=True)
+    a.register_post_accumulate_grad_hook(_double_grad)
+    ((a + b) ** 2).sum().backward(create_graph=True)
+    assert (a.grad.tolist(), b.grad.tolist()) == ([8.0] * 2, [4.0] * 2)
+    assert a.grad.stride() == (1,) and a.grad.data_ptr() != b.grad.data_ptr()
+    (a + b).sum().backward()  # a's hook doubles again: (8 + 1) * 2
+    assert (a.grad.tolist(), b.grad.tolist()) == ([18.0] * 2, [5.0] * 2)  # PyTorch's too
+    gradient = ember.ones(2)
+    w = ember.ones(2, requires_grad=True)
+    w.backward(gradient, create_graph=True)
+    assert w.grad is not gradient and w.grad.data_ptr() != gradient.data_ptr()
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    first = x.grad
+    assert type(first.grad_fn).__name__ == "CopyBackwards" and first.tolist() == [3.0, 12.0]
+    x.grad = None
+    first.sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]

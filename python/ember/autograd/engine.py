@@ -166,6 +166,8 @@ class _GraphTask:
             post_hooks = getattr(leaf, "_post_accumulate_grad_hooks", None)
             if post_hooks:
                 if grad is not None:  # a hook may write .grad in place
+                    # Settled now: what the hooks keep of .grad is theirs.
+                    self.adopted.pop()
                     _own_adopted_grad(leaf, grad)
                 for hook in tuple(post_hooks):
                     hook(leaf)
@@ -236,11 +238,14 @@ def _accumulate_grad(leaf, grad, create_graph, adopted):
             f"Function returned an invalid gradient - got {list(grad.shape)} but "
             f"expected shape compatible with {list(leaf.shape)}")
     old = leaf.grad
-    if old is None:
+    if old is None and create_graph:
+        # A copy, as PyTorch's: the gradient may be another leaf's or a
+        # node's input in the graph being built, and is recorded (CopyBackwards).
+        leaf.grad = _copy_in_layout(leaf, grad)
+    elif old is None:
         leaf.grad = grad
-        if not create_graph:
-            adopted.append((leaf, grad))
-            return grad
+        adopted.append((leaf, grad))
+        return grad
     elif create_graph or old.requires_grad:
         leaf.grad = old + grad
     else:
@@ -327,10 +332,24 @@ def _execute(root_edges, root_grads, task):
                 task.finish_leaf(leaf, buffers.pop(leaf, [None])[0])
 
 
-# References to an adopted gradient inside _own_adopted_grad when only its
-# leaf has it: the leaf's .grad, the adopted list's tuple, the caller's
-# variable, the parameter, getrefcount's argument.
-_ADOPTED_SOLE_REFCOUNT = 5
+# What sys.getrefcount says of an adopted gradient inside _own_adopted_grad
+# when only its leaf has it: the leaf's .grad, the caller's variable, the
+# parameter, getrefcount's argument: 4 on CPython 3.11-3.13.  (The caller
+# has taken its (leaf, grad) pair off the adopted list: a pair left there
+# would count.)  Measured once, by the same calls, rather than assumed: an
+# interpreter that borrows more references (or takes more) would
+# otherwise see a shared gradient as the leaf's own (or copy every one).
+_adopted_sole_refcount = None
+
+
+def _references_seen_by_the_check(leaf, grad):
+    return sys.getrefcount(grad)   # as in _own_adopted_grad
+
+
+def _measure_adopted_sole_refcount():
+    leaf, grad = _C.empty((1,)), _C.empty((1,))
+    leaf.grad = grad
+    return _references_seen_by_the_check(leaf, grad)
 
 
 def _own_adopted_grad(leaf, grad):
@@ -347,20 +366,31 @@ def _own_adopted_grad(leaf, grad):
     node's gradients, and hands each leaf's gradient over from its buffer
     (PyTorch checks the same way, by the use count, when it adopts).  A
     gradient laid out differently from its leaf is copied into the leaf's
-    layout, as PyTorch's AccumulateGrad does."""
+    layout, as PyTorch's AccumulateGrad does; so is every first gradient
+    under create_graph, where the graph being built may hold it."""
+    global _adopted_sole_refcount
     if leaf.grad is not grad:
         return
-    if (sys.getrefcount(grad) > _ADOPTED_SOLE_REFCOUNT or not _owns_its_memory(grad)
+    if _adopted_sole_refcount is None:
+        _adopted_sole_refcount = _measure_adopted_sole_refcount()
+    if (sys.getrefcount(grad) > _adopted_sole_refcount or not _owns_its_memory(grad)
             or grad.stride() != leaf.stride()):
-        # A copy in the leaf's own layout (an expanded gradient, with
-        # stride 0, could not take in-place accumulation later).
-        copy = _C.empty_like(leaf)
-        copy.copy_(grad)
-        leaf.grad = copy
+        leaf.grad = _copy_in_layout(leaf, grad)
+
+
+def _copy_in_layout(leaf, grad):
+    """A copy of `grad` laid out as `leaf` (an expanded gradient, with
+    stride 0, could not take in-place accumulation later)."""
+    copy = _C.empty_like(leaf)
+    copy.copy_(grad)
+    return copy
 
 
 def _unshare_adopted_grads(adopted):
-    for leaf, grad in adopted:
+    # Last first, each pair off the list before its check, so that a
+    # gradient two leaves adopted is copied once, for the later one.
+    while adopted:
+        leaf, grad = adopted.pop()
         _own_adopted_grad(leaf, grad)
 
 
@@ -398,7 +428,6 @@ def _run(root_edges, root_grads, task):
         _set_grad_enabled(was_enabled)
     root_grads.clear()
     _unshare_adopted_grads(task.adopted)
-    task.adopted.clear()
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
