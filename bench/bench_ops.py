@@ -341,8 +341,8 @@ def print_table(title, rows, errors):
 
 
 def run_rows(rows, number, repeat, clock):
-    """Each row's libraries take turns, `repeat` rounds of `number` calls
-    each, and each keeps its best round: a spell of load on the host falls
+    """Each row's libraries take turns (a different one first each round),
+    `repeat` rounds of `number` calls each, and each keeps its best round: a spell of load on the host falls
     on all of them alike, not on whichever library was being timed then
     (timed one after the other, 16M sums of the same buffer ranged over
     0.78-1.18x PyTorch's GB/s between runs)."""
@@ -350,11 +350,15 @@ def run_rows(rows, number, repeat, clock):
         libs = [lib for lib in LIBS if row.stmts.get(lib) is not None]
         if row.kind == "faults":
             for lib in libs:
-                row.values[lib] = faults_per_call(row.stmts[lib], row.namespaces[lib])
+                try:
+                    row.values[lib] = faults_per_call(row.stmts[lib], row.namespaces[lib])
+                except Exception as exc:  # reported, never raised
+                    row.values[lib] = f"{type(exc).__name__}: {exc}"
             continue
         best = {}
-        for _ in range(repeat):
-            for lib in libs:
+        for round_ in range(repeat):
+            turn = round_ % len(libs)   # each library goes first in turn
+            for lib in libs[turn:] + libs[:turn]:
                 if not isinstance(best.get(lib), str):
                     seconds = time_calls(row, lib, number, clock)
                     best[lib] = seconds if lib not in best or isinstance(seconds, str) \
