@@ -9,6 +9,8 @@ the same reduction done in this one process with NumPy.
 import json
 import os
 import sys
+import time
+import weakref
 
 import numpy as np
 
@@ -488,19 +490,25 @@ def check_ddp_training():
     assert list(model.state_dict()) == ["module." + k for k in reference.state_dict()]
     # Overlap: the first bucket's all-reduce starts while later buckets
     # still wait for their gradients (seen from every parameter's hook).
-    launched = []
+    launched, reduced_in_place = [], set()
+    buckets = model.reducer.buckets
+
+    def note_buckets(p):
+        launched.append([b.work is not None for b in buckets])
+        reduced_in_place.update(k for k, b in enumerate(buckets) if b.reduced_grad is not None)
     for p in model.parameters():
-        p.register_post_accumulate_grad_hook(
-            lambda p: launched.append([b.work is not None for b in model.reducer.buckets]))
+        p.register_post_accumulate_grad_hook(note_buckets)
 
     def check_overlap_and_own_grads():
         assert any(seen[0] and not all(seen) for seen in launched), launched
         launched.clear()
         assert not any(_grad_in_a_bucket(model, p) for p in model.parameters())
         # A bucket of one parameter (here every bucket but the first) was
-        # all-reduced in its .grad's memory, the last one blocking.
-        buckets = model.reducer.buckets
-        assert [b.in_place for b in buckets] == [False, True, True, True]
+        # all-reduced in its .grad's memory, the last one blocking; none
+        # holds a .grad once backward is over.
+        assert sorted(reduced_in_place) == [1, 2, 3]
+        reduced_in_place.clear()
+        assert all(b.reduced_grad is None and b.work is None for b in buckets)
         assert [b.blocking for b in buckets] == [False, False, False, True]
         assert buckets[-1].params[0] is model.module[0].weight
     _train_like_one_process(model, 4, after_backward=check_overlap_and_own_grads)
@@ -750,7 +758,40 @@ def check_ddp_process_group():
     dist.destroy_process_group(mine)
 
 
+def shared_memory_directory():
+    """Where the launcher told Open MPI to put this job's shared-memory
+    files (None under another MPI)."""
+    for name in ("OMPI_MCA_btl_sm_backing_directory", "OMPI_MCA_btl_vader_backing_directory"):
+        if name in os.environ:
+            return os.environ[name]
+    return None
+
+
+def check_dropped_work():
+    """Note [A Work dropped before it is done]: a nonblocking all-reduce
+    whose Work and tensor are dropped keeps its memory until MPI is done."""
+    tensor = ember.full((1000,), float(RANK + 1))
+    alive = weakref.ref(tensor)
+    if RANK == 0:
+        dist.all_reduce(tensor, async_op=True)   # the Work is dropped at once
+        del tensor
+        assert alive() is not None   # the others have not even started theirs
+    else:
+        time.sleep(0.2)
+        # nonblocking here too: MPI never matches a blocking collective with
+        # a nonblocking one
+        dist.all_reduce(tensor, async_op=True).wait()
+        assert tensor.tolist() == [WORLD * (WORLD + 1) / 2] * 1000
+        del tensor
+    # Every process has finished the first all-reduce once this one is
+    # done; the next collective finds it finished and lets it go.
+    dist.all_reduce(ember.zeros(1))
+    dist.all_reduce(ember.zeros(1))
+    assert alive() is None
+
+
 def check_crash():
+    print("shared memory in", shared_memory_directory(), flush=True)
     if RANK == 1:
         raise ValueError("rank 1 fails on purpose")
     dist.all_reduce(ember.ones(3))   # the others wait here until the job is stopped

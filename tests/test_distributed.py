@@ -2,7 +2,6 @@
 in 2 and 4 processes started by ember.distributed.run (so the launcher is
 tested too).  Each launch batches many checks: MPI start-up costs seconds.
 Skipped without mpi4py or an mpirun."""
-import glob
 import os
 import signal
 import subprocess
@@ -12,10 +11,10 @@ import time
 import pytest
 
 pytest.importorskip("mpi4py")
-from ember.distributed.run import find_mpirun  # noqa: E402
+from ember.distributed.run import find_mpirun, open_mpi_version  # noqa: E402
 
 try:
-    find_mpirun()
+    OPEN_MPI = open_mpi_version(find_mpirun())
 except SystemExit:
     pytest.skip("no mpirun", allow_module_level=True)
 
@@ -26,27 +25,59 @@ TIMEOUT = 120
 
 COLLECTIVES = ["all_reduce", "repeated_all_reduce", "broadcast_reduce", "gathers_and_scatters",
                "all_to_all", "async_collectives", "point_to_point_and_objects", "groups", "errors",
-               "sampler", "list_collectives", "objects", "timeouts"]
+               "sampler", "list_collectives", "objects", "timeouts", "dropped_work"]
 DDP = ["ddp_training", "ddp_gradient_as_bucket_view", "ddp_no_sync", "ddp_uneven_batches",
        "ddp_unused_parameters", "ddp_different_models", "ddp_join", "ddp_broadcast_buffers",
        "ddp_process_group"]
 
 
-def _shared_memory_segments():
-    """Open MPI's shared-memory files, and the launcher's directories for them."""
-    return set(glob.glob("/dev/shm/sm_segment.*") + glob.glob("/dev/shm/vader*")
-               + glob.glob("/dev/shm/ember-mpi-*"))
+# Where the workers' shared-memory files are (Open MPI's names for it).
+SHARED_MEMORY_PARAMETERS = ("OMPI_MCA_btl_sm_backing_directory",
+                            "OMPI_MCA_btl_vader_backing_directory")
+needs_open_mpi = pytest.mark.skipif(OPEN_MPI is None,
+                                    reason="the launcher places only Open MPI's files")
+
+
+def _job_directories(output):
+    """The directories the job's workers said their shared-memory files
+    are in (lines "shared memory in DIR").  Other jobs may be running
+    beside this one (make test-pythons runs two interpreters' suites at
+    once), so the tests look at this job's files only."""
+    return {line.split()[-1] for line in output.splitlines()
+            if line.startswith("shared memory in ")}
+
+
+def _session_members(session):
+    """The processes of `session` (the launcher's, started with
+    start_new_session).  Open MPI puts each worker in a process group of
+    its own, so the session, not the launcher's group, holds the job."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:   # gone meanwhile
+            continue
+        if int(fields[3]) == session and fields[0] != "Z":  # stat's 6th field: session
+            members.append(int(entry))
+    return members
 
 
 def _session_is_gone(session, seconds=10):
-    """True once no process of the launcher's session is left."""
+    """True once no process of the launcher's session is left; else kills
+    what is left, and returns False."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            os.killpg(session, 0)
-        except ProcessLookupError:
+        if not _session_members(session):
             return True
         time.sleep(0.2)
+    for pid in _session_members(session):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     return False
 
 
@@ -66,11 +97,10 @@ def launch(nproc, *args, **environment):
     try:
         output, _ = process.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        _session_is_gone(process.pid, seconds=0)   # kills the whole job
         output, _ = process.communicate()
         pytest.fail(f"the job hung for {TIMEOUT}s:\n{output}")
     if not _session_is_gone(process.pid):
-        os.killpg(process.pid, signal.SIGKILL)
         pytest.fail(f"processes of the job outlived the launcher:\n{output}")
     return process.returncode, output
 
@@ -91,29 +121,33 @@ def test_four_processes():
 
 
 def test_a_crashing_rank_stops_the_job():
-    before = _shared_memory_segments()
     rc, output = launch(2, WORKERS, "crash")
     assert rc != 0
     assert "[rank 1] worker failed:" in output
     assert "ValueError: rank 1 fails on purpose" in output
-    assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+    if OPEN_MPI is not None:
+        directories = _job_directories(output)
+        assert len(directories) == 1, output
+        assert not os.path.exists(*directories), "MPI left shared memory behind"
 
 
 SHOW_SHARED_MEMORY = """
-import os, ember, ember.distributed as dist
+import os, sys, ember, ember.distributed as dist
+sys.path.insert(0, %r)
+from distributed_workers import shared_memory_directory
 dist.init_process_group("mpi")
 dist.all_reduce(ember.ones(3))     # the shared-memory transport is in use
-directory = os.environ.get("OMPI_MCA_btl_sm_backing_directory")
-segments = [name for name in os.listdir(directory) if name.startswith("sm_segment.")]
+directory = shared_memory_directory()
+segments = [name for name in os.listdir(directory) if "segment" in name]
 print("files", dist.get_rank(), directory, len(segments), flush=True)
 dist.barrier()
-"""
+""" % HERE
 
 
+@needs_open_mpi
 def test_shared_memory_files_live_in_the_launchers_directory(tmp_path):
     script = tmp_path / "show_shared_memory.py"
     script.write_text(SHOW_SHARED_MEMORY)
-    before = _shared_memory_segments()
     rc, output = launch(2, str(script))
     assert rc == 0, output
     lines = sorted(line.split() for line in output.splitlines() if line.startswith("files"))
@@ -121,28 +155,78 @@ def test_shared_memory_files_live_in_the_launchers_directory(tmp_path):
     assert lines == [["files", str(rank), directory, "2"] for rank in range(2)], output
     assert os.path.basename(directory).startswith("ember-mpi-")
     assert not os.path.exists(directory)
-    assert _shared_memory_segments() <= before
     # a directory the user chose is Open MPI's to use, and is left in place
-    rc, output = launch(2, str(script), OMPI_MCA_btl_sm_backing_directory=str(tmp_path))
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    parameter = SHARED_MEMORY_PARAMETERS[0 if OPEN_MPI >= 5 else 1]
+    rc, output = launch(2, str(script), **{parameter: str(chosen)})
     assert rc == 0, output
-    assert f"files 0 {tmp_path} 2" in output, output
+    assert f"files 0 {chosen} 2" in output, output
+    assert chosen.is_dir() and not os.listdir(chosen)  # Open MPI's own clean-up
 
 
+def _script_noting_its_directory(path, body):
+    """A worker program that writes where its job's shared-memory files are
+    to `path`.dir (mpirun passes the workers' output on, and a killed one
+    loses it), then runs `body`."""
+    noted = path.with_suffix(".dir")
+    path.write_text(f"import os, signal, sys, time\nsys.path.insert(0, {HERE!r})\n"
+                    "import ember.distributed as dist\n"
+                    "from distributed_workers import shared_memory_directory\n"
+                    "dist.init_process_group('mpi')\n"
+                    "if dist.get_rank() == 0:\n"
+                    f"    with open({str(noted)!r}, 'w') as f:\n"
+                    "        f.write(shared_memory_directory())\n"
+                    "dist.barrier()\n" + body)
+    return str(path), noted
+
+
+@needs_open_mpi
 def test_a_killed_mpirun_leaves_no_shared_memory(tmp_path):
     # mpirun killed outright cannot remove its workers' files; the
     # launcher's directory goes with them all the same
-    script = tmp_path / "kill_mpirun.py"
-    script.write_text("import os, signal, time, ember.distributed as dist\n"
-                      "dist.init_process_group('mpi')\n"
-                      "dist.barrier()\n"
-                      "if dist.get_rank() == 1:\n"
-                      "    os.kill(os.getppid(), signal.SIGKILL)\n"
-                      "time.sleep(1)\n"
-                      "os._exit(0)\n")
-    before = _shared_memory_segments()
-    rc, output = launch(2, str(script))
-    assert rc != 0, output
-    assert _shared_memory_segments() <= before, "the killed job left shared memory behind"
+    script, noted = _script_noting_its_directory(
+        tmp_path / "kill_mpirun.py",
+        "if dist.get_rank() == 1:\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "time.sleep(1)\n"
+        "os._exit(0)\n")
+    rc, output = launch(2, script)
+    assert rc == 128 + signal.SIGKILL, output   # the shell's code for a killed process
+    assert "ember-mpi-" in noted.read_text()
+    assert not os.path.exists(noted.read_text()), "the killed job left shared memory behind"
+
+
+@needs_open_mpi
+def test_sigterm_stops_the_job_and_its_files(tmp_path):
+    # A scheduler's SIGTERM to the launcher reaches mpirun, which stops the
+    # workers (one of them waiting in a collective); then the files go.
+    script, noted = _script_noting_its_directory(
+        tmp_path / "wait.py",
+        "print('waiting', flush=True)\n"
+        "if dist.get_rank() == 1:\n"
+        "    time.sleep(120)\n"
+        "dist.barrier()\n")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    process = subprocess.Popen([sys.executable, "-m", "ember.distributed.run",
+                                "--nproc-per-node", "2", script], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lines = []
+    try:
+        for line in process.stdout:   # until both workers wait
+            lines.append(line)
+            if sum(text.startswith("waiting") for text in lines) == 2:
+                break
+        process.send_signal(signal.SIGTERM)
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        if not _session_is_gone(process.pid, seconds=30):
+            pytest.fail("processes of the job outlived SIGTERM:\n" + "".join(lines))
+    output = "".join(lines) + rest
+    assert process.returncode != 0, output
+    assert "ember-mpi-" in noted.read_text()
+    assert not os.path.exists(noted.read_text()), output
 
 
 def _run_alone(program, **environment):
@@ -159,15 +243,17 @@ def _run_alone(program, **environment):
     return done.stdout
 
 
-def test_one_process_without_a_launcher():
-    before = _shared_memory_segments()
+def test_one_process_without_a_launcher(tmp_path):
+    shared_memory = tmp_path / "shm"
+    shared_memory.mkdir()
     _run_alone("import datetime, ember, ember.distributed as dist\n"
                "dist.init_process_group(timeout=datetime.timedelta(seconds=60))\n"
                "t = ember.ones(2)\n"
                "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
                "assert (dist.get_rank(), dist.get_world_size(), t.tolist()) == (0, 1, [1.0, 1.0])\n"
-               "dist.destroy_process_group()\n")
-    assert _shared_memory_segments() <= before, "MPI left shared memory behind"
+               "dist.destroy_process_group()\n",
+               **dict.fromkeys(SHARED_MEMORY_PARAMETERS, str(shared_memory)))
+    assert not os.listdir(shared_memory), "MPI left shared memory behind"
 
 
 def test_waiting_processes_yield_their_core_by_default():

@@ -396,6 +396,23 @@ def _flat_empty(count, like):
 # collectives (broadcast_object_list and the others) make blocking MPI
 # calls and ignore the timeout.
 
+# Note [A Work dropped before it is done]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# MPI reads and writes a nonblocking collective's memory until the
+# operation completes, whether or not anyone still waits for it: a Work
+# dropped early (a user's, or DistributedDataParallel's when a backward
+# raises halfway) must not take that memory with it.  Its requests,
+# buffers and tensors are kept here, and let go once MPI says they are
+# done; each new collective asks.  (PyTorch's process groups keep their
+# works alive in the same way until the backend is done with them.)
+_unfinished = []
+
+
+def _let_go_of_finished():
+    if _unfinished:
+        _unfinished[:] = [kept for kept in _unfinished if not _mpi().Request.Testall(kept[0])]
+
+
 class Work:
     """What a collective with async_op=True returns: wait() blocks until it
     is done (and writes staged results back), is_completed() asks."""
@@ -408,6 +425,12 @@ class Work:
         self._outputs = list(outputs)
         self._done = False
         self.source_rank = None
+
+    def __del__(self):
+        # Note [A Work dropped before it is done]; _unfinished is None when
+        # the interpreter is tearing the module down.
+        if not self._done and self._requests and _unfinished is not None:
+            _unfinished.append((self._requests, self._buffers, self._outputs, self._finish))
 
     def _complete(self):
         self._done = True
@@ -476,6 +499,7 @@ def _call(group, name, async_op, *args, **kwargs):
 
 
 def _issue(group, requests, finish, async_op, outputs=(), buffers=(), timeout=None):
+    _let_go_of_finished()
     work = Work(requests, finish, outputs, buffers, timeout or group.timeout)
     if async_op:
         return work

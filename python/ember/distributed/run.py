@@ -11,7 +11,9 @@ One node only (--nnodes 1); several nodes are mpirun's hostfiles' job.
 import argparse
 import contextlib
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,25 +62,37 @@ def find_mpirun():
     return found
 
 
-def _is_open_mpi(mpirun):
+def open_mpi_version(mpirun):
+    """Open MPI's major version (`mpirun --version` says "mpirun (Open MPI)
+    5.0.11"), or None for another MPI."""
     try:
         version = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
                                  timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return False
-    return "Open MPI" in version or "OpenRTE" in version or "PRRTE" in version
+        return None
+    found = re.search(r"(?:Open MPI|OpenRTE)\)?\s+v?(\d+)\.", version)
+    if found:
+        return int(found.group(1))
+    return 5 if "PRRTE" in version else None  # Open MPI 5's runtime, on its own
 
 
-def mpirun_command(args, mpirun, shared_memory_dir=None):
+def _backing_directory_parameter(major):
+    """The MCA parameter naming the directory of the shared-memory
+    transport's files: the transport was `vader` before Open MPI 5."""
+    return "btl_sm_backing_directory" if major >= 5 else "btl_vader_backing_directory"
+
+
+def mpirun_command(args, mpirun, open_mpi_major=None, shared_memory_dir=None):
     command = [mpirun, "-n", str(args.nproc_per_node)]
-    if _is_open_mpi(mpirun):
+    if open_mpi_major is not None:
         # More workers than cores is fine for testing; containers run as root.
         # No pinning to cores, as under torchrun (Open MPI pins small jobs).
         command += ["--oversubscribe", "--bind-to", "none"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-run-as-root")
         if shared_memory_dir is not None:
-            command += ["--mca", "btl_sm_backing_directory", shared_memory_dir]
+            command += ["--mca", _backing_directory_parameter(open_mpi_major),
+                        shared_memory_dir]
     command += [sys.executable, "-u", "-m", "ember.distributed._worker"]
     if args.module:
         command.append("-m")
@@ -86,24 +100,41 @@ def mpirun_command(args, mpirun, shared_memory_dir=None):
 
 
 @contextlib.contextmanager
-def job_shared_memory_dir(env):
+def job_shared_memory_dir(env, open_mpi_major):
     """A directory of the launcher's own for the files Open MPI's
     shared-memory transport maps (one per worker, in /dev/shm by default),
-    removed when mpirun has exited, however the job ended.  Open MPI removes
-    them itself at the end of a job, but not always after an abort (CI once
-    found a crashed rank's file left in /dev/shm, RAM held until reboot).
-    Yields None (Open MPI's own default) when the environment already chose
-    the directory."""
-    if any(name in env for name in ("OMPI_MCA_btl_sm_backing_directory",
-                                     "OMPI_MCA_btl_vader_backing_directory")):
+    removed when mpirun has exited, however the job ended: Open MPI removes
+    them itself when a job ends, but a killed mpirun cannot, and they hold
+    RAM until reboot.  Yields None (Open MPI's own choice) for another MPI,
+    or when the environment already names the directory."""
+    if open_mpi_major is None or any(
+            "OMPI_MCA_" + name in env for name in ("btl_sm_backing_directory",
+                                                   "btl_vader_backing_directory")):
         yield None
         return
-    on_tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    # /dev/shm where Open MPI would use it (a local tmpfs we may write).
+    on_tmpfs = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
     directory = tempfile.mkdtemp(prefix="ember-mpi-", dir=on_tmpfs)
     try:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _run_mpirun(command, env):
+    """Runs mpirun to its end and returns its exit code.  SIGTERM to the
+    launcher (a scheduler ending the job) goes on to mpirun, which stops
+    the workers, as torchrun passes it to its workers; Ctrl-C reaches
+    mpirun itself (one process group), and the launcher waits for it."""
+    process = subprocess.Popen(command, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signum))
+    try:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            return process.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_thread_each(env, nproc):
@@ -126,9 +157,10 @@ def main(argv=None):
                WORLD_SIZE=str(args.nproc_per_node))
     _one_thread_each(env, args.nproc_per_node)
     mpirun = find_mpirun()
-    with job_shared_memory_dir(env) as shared_memory_dir:
-        completed = subprocess.run(mpirun_command(args, mpirun, shared_memory_dir), env=env)
-    return completed.returncode
+    major = open_mpi_version(mpirun)
+    with job_shared_memory_dir(env, major) as shared_memory_dir:
+        code = _run_mpirun(mpirun_command(args, mpirun, major, shared_memory_dir), env)
+    return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
 
 
 if __name__ == "__main__":

@@ -80,8 +80,10 @@ then holds the average, without the copy in and the copy back (two
 passes over its bytes, PyTorch's Reducer makes both).  That is safe
 because the engine gives a post-accumulate-grad hook a .grad nothing else
 shares (Note [Adopting gradients] in ember/autograd/engine.py) and nothing
-else writes it before backward ends; a finished Work lets go of it (or
-the engine would see it shared, and copy it).  So the last bucket is
+else writes it before backward ends.  The bucket keeps the .grad its
+hook saw (a later hook may replace .grad: every process must still reduce
+what it scaled), and lets go of it with the Work once backward's
+all-reduces are done (or the engine would see it shared, and copy it).  So the last bucket is
 split when the buckets are made: each of its parameters of at least
 _IN_PLACE_MIN_BYTES in a bucket of its own, the others together, in the
 order their last gradients are expected; all of them blocking.  A
@@ -138,7 +140,7 @@ class _Bucket:
         self.ready = [False] * len(self.params)
         self.pending = len(self.params)
         self.work = None
-        self.in_place = False      # all-reduced in its parameter's .grad
+        self.reduced_grad = None   # the .grad all-reduced in place, if one is
 
     def can_reduce(self, grad):
         """Whether the all-reduce can run on `grad`'s own memory instead of
@@ -247,11 +249,14 @@ class _Reducer:
         view = bucket.views[index]
         grad = param.grad
         with ember.no_grad():
-            in_place = grad.data_ptr() == view.data_ptr()  # gradient_as_bucket_view
-            if not in_place and not self.gradient_as_bucket_view and bucket.can_reduce(grad):
-                bucket.in_place = True
-                in_place = True
-            if not in_place:
+            if grad.data_ptr() == view.data_ptr():   # gradient_as_bucket_view
+                scale_in_place = True
+            elif not self.gradient_as_bucket_view and bucket.can_reduce(grad):
+                bucket.reduced_grad = grad   # what .grad is now, whatever hooks do later
+                scale_in_place = True
+            else:
+                scale_in_place = False
+            if not scale_in_place:
                 ember.mul(grad, self.scale, out=view)
             elif self.scale != 1.0:
                 grad.mul_(self.scale)
@@ -285,8 +290,7 @@ class _Reducer:
         bucket = self.buckets[b]
         blocking = bucket.blocking
         if flat is bucket.flat:  # prepared once (_RepeatedAllReduce)
-            work = bucket.all_reduce(not blocking,
-                                     bucket.params[0].grad if bucket.in_place else None)
+            work = bucket.all_reduce(not blocking, bucket.reduced_grad)
         else:
             work = self.dist.all_reduce(flat, group=self.group, async_op=not blocking)
         return _DONE if blocking else work
@@ -303,17 +307,18 @@ class _Reducer:
         used = self._count_users(used_here) if self.find_unused_parameters else None
         for bucket in self.buckets:
             bucket.work.wait()
-            # Its Work holds the .grad of an in-place all-reduce: the engine
-            # would take that .grad for shared, and copy it (Note [Adopting
-            # gradients] in ember/autograd/engine.py).
-            bucket.work = None
         used_anywhere = self._wait_used(used)
         with ember.no_grad():
             for p, (bucket, i), used in zip(self.params, self.places, used_anywhere):
                 # PyTorch leaves a .grad no process computed as it was; one
                 # all-reduced in place holds its average already.
-                if used and not bucket.in_place:
+                if used and bucket.reduced_grad is None:
                     self._write_back(p, bucket.views[i])
+        for bucket in self.buckets:
+            # A Work, and the bucket, that still held an in-place .grad would
+            # make the engine take it for shared, and copy it (Note
+            # [Adopting gradients] in ember/autograd/engine.py).
+            bucket.work = bucket.reduced_grad = None
 
     def _wait_used(self, used):
         if used is None:
