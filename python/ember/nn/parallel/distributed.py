@@ -83,18 +83,23 @@ shares (Note [Adopting gradients] in ember/autograd/engine.py) and nothing
 else writes it before backward ends.  The bucket keeps the .grad its
 hook saw (a later hook may replace .grad: every process must still reduce
 what it scaled), and lets go of it with the Work once backward's
-all-reduces are done (or the engine would see it shared, and copy it).  So the last bucket is
-split when the buckets are made: each of its parameters of at least
-_IN_PLACE_MIN_BYTES in a bucket of its own, the others together, in the
-order their last gradients are expected; all of them blocking.  A
+all-reduces are done (or the engine would see it shared, and copy it).
+So the last bucket is split when the buckets are made: each of its
+parameters of at least _IN_PLACE_MIN_BYTES in a bucket of its own, the
+others together, in the order their last gradients are expected; all of
+them blocking.  A
 parameter larger than bucket_cap_mb has a bucket of its own anyway, and
 its nonblocking all-reduce runs in place too.  The MPI call is the same
 on whichever memory it runs (same count and type), so a process that
 must use the flat tensor after all (a .grad not contiguous, a 16-bit type
 staged as float32, a parameter unused here, gradient_as_bucket_view)
-still matches the others.  64 KiB: a blocking all-reduce call costs
-~2 us at 1 KB between two processes here, and ember's Python around it
-a few more, against ~0.14 us per KB for the two copies.  In a world of
+still matches the others.  512 KiB: each part is a blocking all-reduce
+in the middle of backward, where the processes wait for each other, and
+that costs more than the copies of a small gradient.  In 2-process jobs
+of MLPs whose layers all fall in the last bucket (40 rounds of 5 steps,
+interleaved with the unsplit bucket, medians), splitting off 64 KiB
+weights made the step 6-11% slower, 256 KiB ones 1-2% slower, 512 KiB
+and 1 MiB ones 2.5-3% faster.  In a world of
 one (bench/bench_distributed.py's MLP, 1.6 MB of gradients, one thread,
 its steps interleaved in one process), DDP's cost over the same step
 under no_sync went from 0.17-0.20 ms to 0.02-0.06 ms; with 2 processes,
@@ -151,7 +156,7 @@ class _Bucket:
 
 
 # Note [All-reducing a gradient in place].
-_IN_PLACE_MIN_BYTES = 64 * 1024
+_IN_PLACE_MIN_BYTES = 512 * 1024
 
 
 def _bucket_params(params, cap_bytes):
