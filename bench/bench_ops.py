@@ -342,10 +342,11 @@ def print_table(title, rows, errors):
 
 def run_rows(rows, number, repeat, clock):
     """Each row's libraries take turns (a different one first each round),
-    `repeat` rounds of `number` calls each, and each keeps its best round: a spell of load on the host falls
-    on all of them alike, not on whichever library was being timed then
-    (timed one after the other, 16M sums of the same buffer ranged over
-    0.78-1.18x PyTorch's GB/s between runs)."""
+    `repeat` rounds of `number` calls each, and each keeps its best round
+    (or its error): a spell of load on the host falls on all of them
+    alike, not on whichever library was being timed then (timed one after
+    the other, 16M sums of the same buffer ranged over 0.78-1.18x
+    PyTorch's GB/s between runs)."""
     for row in rows:
         libs = [lib for lib in LIBS if row.stmts.get(lib) is not None]
         if row.kind == "faults":
@@ -359,10 +360,11 @@ def run_rows(rows, number, repeat, clock):
         for round_ in range(repeat):
             turn = round_ % len(libs)   # each library goes first in turn
             for lib in libs[turn:] + libs[:turn]:
-                if not isinstance(best.get(lib), str):
-                    seconds = time_calls(row, lib, number, clock)
-                    best[lib] = seconds if lib not in best or isinstance(seconds, str) \
-                        else min(best[lib], seconds)
+                if isinstance(best.get(lib), str):
+                    continue   # it raised: reported, not timed again
+                seconds = time_calls(row, lib, number, clock)
+                best[lib] = seconds if isinstance(seconds, str) \
+                    else min(best.get(lib, float("inf")), seconds)
         for lib, seconds in best.items():
             row.values[lib] = in_unit(row, lib, seconds)
 

@@ -17,6 +17,7 @@ import numpy as np
 import ember
 import ember.distributed as dist
 from ember import nn
+from ember.distributed.run import BACKING_DIRECTORY_PARAMETERS
 
 RANK = WORLD = None
 
@@ -761,9 +762,9 @@ def check_ddp_process_group():
 def shared_memory_directory():
     """Where the launcher told Open MPI to put this job's shared-memory
     files (None under another MPI)."""
-    for name in ("OMPI_MCA_btl_sm_backing_directory", "OMPI_MCA_btl_vader_backing_directory"):
-        if name in os.environ:
-            return os.environ[name]
+    for name in BACKING_DIRECTORY_PARAMETERS:
+        if "OMPI_MCA_" + name in os.environ:
+            return os.environ["OMPI_MCA_" + name]
     return None
 
 

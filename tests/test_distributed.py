@@ -11,7 +11,8 @@ import time
 import pytest
 
 pytest.importorskip("mpi4py")
-from ember.distributed.run import find_mpirun, open_mpi_version  # noqa: E402
+from ember.distributed.run import (BACKING_DIRECTORY_PARAMETERS,  # noqa: E402
+                                   backing_directory_parameter, find_mpirun, open_mpi_version)
 
 try:
     OPEN_MPI = open_mpi_version(find_mpirun())
@@ -31,9 +32,6 @@ DDP = ["ddp_training", "ddp_gradient_as_bucket_view", "ddp_no_sync", "ddp_uneven
        "ddp_process_group"]
 
 
-# Where the workers' shared-memory files are (Open MPI's names for it).
-SHARED_MEMORY_PARAMETERS = ("OMPI_MCA_btl_sm_backing_directory",
-                            "OMPI_MCA_btl_vader_backing_directory")
 needs_open_mpi = pytest.mark.skipif(OPEN_MPI is None,
                                     reason="the launcher places only Open MPI's files")
 
@@ -81,19 +79,24 @@ def _session_is_gone(session, seconds=10):
     return False
 
 
-def launch(nproc, *args, **environment):
-    """Runs the launcher in a session of its own, with `environment` added
-    to this process's, and returns its exit code and output once every
-    process of that session has ended; kills the session if it outlives
-    TIMEOUT (a hang must fail the test, not the suite)."""
+def _start_launcher(nproc, *args, **environment):
+    """The launcher, started in a session of its own, with `environment`
+    added to this process's; its output (and its workers') on a pipe."""
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
                **environment)
     for threads in ("OMP_NUM_THREADS", "EMBER_NUM_THREADS"):  # the launcher's default
         env.pop(threads, None)
     command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc),
                *args]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def launch(nproc, *args, **environment):
+    """Runs the launcher (_start_launcher) and returns its exit code and
+    output once every process of its session has ended; kills the session
+    if it outlives TIMEOUT (a hang must fail the test, not the suite)."""
+    process = _start_launcher(nproc, *args, **environment)
     try:
         output, _ = process.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -158,7 +161,7 @@ def test_shared_memory_files_live_in_the_launchers_directory(tmp_path):
     # a directory the user chose is Open MPI's to use, and is left in place
     chosen = tmp_path / "chosen"
     chosen.mkdir()
-    parameter = SHARED_MEMORY_PARAMETERS[0 if OPEN_MPI >= 5 else 1]
+    parameter = "OMPI_MCA_" + backing_directory_parameter(OPEN_MPI)
     rc, output = launch(2, str(script), **{parameter: str(chosen)})
     assert rc == 0, output
     assert f"files 0 {chosen} 2" in output, output
@@ -207,11 +210,7 @@ def test_sigterm_stops_the_job_and_its_files(tmp_path):
         "if dist.get_rank() == 1:\n"
         "    time.sleep(120)\n"
         "dist.barrier()\n")
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    process = subprocess.Popen([sys.executable, "-m", "ember.distributed.run",
-                                "--nproc-per-node", "2", script], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+    process = _start_launcher(2, script)
     lines = []
     try:
         for line in process.stdout:   # until both workers wait
@@ -252,7 +251,8 @@ def test_one_process_without_a_launcher(tmp_path):
                "dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
                "assert (dist.get_rank(), dist.get_world_size(), t.tolist()) == (0, 1, [1.0, 1.0])\n"
                "dist.destroy_process_group()\n",
-               **dict.fromkeys(SHARED_MEMORY_PARAMETERS, str(shared_memory)))
+               **{"OMPI_MCA_" + name: str(shared_memory)
+                  for name in BACKING_DIRECTORY_PARAMETERS})
     assert not os.listdir(shared_memory), "MPI left shared memory behind"
 
 

@@ -342,14 +342,14 @@ def _execute(root_edges, root_grads, task):
 _adopted_sole_refcount = None
 
 
-def _references_seen_by_the_check(leaf, grad):
+def _references_seen_by_the_check(grad):
     return sys.getrefcount(grad)   # as in _own_adopted_grad
 
 
 def _measure_adopted_sole_refcount():
     leaf, grad = _C.empty((1,)), _C.empty((1,))
     leaf.grad = grad
-    return _references_seen_by_the_check(leaf, grad)
+    return _references_seen_by_the_check(grad)
 
 
 def _own_adopted_grad(leaf, grad):

@@ -76,10 +76,14 @@ def open_mpi_version(mpirun):
     return 5 if "PRRTE" in version else None  # Open MPI 5's runtime, on its own
 
 
-def _backing_directory_parameter(major):
-    """The MCA parameter naming the directory of the shared-memory
-    transport's files: the transport was `vader` before Open MPI 5."""
-    return "btl_sm_backing_directory" if major >= 5 else "btl_vader_backing_directory"
+# The MCA parameter naming the directory of Open MPI's shared-memory
+# transport's files, from Open MPI 5 on and before it (the transport was
+# `vader`).  Workers see the one given to mpirun as OMPI_MCA_<name>.
+BACKING_DIRECTORY_PARAMETERS = ("btl_sm_backing_directory", "btl_vader_backing_directory")
+
+
+def backing_directory_parameter(major):
+    return BACKING_DIRECTORY_PARAMETERS[0 if major >= 5 else 1]
 
 
 def mpirun_command(args, mpirun, open_mpi_major=None, shared_memory_dir=None):
@@ -91,7 +95,7 @@ def mpirun_command(args, mpirun, open_mpi_major=None, shared_memory_dir=None):
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-run-as-root")
         if shared_memory_dir is not None:
-            command += ["--mca", _backing_directory_parameter(open_mpi_major),
+            command += ["--mca", backing_directory_parameter(open_mpi_major),
                         shared_memory_dir]
     command += [sys.executable, "-u", "-m", "ember.distributed._worker"]
     if args.module:
@@ -108,8 +112,7 @@ def job_shared_memory_dir(env, open_mpi_major):
     RAM until reboot.  Yields None (Open MPI's own choice) for another MPI,
     or when the environment already names the directory."""
     if open_mpi_major is None or any(
-            "OMPI_MCA_" + name in env for name in ("btl_sm_backing_directory",
-                                                   "btl_vader_backing_directory")):
+            "OMPI_MCA_" + name in env for name in BACKING_DIRECTORY_PARAMETERS):
         yield None
         return
     # /dev/shm where Open MPI would use it (a local tmpfs we may write).

@@ -78,32 +78,32 @@ call.  A bucket of one parameter does not need it: the hook scales the
 .grad in place and the all-reduce runs on the .grad's own memory, which
 then holds the average, without the copy in and the copy back (two
 passes over its bytes, PyTorch's Reducer makes both).  That is safe
-because the engine gives a post-accumulate-grad hook a .grad nothing else
-shares (Note [Adopting gradients] in ember/autograd/engine.py) and nothing
-else writes it before backward ends.  The bucket keeps the .grad its
-hook saw (a later hook may replace .grad: every process must still reduce
-what it scaled), and lets go of it with the Work once backward's
+because the engine gives a post-accumulate-grad hook a .grad nothing
+else shares (Note [Adopting gradients] in ember/autograd/engine.py) and
+nothing else writes it before backward ends.  The bucket keeps the .grad
+its hook saw (a later hook may replace .grad: every process must still
+reduce what it scaled), and lets go of it with the Work once backward's
 all-reduces are done (or the engine would see it shared, and copy it).
 So the last bucket is split when the buckets are made: each of its
 parameters of at least _IN_PLACE_MIN_BYTES in a bucket of its own, the
 others together, in the order their last gradients are expected; all of
-them blocking.  A
-parameter larger than bucket_cap_mb has a bucket of its own anyway, and
-its nonblocking all-reduce runs in place too.  The MPI call is the same
-on whichever memory it runs (same count and type), so a process that
-must use the flat tensor after all (a .grad not contiguous, a 16-bit type
-staged as float32, a parameter unused here, gradient_as_bucket_view)
-still matches the others.  512 KiB: each part is a blocking all-reduce
-in the middle of backward, where the processes wait for each other, and
-that costs more than the copies of a small gradient.  In 2-process jobs
-of MLPs whose layers all fall in the last bucket (40 rounds of 5 steps,
-interleaved with the unsplit bucket, medians), splitting off 64 KiB
-weights made the step 6-11% slower, 256 KiB ones 1-2% slower, 512 KiB
-and 1 MiB ones 2.5-3% faster.  In a world of
-one (bench/bench_distributed.py's MLP, 1.6 MB of gradients, one thread,
-its steps interleaved in one process), DDP's cost over the same step
-under no_sync went from 0.17-0.20 ms to 0.02-0.06 ms; with 2 processes,
-in jobs of the host's fast kind, steps were 0.1-0.2 ms shorter.
+them blocking.  A parameter larger than bucket_cap_mb has a bucket of
+its own anyway, and its nonblocking all-reduce runs in place too.  The
+MPI call is the same on whichever memory it runs (same count and type),
+so a process that must use the flat tensor after all (a .grad not
+contiguous, a 16-bit type staged as float32, a parameter unused here,
+gradient_as_bucket_view) still matches the others.  512 KiB: each part
+is a blocking all-reduce in the middle of backward, where the processes
+wait for each other, and that costs more than the copies of a small
+gradient.  In 2-process jobs of MLPs whose layers all fall in the last
+bucket (40 rounds of 5 steps, interleaved with the unsplit bucket,
+medians), splitting off 64 KiB weights made the step 6-11% slower, 256
+KiB ones 1-2% slower, 512 KiB and 1 MiB ones 2.5-3% faster.  In a world
+of one (bench/bench_distributed.py's MLP, 1.6 MB of gradients, one
+thread, its steps interleaved in one process), DDP's cost over the same
+step under no_sync went from 0.17-0.20 ms to 0.02-0.06 ms; with 2
+processes, in jobs of the host's fast kind, steps were 0.1-0.2 ms
+shorter.
 
 With uneven inputs, `with ddp.join():` lets processes that ran out of
 batches shadow these all-reduces with zeros (Note [Shadowing the
